@@ -1,0 +1,35 @@
+// The algorithm registry: every algorithm is a pure function from CollectiveArgs to a
+// Schedule, registered under a short name ("ring", ...).
+#pragma once
+
+#include "algorithms/schedule.hpp"
+
+#include <span>
+#include <string_view>
+
+namespace chorus {
+
+using ScheduleBuilder = Schedule (*)(const CollectiveArgs& args);
+
+struct Algorithm {
+  const char* name;
+  Collective collective;
+  ScheduleBuilder build;
+  const char* description;
+};
+
+std::span<const Algorithm> allAlgorithms();
+// nullptr when no algorithm of that name exists for the collective.
+const Algorithm* findAlgorithm(Collective collective, std::string_view name);
+// The default when nothing is forced (the tuner will take over this choice).
+const Algorithm& defaultAlgorithm(Collective collective);
+
+Schedule ringAllReduce(const CollectiveArgs& args);
+Schedule ringAllGather(const CollectiveArgs& args);
+Schedule ringReduceScatter(const CollectiveArgs& args);
+Schedule chainBroadcast(const CollectiveArgs& args);
+Schedule chainReduce(const CollectiveArgs& args);
+Schedule directSend(const CollectiveArgs& args);
+Schedule directRecv(const CollectiveArgs& args);
+
+}  // namespace chorus

@@ -1,0 +1,48 @@
+// The table of algorithms. Adding one = one file + one line here.
+#include "algorithms/algorithms.hpp"
+
+#include <array>
+
+namespace chorus {
+
+namespace {
+constexpr std::array kAlgorithms = {
+    Algorithm{"ring", Collective::AllReduce, ringAllReduce,
+              "ring reduce-scatter then ring all-gather, pipelined"},
+    Algorithm{"ring", Collective::AllGather, ringAllGather, "ring, n-1 steps"},
+    Algorithm{"ring", Collective::ReduceScatter, ringReduceScatter, "ring, n-1 steps"},
+    Algorithm{"ring", Collective::Broadcast, chainBroadcast, "pipelined chain from the root"},
+    Algorithm{"ring", Collective::Reduce, chainReduce, "pipelined chain into the root"},
+    Algorithm{"direct", Collective::Send, directSend, "one stream to the peer"},
+    Algorithm{"direct", Collective::Recv, directRecv, "one stream from the peer"},
+};
+}  // namespace
+
+std::span<const Algorithm> allAlgorithms() { return kAlgorithms; }
+
+const Algorithm* findAlgorithm(Collective collective, std::string_view name) {
+  for (const Algorithm& a : kAlgorithms)
+    if (a.collective == collective && name == a.name) return &a;
+  return nullptr;
+}
+
+const Algorithm& defaultAlgorithm(Collective collective) {
+  for (const Algorithm& a : kAlgorithms)
+    if (a.collective == collective) return a;
+  return kAlgorithms[0];  // unreachable: every collective has an entry
+}
+
+const char* toString(Collective collective) {
+  switch (collective) {
+    case Collective::AllReduce: return "allReduce";
+    case Collective::AllGather: return "allGather";
+    case Collective::ReduceScatter: return "reduceScatter";
+    case Collective::Broadcast: return "broadcast";
+    case Collective::Reduce: return "reduce";
+    case Collective::Send: return "send";
+    case Collective::Recv: return "recv";
+  }
+  return "unknown";
+}
+
+}  // namespace chorus

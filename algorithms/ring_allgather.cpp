@@ -1,0 +1,26 @@
+// Ring all-gather: n-1 steps; at each step a rank forwards the block it received last.
+// Each rank sends and receives (n-1)/n of the output.
+#include "algorithms/algorithms.hpp"
+#include "algorithms/steps.hpp"
+
+namespace chorus {
+
+Schedule ringAllGather(const CollectiveArgs& args) {
+  using namespace steps;
+  Schedule s;
+  const int n = args.nranks, r = args.rank;
+  const size_t m = args.count;  // elements per rank
+  if (m == 0) return s;
+  copy(s, in(0, m), out(static_cast<size_t>(r) * m, m));  // no-op when in-place
+  const int next = wrapRank(r + 1, n), prev = wrapRank(r - 1, n);
+  int produced = -1;
+  for (int k = 0; k < n - 1; ++k) {
+    size_t sent = static_cast<size_t>(wrapRank(r - k, n)) * m;
+    size_t got = static_cast<size_t>(wrapRank(r - k - 1, n)) * m;
+    send(s, next, k == 0 ? in(0, m) : out(sent, m), produced);
+    produced = recv(s, prev, out(got, m));
+  }
+  return s;
+}
+
+}  // namespace chorus

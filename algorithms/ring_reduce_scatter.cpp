@@ -1,0 +1,32 @@
+// Ring reduce-scatter: n-1 steps; at step k a rank sends its partial sum of block r-k-1
+// and folds its own contribution into block r-k-2 as it arrives; after the last step
+// block r is complete. Partial sums live in scratch so the input stays untouched.
+#include "algorithms/algorithms.hpp"
+#include "algorithms/steps.hpp"
+
+namespace chorus {
+
+Schedule ringReduceScatter(const CollectiveArgs& args) {
+  using namespace steps;
+  Schedule s;
+  const int n = args.nranks, r = args.rank;
+  const size_t m = args.count;  // elements each rank receives
+  if (m == 0) return s;
+  if (n == 1) {
+    copy(s, in(0, m), out(0, m), /*finalize=*/true);
+    return s;
+  }
+  const int next = wrapRank(r + 1, n), prev = wrapRank(r - 1, n);
+  auto block = [&](int index) { return static_cast<size_t>(wrapRank(index, n)) * m; };
+  int produced = -1;
+  for (int k = 0; k < n - 1; ++k) {
+    send(s, next, k == 0 ? in(block(r - k - 1), m) : scratch((k - 1) * m, m), produced);
+    const bool last = k == n - 2;  // then the arriving block is ours: r - n == r
+    produced = recvReduce(s, prev, in(block(r - k - 2), m), last ? out(0, m) : scratch(k * m, m),
+                          /*finalize=*/last);
+  }
+  s.scratchCount = static_cast<size_t>(n - 2) * m;
+  return s;
+}
+
+}  // namespace chorus

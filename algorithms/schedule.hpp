@@ -1,0 +1,73 @@
+// A Schedule is what an algorithm produces: the steps one rank runs for one collective.
+// It names buffers and element ranges, never pointers, sockets or devices, so the same
+// schedule is executed by the engine, checked symbolically by the tests and timed by the
+// simulator.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace chorus {
+
+enum class Collective : uint8_t { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, Send, Recv };
+const char* toString(Collective collective);  // "allReduce", ...
+
+enum class Buffer : uint8_t { Input, Output, Scratch };
+
+struct Range {
+  Buffer buffer = Buffer::Input;
+  size_t offset = 0;  // elements
+  size_t count = 0;   // elements
+};
+
+enum class StepKind : uint8_t {
+  Send,        // stream src to peer
+  Recv,        // stream from peer into dst
+  RecvReduce,  // dst = src OP (stream from peer), element by element
+  Copy,        // dst = src, locally
+};
+
+struct Step {
+  StepKind kind = StepKind::Copy;
+  int peer = -1;
+  Range src;
+  Range dst;
+  // The step that produces this step's input. When both cover the same number of
+  // elements the engine pipelines them element by element; otherwise it waits for `after`
+  // to finish.
+  int after = -1;
+  // Last reduction of these elements: Avg divides by nranks here.
+  bool finalize = false;
+};
+
+struct Schedule {
+  std::vector<Step> steps;
+  size_t scratchCount = 0;  // elements of Scratch the schedule needs
+};
+
+// What an algorithm is asked to build. `count` is per collective as in NCCL: all-reduce,
+// broadcast, reduce, send, recv: elements of the buffer; all-gather: elements each rank
+// contributes; reduce-scatter: elements each rank receives.
+struct CollectiveArgs {
+  Collective collective = Collective::AllReduce;
+  int rank = 0;
+  int nranks = 1;
+  size_t count = 0;
+  int root = 0;  // broadcast, reduce; the peer for send and recv
+};
+
+// Element range [begin, begin+size) of part `index` when `count` elements are split into
+// `parts` nearly equal parts (the first count % parts parts get one more).
+struct Part {
+  size_t begin;
+  size_t size;
+};
+inline Part partOf(size_t count, int parts, int index) {
+  size_t base = count / parts, extra = count % parts, i = static_cast<size_t>(index);
+  return {i * base + (i < extra ? i : extra), base + (i < extra ? 1 : 0)};
+}
+
+inline int wrapRank(int rank, int nranks) { return ((rank % nranks) + nranks) % nranks; }
+
+}  // namespace chorus

@@ -1,0 +1,59 @@
+/* Chorus C API, NCCL-like naming. Host buffers; every call blocks until the collective
+ * is complete or the communicator's timeout passes. */
+#ifndef CHORUS_H
+#define CHORUS_H
+
+#include <chorus/types.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CHORUS_MAJOR 0
+#define CHORUS_MINOR 1
+#define CHORUS_PATCH 0
+#define CHORUS_VERSION_CODE (CHORUS_MAJOR * 10000 + CHORUS_MINOR * 100 + CHORUS_PATCH)
+
+#define CHORUS_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[CHORUS_UNIQUE_ID_BYTES];
+} chorusUniqueId;
+
+typedef struct chorusComm* chorusComm_t;
+
+chorusResult_t chorusGetVersion(int* version);
+/* Starts the rendezvous store in the calling process and fills *uniqueId. */
+chorusResult_t chorusGetUniqueId(chorusUniqueId* uniqueId);
+chorusResult_t chorusCommInitRank(chorusComm_t* comm, int nranks, chorusUniqueId commId, int rank);
+/* Reads rank, size and rendezvous address from the environment (chorus-run, torchrun, mpirun). */
+chorusResult_t chorusCommInitEnv(chorusComm_t* comm);
+chorusResult_t chorusCommDestroy(chorusComm_t comm);
+chorusResult_t chorusCommAbort(chorusComm_t comm);
+chorusResult_t chorusCommCount(const chorusComm_t comm, int* count);
+chorusResult_t chorusCommUserRank(const chorusComm_t comm, int* rank);
+
+chorusResult_t chorusAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                               chorusDataType_t datatype, chorusRedOp_t op, chorusComm_t comm);
+chorusResult_t chorusAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                               chorusDataType_t datatype, chorusComm_t comm);
+chorusResult_t chorusReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                   chorusDataType_t datatype, chorusRedOp_t op, chorusComm_t comm);
+chorusResult_t chorusBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                               chorusDataType_t datatype, int root, chorusComm_t comm);
+chorusResult_t chorusReduce(const void* sendbuff, void* recvbuff, size_t count,
+                            chorusDataType_t datatype, chorusRedOp_t op, int root,
+                            chorusComm_t comm);
+chorusResult_t chorusSend(const void* sendbuff, size_t count, chorusDataType_t datatype, int peer,
+                          chorusComm_t comm);
+chorusResult_t chorusRecv(void* recvbuff, size_t count, chorusDataType_t datatype, int peer,
+                          chorusComm_t comm);
+
+const char* chorusGetErrorString(chorusResult_t result);
+/* The message of the last failure on this thread (names rank, peer, collective, sequence). */
+const char* chorusGetLastError(chorusComm_t comm);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,154 @@
+// Chorus C++ API: a communicator over a group of ranks and its collectives.
+#pragma once
+
+#include <chorus/types.h>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace chorus {
+
+enum class DataType : int {
+  Int8 = chorusInt8,
+  Uint8 = chorusUint8,
+  Int32 = chorusInt32,
+  Uint32 = chorusUint32,
+  Int64 = chorusInt64,
+  Uint64 = chorusUint64,
+  Float16 = chorusFloat16,
+  Float32 = chorusFloat32,
+  Float64 = chorusFloat64,
+  Bfloat16 = chorusBfloat16,
+  Float8e4m3 = chorusFloat8e4m3,
+  Float8e5m2 = chorusFloat8e5m2,
+};
+
+enum class RedOp : int {
+  Sum = chorusSum,
+  Prod = chorusProd,
+  Max = chorusMax,
+  Min = chorusMin,
+  Avg = chorusAvg,
+};
+
+enum class Result : int {
+  Success = chorusSuccess,
+  SystemError = chorusSystemError,
+  InternalError = chorusInternalError,
+  InvalidArgument = chorusInvalidArgument,
+  InvalidUsage = chorusInvalidUsage,
+  RemoteError = chorusRemoteError,
+  InProgress = chorusInProgress,
+  Timeout = chorusTimeout,
+};
+
+size_t sizeOf(DataType type);  // bytes per element; 0 for an unknown type
+const char* toString(DataType type);
+const char* toString(RedOp op);
+const char* toString(Result result);
+bool isValid(DataType type);
+bool isValid(RedOp op);
+
+// Every failure surfaces as an Error carrying a result code and a message that names the
+// rank, the peer, the collective and its sequence number where they are known.
+class Error : public std::runtime_error {
+ public:
+  Error(Result code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  Result code() const { return code_; }
+
+ private:
+  Result code_;
+};
+
+// 128 opaque bytes (like ncclUniqueId): the rendezvous address and a random job secret.
+struct UniqueId {
+  std::array<char, 128> bytes{};
+};
+
+// Creates a unique id and starts the rendezvous store in the calling process (it lives
+// until the process exits). Call it on one process and hand the id to every rank.
+UniqueId getUniqueId();
+
+struct Options {
+  // Limit on how long any wait may go without progress; CHORUS_TIMEOUT (seconds) sets
+  // the default.
+  std::chrono::milliseconds timeout{0};  // 0: take CHORUS_TIMEOUT or the built-in default
+  // "auto" (shm when every rank shares the host, else tcp), "shm" or "tcp";
+  // CHORUS_TRANSPORT sets the default.
+  std::string transport;
+  // Algorithm choice, NCCL-style: "ring", "allreduce:ring,broadcast:ring"; CHORUS_ALGO.
+  std::string algorithm;
+};
+
+namespace detail {
+class CommImpl;
+struct OpState;
+}  // namespace detail
+
+// Handle to one collective in flight. Collectives complete in the order they were issued.
+class Work {
+ public:
+  Work() = default;
+  // Drives the collective until it completes (true) or `timeout` passes (false: still in
+  // flight, wait again). Throws Error if the collective failed.
+  bool wait(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
+  // Non-blocking: makes what progress it can; true once complete. Throws on failure.
+  bool test();
+
+ private:
+  friend class detail::CommImpl;
+  Work(std::shared_ptr<detail::CommImpl> comm, std::shared_ptr<detail::OpState> op)
+      : comm_(std::move(comm)), op_(std::move(op)) {}
+  std::shared_ptr<detail::CommImpl> comm_;
+  std::shared_ptr<detail::OpState> op_;
+};
+
+class Communicator {
+ public:
+  // Collective: every rank calls it with the same id and nranks.
+  static Communicator init(int rank, int nranks, const UniqueId& id, const Options& options = {});
+  // From the environment: CHORUS_RANK/RANK, CHORUS_WORLD_SIZE/WORLD_SIZE,
+  // CHORUS_ADDR/MASTER_ADDR, CHORUS_PORT/MASTER_PORT (as chorus-run and torchrun set
+  // them), or Open MPI's OMPI_COMM_WORLD_* when started by mpirun.
+  static Communicator initFromEnv(const Options& options = {});
+
+  Communicator() = default;
+  Communicator(Communicator&&) noexcept = default;
+  Communicator& operator=(Communicator&&) noexcept = default;
+  ~Communicator();
+
+  int rank() const;
+  int size() const;
+  explicit operator bool() const { return impl_ != nullptr; }
+
+  // Buffers are host memory. In-place follows NCCL: allReduce/broadcast/reduce with
+  // send == recv; allGather with send == recv + rank * sendCount; reduceScatter with
+  // recv == send + rank * recvCount.
+  Work allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op);
+  Work allGather(const void* send, void* recv, size_t sendCount, DataType type);
+  Work reduceScatter(const void* send, void* recv, size_t recvCount, DataType type, RedOp op);
+  Work broadcast(const void* send, void* recv, size_t count, DataType type, int root);
+  Work reduce(const void* send, void* recv, size_t count, DataType type, RedOp op, int root);
+  Work send(const void* buf, size_t count, DataType type, int peer);
+  Work recv(void* buf, size_t count, DataType type, int peer);
+
+  // Overrides the algorithm choice (same syntax as CHORUS_ALGO); throws on an unknown name.
+  void setAlgorithm(std::string_view spec);
+  // Name of the transport in use ("shm" or "tcp").
+  std::string transportName() const;
+  // Marks the communicator failed; collectives in flight and later ones throw. Safe to
+  // call from another thread.
+  void abort();
+
+ private:
+  explicit Communicator(std::shared_ptr<detail::CommImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::CommImpl> impl_;
+};
+
+}  // namespace chorus

@@ -1,0 +1,55 @@
+/* Chorus: public enums shared by the C and C++ APIs. Values match NCCL's. */
+#ifndef CHORUS_TYPES_H
+#define CHORUS_TYPES_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  chorusSuccess = 0,
+  chorusUnhandledCudaError = 1,
+  chorusSystemError = 2,
+  chorusInternalError = 3,
+  chorusInvalidArgument = 4,
+  chorusInvalidUsage = 5,
+  chorusRemoteError = 6, /* a peer died, reset its connection or misbehaved */
+  chorusInProgress = 7,
+  chorusTimeout = 8, /* a deadline passed (Chorus extension; NCCL has none) */
+  chorusNumResults = 9
+} chorusResult_t;
+
+typedef enum {
+  chorusInt8 = 0,
+  chorusChar = 0,
+  chorusUint8 = 1,
+  chorusInt32 = 2,
+  chorusInt = 2,
+  chorusUint32 = 3,
+  chorusInt64 = 4,
+  chorusUint64 = 5,
+  chorusFloat16 = 6,
+  chorusHalf = 6,
+  chorusFloat32 = 7,
+  chorusFloat = 7,
+  chorusFloat64 = 8,
+  chorusDouble = 8,
+  chorusBfloat16 = 9,
+  chorusFloat8e4m3 = 10,
+  chorusFloat8e5m2 = 11,
+  chorusNumTypes = 12
+} chorusDataType_t;
+
+typedef enum {
+  chorusSum = 0,
+  chorusProd = 1,
+  chorusMax = 2,
+  chorusMin = 3,
+  chorusAvg = 4,
+  chorusNumOps = 5
+} chorusRedOp_t;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,148 @@
+// The C API (chorus.h): every call blocks until done and turns exceptions into codes.
+#include <chorus/chorus.h>
+
+#include <chorus/chorus.hpp>
+
+#include <cstring>
+#include <string>
+
+struct chorusComm {
+  chorus::Communicator comm;
+  std::string lastError;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+template <typename F>
+chorusResult_t guarded(chorusComm_t comm, F&& body) {
+  try {
+    body();
+    return chorusSuccess;
+  } catch (const chorus::Error& e) {
+    lastError = e.what();
+    if (comm) comm->lastError = e.what();
+    return static_cast<chorusResult_t>(e.code());
+  } catch (const std::bad_alloc&) {
+    lastError = "out of memory";
+    return chorusSystemError;
+  } catch (const std::exception& e) {
+    lastError = e.what();
+    if (comm) comm->lastError = e.what();
+    return chorusInternalError;
+  }
+}
+
+chorusResult_t invalid(const char* what) {
+  lastError = what;
+  return chorusInvalidArgument;
+}
+
+chorus::DataType typeOf(chorusDataType_t t) { return static_cast<chorus::DataType>(t); }
+chorus::RedOp opOf(chorusRedOp_t o) { return static_cast<chorus::RedOp>(o); }
+
+}  // namespace
+
+extern "C" {
+
+chorusResult_t chorusGetVersion(int* version) {
+  if (!version) return invalid("chorusGetVersion: version is null");
+  *version = CHORUS_VERSION_CODE;
+  return chorusSuccess;
+}
+
+chorusResult_t chorusGetUniqueId(chorusUniqueId* uniqueId) {
+  if (!uniqueId) return invalid("chorusGetUniqueId: uniqueId is null");
+  return guarded(nullptr, [&] {
+    chorus::UniqueId id = chorus::getUniqueId();
+    std::memcpy(uniqueId->internal, id.bytes.data(), sizeof(uniqueId->internal));
+  });
+}
+
+chorusResult_t chorusCommInitRank(chorusComm_t* comm, int nranks, chorusUniqueId commId, int rank) {
+  if (!comm) return invalid("chorusCommInitRank: comm is null");
+  *comm = nullptr;
+  return guarded(nullptr, [&] {
+    chorus::UniqueId id;
+    std::memcpy(id.bytes.data(), commId.internal, sizeof(commId.internal));
+    auto c = chorus::Communicator::init(rank, nranks, id);
+    *comm = new chorusComm{std::move(c), {}};
+  });
+}
+
+chorusResult_t chorusCommInitEnv(chorusComm_t* comm) {
+  if (!comm) return invalid("chorusCommInitEnv: comm is null");
+  *comm = nullptr;
+  return guarded(nullptr, [&] { *comm = new chorusComm{chorus::Communicator::initFromEnv(), {}}; });
+}
+
+chorusResult_t chorusCommDestroy(chorusComm_t comm) {
+  if (!comm) return invalid("chorusCommDestroy: comm is null");
+  delete comm;
+  return chorusSuccess;
+}
+
+chorusResult_t chorusCommAbort(chorusComm_t comm) {
+  if (!comm) return invalid("chorusCommAbort: comm is null");
+  return guarded(comm, [&] { comm->comm.abort(); });
+}
+
+chorusResult_t chorusCommCount(const chorusComm_t comm, int* count) {
+  if (!comm || !count) return invalid("chorusCommCount: null argument");
+  *count = comm->comm.size();
+  return chorusSuccess;
+}
+
+chorusResult_t chorusCommUserRank(const chorusComm_t comm, int* rank) {
+  if (!comm || !rank) return invalid("chorusCommUserRank: null argument");
+  *rank = comm->comm.rank();
+  return chorusSuccess;
+}
+
+#define CHORUS_BLOCKING(comm, call)                                   \
+  do {                                                                \
+    if (!(comm)) return invalid("null communicator");                 \
+    return guarded((comm), [&] { (comm)->comm.call.wait(); });        \
+  } while (0)
+
+chorusResult_t chorusAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                               chorusDataType_t datatype, chorusRedOp_t op, chorusComm_t comm) {
+  CHORUS_BLOCKING(comm, allReduce(sendbuff, recvbuff, count, typeOf(datatype), opOf(op)));
+}
+chorusResult_t chorusAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                               chorusDataType_t datatype, chorusComm_t comm) {
+  CHORUS_BLOCKING(comm, allGather(sendbuff, recvbuff, sendcount, typeOf(datatype)));
+}
+chorusResult_t chorusReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                   chorusDataType_t datatype, chorusRedOp_t op, chorusComm_t comm) {
+  CHORUS_BLOCKING(comm, reduceScatter(sendbuff, recvbuff, recvcount, typeOf(datatype), opOf(op)));
+}
+chorusResult_t chorusBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                               chorusDataType_t datatype, int root, chorusComm_t comm) {
+  CHORUS_BLOCKING(comm, broadcast(sendbuff, recvbuff, count, typeOf(datatype), root));
+}
+chorusResult_t chorusReduce(const void* sendbuff, void* recvbuff, size_t count,
+                            chorusDataType_t datatype, chorusRedOp_t op, int root,
+                            chorusComm_t comm) {
+  CHORUS_BLOCKING(comm, reduce(sendbuff, recvbuff, count, typeOf(datatype), opOf(op), root));
+}
+chorusResult_t chorusSend(const void* sendbuff, size_t count, chorusDataType_t datatype, int peer,
+                          chorusComm_t comm) {
+  CHORUS_BLOCKING(comm, send(sendbuff, count, typeOf(datatype), peer));
+}
+chorusResult_t chorusRecv(void* recvbuff, size_t count, chorusDataType_t datatype, int peer,
+                          chorusComm_t comm) {
+  CHORUS_BLOCKING(comm, recv(recvbuff, count, typeOf(datatype), peer));
+}
+
+const char* chorusGetErrorString(chorusResult_t result) {
+  return chorus::toString(static_cast<chorus::Result>(result));
+}
+
+const char* chorusGetLastError(chorusComm_t comm) {
+  if (comm && !comm->lastError.empty()) return comm->lastError.c_str();
+  return lastError.c_str();
+}
+
+}  // extern "C"

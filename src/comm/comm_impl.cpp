@@ -1,0 +1,192 @@
+// Communicator set-up and the submission path of every collective.
+#include "comm/comm_impl.hpp"
+
+#include "env.hpp"
+#include "errors.hpp"
+#include "log.hpp"
+#include "store/barrier.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+namespace chorus::detail {
+namespace {
+
+std::chrono::milliseconds defaultTimeout() {
+  double seconds = envDouble("CHORUS_TIMEOUT", 300.0);
+  if (seconds <= 0) seconds = 300.0;
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+// Several communicators may share one store: each gets its own key prefix, numbered in
+// creation order (the same on every rank).
+std::string nextPrefix(uint64_t secret) {
+  static std::mutex mutex;
+  static std::map<uint64_t, int> created;
+  std::lock_guard lock(mutex);
+  return "comm" + std::to_string(created[secret]++) + "/";
+}
+
+std::string asString(const std::vector<std::byte>& bytes) {
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+}  // namespace
+
+std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvous& rendezvous,
+                                           bool hostsStore, const Options& options) {
+  if (nranks < 1)
+    throwInvalid("communicator: nranks must be >= 1, got " + std::to_string(nranks));
+  if (rank < 0 || rank >= nranks)
+    throwInvalid("communicator: rank " + std::to_string(rank) + " out of range [0, " +
+                 std::to_string(nranks) + ")");
+  std::shared_ptr<CommImpl> c(new CommImpl(rank, nranks));
+  c->timeout_ = options.timeout.count() > 0 ? options.timeout : defaultTimeout();
+  c->algorithms_.apply(envString("CHORUS_ALGO"));
+  c->algorithms_.apply(options.algorithm);
+  const Deadline deadline = Clock::now() + c->timeout_;
+
+  if (hostsStore)
+    c->hostedStore_ = std::make_unique<TcpStoreServer>(rendezvous.store, rendezvous.secret, rank);
+  c->storeClient_ =
+      std::make_unique<TcpStoreClient>(rendezvous.store, rendezvous.secret, rank, deadline);
+  c->store_ = std::make_unique<PrefixStore>(*c->storeClient_, nextPrefix(rendezvous.secret));
+  Store& store = *c->store_;
+
+  const std::string host = hostIdentity();
+  store.set("host/" + std::to_string(rank), std::as_bytes(std::span(host)));
+  int localRanks = 0;
+  for (int r = 0; r < nranks; ++r)
+    localRanks += asString(store.get("host/" + std::to_string(r), deadline)) == host;
+
+  std::string kind = options.transport.empty() ? envString("CHORUS_TRANSPORT", "auto")
+                                               : options.transport;
+  if (kind == "auto") kind = localRanks == nranks ? "shm" : "tcp";
+  TransportContext ctx{rank, nranks, &store, host, deadline};
+  if (kind == "shm") {
+    c->transport_ = makeShmTransport(ctx);
+  } else if (kind == "tcp") {
+    c->transport_ = makeTcpTransport(ctx);
+  } else {
+    throwInvalid("unknown transport '" + kind + "' (auto, shm or tcp)");
+  }
+
+  EngineConfig config;
+  config.rank = rank;
+  config.nranks = nranks;
+  config.timeout = c->timeout_;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  config.yieldWhileSpinning = localRanks > cores;
+  config.spin = std::chrono::microseconds(envInt("CHORUS_SPIN_US", config.yieldWhileSpinning ? 5 : 50));
+  TcpStoreClient* client = c->storeClient_.get();
+  config.checkPeers = [client] {
+    auto dead = client->deadRanks();
+    if (!dead.empty())
+      throw PeerError(dead.front(), "rank " + std::to_string(dead.front()) +
+                                        " died (its connection to the rendezvous store closed)");
+  };
+  c->engine_ = std::make_unique<Engine>(*c->transport_, config);
+  storeBarrier(store, "ready", nranks, deadline);
+  logf(LogLevel::Info, "rank %d/%d ready: transport %s, %d local ranks, timeout %.1f s", rank,
+       nranks, c->transport_->name(), localRanks,
+       std::chrono::duration<double>(c->timeout_).count());
+  return c;
+}
+
+CommImpl::~CommImpl() {
+  // Leave together, so that no rank mistakes an orderly exit for a death, and the store
+  // hosted here outlives every rank's last use of it.
+  try {
+    if (engine_ && !engine_->failed())
+      storeBarrier(*store_, "destroy", nranks_, Clock::now() + std::min(timeout_, std::chrono::milliseconds(30000)));
+  } catch (const std::exception& e) {
+    logf(LogLevel::Warn, "rank %d: leaving without the others: %s", rank_, e.what());
+  }
+  try {
+    if (storeClient_) storeClient_->goodbye();
+  } catch (const std::exception&) {
+  }
+  engine_.reset();
+  transport_.reset();
+  store_.reset();
+  storeClient_.reset();
+  hostedStore_.reset();
+}
+
+void CommImpl::validate(const Call& call) const {
+  const std::string what = std::string(toString(call.collective)) + ": ";
+  if (!isValid(call.type))
+    throwInvalid(what + "invalid data type " + std::to_string(static_cast<int>(call.type)));
+  if (!isValid(call.op))
+    throwInvalid(what + "invalid reduction op " + std::to_string(static_cast<int>(call.op)));
+  if (call.root < 0 || call.root >= nranks_)
+    throwInvalid(what + (call.collective == Collective::Send || call.collective == Collective::Recv
+                             ? "peer "
+                             : "root ") +
+                 std::to_string(call.root) + " out of range [0, " + std::to_string(nranks_) + ")");
+  const size_t es = sizeOf(call.type);
+  if (call.count > (SIZE_MAX / es) / static_cast<size_t>(nranks_))
+    throwInvalid(what + "count " + std::to_string(call.count) + " too large");
+  if (call.count == 0) return;
+  const bool isRoot = call.root == rank_;
+  bool needInput = true, needOutput = true;
+  size_t inBytes = call.count * es, outBytes = call.count * es;
+  switch (call.collective) {
+    case Collective::AllGather: outBytes *= nranks_; break;
+    case Collective::ReduceScatter: inBytes *= nranks_; break;
+    case Collective::Broadcast: needInput = isRoot; break;
+    case Collective::Reduce: needOutput = isRoot; break;
+    case Collective::Send:
+    case Collective::Recv:
+      if (call.root == rank_) throwInvalid(what + "peer is this rank itself");
+      needInput = call.collective == Collective::Send;
+      needOutput = !needInput;
+      break;
+    default: break;
+  }
+  if (needInput && !call.input) throwInvalid(what + "send buffer is null");
+  if (needOutput && !call.output) throwInvalid(what + "receive buffer is null");
+  if (!needInput || !needOutput) return;
+  auto in = reinterpret_cast<uintptr_t>(call.input), out = reinterpret_cast<uintptr_t>(call.output);
+  const uintptr_t offset = static_cast<uintptr_t>(rank_) * call.count * es;
+  bool inPlace = call.collective == Collective::AllGather       ? in == out + offset
+                 : call.collective == Collective::ReduceScatter ? out == in + offset
+                                                                : in == out;
+  if (!inPlace && in < out + outBytes && out < in + inBytes)
+    throwInvalid(what + "send and receive buffers overlap without being in-place");
+}
+
+std::shared_ptr<const Schedule> CommImpl::scheduleFor(const Algorithm& algorithm, const Call& call) {
+  auto key = std::make_tuple(&algorithm, call.count, call.root);
+  auto it = schedules_.find(key);
+  if (it != schedules_.end()) return it->second;
+  if (schedules_.size() >= 256) schedules_.clear();
+  CollectiveArgs args{call.collective, rank_, nranks_, call.count, call.root};
+  auto schedule = std::make_shared<const Schedule>(algorithm.build(args));
+  schedules_.emplace(key, schedule);
+  return schedule;
+}
+
+Work CommImpl::submit(const Call& call) {
+  validate(call);
+  const Algorithm& algorithm = algorithms_.pick(call.collective);
+  auto op = std::make_shared<OpState>();
+  op->collective = call.collective;
+  op->sequence = nextSequence_++;
+  op->type = call.type;
+  op->op = call.op;
+  op->count = call.count;
+  op->root = call.root;
+  op->algorithm = algorithm.name;
+  op->elementSize = sizeOf(call.type);
+  op->input = static_cast<const std::byte*>(call.input);
+  op->output = static_cast<std::byte*>(call.output);
+  op->schedule = scheduleFor(algorithm, call);
+  logf(LogLevel::Trace, "rank %d: %s", rank_, op->describe().c_str());
+  engine_->submit(op);
+  return Work(shared_from_this(), std::move(op));
+}
+
+}  // namespace chorus::detail

@@ -1,0 +1,58 @@
+// The communicator's insides: store, transport, engine, algorithm choice, sequence count.
+#pragma once
+
+#include "bootstrap/bootstrap.hpp"
+#include "comm/algorithm_choice.hpp"
+#include "engine/engine.hpp"
+#include "store/store.hpp"
+#include "transports/transport.hpp"
+
+#include <chorus/chorus.hpp>
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace chorus::detail {
+
+class CommImpl : public std::enable_shared_from_this<CommImpl> {
+ public:
+  static std::shared_ptr<CommImpl> create(int rank, int nranks, const Rendezvous& rendezvous,
+                                          bool hostsStore, const Options& options);
+  ~CommImpl();
+
+  int rank() const { return rank_; }
+  int size() const { return nranks_; }
+  const char* transportName() const { return transport_->name(); }
+  Engine& engine() { return *engine_; }
+  AlgorithmChoice& algorithms() { return algorithms_; }
+
+  struct Call {
+    Collective collective;
+    const void* input;
+    void* output;
+    size_t count;
+    DataType type;
+    RedOp op;
+    int root;  // or the peer of send/recv
+  };
+  Work submit(const Call& call);
+
+ private:
+  CommImpl(int rank, int nranks) : rank_(rank), nranks_(nranks) {}
+  void validate(const Call& call) const;
+  std::shared_ptr<const Schedule> scheduleFor(const Algorithm& algorithm, const Call& call);
+
+  int rank_, nranks_;
+  std::chrono::milliseconds timeout_{};
+  std::unique_ptr<TcpStoreServer> hostedStore_;
+  std::unique_ptr<TcpStoreClient> storeClient_;
+  std::unique_ptr<Store> store_;  // scoped to this communicator
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<Engine> engine_;
+  AlgorithmChoice algorithms_;
+  uint64_t nextSequence_ = 0;
+  std::map<std::tuple<const Algorithm*, size_t, int>, std::shared_ptr<const Schedule>> schedules_;
+};
+
+}  // namespace chorus::detail

@@ -1,0 +1,71 @@
+// The public C++ API: thin wrappers over CommImpl.
+#include "comm/comm_impl.hpp"
+
+namespace chorus {
+
+using detail::CommImpl;
+
+Communicator Communicator::init(int rank, int nranks, const UniqueId& id, const Options& options) {
+  return Communicator(CommImpl::create(rank, nranks, decodeUniqueId(id), false, options));
+}
+
+Communicator Communicator::initFromEnv(const Options& options) {
+  std::chrono::milliseconds limit =
+      options.timeout.count() > 0 ? options.timeout : std::chrono::milliseconds(300000);
+  EnvLaunch launch = readEnvironment(Clock::now() + limit);
+  return Communicator(
+      CommImpl::create(launch.rank, launch.nranks, launch.rendezvous, launch.hostsStore, options));
+}
+
+Communicator::~Communicator() = default;
+
+static CommImpl& live(const std::shared_ptr<CommImpl>& impl) {
+  if (!impl) throw Error(Result::InvalidUsage, "communicator is not initialised");
+  return *impl;
+}
+
+int Communicator::rank() const { return live(impl_).rank(); }
+int Communicator::size() const { return live(impl_).size(); }
+std::string Communicator::transportName() const { return live(impl_).transportName(); }
+void Communicator::setAlgorithm(std::string_view spec) { live(impl_).algorithms().apply(spec); }
+void Communicator::abort() { live(impl_).engine().abort("communicator aborted by the user"); }
+
+Work Communicator::allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op) {
+  return live(impl_).submit({Collective::AllReduce, send, recv, count, type, op, 0});
+}
+Work Communicator::allGather(const void* send, void* recv, size_t sendCount, DataType type) {
+  return live(impl_).submit({Collective::AllGather, send, recv, sendCount, type, RedOp::Sum, 0});
+}
+Work Communicator::reduceScatter(const void* send, void* recv, size_t recvCount, DataType type,
+                                 RedOp op) {
+  return live(impl_).submit({Collective::ReduceScatter, send, recv, recvCount, type, op, 0});
+}
+Work Communicator::broadcast(const void* send, void* recv, size_t count, DataType type, int root) {
+  return live(impl_).submit({Collective::Broadcast, send, recv, count, type, RedOp::Sum, root});
+}
+Work Communicator::reduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                          int root) {
+  return live(impl_).submit({Collective::Reduce, send, recv, count, type, op, root});
+}
+Work Communicator::send(const void* buf, size_t count, DataType type, int peer) {
+  return live(impl_).submit({Collective::Send, buf, nullptr, count, type, RedOp::Sum, peer});
+}
+Work Communicator::recv(void* buf, size_t count, DataType type, int peer) {
+  return live(impl_).submit({Collective::Recv, nullptr, buf, count, type, RedOp::Sum, peer});
+}
+
+bool Work::wait(std::chrono::milliseconds timeout) {
+  if (!op_) throw Error(Result::InvalidUsage, "wait on an empty Work");
+  Deadline deadline = timeout == std::chrono::milliseconds::max() ? Deadline::max()
+                                                                   : deadlineIn(timeout);
+  return comm_->engine().waitFor(*op_, deadline);
+}
+
+bool Work::test() {
+  if (!op_) throw Error(Result::InvalidUsage, "test on an empty Work");
+  if (!op_->done) comm_->engine().poll();
+  if (op_->done && op_->error != Result::Success) throw Error(op_->error, op_->message);
+  return op_->done;
+}
+
+}  // namespace chorus

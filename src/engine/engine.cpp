@@ -1,0 +1,357 @@
+#include "engine/engine.hpp"
+
+#include "errors.hpp"
+#include "kernels/reduce.hpp"
+#include "log.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace chorus {
+
+using detail::OpState;
+
+namespace {
+
+constexpr size_t kStreamAlign = 8;  // every message starts 8-byte aligned in its stream
+constexpr auto kPeerCheckEvery = std::chrono::milliseconds(100);
+const std::byte kZeros[kStreamAlign] = {};
+
+size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+size_t stepCount(const Step& s) { return s.kind == StepKind::Send ? s.src.count : s.dst.count; }
+
+inline void cpuRelax() { __builtin_ia32_pause(); }
+
+}  // namespace
+
+std::string OpState::describe() const {
+  char text[160];
+  std::snprintf(text, sizeof(text), "%s #%llu (%zu x %s%s%s, %s)", toString(collective),
+                static_cast<unsigned long long>(sequence), count, toString(type),
+                collective == Collective::AllGather || collective == Collective::Broadcast ||
+                        collective == Collective::Send || collective == Collective::Recv
+                    ? ""
+                    : " ",
+                collective == Collective::AllGather || collective == Collective::Broadcast ||
+                        collective == Collective::Send || collective == Collective::Recv
+                    ? ""
+                    : toString(op),
+                algorithm);
+  return text;
+}
+
+Engine::Engine(Transport& transport, EngineConfig config)
+    : transport_(transport),
+      config_(std::move(config)),
+      sendQueue_(config_.nranks),
+      recvQueue_(config_.nranks) {
+  lastProgress_ = lastPeerCheck_ = Clock::now();
+}
+
+Engine::~Engine() = default;
+
+void Engine::submit(std::shared_ptr<OpState> op) {
+  const Schedule& schedule = *op->schedule;
+  op->progress.assign(schedule.steps.size(), {});
+  op->stepsLeft = schedule.steps.size();
+  if (failed()) {
+    op->done = true;
+    op->error = failure_;
+    op->message = "rank " + std::to_string(config_.rank) + ": " + op->describe() +
+                  " not started: the communicator failed earlier: " + failureCause_;
+    return;
+  }
+  if (op->stepsLeft == 0) {
+    op->done = true;
+    return;
+  }
+  lendScratch(*op);
+  if (inFlight_.empty()) lastProgress_ = Clock::now();
+  for (int i = 0; i < static_cast<int>(schedule.steps.size()); ++i) {
+    const Step& step = schedule.steps[i];
+    StepRef ref{op.get(), i};
+    if (step.kind == StepKind::Copy) {
+      localSteps_.push_back(ref);
+      continue;
+    }
+    auto& queue = step.kind == StepKind::Send ? sendQueue_[step.peer] : recvQueue_[step.peer];
+    if (sendQueue_[step.peer].empty() && recvQueue_[step.peer].empty())
+      busyPeers_.push_back(step.peer);
+    queue.push_back(ref);
+  }
+  inFlight_.push_back(std::move(op));
+}
+
+void Engine::lendScratch(OpState& op) {
+  size_t bytes = op.schedule->scratchCount * op.elementSize;
+  if (bytes == 0) return;
+  auto fits = std::find_if(scratchPool_.begin(), scratchPool_.end(),
+                           [&](const auto& b) { return b.size() >= bytes; });
+  if (fits != scratchPool_.end()) {
+    op.scratchStorage = std::move(*fits);
+    scratchPool_.erase(fits);
+  } else {
+    op.scratchStorage.resize(bytes);
+  }
+  op.scratch = op.scratchStorage.data();
+}
+
+void Engine::returnScratch(OpState& op) {
+  if (op.scratchStorage.empty()) return;
+  if (scratchPool_.size() < 4) scratchPool_.push_back(std::move(op.scratchStorage));
+  op.scratchStorage = {};
+  op.scratch = nullptr;
+}
+
+size_t Engine::allowedElements(const OpState& op, int index) const {
+  const Step& step = op.schedule->steps[index];
+  size_t count = stepCount(step);
+  if (step.after < 0) return count;
+  const Step& producer = op.schedule->steps[step.after];
+  const auto& made = op.progress[step.after];
+  if (made.complete) return count;
+  return stepCount(producer) == count ? made.elements : 0;
+}
+
+static std::byte* resolve(const OpState& op, const Range& r) {
+  std::byte* base = r.buffer == Buffer::Input    ? const_cast<std::byte*>(op.input)
+                    : r.buffer == Buffer::Output ? op.output
+                                                 : op.scratch;
+  return base + r.offset * op.elementSize;
+}
+
+bool Engine::advanceSend(OpState& op, int index) {
+  const Step& step = op.schedule->steps[index];
+  auto& p = op.progress[index];
+  const size_t dataBytes = step.src.count * op.elementSize;
+  const size_t wireBytes = roundUp(dataBytes, kStreamAlign);
+  size_t allowedElems = allowedElements(op, index);
+  size_t limit = allowedElems == step.src.count ? wireBytes : allowedElems * op.elementSize;
+  limit = std::min(limit, p.bytes + config_.sliceBytes);
+  Channel& channel = transport_.channel(step.peer);
+  const std::byte* data = resolve(op, step.src);
+  bool moved = false;
+  while (p.bytes < limit) {
+    size_t taken;
+    if (p.bytes < dataBytes) {
+      taken = channel.trySend(data + p.bytes, std::min(limit, dataBytes) - p.bytes);
+    } else {
+      taken = channel.trySend(kZeros, limit - p.bytes);
+    }
+    if (taken == 0) break;
+    p.bytes += taken;
+    moved = true;
+  }
+  p.elements = std::min(p.bytes, dataBytes) / op.elementSize;
+  if (p.bytes == wireBytes) completeStep(op, index);
+  return moved;
+}
+
+bool Engine::advanceRecv(OpState& op, int index) {
+  const Step& step = op.schedule->steps[index];
+  auto& p = op.progress[index];
+  const size_t dataBytes = step.dst.count * op.elementSize;
+  const size_t wireBytes = roundUp(dataBytes, kStreamAlign);
+  const size_t allowedBytes = allowedElements(op, index) * op.elementSize;
+  const size_t limit = std::min(wireBytes, p.bytes + config_.sliceBytes);
+  const bool reducing = step.kind == StepKind::RecvReduce;
+  const bool divide = reducing && step.finalize && op.op == RedOp::Avg && config_.nranks > 1;
+  Channel& channel = transport_.channel(step.peer);
+  std::byte* dst = resolve(op, step.dst);
+  const std::byte* local = reducing ? resolve(op, step.src) : nullptr;
+  bool moved = false;
+  while (p.bytes < limit) {
+    std::span<const std::byte> incoming = channel.peek();
+    if (incoming.empty()) break;
+    size_t used;
+    if (p.bytes < dataBytes) {
+      size_t want = std::min({incoming.size(), std::min(limit, dataBytes) - p.bytes});
+      if (reducing) {
+        want = std::min(want, allowedBytes - std::min(allowedBytes, p.bytes));
+        size_t elems = want / op.elementSize;
+        if (elems == 0) break;
+        used = elems * op.elementSize;
+        kernels::reduce(op.type, op.op, dst + p.bytes, local + p.bytes, incoming.data(), elems);
+        if (divide) kernels::divide(op.type, dst + p.bytes, dst + p.bytes, elems, config_.nranks);
+      } else {
+        used = want;
+        std::memcpy(dst + p.bytes, incoming.data(), used);
+      }
+    } else {
+      used = std::min(incoming.size(), wireBytes - p.bytes);  // padding
+    }
+    channel.consume(used);
+    p.bytes += used;
+    moved = true;
+  }
+  p.elements = std::min(p.bytes, dataBytes) / op.elementSize;
+  if (p.bytes == wireBytes) completeStep(op, index);
+  return moved;
+}
+
+bool Engine::advanceCopy(OpState& op, int index) {
+  const Step& step = op.schedule->steps[index];
+  if (allowedElements(op, index) < step.dst.count) return false;
+  const std::byte* src = resolve(op, step.src);
+  std::byte* dst = resolve(op, step.dst);
+  if (src != dst) std::memcpy(dst, src, step.dst.count * op.elementSize);
+  op.progress[index].bytes = step.dst.count * op.elementSize;
+  op.progress[index].elements = step.dst.count;
+  completeStep(op, index);
+  return true;
+}
+
+void Engine::completeStep(OpState& op, int index) {
+  op.progress[index].complete = true;
+  if (--op.stepsLeft == 0) {
+    op.done = true;
+    returnScratch(op);
+  }
+}
+
+bool Engine::advance(StepRef ref) {
+  switch (ref.op->schedule->steps[ref.step].kind) {
+    case StepKind::Send: return advanceSend(*ref.op, ref.step);
+    case StepKind::Recv:
+    case StepKind::RecvReduce: return advanceRecv(*ref.op, ref.step);
+    case StepKind::Copy: return advanceCopy(*ref.op, ref.step);
+  }
+  return false;
+}
+
+bool Engine::progressPass() {
+  bool moved = false;
+  for (size_t i = 0; i < localSteps_.size();) {
+    if (advance(localSteps_[i])) {
+      moved = true;
+      localSteps_[i] = localSteps_.back();
+      localSteps_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  for (size_t i = 0; i < busyPeers_.size();) {
+    int peer = busyPeers_[i];
+    for (auto* queue : {&recvQueue_[peer], &sendQueue_[peer]}) {
+      while (!queue->empty()) {
+        StepRef head = queue->front();
+        moved |= advance(head);
+        if (!head.op->progress[head.step].complete) break;
+        queue->pop_front();
+      }
+    }
+    if (sendQueue_[peer].empty() && recvQueue_[peer].empty()) {
+      busyPeers_[i] = busyPeers_.back();
+      busyPeers_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  while (!inFlight_.empty() && inFlight_.front()->done) inFlight_.pop_front();
+  return moved;
+}
+
+bool Engine::poll() {
+  if (failed()) return false;
+  if (abortRequested_.load(std::memory_order_relaxed)) {
+    failAll(Result::RemoteError, abortReason_);
+    return false;
+  }
+  try {
+    bool moved = progressPass();
+    if (moved) lastProgress_ = Clock::now();
+    return moved;
+  } catch (const PeerError& e) {
+    failAll(e.code(), e.what());
+  } catch (const Error& e) {
+    failAll(e.code(), e.what());
+  } catch (const std::exception& e) {
+    failAll(Result::InternalError, e.what());
+  }
+  return false;
+}
+
+std::string Engine::waitingFor() const {
+  for (int peer : busyPeers_) {
+    if (!recvQueue_[peer].empty()) return "waiting for data from rank " + std::to_string(peer);
+  }
+  for (int peer : busyPeers_) {
+    if (!sendQueue_[peer].empty())
+      return "waiting for rank " + std::to_string(peer) + " to take data";
+  }
+  return "waiting";
+}
+
+void Engine::checkStall(Clock::time_point now) {
+  if (inFlight_.empty() || now - lastProgress_ < config_.timeout) return;
+  auto seconds = std::chrono::duration<double>(config_.timeout).count();
+  failAll(Result::Timeout, "no progress for " + std::to_string(seconds).substr(0, 6) +
+                               " s (CHORUS_TIMEOUT), " + waitingFor());
+}
+
+void Engine::failAll(Result code, const std::string& cause) {
+  if (failed()) return;
+  failure_ = code;
+  failureCause_ = cause;
+  logf(LogLevel::Warn, "rank %d: %s", config_.rank, cause.c_str());
+  for (auto& op : inFlight_) {
+    if (op->done) continue;
+    op->done = true;
+    op->error = code;
+    op->message = "rank " + std::to_string(config_.rank) + ": " + op->describe() +
+                  " failed: " + cause;
+  }
+  inFlight_.clear();
+  for (auto& q : sendQueue_) q.clear();
+  for (auto& q : recvQueue_) q.clear();
+  localSteps_.clear();
+  busyPeers_.clear();
+}
+
+void Engine::abort(const std::string& why) {
+  abortReason_ = why;
+  abortRequested_.store(true);
+}
+
+bool Engine::waitFor(OpState& op, Deadline deadline) {
+  auto spinStart = Clock::now();
+  while (!op.done) {
+    if (poll()) {
+      spinStart = Clock::now();
+      continue;
+    }
+    if (op.done) break;
+    auto now = Clock::now();
+    checkStall(now);
+    if (op.done) break;
+    if (now >= deadline) return false;
+    if (now - spinStart < config_.spin) {
+      if (config_.yieldWhileSpinning) sched_yield();
+      else cpuRelax();
+      continue;
+    }
+    uint64_t token = transport_.prepareWait();
+    if (poll() || op.done) {
+      spinStart = Clock::now();
+      continue;
+    }
+    try {
+      if (config_.checkPeers && now - lastPeerCheck_ >= kPeerCheckEvery) {
+        lastPeerCheck_ = now;
+        config_.checkPeers();
+      }
+      Deadline until = std::min({deadline, now + kPeerCheckEvery, lastProgress_ + config_.timeout});
+      transport_.wait(token, until);
+    } catch (const Error& e) {
+      failAll(e.code(), e.what());
+    }
+    spinStart = Clock::now();
+  }
+  if (op.error != Result::Success) throw Error(op.error, op.message);
+  return true;
+}
+
+}  // namespace chorus

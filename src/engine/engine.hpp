@@ -1,0 +1,78 @@
+// The progress engine: executes the schedules of every collective in flight over one
+// transport. Steps to or from the same peer run in issue order (each channel is a byte
+// stream); everything else overlaps, element by element where a step feeds the next.
+// Waiting spins briefly, then sleeps in the transport; every wait has a deadline.
+#pragma once
+
+#include "engine/op_state.hpp"
+#include "transports/transport.hpp"
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace chorus {
+
+struct EngineConfig {
+  int rank = 0;
+  int nranks = 1;
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // longest wait without progress
+  std::chrono::microseconds spin{20};                          // busy-poll before sleeping
+  bool yieldWhileSpinning = false;  // more ranks than cores: give the core away when idle
+  size_t sliceBytes = 256 << 10;    // most bytes one step moves per pass
+  // Called before sleeping (at most every ~100 ms); throws PeerError for a dead peer.
+  std::function<void()> checkPeers;
+};
+
+class Engine {
+ public:
+  Engine(Transport& transport, EngineConfig config);
+  ~Engine();
+
+  // Queues the op's steps behind everything issued before. The op must stay alive until
+  // it is done (the communicator keeps it).
+  void submit(std::shared_ptr<detail::OpState> op);
+  // Drives progress until `op` is done (true) or `deadline` passes (false). Throws Error
+  // when the op failed; a failure fails every op in flight and every later one.
+  bool waitFor(detail::OpState& op, Deadline deadline);
+  // One non-blocking pass; true if anything moved.
+  bool poll();
+  void abort(const std::string& why);  // thread-safe
+  bool failed() const { return failure_ != Result::Success; }
+
+ private:
+  struct StepRef {
+    detail::OpState* op;
+    int step;
+  };
+  bool progressPass();
+  bool advance(StepRef ref);
+  bool advanceSend(detail::OpState& op, int index);
+  bool advanceRecv(detail::OpState& op, int index);
+  bool advanceCopy(detail::OpState& op, int index);
+  size_t allowedElements(const detail::OpState& op, int index) const;
+  void completeStep(detail::OpState& op, int index);
+  void failAll(Result code, const std::string& cause);
+  void checkStall(Clock::time_point now);
+  std::string waitingFor() const;
+  void lendScratch(detail::OpState& op);
+  void returnScratch(detail::OpState& op);
+
+  Transport& transport_;
+  EngineConfig config_;
+  std::vector<std::deque<StepRef>> sendQueue_, recvQueue_;  // per peer, issue order
+  std::vector<StepRef> localSteps_;
+  std::vector<int> busyPeers_;  // peers with queued steps
+  std::deque<std::shared_ptr<detail::OpState>> inFlight_;
+  std::vector<std::vector<std::byte>> scratchPool_;
+  Clock::time_point lastProgress_;
+  Clock::time_point lastPeerCheck_;
+  Result failure_ = Result::Success;
+  std::string failureCause_;
+  std::atomic<bool> abortRequested_{false};
+  std::string abortReason_;
+};
+
+}  // namespace chorus

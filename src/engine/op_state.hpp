@@ -1,0 +1,46 @@
+// One collective in flight: its schedule, its buffers and how far each step has come.
+#pragma once
+
+#include "algorithms/schedule.hpp"
+
+#include <chorus/chorus.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace chorus::detail {
+
+struct StepProgress {
+  size_t bytes = 0;     // bytes of the step's stream (data, then padding) handled
+  size_t elements = 0;  // elements fully done (sent, received, reduced, finalized)
+  bool complete = false;
+};
+
+struct OpState {
+  Collective collective = Collective::AllReduce;
+  uint64_t sequence = 0;  // per communicator, counts every collective issued
+  DataType type = DataType::Float32;
+  RedOp op = RedOp::Sum;
+  size_t count = 0;
+  int root = 0;
+  const char* algorithm = "";
+
+  std::shared_ptr<const Schedule> schedule;
+  const std::byte* input = nullptr;
+  std::byte* output = nullptr;
+  std::byte* scratch = nullptr;
+  std::vector<std::byte> scratchStorage;  // lent by the engine's pool while in flight
+  size_t elementSize = 1;
+
+  std::vector<StepProgress> progress;
+  size_t stepsLeft = 0;
+  bool done = false;
+  Result error = Result::Success;
+  std::string message;  // the failure, when error != Success
+
+  std::string describe() const;  // "allReduce #12 (1024 x float sum, ring)"
+};
+
+}  // namespace chorus::detail

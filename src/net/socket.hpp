@@ -1,0 +1,66 @@
+// Small socket toolkit shared by the store and the TCP transport. Every blocking call
+// takes a deadline; failures throw chorus::Error with the address and strerror.
+#pragma once
+
+#include "clock.hpp"
+
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace chorus::net {
+
+struct SocketAddress {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+
+  static SocketAddress parse(const std::string& host, uint16_t port);  // name or literal
+  uint16_t port() const;
+  void setPort(uint16_t port);
+  int family() const { return storage.ss_family; }
+  std::string toString() const;  // "1.2.3.4:5" or "[::1]:5"
+};
+
+struct Interface {
+  std::string name;
+  SocketAddress address;  // port 0
+};
+
+// Interfaces that pass `spec` (NCCL_SOCKET_IFNAME syntax: comma-separated prefixes, `^`
+// excludes, `=` demands exact names; empty spec: every non-loopback interface that is up,
+// or loopback if that is all there is). IPv4 first.
+std::vector<Interface> findInterfaces(const std::string& spec);
+
+class Socket {
+ public:
+  Socket() = default;
+  explicit Socket(int fd) : fd_(fd) {}
+  Socket(Socket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Socket& operator=(Socket&& o) noexcept;
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+  ~Socket();
+
+  int fd() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  int release();
+
+  static Socket listen(const SocketAddress& address, int backlog = 128);
+  static Socket connect(const SocketAddress& address, Deadline deadline);  // retries refused
+  Socket accept(Deadline deadline);  // on a listening socket
+  SocketAddress localAddress() const;
+
+  void setNoDelay();
+  void setNonBlocking(bool on);
+  // Whole-buffer transfers with a deadline (use on blocking or non-blocking sockets).
+  void sendAll(const void* data, size_t bytes, Deadline deadline);
+  void recvAll(void* data, size_t bytes, Deadline deadline);  // EOF throws
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace chorus::net

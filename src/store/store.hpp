@@ -1,0 +1,83 @@
+// The rendezvous store: set/get/add with deadlines, shared by every rank of a job.
+// TcpStoreServer also watches its clients: a client that disconnects without saying
+// goodbye is a dead rank, and the server tells every other client at once.
+#pragma once
+
+#include "clock.hpp"
+#include "net/socket.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace chorus {
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual void set(const std::string& key, std::span<const std::byte> value) = 0;
+  // Waits until `key` exists; throws Error(Timeout) naming the key at the deadline.
+  virtual std::vector<std::byte> get(const std::string& key, Deadline deadline) = 0;
+  // Atomically adds `delta` to an integer key (created as 0) and returns the new value.
+  virtual int64_t add(const std::string& key, int64_t delta) = 0;
+};
+
+// Prefixes every key, so that several communicators share one server.
+class PrefixStore : public Store {
+ public:
+  PrefixStore(Store& base, std::string prefix) : base_(base), prefix_(std::move(prefix)) {}
+  void set(const std::string& key, std::span<const std::byte> value) override {
+    base_.set(prefix_ + key, value);
+  }
+  std::vector<std::byte> get(const std::string& key, Deadline deadline) override {
+    return base_.get(prefix_ + key, deadline);
+  }
+  int64_t add(const std::string& key, int64_t delta) override {
+    return base_.add(prefix_ + key, delta);
+  }
+
+ private:
+  Store& base_;
+  std::string prefix_;
+};
+
+class TcpStoreServer {
+ public:
+  // Listens on `address` (port 0: any free port) and serves in a background thread.
+  // `hostRank` is the rank of the process hosting the server, -1 if none (a launcher).
+  TcpStoreServer(const net::SocketAddress& address, uint64_t secret, int hostRank);
+  ~TcpStoreServer();
+  net::SocketAddress address() const;  // the bound address, real port filled in
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class TcpStoreClient : public Store {
+ public:
+  // Connects (retrying until the deadline), proves the secret and registers `rank`
+  // (-1: an observer that is never reported dead).
+  TcpStoreClient(const net::SocketAddress& server, uint64_t secret, int rank, Deadline deadline);
+  ~TcpStoreClient() override;
+
+  void set(const std::string& key, std::span<const std::byte> value) override;
+  std::vector<std::byte> get(const std::string& key, Deadline deadline) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+
+  // Non-blocking: the ranks the server reported dead so far. If the connection to the
+  // server itself is lost, throws PeerError naming the server's host rank (or Error when
+  // the host is not a rank).
+  std::vector<int> deadRanks();
+  // Tells the server this rank leaves cleanly; it will not be reported dead.
+  void goodbye();
+  int fd() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace chorus

@@ -1,0 +1,460 @@
+// TCP transport: ranks are threads sharing a HashStore, talking over loopback.
+#include "errors.hpp"
+#include "net/socket.hpp"
+#include "store/hash_store.hpp"
+#include "transports/transport.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace chorus {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Sets environment variables for one test and restores them afterwards.
+class Env {
+ public:
+  Env(std::initializer_list<std::pair<const char*, const char*>> vars) {
+    for (auto [name, value] : vars) {
+      const char* old = std::getenv(name);
+      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+      ::setenv(name, value, 1);
+    }
+  }
+  ~Env() {
+    for (auto& [name, old] : saved_) {
+      if (old)
+        ::setenv(name.c_str(), old->c_str(), 1);
+      else
+        ::unsetenv(name.c_str());
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// Reproducible bytes for the stream src -> dst, message `tag`.
+std::vector<uint8_t> pattern(int src, int dst, int tag, size_t bytes) {
+  std::vector<uint8_t> out(bytes);
+  uint64_t x = 0x9e3779b97f4a7c15ull * (src * 1000003ull + dst * 1009ull + tag + 1);
+  for (size_t i = 0; i < bytes; ++i) {
+    if (i % 8 == 0) {  // splitmix64
+      x += 0x9e3779b97f4a7c15ull;
+      uint64_t z = x;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      x = z ^ (z >> 31);
+    }
+    out[i] = static_cast<uint8_t>(x >> (8 * (i % 8)));
+  }
+  return out;
+}
+
+struct Flow {
+  std::vector<uint8_t> out;  // to send to the peer
+  size_t sent = 0;
+  std::vector<uint8_t> in;  // received from the peer
+  size_t expected = 0;
+};
+
+struct DriveOptions {
+  bool randomChunks = true;  // random trySend and consume sizes
+  bool whole8 = false;       // consume only multiples of 8 bytes, as the engine does
+  Deadline deadline = deadlineIn(60s);
+};
+
+// A miniature engine: moves every flow until all are complete, sleeping in wait() when
+// no channel makes progress. Throws Error(Timeout) at the deadline instead of hanging.
+void drive(Transport& t, std::map<int, Flow>& flows, const DriveOptions& o, uint32_t seed) {
+  std::mt19937 rng(seed);
+  for (auto& [peer, f] : flows) f.in.reserve(f.expected);
+  auto pass = [&] {
+    bool progress = false;
+    for (auto& [peer, f] : flows) {
+      Channel& ch = t.channel(peer);
+      if (f.sent < f.out.size()) {
+        size_t n = f.out.size() - f.sent;
+        if (o.randomChunks) n = std::min<size_t>(n, 1 + rng() % (3 << 20));
+        size_t took = ch.trySend(f.out.data() + f.sent, n);
+        EXPECT_LE(took, n);
+        f.sent += took;
+        progress |= took > 0;
+      }
+      if (f.in.size() < f.expected) {
+        auto span = ch.peek();
+        size_t n = std::min(span.size(), f.expected - f.in.size());
+        if (o.randomChunks && n > 1) n = 1 + rng() % n;
+        if (o.whole8) n &= ~size_t{7};
+        if (n > 0) {
+          auto* p = reinterpret_cast<const uint8_t*>(span.data());
+          f.in.insert(f.in.end(), p, p + n);
+          ch.consume(n);
+          progress = true;
+        }
+      }
+    }
+    return progress;
+  };
+  auto done = [&] {
+    for (auto& [peer, f] : flows)
+      if (f.sent < f.out.size() || f.in.size() < f.expected) return false;
+    return true;
+  };
+  while (!done()) {
+    if (pass()) continue;
+    if (Clock::now() >= o.deadline) throw Error(Result::Timeout, "drive: no progress");
+    uint64_t token = t.prepareWait();
+    if (pass()) continue;
+    t.wait(token, std::min(o.deadline, deadlineIn(200ms)));
+  }
+}
+
+// Runs fn(rank, transport) on n threads. Transports are destroyed only after every rank
+// is done, so that a finished rank does not look dead to a slower one.
+void runRanks(int n, const std::function<void(int, Transport&)>& fn,
+              std::chrono::milliseconds setup = 20s) {
+  HashStore store;
+  std::barrier done(n);
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      std::unique_ptr<Transport> t;
+      try {
+        t = makeTcpTransport(TransportContext{r, n, &store, "host", deadlineIn(setup)});
+        fn(r, *t);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+      done.arrive_and_wait();
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+void expectFlows(int rank, std::map<int, Flow>& flows, int tag) {
+  for (auto& [peer, f] : flows) {
+    auto want = pattern(peer, rank, tag, f.expected);
+    ASSERT_EQ(f.in.size(), want.size());
+    ASSERT_TRUE(f.in == want) << "rank " << rank << " got wrong bytes from rank " << peer
+                              << " (tag " << tag << ", " << want.size() << " bytes)";
+  }
+}
+
+// Ring exchange of each size in turn, over one set of connections.
+void ringSizes(int nranks, const std::vector<size_t>& sizes, const DriveOptions& o = {}) {
+  runRanks(nranks, [&](int rank, Transport& t) {
+    EXPECT_STREQ(t.name(), "tcp");
+    int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      int tag = static_cast<int>(i);
+      std::map<int, Flow> flows;
+      flows[next].out = pattern(rank, next, tag, sizes[i]);
+      flows[prev].expected = sizes[i];
+      drive(t, flows, o, rank * 7 + tag);
+      expectFlows(rank, flows, tag);
+      EXPECT_TRUE(t.channel(prev).peek().empty()) << "stray bytes after the message";
+    }
+  });
+}
+
+const std::vector<size_t> kRingSizes = {0, 8, 1000, (1 << 20) + 24, 16 << 20};
+
+TEST(TcpTransport, RingTwoStreamsDefault) {
+  Env env{{"CHORUS_SOCKET_IFNAME", "lo"}, {"CHORUS_TCP_STREAMS", "2"}};
+  ringSizes(3, kRingSizes);
+}
+
+TEST(TcpTransport, RingOneStream) {
+  Env env{{"CHORUS_SOCKET_IFNAME", "lo"}, {"CHORUS_TCP_STREAMS", "1"}};
+  ringSizes(3, kRingSizes);
+}
+
+TEST(TcpTransport, RingFourStreams) {
+  Env env{{"CHORUS_SOCKET_IFNAME", "lo"}, {"CHORUS_TCP_STREAMS", "4"}};
+  ringSizes(3, kRingSizes);
+}
+
+TEST(TcpTransport, RingTwoRanksWholeWords) {
+  // Consuming only whole 8-byte units must always finish: a span that split a unit at
+  // the ring's wrap would leave the consumer stuck. Odd ring and block sizes on purpose.
+  Env env{{"CHORUS_SOCKET_IFNAME", "lo"},
+          {"CHORUS_TCP_STREAMS", "3"},
+          {"CHORUS_TCP_BLOCK", "1000"},
+          {"CHORUS_TCP_BUFFER", "2504"}};
+  DriveOptions o;
+  o.whole8 = true;
+  ringSizes(2, {8, 1000 * 8, 3 << 20}, o);
+}
+
+TEST(TcpTransport, TinyBlocksAndRingWrapAround) {
+  Env env{{"CHORUS_SOCKET_IFNAME", "lo"},
+          {"CHORUS_TCP_STREAMS", "5"},
+          {"CHORUS_TCP_BLOCK", "1000"},
+          {"CHORUS_TCP_BUFFER", "2504"}};
+  ringSizes(3, {0, 7, 8, 999, 1001, 5003, 300000});
+}
+
+TEST(TcpTransport, AllToAllFourRanks) {
+  Env env{{"CHORUS_SOCKET_IFNAME", "lo"}, {"CHORUS_TCP_STREAMS", "4"}, {"CHORUS_TCP_BLOCK", "64K"}};
+  const int n = 4;
+  auto bytes = [](int src, int dst) -> size_t {
+    return (src == dst) ? 0 : (size_t{1} << 20) * (src + 1) + 8 * dst + 3 * src;  // some odd
+  };
+  runRanks(n, [&](int rank, Transport& t) {
+    for (int round = 0; round < 2; ++round) {
+      std::map<int, Flow> flows;
+      for (int p = 0; p < n; ++p) {
+        if (p == rank) continue;
+        flows[p].out = pattern(rank, p, round, bytes(rank, p));
+        flows[p].expected = bytes(p, rank);
+      }
+      drive(t, flows, {}, rank + 100 * round);
+      expectFlows(rank, flows, round);
+    }
+  });
+}
+
+TEST(TcpTransport, SingleRankHasNoChannels) {
+  HashStore store;
+  auto t = makeTcpTransport(TransportContext{0, 1, &store, "host", deadlineIn(5s)});
+  EXPECT_STREQ(t->name(), "tcp");
+  EXPECT_THROW(t->channel(0), Error);
+  EXPECT_THROW(t->channel(1), Error);
+  auto start = Clock::now();
+  t->wait(t->prepareWait(), deadlineIn(20ms));
+  EXPECT_GE(Clock::now() - start, 19ms);
+}
+
+// Rank `victim` destroys its transport after it has seen data from everyone; the others
+// must get PeerError naming it within a second, from whichever call meets it first.
+TEST(TcpTransport, PeerDiesMidStream) {
+  Env env{{"CHORUS_SOCKET_IFNAME", "lo"}, {"CHORUS_TCP_STREAMS", "2"}};
+  const int n = 3, victim = 2;
+  std::atomic<int64_t> diedAt{0};
+  std::vector<std::string> seen(n);
+  std::vector<int> blamed(n, -1);
+  std::vector<int64_t> caughtAt(n, 0);
+  HashStore store;
+  std::barrier done(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        auto t = makeTcpTransport(TransportContext{r, n, &store, "host", deadlineIn(20s)});
+        std::map<int, Flow> flows;
+        for (int p = 0; p < n; ++p) {
+          if (p == r) continue;
+          flows[p].out = pattern(r, p, 0, 64 << 20);
+          flows[p].expected = r == victim ? (2 << 20) : (64 << 20);
+        }
+        if (r == victim) {
+          flows.clear();  // only receive a little, then die with data unread
+          for (int p = 0; p < n; ++p)
+            if (p != r) flows[p].expected = 2 << 20;
+          drive(*t, flows, {}, r);
+          t.reset();
+          diedAt = Clock::now().time_since_epoch().count();
+        } else {
+          DriveOptions o;
+          o.deadline = deadlineIn(30s);
+          drive(*t, flows, o, r);
+          seen[r] = "no error";
+        }
+      } catch (const PeerError& e) {
+        caughtAt[r] = Clock::now().time_since_epoch().count();
+        blamed[r] = e.peer();
+        seen[r] = e.what();
+      } catch (const std::exception& e) {
+        seen[r] = std::string("other error: ") + e.what();
+      }
+      done.arrive_and_wait();  // survivors keep their connections to each other until here
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int r = 0; r < n; ++r) {
+    if (r == victim) continue;
+    EXPECT_EQ(blamed[r], victim) << "rank " << r << ": " << seen[r];
+    EXPECT_NE(seen[r].find("rank 2"), std::string::npos) << seen[r];
+    auto delay = Clock::duration(caughtAt[r] - diedAt.load());
+    EXPECT_LT(delay, 1s) << "rank " << r;
+  }
+}
+
+// Two ranks; rank 1 dies while rank 0 is blocked: sending into full sockets, or waiting
+// for bytes that never come.
+void deathWhileBlocked(bool sending) {
+  Env env{{"CHORUS_SOCKET_IFNAME", "lo"}, {"CHORUS_TCP_STREAMS", "2"}};
+  HashStore store;
+  std::atomic<int64_t> diedAt{0};
+  std::atomic<bool> blocked{false};
+  std::string seen;
+  int blamed = -1;
+  int64_t caughtAt = 0;
+  std::thread victim([&] {
+    auto t = makeTcpTransport(TransportContext{1, 2, &store, "host", deadlineIn(20s)});
+    while (!blocked) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(100ms);
+    t.reset();
+    diedAt = Clock::now().time_since_epoch().count();
+  });
+  try {
+    auto t = makeTcpTransport(TransportContext{0, 2, &store, "host", deadlineIn(20s)});
+    std::vector<uint8_t> data(1 << 20);
+    Channel& ch = t->channel(1);
+    auto end = deadlineIn(10s);
+    while (Clock::now() < end) {
+      bool progress = sending ? ch.trySend(data.data(), data.size()) > 0 : !ch.peek().empty();
+      if (!progress) {
+        blocked = true;
+        t->wait(t->prepareWait(), std::min(end, deadlineIn(500ms)));
+      }
+    }
+    seen = "no error";
+  } catch (const PeerError& e) {
+    caughtAt = Clock::now().time_since_epoch().count();
+    blamed = e.peer();
+    seen = e.what();
+  }
+  victim.join();
+  EXPECT_EQ(blamed, 1) << seen;
+  EXPECT_NE(seen.find("rank 1"), std::string::npos) << seen;
+  EXPECT_LT(Clock::duration(caughtAt - diedAt.load()), 1s);
+}
+
+TEST(TcpTransport, PeerDiesWhileWeSend) { deathWhileBlocked(true); }
+TEST(TcpTransport, PeerDiesWhileWeReceive) { deathWhileBlocked(false); }
+
+TEST(TcpTransport, WaitKeepsItsDeadline) {
+  Env env{{"CHORUS_SOCKET_IFNAME", "lo"}};
+  runRanks(2, [](int rank, Transport& t) {
+    if (rank == 1) {
+      std::this_thread::sleep_for(300ms);
+      uint64_t word = 42;
+      EXPECT_EQ(t.channel(0).trySend(&word, 8), 8u);
+      std::this_thread::sleep_for(700ms);  // stay alive through rank 0's waits
+      return;
+    }
+    // Nothing arrives for 300 ms: each wait ends at its deadline, not before or much after.
+    for (auto d : {0ms, 1ms, 50ms}) {
+      auto deadline = deadlineIn(d);
+      t.wait(t.prepareWait(), deadline);
+      auto now = Clock::now();
+      EXPECT_GE(now, deadline);
+      EXPECT_LT(now - deadline, 20ms) << "wait overshot a " << d.count() << " ms deadline";
+    }
+    // Data wakes it up early.
+    auto start = Clock::now();
+    t.wait(t.prepareWait(), deadlineIn(5s));
+    EXPECT_LT(Clock::now() - start, 1s);
+    // The data was pulled in, so the next wait sleeps instead of returning at once.
+    auto deadline = deadlineIn(100ms);
+    t.wait(t.prepareWait(), deadline);
+    EXPECT_GE(Clock::now(), deadline);
+    auto span = t.channel(1).peek();
+    ASSERT_EQ(span.size(), 8u);
+    uint64_t word = 0;
+    std::memcpy(&word, span.data(), 8);
+    EXPECT_EQ(word, 42u);
+    t.channel(1).consume(8);
+    EXPECT_THROW(t.channel(1).consume(1), Error);
+  });
+}
+
+TEST(TcpTransport, SetupTimesOutNamingTheMissingRank) {
+  Env env{{"CHORUS_SOCKET_IFNAME", "lo"}};
+  HashStore store;
+  std::vector<std::string> seen(3);
+  std::vector<std::thread> threads;
+  auto start = Clock::now();
+  for (int r = 0; r < 2; ++r) {  // rank 2 never comes
+    threads.emplace_back([&, r] {
+      try {
+        makeTcpTransport(TransportContext{r, 3, &store, "host", deadlineIn(300ms)});
+        seen[r] = "no error";
+      } catch (const Error& e) {
+        seen[r] = e.code() == Result::Timeout ? e.what() : std::string("wrong code: ") + e.what();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_LT(Clock::now() - start, 2s);
+  for (int r = 0; r < 2; ++r) EXPECT_NE(seen[r].find("rank 2"), std::string::npos) << seen[r];
+
+  // The higher rank waits for a lower one that never connects.
+  HashStore store2;
+  try {
+    makeTcpTransport(TransportContext{1, 2, &store2, "host", deadlineIn(300ms)});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Result::Timeout);
+    EXPECT_NE(std::string(e.what()).find("rank(s) 0"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TcpTransport, StrangersAreDropped) {
+  Env env{{"CHORUS_SOCKET_IFNAME", "lo"}, {"CHORUS_TCP_STREAMS", "2"}};
+  HashStore store;
+  std::string error1;
+  std::vector<uint8_t> got;
+  std::thread acceptor([&] {
+    try {
+      auto t = makeTcpTransport(TransportContext{1, 2, &store, "host", deadlineIn(20s)});
+      std::map<int, Flow> flows;
+      flows[0].expected = 100000;
+      drive(*t, flows, {}, 1);
+      got = flows[0].in;
+    } catch (const std::exception& e) {
+      error1 = e.what();
+    }
+  });
+  auto value = store.get("tcp/1", deadlineIn(10s));
+  std::string text(reinterpret_cast<const char*>(value.data()), value.size());
+  auto colon = text.rfind(':');
+  auto address = net::SocketAddress::parse(text.substr(0, colon), std::stoi(text.substr(colon + 1)));
+  std::vector<net::Socket> strangers;
+  auto deadline = deadlineIn(5s);
+  strangers.push_back(net::Socket::connect(address, deadline));  // silent
+  {
+    auto s = net::Socket::connect(address, deadline);  // garbage, then gone
+    std::string junk(32, 'x');
+    s.sendAll(junk.data(), junk.size(), deadline);
+  }
+  {
+    auto s = net::Socket::connect(address, deadline);  // right magic, impossible rank
+    struct {
+      uint64_t magic = 0x3170637453524843ull;
+      int32_t rank = 7, stream = 0, streams = 2, nranks = 2;
+      uint64_t block = 128 << 10;
+    } hello;
+    s.sendAll(&hello, sizeof(hello), deadline);
+    strangers.push_back(std::move(s));
+  }
+  std::this_thread::sleep_for(50ms);
+  {
+    auto t = makeTcpTransport(TransportContext{0, 2, &store, "host", deadlineIn(20s)});
+    std::map<int, Flow> flows;
+    flows[1].out = pattern(0, 1, 0, 100000);
+    drive(*t, flows, {}, 0);
+    acceptor.join();
+  }
+  EXPECT_EQ(error1, "");
+  EXPECT_TRUE(got == pattern(0, 1, 0, 100000));
+}
+
+}  // namespace
+}  // namespace chorus

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine (as root):
+#   tools/quickstart.sh perf   install what is missing, build, run chorus-perf all-reduce on 4 ranks
+#   tools/quickstart.sh test   install what is missing, build, run the whole test suite (CTest)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-perf}
+build=${CHORUS_BUILD_DIR:-build}
+
+packages=(g++ cmake make pkg-config libgtest-dev libbenchmark-dev libhwloc-dev hwloc
+          openmpi-bin libopenmpi-dev iproute2)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "quickstart: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >"$build.configure.log" 2>&1 ||
+  { cat "$build.configure.log"; exit 1; }
+echo "quickstart: building in $build (log: $build.build.log)"
+cmake --build "$build" -j "$(nproc)" >"$build.build.log" 2>&1 ||
+  { tail -n 60 "$build.build.log"; exit 1; }
+
+case "$mode" in
+  perf)
+    exec "$build/tools/chorus-run" -n 4 "$build/perf/chorus-perf" -b 8 -e 64M -f 4 ;;
+  test)
+    cd "$build"
+    exec ctest --output-on-failure --timeout 900 ;;
+  *)
+    echo "usage: $0 perf|test" >&2
+    exit 2 ;;
+esac

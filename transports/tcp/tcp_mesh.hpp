@@ -1,0 +1,27 @@
+// TCP transport set-up: its tunables and the full mesh of striped connections.
+#pragma once
+
+#include "net/socket.hpp"
+#include "transports/transport.hpp"
+
+#include <cstddef>
+#include <vector>
+
+namespace chorus::tcp {
+
+struct TcpConfig {
+  int streams = 2;                  // CHORUS_TCP_STREAMS: connections per peer, 1..16
+  size_t block = 128 << 10;         // CHORUS_TCP_BLOCK: striping unit, multiple of 8
+  size_t buffer = 4 << 20;          // CHORUS_TCP_BUFFER: receive ring per peer, >= block
+  size_t socketBuffer = 0;          // CHORUS_TCP_SOCKBUF: SO_SNDBUF/SO_RCVBUF, 0: autotune
+  static TcpConfig fromEnv();
+};
+
+// Listens, publishes "tcp/<rank>" and connects to every peer with config.streams
+// connections (the lower rank connects, the higher accepts). Result[p][s] is stream s to
+// peer p, non-blocking with TCP_NODELAY; result[ctx.rank] is empty. Throws
+// Error(Timeout) naming the missing peer when ctx.deadline passes.
+std::vector<std::vector<net::Socket>> connectMesh(const TransportContext& ctx,
+                                                  const TcpConfig& config);
+
+}  // namespace chorus::tcp

@@ -1,0 +1,56 @@
+// The transport interface: a transport connects this rank to its peers and moves bytes,
+// nothing else. Each peer is reached through a Channel, an ordered byte stream in each
+// direction. Everything is non-blocking; the engine drives progress and sleeps through
+// Transport::wait, always with a deadline.
+#pragma once
+
+#include "clock.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace chorus {
+
+class Store;
+
+class Channel {
+ public:
+  virtual ~Channel() = default;
+  // Copies up to `bytes` from `data` into the outgoing stream; returns how many bytes it
+  // took (0 when the stream is full for now). Throws PeerError if the peer is gone.
+  virtual size_t trySend(const void* data, size_t bytes) = 0;
+  // The contiguous incoming bytes available now (possibly empty). The span stays valid
+  // until consume(). Throws PeerError if the peer is gone and nothing is left to read.
+  virtual std::span<const std::byte> peek() = 0;
+  // Releases the first `bytes` of what peek() returned.
+  virtual void consume(size_t bytes) = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  virtual Channel& channel(int peer) = 0;
+  // Two-phase sleep without lost wake-ups: call prepareWait(), make one more progress
+  // pass, and if it did nothing call wait(token, deadline). wait returns when a peer may
+  // have made progress on any channel, or at the deadline.
+  virtual uint64_t prepareWait() = 0;
+  virtual void wait(uint64_t token, Deadline deadline) = 0;
+};
+
+// Everything a transport needs to connect: who we are and where to rendezvous.
+struct TransportContext {
+  int rank = 0;
+  int nranks = 1;
+  Store* store = nullptr;   // keys are already scoped to this communicator
+  std::string hostId;       // ranks with equal hostId share a machine
+  Deadline deadline;        // connection set-up must finish by then
+};
+
+std::unique_ptr<Transport> makeShmTransport(const TransportContext& ctx);
+std::unique_ptr<Transport> makeTcpTransport(const TransportContext& ctx);
+
+}  // namespace chorus

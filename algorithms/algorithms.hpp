@@ -21,10 +21,11 @@ struct Algorithm {
 std::span<const Algorithm> allAlgorithms();
 // nullptr when no algorithm of that name exists for the collective.
 const Algorithm* findAlgorithm(Collective collective, std::string_view name);
-// The default when nothing is forced (the tuner will take over this choice).
-const Algorithm& defaultAlgorithm(Collective collective);
+// The default when nothing is forced, by message size (the tuner will take this over).
+const Algorithm& defaultAlgorithm(Collective collective, size_t bytes = 0, int nranks = 1);
 
 Schedule ringAllReduce(const CollectiveArgs& args);
+Schedule directAllReduce(const CollectiveArgs& args);
 Schedule ringAllGather(const CollectiveArgs& args);
 Schedule ringReduceScatter(const CollectiveArgs& args);
 Schedule chainBroadcast(const CollectiveArgs& args);

@@ -6,9 +6,12 @@
 namespace chorus {
 
 namespace {
+constexpr size_t kDirectBytes = 64 << 10;
 constexpr std::array kAlgorithms = {
     Algorithm{"ring", Collective::AllReduce, ringAllReduce,
               "ring reduce-scatter then ring all-gather, pipelined"},
+    Algorithm{"direct", Collective::AllReduce, directAllReduce,
+              "one step: every rank sends everything to everyone, folded in rank order"},
     Algorithm{"ring", Collective::AllGather, ringAllGather, "ring, n-1 steps"},
     Algorithm{"ring", Collective::ReduceScatter, ringReduceScatter, "ring, n-1 steps"},
     Algorithm{"ring", Collective::Broadcast, chainBroadcast, "pipelined chain from the root"},
@@ -26,7 +29,12 @@ const Algorithm* findAlgorithm(Collective collective, std::string_view name) {
   return nullptr;
 }
 
-const Algorithm& defaultAlgorithm(Collective collective) {
+const Algorithm& defaultAlgorithm(Collective collective, size_t bytes, int nranks) {
+  // One step beats 2(n-1) ring steps while the extra bytes cost less than the latency
+  // saved; measured crossover on shared memory (perf/compare.sh), to be replaced by the
+  // tuner's cost model.
+  if (collective == Collective::AllReduce && bytes * static_cast<size_t>(nranks) <= kDirectBytes)
+    return *findAlgorithm(Collective::AllReduce, "direct");
   for (const Algorithm& a : kAlgorithms)
     if (a.collective == collective) return a;
   return kAlgorithms[0];  // unreachable: every collective has an entry

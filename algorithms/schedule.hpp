@@ -26,6 +26,7 @@ enum class StepKind : uint8_t {
   Recv,        // stream from peer into dst
   RecvReduce,  // dst = src OP (stream from peer), element by element
   Copy,        // dst = src, locally
+  Reduce,      // dst = dst OP src, locally
 };
 
 struct Step {
@@ -33,9 +34,10 @@ struct Step {
   int peer = -1;
   Range src;
   Range dst;
-  // The step that produces this step's input. When both cover the same number of
-  // elements the engine pipelines them element by element; otherwise it waits for `after`
-  // to finish.
+  // The step that must have handled an element before this step touches it: the one
+  // that produces this step's input, or one still reading the memory this step writes
+  // (in-place). When both cover the same number of elements the engine pipelines them
+  // element by element; otherwise it waits for `after` to finish.
   int after = -1;
   // Last reduction of these elements: Avg divides by nranks here.
   bool finalize = false;

@@ -85,7 +85,8 @@ std::string usage(const ArgsSpec& spec) {
     << "  -o,--op <op>             sum prod min max avg, or all (default sum)\n"
     << "  -r,--root <rank>         root of broadcast/reduce; -1 = every rank in turn (default 0)\n"
     << "  -a,--average <0..3>      time reported: 0 rank 0, 1 average, 2 min, 3 max (default 1)\n"
-    << "  -z,--blocking <0|1>      accepted; every call is waited for (blocking is the only mode)\n";
+    << "  -z,--blocking <0|1>      accepted; every call is waited for (blocking is the only "
+       "mode)\n";
   if (spec.algorithmFlag) {
     o << "  -A,--algorithm <spec>    Communicator::setAlgorithm(spec); auto = library's choice\n";
   }

@@ -27,8 +27,8 @@ struct Args {
   std::string algorithm = "auto";             // -A (chorus-perf only)
   std::string jsonPath;                       // -J
   Coll coll = Coll::AllReduce;                // -t
-  double minTimeMs = 50;  // -T: repeat small sizes until a timed run lasts this long
-  bool hugePages = false;  // -H: madvise(MADV_HUGEPAGE) on the benchmark buffers
+  double minTimeMs = 50;          // -T: repeat small sizes until a timed run lasts this long
+  bool hugePages = false;         // -H: madvise(MADV_HUGEPAGE) on the benchmark buffers
   std::vector<std::string> argv;  // as given, for the JSON report
 };
 

@@ -58,7 +58,9 @@ inline uint16_t floatToHalf(float f) {
   return static_cast<uint16_t>(sign | h);
 }
 
-inline float bf16ToFloat(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+inline float bf16ToFloat(uint16_t b) {
+  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
 
 inline uint16_t floatToBf16(float f) {
   const uint32_t bits = std::bit_cast<uint32_t>(f);

@@ -59,11 +59,26 @@ std::string jsonTiming(const Timing& t) {
 }
 
 std::string timingColumns(const Timing& t) {
+  char wrong[32];
+  if (t.wrong < 0) {
+    std::snprintf(wrong, sizeof(wrong), "%5s", "N/A");
+  } else {
+    std::snprintf(wrong, sizeof(wrong), "%5lld", static_cast<long long>(t.wrong));
+  }
   char buf[128];
-  const std::string wrong = t.wrong < 0 ? "   N/A" : formatted("%*g", 6, static_cast<double>(t.wrong));
-  std::snprintf(buf, sizeof(buf), "  %7s  %6s  %6s  %6s", fitNumber(t.timeUs, 7).c_str(),
-                fitNumber(t.algBw, 6).c_str(), fitNumber(t.busBw, 6).c_str(), wrong.c_str());
+  std::snprintf(buf, sizeof(buf), "  %7s  %6s  %6s  %s", fitNumber(t.timeUs, 7).c_str(),
+                fitNumber(t.algBw, 6).c_str(), fitNumber(t.busBw, 6).c_str(), wrong);
   return buf;
+}
+
+// printf into a line, trailing blanks dropped.
+template <class... A>
+void printTrimmed(std::FILE* out, const char* fmt, A... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), fmt, args...);
+  std::string line(buf);
+  line.erase(line.find_last_not_of(' ') + 1);
+  std::fprintf(out, "%s\n", line.c_str());
 }
 
 }  // namespace
@@ -98,22 +113,23 @@ void Report::printConfig(const Args& args, const std::vector<std::string>& rankL
 }
 
 void Report::printTableHeader() {
+  // The layout of nccl-tests' table (columns are whitespace-separated for scripts).
+  const char* fmt = "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s";
   std::fprintf(out_, "#\n");
-  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
-               "in-place          \n", "", "", "", "", "");
-  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n",
-               "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
-               "time", "algbw", "busbw", "#wrong");
-  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n",
-               "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
-               "(GB/s)", "");
+  printTrimmed(out_,
+               "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place",
+               "", "", "", "", "");
+  printTrimmed(out_, fmt, "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
+               "#wrong", "time", "algbw", "busbw", "#wrong");
+  printTrimmed(out_, fmt, "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
+               "(GB/s)", "(GB/s)", "");
   std::fflush(out_);
 }
 
 void Report::printRow(const Row& row) {
-  std::fprintf(out_, "%12zu  %12zu  %8s  %6s  %6d%s%s\n", row.bytes, row.count,
-               typeName(row.type), row.op.c_str(), row.root,
-               timingColumns(row.outOfPlace).c_str(), timingColumns(row.inPlace).c_str());
+  std::fprintf(out_, "%12zu  %12zu  %8s  %6s  %6d%s%s\n", row.bytes, row.count, typeName(row.type),
+               row.op.c_str(), row.root, timingColumns(row.outOfPlace).c_str(),
+               timingColumns(row.inPlace).c_str());
   std::fflush(out_);
   for (const Timing* t : {&row.outOfPlace, &row.inPlace}) {
     if (t->wrong > 0) wrongTotal_ += t->wrong;
@@ -142,8 +158,8 @@ bool Report::writeJson(const Args& args, const std::vector<std::string>& rankLin
   char when[64];
   const std::time_t now = std::time(nullptr);
   std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", std::localtime(&now));
-  f << "{\"version\":1,\"program\":" << jsonString(program_)
-    << ",\"end_time\":" << jsonString(when) << ",\"args\":[";
+  f << "{\"version\":1,\"program\":" << jsonString(program_) << ",\"end_time\":" << jsonString(when)
+    << ",\"args\":[";
   for (size_t i = 0; i < args.argv.size(); ++i) f << (i ? "," : "") << jsonString(args.argv[i]);
   f << "],\"config\":{\"collective\":" << jsonString(collName(args.coll))
     << ",\"minimum_bytes\":" << args.minBytes << ",\"maximum_bytes\":" << args.maxBytes

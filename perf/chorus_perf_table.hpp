@@ -13,9 +13,9 @@ namespace perf {
 
 struct Timing {
   double timeUs = 0;
-  double algBw = 0;      // GB/s, GB = 1e9 bytes
-  double busBw = 0;      // GB/s
-  int64_t wrong = -1;    // elements wrong summed over ranks; -1 = not checked (N/A)
+  double algBw = 0;    // GB/s, GB = 1e9 bytes
+  double busBw = 0;    // GB/s
+  int64_t wrong = -1;  // elements wrong summed over ranks; -1 = not checked (N/A)
 };
 
 struct Row {

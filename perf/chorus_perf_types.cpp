@@ -103,8 +103,7 @@ std::optional<Coll> parseColl(std::string_view name) {
 std::optional<Coll> collFromProgramName(std::string_view argv0) {
   const size_t slash = argv0.find_last_of('/');
   std::string n = lower(slash == std::string_view::npos ? argv0 : argv0.substr(slash + 1));
-  n.erase(std::remove_if(n.begin(), n.end(), [](char c) { return c == '_' || c == '-'; }),
-          n.end());
+  n.erase(std::remove_if(n.begin(), n.end(), [](char c) { return c == '_' || c == '-'; }), n.end());
   // Longest names first: "allreduce" and "reducescatter" contain "reduce".
   constexpr std::array<CollName, 6> kOrder = {{{"reducescatter", Coll::ReduceScatter},
                                                {"allreduce", Coll::AllReduce},

@@ -92,9 +92,9 @@ Rendezvous startProcessStore(int hostRank) {
   const char* spec = std::getenv("CHORUS_SOCKET_IFNAME");
   auto interfaces = net::findInterfaces(spec ? spec : "");
   if (interfaces.empty()) {
-    throwInvalid("no usable network interface for the rendezvous store" +
-                 (spec ? " matches CHORUS_SOCKET_IFNAME='" + std::string(spec) + "'"
-                       : std::string()));
+    throwInvalid(
+        "no usable network interface for the rendezvous store" +
+        (spec ? " matches CHORUS_SOCKET_IFNAME='" + std::string(spec) + "'" : std::string()));
   }
   Rendezvous r;
   r.secret = randomSecret();

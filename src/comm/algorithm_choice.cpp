@@ -4,18 +4,19 @@
 
 #include <algorithm>
 #include <cctype>
-#include <string>
 
 namespace chorus {
 namespace {
 
-constexpr std::array<Collective, 7> kAll = {
+// Point-to-point has only "direct": specs apply to the collectives.
+constexpr std::array<Collective, 5> kCollectivesWithChoice = {
     Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::Broadcast,
-    Collective::Reduce,    Collective::Send,      Collective::Recv};
+    Collective::Reduce};
 
 std::string lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return out;
 }
 
@@ -32,72 +33,77 @@ std::string knownNames(Collective c) {
   return names;
 }
 
-}  // namespace
-
-AlgorithmChoice::AlgorithmChoice() {
-  for (Collective c : kAll) chosen_[static_cast<size_t>(c)] = &defaultAlgorithm(c);
+[[noreturn]] void bad(const std::string& what) {
+  throw Error(Result::InvalidArgument, "CHORUS_ALGO: " + what);
 }
+
+}  // namespace
 
 void AlgorithmChoice::apply(std::string_view spec) {
   spec = trim(spec);
   if (spec.empty() || lower(spec) == "auto") return;
-  // Point-to-point has only "direct": a global name applies to the collectives only.
-  std::array<Collective, 5> collectives = {Collective::AllReduce, Collective::AllGather,
-                                           Collective::ReduceScatter, Collective::Broadcast,
-                                           Collective::Reduce};
+  auto next = *this;  // all or nothing: a bad spec changes nothing
   while (!spec.empty()) {
     size_t comma = spec.find(',');
     std::string_view item = trim(spec.substr(0, comma));
     spec = comma == std::string_view::npos ? std::string_view{} : spec.substr(comma + 1);
     if (item.empty()) continue;
     std::string target;
-    size_t colon = item.find(':');
-    if (colon != std::string_view::npos) {
+    if (size_t colon = item.find(':'); colon != std::string_view::npos) {
       target = lower(trim(item.substr(0, colon)));
       item = trim(item.substr(colon + 1));
     }
-    bool exclude = !item.empty() && item.front() == '^';
+    const bool exclude = !item.empty() && item.front() == '^';
     if (exclude) item.remove_prefix(1);
-    std::string name = lower(item);
-    bool matchedCollective = false;
-    for (Collective c : collectives) {
+    const std::string name = lower(item);
+    bool matchedCollective = false, matchedAlgorithm = false;
+    for (Collective c : kCollectivesWithChoice) {
       if (!target.empty() && lower(toString(c)) != target) continue;
       matchedCollective = true;
-      size_t slot = static_cast<size_t>(c);
-      if (exclude) {
-        if (chosen_[slot]->name != name) continue;
-        const Algorithm* other = nullptr;
-        for (const Algorithm& a : allAlgorithms())
-          if (a.collective == c && a.name != name) other = &a;
-        if (!other)
-          throw Error(Result::InvalidArgument, "CHORUS_ALGO: excluding '" + name + "' leaves no " +
-                                                   std::string(toString(c)) + " algorithm");
-        chosen_[slot] = other;
-        continue;
-      }
       const Algorithm* a = findAlgorithm(c, name);
       if (!a) {
-        if (target.empty()) continue;  // a global name need not exist for every collective
-        throw Error(Result::InvalidArgument, "CHORUS_ALGO: unknown " + std::string(toString(c)) +
-                                                 " algorithm '" + name + "' (known: " +
-                                                 knownNames(c) + ")");
+        if (!target.empty()) bad("unknown " + std::string(toString(c)) + " algorithm '" + name +
+                                 "' (known: " + knownNames(c) + ")");
+        continue;  // a name for every collective need not exist for each one
       }
-      chosen_[slot] = a;
+      matchedAlgorithm = true;
+      size_t slot = static_cast<size_t>(c);
+      if (exclude) {
+        next.excluded_[slot].push_back(name);
+        if (next.forced_[slot] == a) next.forced_[slot] = nullptr;
+      } else {
+        next.forced_[slot] = a;
+        std::erase(next.excluded_[slot], name);
+      }
     }
     if (!matchedCollective)
-      throw Error(Result::InvalidArgument,
-                  "CHORUS_ALGO: unknown collective '" + target +
-                      "' (allreduce, allgather, reducescatter, broadcast, reduce)");
-    if (target.empty() && !exclude) {
-      bool any = false;
-      for (Collective c : collectives) any |= findAlgorithm(c, name) != nullptr;
-      if (!any) throw Error(Result::InvalidArgument, "CHORUS_ALGO: unknown algorithm '" + name + "'");
-    }
+      bad("unknown collective '" + target +
+          "' (allreduce, allgather, reducescatter, broadcast, reduce)");
+    if (!matchedAlgorithm) bad("unknown algorithm '" + name + "'");
   }
+  for (Collective c : kCollectivesWithChoice) {
+    size_t slot = static_cast<size_t>(c);
+    bool anyLeft = false;
+    for (const Algorithm& a : allAlgorithms())
+      anyLeft |= a.collective == c && std::count(next.excluded_[slot].begin(),
+                                                  next.excluded_[slot].end(), a.name) == 0;
+    if (!anyLeft) bad("the exclusions leave no " + std::string(toString(c)) + " algorithm");
+  }
+  *this = std::move(next);
 }
 
-const Algorithm& AlgorithmChoice::pick(Collective collective) const {
-  return *chosen_[static_cast<size_t>(collective)];
+const Algorithm& AlgorithmChoice::pick(Collective collective, size_t bytes, int nranks) const {
+  size_t slot = static_cast<size_t>(collective);
+  if (forced_[slot]) return *forced_[slot];
+  const auto& excluded = excluded_[slot];
+  auto allowed = [&](const Algorithm& a) {
+    return std::find(excluded.begin(), excluded.end(), a.name) == excluded.end();
+  };
+  const Algorithm& preferred = defaultAlgorithm(collective, bytes, nranks);
+  if (allowed(preferred)) return preferred;
+  for (const Algorithm& a : allAlgorithms())
+    if (a.collective == collective && allowed(a)) return a;
+  return preferred;  // unreachable: apply() keeps one algorithm per collective
 }
 
 }  // namespace chorus

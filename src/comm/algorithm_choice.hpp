@@ -6,20 +6,23 @@
 #include "algorithms/algorithms.hpp"
 
 #include <array>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace chorus {
 
 class AlgorithmChoice {
  public:
-  AlgorithmChoice();
   // Throws Error(InvalidArgument) naming the bad part of the spec.
   void apply(std::string_view spec);
-  const Algorithm& pick(Collective collective) const;
+  // The forced algorithm, or the default for this message size.
+  const Algorithm& pick(Collective collective, size_t bytes, int nranks) const;
 
  private:
   static constexpr size_t kCollectives = 7;
-  std::array<const Algorithm*, kCollectives> chosen_{};
+  std::array<const Algorithm*, kCollectives> forced_{};  // nullptr: not forced
+  std::array<std::vector<std::string>, kCollectives> excluded_;
 };
 
 }  // namespace chorus

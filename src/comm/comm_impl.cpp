@@ -159,7 +159,7 @@ void CommImpl::validate(const Call& call) const {
 }
 
 std::shared_ptr<const Schedule> CommImpl::scheduleFor(const Algorithm& algorithm, const Call& call) {
-  auto key = std::make_tuple(&algorithm, call.count, call.root);
+  auto key = std::make_tuple(&algorithm, call.count, call.root);  // same rank, same nranks
   auto it = schedules_.find(key);
   if (it != schedules_.end()) return it->second;
   if (schedules_.size() >= 256) schedules_.clear();
@@ -171,7 +171,8 @@ std::shared_ptr<const Schedule> CommImpl::scheduleFor(const Algorithm& algorithm
 
 Work CommImpl::submit(const Call& call) {
   validate(call);
-  const Algorithm& algorithm = algorithms_.pick(call.collective);
+  const Algorithm& algorithm =
+      algorithms_.pick(call.collective, call.count * sizeOf(call.type), nranks_);
   auto op = std::make_shared<OpState>();
   op->collective = call.collective;
   op->sequence = nextSequence_++;

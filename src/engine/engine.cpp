@@ -73,7 +73,7 @@ void Engine::submit(std::shared_ptr<OpState> op) {
   for (int i = 0; i < static_cast<int>(schedule.steps.size()); ++i) {
     const Step& step = schedule.steps[i];
     StepRef ref{op.get(), i};
-    if (step.kind == StepKind::Copy) {
+    if (step.kind == StepKind::Copy || step.kind == StepKind::Reduce) {
       localSteps_.push_back(ref);
       continue;
     }
@@ -168,9 +168,10 @@ bool Engine::advanceRecv(OpState& op, int index) {
     if (incoming.empty()) break;
     size_t used;
     if (p.bytes < dataBytes) {
-      size_t want = std::min({incoming.size(), std::min(limit, dataBytes) - p.bytes});
+      size_t want = std::min({incoming.size(), std::min(limit, dataBytes) - p.bytes,
+                              allowedBytes - std::min(allowedBytes, p.bytes)});
+      if (want == 0) break;
       if (reducing) {
-        want = std::min(want, allowedBytes - std::min(allowedBytes, p.bytes));
         size_t elems = want / op.elementSize;
         if (elems == 0) break;
         used = elems * op.elementSize;
@@ -192,15 +193,24 @@ bool Engine::advanceRecv(OpState& op, int index) {
   return moved;
 }
 
-bool Engine::advanceCopy(OpState& op, int index) {
+bool Engine::advanceLocal(OpState& op, int index) {
   const Step& step = op.schedule->steps[index];
-  if (allowedElements(op, index) < step.dst.count) return false;
-  const std::byte* src = resolve(op, step.src);
-  std::byte* dst = resolve(op, step.dst);
-  if (src != dst) std::memcpy(dst, src, step.dst.count * op.elementSize);
-  op.progress[index].bytes = step.dst.count * op.elementSize;
-  op.progress[index].elements = step.dst.count;
-  completeStep(op, index);
+  auto& p = op.progress[index];
+  const size_t ready = allowedElements(op, index);
+  if (ready <= p.elements) return false;
+  const size_t from = p.elements, n = ready - from, es = op.elementSize;
+  const std::byte* src = resolve(op, step.src) + from * es;
+  std::byte* dst = resolve(op, step.dst) + from * es;
+  if (step.kind == StepKind::Reduce) {
+    kernels::reduce(op.type, op.op, dst, dst, src, n);
+  } else if (src != dst) {
+    std::memcpy(dst, src, n * es);
+  }
+  if (step.finalize && op.op == RedOp::Avg && config_.nranks > 1)
+    kernels::divide(op.type, dst, dst, n, config_.nranks);
+  p.elements = ready;
+  p.bytes = ready * es;
+  if (ready == step.dst.count) completeStep(op, index);
   return true;
 }
 
@@ -217,7 +227,8 @@ bool Engine::advance(StepRef ref) {
     case StepKind::Send: return advanceSend(*ref.op, ref.step);
     case StepKind::Recv:
     case StepKind::RecvReduce: return advanceRecv(*ref.op, ref.step);
-    case StepKind::Copy: return advanceCopy(*ref.op, ref.step);
+    case StepKind::Copy:
+    case StepKind::Reduce: return advanceLocal(*ref.op, ref.step);
   }
   return false;
 }
@@ -225,8 +236,9 @@ bool Engine::advance(StepRef ref) {
 bool Engine::progressPass() {
   bool moved = false;
   for (size_t i = 0; i < localSteps_.size();) {
-    if (advance(localSteps_[i])) {
-      moved = true;
+    StepRef ref = localSteps_[i];
+    moved |= advance(ref);
+    if (ref.op->progress[ref.step].complete) {
       localSteps_[i] = localSteps_.back();
       localSteps_.pop_back();
     } else {
@@ -265,7 +277,7 @@ bool Engine::poll() {
     if (moved) lastProgress_ = Clock::now();
     return moved;
   } catch (const PeerError& e) {
-    failAll(e.code(), e.what());
+    failAll(e.code(), rootCause(e));
   } catch (const Error& e) {
     failAll(e.code(), e.what());
   } catch (const std::exception& e) {
@@ -290,6 +302,20 @@ void Engine::checkStall(Clock::time_point now) {
   auto seconds = std::chrono::duration<double>(config_.timeout).count();
   failAll(Result::Timeout, "no progress for " + std::to_string(seconds).substr(0, 6) +
                                " s (CHORUS_TIMEOUT), " + waitingFor());
+}
+
+// A peer that closed its connection may only be reacting to an earlier death: when the
+// store knows of a dead rank, name that one first.
+std::string Engine::rootCause(const PeerError& seen) {
+  if (!config_.checkPeers) return seen.what();
+  try {
+    config_.checkPeers();
+  } catch (const PeerError& dead) {
+    if (dead.peer() == seen.peer()) return dead.what();
+    return std::string(dead.what()) + "; then: " + seen.what();
+  } catch (const std::exception&) {
+  }
+  return seen.what();
 }
 
 void Engine::failAll(Result code, const std::string& cause) {
@@ -345,6 +371,8 @@ bool Engine::waitFor(OpState& op, Deadline deadline) {
       }
       Deadline until = std::min({deadline, now + kPeerCheckEvery, lastProgress_ + config_.timeout});
       transport_.wait(token, until);
+    } catch (const PeerError& e) {
+      failAll(e.code(), rootCause(e));
     } catch (const Error& e) {
       failAll(e.code(), e.what());
     }

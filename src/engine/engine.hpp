@@ -5,6 +5,7 @@
 #pragma once
 
 #include "engine/op_state.hpp"
+#include "errors.hpp"
 #include "transports/transport.hpp"
 
 #include <atomic>
@@ -51,10 +52,11 @@ class Engine {
   bool advance(StepRef ref);
   bool advanceSend(detail::OpState& op, int index);
   bool advanceRecv(detail::OpState& op, int index);
-  bool advanceCopy(detail::OpState& op, int index);
+  bool advanceLocal(detail::OpState& op, int index);  // Copy and Reduce
   size_t allowedElements(const detail::OpState& op, int index) const;
   void completeStep(detail::OpState& op, int index);
   void failAll(Result code, const std::string& cause);
+  std::string rootCause(const PeerError& seen);
   void checkStall(Clock::time_point now);
   std::string waitingFor() const;
   void lendScratch(detail::OpState& op);

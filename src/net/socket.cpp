@@ -162,16 +162,22 @@ std::string SocketAddress::toString() const {
   if (family() == AF_INET) {
     ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, buf,
                 sizeof(buf));
-    return std::string(buf) + ":" + std::to_string(port());
+    std::string s = buf;
+    s += ':';
+    return s + std::to_string(port());
   }
   if (family() == AF_INET6) {
     auto* in6 = reinterpret_cast<const sockaddr_in6*>(&storage);
     ::inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof(buf));
-    std::string s = "[" + std::string(buf);
+    std::string s = "[";
+    s += buf;
     char ifname[IF_NAMESIZE] = {};
-    if (in6->sin6_scope_id != 0 && ::if_indextoname(in6->sin6_scope_id, ifname) != nullptr)
-      s += "%" + std::string(ifname);
-    return s + "]:" + std::to_string(port());
+    if (in6->sin6_scope_id != 0 && ::if_indextoname(in6->sin6_scope_id, ifname) != nullptr) {
+      s += '%';
+      s += ifname;
+    }
+    s += "]:";
+    return s + std::to_string(port());
   }
   return "<no address>";
 }

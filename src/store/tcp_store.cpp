@@ -239,6 +239,8 @@ void TcpStoreServer::Impl::run() {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "chorus: store server at %s stopped: %s\n", bound.toString().c_str(),
                  e.what());
+    clients.clear();  // closing every connection tells the clients at once
+    listener = net::Socket();
   }
 }
 
@@ -427,12 +429,16 @@ struct TcpStoreClient::Impl {
       socket.sendAll(frame(type, id, payload).data(), kHeader + payload.size(), deadline);
     } catch (const Error& e) {
       if (e.code() == Result::RemoteError) connectionLost();
+      lost = true;  // a frame may be half sent: the stream is out of step for good
       throw;
     }
     auto f = awaitAnswer(id, deadline);
     if (!f) {
       std::string deadList;
-      for (int r : dead) deadList += (deadList.empty() ? "" : ",") + std::to_string(r);
+      for (int r : dead) {
+        if (!deadList.empty()) deadList += ',';
+        deadList += std::to_string(r);
+      }
       throw Error(Result::Timeout,
                   "store: timed out " + what + " at " + server.toString() +
                       (deadList.empty() ? "" : " (ranks reported dead: " + deadList + ")"));

@@ -12,29 +12,22 @@
 
 namespace chorus_test {
 
-// Fills [p, p + bytes) with a pattern that is a function of (seed, byte offset).
-inline void fillJunk(unsigned char* p, size_t bytes, uint64_t seed) {
-  size_t off = 0;
-  for (uint64_t word = 0; off < bytes; ++word, off += 8) {
-    uint64_t v = mix64(seed ^ (word * 0x9e3779b97f4a7c15ull));
-    std::memcpy(p + off, &v, std::min<size_t>(8, bytes - off));
-  }
+// The junk pattern: byte `off` of the pattern `seed` is byte off % 8 of word off / 8.
+inline uint64_t junkWord(uint64_t seed, uint64_t word) {
+  return mix64(seed ^ (word * 0x9e3779b97f4a7c15ull));
 }
 
-// First byte offset where [p, p + bytes) differs from fillJunk(seed), or -1.
-inline long firstJunkMismatch(const unsigned char* p, size_t bytes, uint64_t seed) {
-  size_t off = 0;
-  for (uint64_t word = 0; off < bytes; ++word, off += 8) {
-    uint64_t v = mix64(seed ^ (word * 0x9e3779b97f4a7c15ull));
-    size_t n = std::min<size_t>(8, bytes - off);
-    if (std::memcmp(p + off, &v, n) != 0) {
-      const auto* vb = reinterpret_cast<const unsigned char*>(&v);
-      for (size_t k = 0; k < n; ++k) {
-        if (p[off + k] != vb[k]) return static_cast<long>(off + k);
-      }
-    }
+// Writes bytes [from, from + bytes) of the junk pattern `seed` to out.
+inline void fillJunk(unsigned char* out, size_t from, size_t bytes, uint64_t seed) {
+  size_t done = 0;
+  while (done < bytes) {
+    size_t off = from + done;
+    uint64_t v = junkWord(seed, off / 8);
+    size_t k = off % 8;
+    size_t n = std::min<size_t>(8 - k, bytes - done);
+    std::memcpy(out + done, reinterpret_cast<const unsigned char*>(&v) + k, n);
+    done += n;
   }
-  return -1;
 }
 
 class GuardedBuffer {
@@ -49,17 +42,13 @@ class GuardedBuffer {
     auto base = reinterpret_cast<uintptr_t>(mem_.get()) + kGuard;
     base = (base + 63) & ~uintptr_t{63};
     data_ = reinterpret_cast<unsigned char*>(base) + misalign;
-    fillJunk(mem_.get(), total_, seed_);
+    fillJunk(mem_.get(), 0, total_, seed_);
   }
 
-  // First byte in [from, to) of the data that no longer holds the buffer's initial junk,
-  // or -1: proves a region the collective must not write was left alone.
-  long firstChangedDataByte(size_t from, size_t to) const {
-    size_t before = static_cast<size_t>(data_ - mem_.get());
-    for (size_t i = from; i < to; ++i) {
-      if (data_[i] != junkByte(before + i)) return static_cast<long>(i);
-    }
-    return -1;
+  // Writes the buffer's initial junk for data bytes [from, to) to out: what a region the
+  // collective must not write still holds.
+  void initialData(unsigned char* out, size_t from, size_t to) const {
+    fillJunk(out, offset() + from, to - from, seed_);
   }
 
   unsigned char* data() { return data_; }
@@ -70,7 +59,7 @@ class GuardedBuffer {
   // data), or false when both guards are intact.
   bool guardDamaged(long* where) const {
     const unsigned char* m = mem_.get();
-    size_t before = static_cast<size_t>(data_ - m);
+    const size_t before = offset();
     // The guard pattern is the junk of the whole allocation, so compare zone by zone.
     for (size_t i = 0; i < before; ++i) {
       if (m[i] != junkByte(i)) {
@@ -88,9 +77,9 @@ class GuardedBuffer {
   }
 
  private:
+  size_t offset() const { return static_cast<size_t>(data_ - mem_.get()); }
   unsigned char junkByte(size_t off) const {
-    uint64_t v = mix64(seed_ ^ ((off / 8) * 0x9e3779b97f4a7c15ull));
-    return static_cast<unsigned char>(v >> (8 * (off % 8)));
+    return static_cast<unsigned char>(junkWord(seed_, off / 8) >> (8 * (off % 8)));
   }
 
   size_t bytes_;

@@ -17,8 +17,11 @@
 
 #include <chorus/chorus.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 namespace chorus_test {
 
@@ -41,6 +44,18 @@ inline int64_t pick(uint64_t h, int64_t lo, int64_t hi) {
   return lo + static_cast<int64_t>((span * (h >> 11)) >> 53);
 }
 
+// out[k] = table[(first + k) % kPeriod] for k < count; elements of `size` bytes.
+inline void periodicCopy(unsigned char* out, const unsigned char* table, size_t first,
+                         size_t count, int size) {
+  const auto s = static_cast<size_t>(size);
+  for (size_t done = 0; done < count;) {
+    size_t j = (first + done) % kPeriod;
+    size_t n = std::min(count - done, kPeriod - j);
+    std::memcpy(out + done * s, table + j * s, n * s);
+    done += n;
+  }
+}
+
 enum class ValueKind { Bits, IntAny, IntSmall, FloatSum, FloatProd, FloatMinMax };
 
 inline ValueKind valueKindFor(const TypeInfo& t, bool reduction, chorus::RedOp op) {
@@ -59,23 +74,17 @@ inline ValueKind valueKindFor(const TypeInfo& t, bool reduction, chorus::RedOp o
 
 class Inputs {
  public:
-  Inputs(const TypeInfo& type, ValueKind kind, uint64_t seed)
-      : type_(type), kind_(kind), seed_(seed) {}
+  // `tabulate`: keep each rank's first period of encoded elements (for large counts, where
+  // encoding every element again would dominate the run time).
+  Inputs(const TypeInfo& type, ValueKind kind, uint64_t seed, bool tabulate = false)
+      : type_(type), kind_(kind), seed_(seed), tabulate_(tabulate) {}
 
   const TypeInfo& type() const { return type_; }
 
   // Raw element bits of rank r at index i.
   uint64_t bits(int r, size_t i) const {
-    uint64_t h = hash3(seed_, static_cast<uint64_t>(r), i % kPeriod);
-    switch (kind_) {
-      case ValueKind::Bits:
-      case ValueKind::IntAny:
-        return h & sizeMask(type_.size);
-      case ValueKind::IntSmall:
-        return encodeInt(type_, static_cast<uint64_t>(intSmall(h)));
-      default:
-        return encodeFloat(type_, floatValue(h));
-    }
+    if (tabulate_) return loadBits(table(r), i % kPeriod, type_.size);
+    return compute(r, i);
   }
 
   // Integer value (IntAny/IntSmall), sign- or zero-extended per the type, as uint64 bits.
@@ -90,10 +99,37 @@ class Inputs {
   }
 
   void fill(void* buf, int r, size_t first, size_t count) const {
-    for (size_t i = 0; i < count; ++i) storeBits(buf, i, type_.size, bits(r, first + i));
+    if (!tabulate_) {
+      for (size_t i = 0; i < count; ++i) storeBits(buf, i, type_.size, compute(r, first + i));
+      return;
+    }
+    periodicCopy(static_cast<unsigned char*>(buf), table(r), first, count, type_.size);
   }
 
  private:
+  const unsigned char* table(int r) const {
+    if (tables_.size() <= static_cast<size_t>(r)) tables_.resize(static_cast<size_t>(r) + 1);
+    std::vector<unsigned char>& t = tables_[static_cast<size_t>(r)];
+    if (t.empty()) {
+      t.resize(kPeriod * static_cast<size_t>(type_.size));
+      for (size_t j = 0; j < kPeriod; ++j) storeBits(t.data(), j, type_.size, compute(r, j));
+    }
+    return t.data();
+  }
+
+  uint64_t compute(int r, size_t i) const {
+    uint64_t h = hash3(seed_, static_cast<uint64_t>(r), i % kPeriod);
+    switch (kind_) {
+      case ValueKind::Bits:
+      case ValueKind::IntAny:
+        return h & sizeMask(type_.size);
+      case ValueKind::IntSmall:
+        return encodeInt(type_, static_cast<uint64_t>(intSmall(h)));
+      default:
+        return encodeFloat(type_, floatValue(h));
+    }
+  }
+
   int64_t intSmall(uint64_t h) const {
     return type_.kind == Kind::Signed ? pick(h, -14, 14) : pick(h, 0, 28);
   }
@@ -120,6 +156,8 @@ class Inputs {
   TypeInfo type_;
   ValueKind kind_;
   uint64_t seed_;
+  bool tabulate_;
+  mutable std::vector<std::vector<unsigned char>> tables_;
 };
 
 }  // namespace chorus_test

@@ -25,12 +25,24 @@ class Reference {
   Reference(const Inputs& in, chorus::RedOp op, int nranks, size_t total)
       : in_(in), op_(op), nranks_(nranks) {
     if (total > kPeriod) {
-      cache_.resize(kPeriod);
-      for (size_t j = 0; j < kPeriod; ++j) cache_[j] = compute(j);
+      cache_.resize(kPeriod * static_cast<size_t>(in.type().size));
+      for (size_t j = 0; j < kPeriod; ++j) storeBits(cache_.data(), j, in.type().size, compute(j));
     }
   }
 
-  uint64_t at(size_t g) const { return cache_.empty() ? compute(g) : cache_[g % kPeriod]; }
+  // Expected bits of global element g.
+  uint64_t at(size_t g) const {
+    return cache_.empty() ? compute(g) : loadBits(cache_.data(), g % kPeriod, in_.type().size);
+  }
+
+  // Expected bytes of global elements [first, first + count).
+  void fill(unsigned char* out, size_t first, size_t count) const {
+    if (!cache_.empty()) {
+      periodicCopy(out, cache_.data(), first, count, in_.type().size);
+      return;
+    }
+    for (size_t i = 0; i < count; ++i) storeBits(out, i, in_.type().size, compute(first + i));
+  }
 
  private:
   uint64_t compute(size_t g) const {
@@ -95,7 +107,7 @@ class Reference {
   const Inputs& in_;
   chorus::RedOp op_;
   int nranks_;
-  std::vector<uint64_t> cache_;
+  std::vector<unsigned char> cache_;  // one period of encoded results
 };
 
 enum class Match { Exact, WithinUlp, Wrong };

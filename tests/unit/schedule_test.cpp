@@ -87,11 +87,17 @@ class SymbolicRun {
     if (step.after >= 0 && !s.done[step.after]) return false;
     for (size_t j = 0; j < i; ++j) {
       const Step& earlier = s.schedule.steps[j];
-      if (s.done[j] || earlier.peer != step.peer || step.kind == StepKind::Copy) continue;
+      const bool local = step.kind == StepKind::Copy || step.kind == StepKind::Reduce;
+      if (s.done[j] || earlier.peer != step.peer || local) continue;
       bool earlierSends = earlier.kind == StepKind::Send, sends = step.kind == StepKind::Send;
       if (earlierSends == sends) return false;
     }
     return true;
+  }
+
+  void fold(Value& into, const Value& other) {
+    for (int j = 0; j < nranks_; ++j) into.contributions[j] += other.contributions[j];
+    if (into.index != other.index) into.index = -2;
   }
 
   bool stepOnce(int r, std::string& error) {
@@ -99,7 +105,8 @@ class SymbolicRun {
     for (size_t i = 0; i < s.schedule.steps.size(); ++i) {
       if (s.done[i] || !ready(s, i)) continue;
       const Step& step = s.schedule.steps[i];
-      if (step.kind != StepKind::Copy && (step.peer < 0 || step.peer >= nranks_ || step.peer == r)) {
+      const bool local = step.kind == StepKind::Copy || step.kind == StepKind::Reduce;
+      if (!local && (step.peer < 0 || step.peer >= nranks_ || step.peer == r)) {
         error = "bad peer";
         return false;
       }
@@ -123,6 +130,9 @@ class SymbolicRun {
           for (size_t k = 0; k < step.dst.count; ++k)
             dstBuf[step.dst.offset + k] = srcBuf[step.src.offset + k];
           break;
+        case StepKind::Reduce:
+          for (size_t k = 0; k < step.dst.count; ++k) fold(dstBuf[step.dst.offset + k], srcBuf[step.src.offset + k]);
+          break;
         case StepKind::Recv:
         case StepKind::RecvReduce: {
           auto& queue = links_[{step.peer, r}];
@@ -136,11 +146,7 @@ class SymbolicRun {
           }
           for (size_t k = 0; k < step.dst.count; ++k) {
             Value v = message[k];
-            if (step.kind == StepKind::RecvReduce) {
-              const Value& local = srcBuf[step.src.offset + k];
-              for (int j = 0; j < nranks_; ++j) v.contributions[j] += local.contributions[j];
-              if (v.index != local.index) v.index = -2;
-            }
+            if (step.kind == StepKind::RecvReduce) fold(v, srcBuf[step.src.offset + k]);
             dstBuf[step.dst.offset + k] = v;
           }
           break;

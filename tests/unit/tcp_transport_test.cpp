@@ -96,8 +96,9 @@ void drive(Transport& t, std::map<int, Flow>& flows, const DriveOptions& o, uint
       if (f.in.size() < f.expected) {
         auto span = ch.peek();
         size_t n = std::min(span.size(), f.expected - f.in.size());
-        if (o.randomChunks && n > 1) n = 1 + rng() % n;
-        if (o.whole8) n &= ~size_t{7};
+        size_t unit = o.whole8 ? 8 : 1;
+        n -= n % unit;
+        if (o.randomChunks && n > unit) n = unit * (1 + rng() % (n / unit));
         if (n > 0) {
           auto* p = reinterpret_cast<const uint8_t*>(span.data());
           f.in.insert(f.in.end(), p, p + n);
@@ -167,8 +168,8 @@ void ringSizes(int nranks, const std::vector<size_t>& sizes, const DriveOptions&
       flows[prev].expected = sizes[i];
       drive(t, flows, o, rank * 7 + tag);
       expectFlows(rank, flows, tag);
-      EXPECT_TRUE(t.channel(prev).peek().empty()) << "stray bytes after the message";
     }
+    EXPECT_TRUE(t.channel(prev).peek().empty()) << "stray bytes after the last message";
   });
 }
 
@@ -198,7 +199,7 @@ TEST(TcpTransport, RingTwoRanksWholeWords) {
           {"CHORUS_TCP_BUFFER", "2504"}};
   DriveOptions o;
   o.whole8 = true;
-  ringSizes(2, {8, 1000 * 8, 3 << 20}, o);
+  ringSizes(2, {8, 8000, 3 << 20}, o);
 }
 
 TEST(TcpTransport, TinyBlocksAndRingWrapAround) {
@@ -213,7 +214,8 @@ TEST(TcpTransport, AllToAllFourRanks) {
   Env env{{"CHORUS_SOCKET_IFNAME", "lo"}, {"CHORUS_TCP_STREAMS", "4"}, {"CHORUS_TCP_BLOCK", "64K"}};
   const int n = 4;
   auto bytes = [](int src, int dst) -> size_t {
-    return (src == dst) ? 0 : (size_t{1} << 20) * (src + 1) + 8 * dst + 3 * src;  // some odd
+    if (src == dst) return 0;
+    return (size_t{1} << 20) * (src + 1) + size_t{8} * dst + size_t{3} * src;  // some odd
   };
   runRanks(n, [&](int rank, Transport& t) {
     for (int round = 0; round < 2; ++round) {
@@ -349,13 +351,14 @@ TEST(TcpTransport, WaitKeepsItsDeadline) {
       std::this_thread::sleep_for(700ms);  // stay alive through rank 0's waits
       return;
     }
-    // Nothing arrives for 300 ms: each wait ends at its deadline, not before or much after.
+    // Nothing arrives for 300 ms: each wait ends at its deadline, not before, and not much
+    // after (50 ms of slack for a loaded 2-core machine).
     for (auto d : {0ms, 1ms, 50ms}) {
       auto deadline = deadlineIn(d);
       t.wait(t.prepareWait(), deadline);
       auto now = Clock::now();
       EXPECT_GE(now, deadline);
-      EXPECT_LT(now - deadline, 20ms) << "wait overshot a " << d.count() << " ms deadline";
+      EXPECT_LT(now - deadline, 50ms) << "wait overshot a " << d.count() << " ms deadline";
     }
     // Data wakes it up early.
     auto start = Clock::now();
@@ -425,7 +428,8 @@ TEST(TcpTransport, StrangersAreDropped) {
   auto value = store.get("tcp/1", deadlineIn(10s));
   std::string text(reinterpret_cast<const char*>(value.data()), value.size());
   auto colon = text.rfind(':');
-  auto address = net::SocketAddress::parse(text.substr(0, colon), std::stoi(text.substr(colon + 1)));
+  auto address = net::SocketAddress::parse(
+      text.substr(0, colon), static_cast<uint16_t>(std::stoi(text.substr(colon + 1))));
   std::vector<net::Socket> strangers;
   auto deadline = deadlineIn(5s);
   strangers.push_back(net::Socket::connect(address, deadline));  // silent

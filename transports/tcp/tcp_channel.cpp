@@ -3,6 +3,7 @@
 #include "errors.hpp"
 
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -83,24 +84,37 @@ void TcpChannel::appendPollFds(std::vector<pollfd>& fds) const {
 
 void TcpChannel::onPolled(const pollfd* fds) {
   for (size_t i = 0; i < streams_.size(); ++i) {
-    if (fds[i].revents == 0) continue;
+    short revents = fds[i].revents;
     // Woken once for a short send; the engine retries, and a new short send re-arms it.
-    streams_[i].sendBlocked = false;
-    if (fds[i].revents & (POLLIN | POLLERR | POLLHUP)) pull(streams_[i]);
+    if (revents & (POLLOUT | POLLERR | POLLHUP)) streams_[i].sendBlocked = false;
+    if (revents & (POLLIN | POLLERR | POLLHUP)) pull(streams_[i]);
   }
 }
 
 void TcpChannel::pull(Stream& s) {
-  const uint64_t skip = (streams_.size() - 1) * block_;  // the other streams' blocks
+  const uint64_t stride = streams_.size() * block_;  // from one block of s to its next
+  const uint64_t window = consumed_ + ringSize_;     // the ring has room up to here
   while (s.failure.empty()) {
-    uint64_t limit = std::min(blockEnd(s.recvPos), consumed_ + ringSize_);
-    if (s.recvPos >= limit) return;  // the ring is full up to this block
-    uint64_t offset = s.recvPos % ringSize_;
-    size_t len = std::min(limit - s.recvPos, ringSize_ - offset);
-    ssize_t n = ::recv(s.socket.fd(), ring_.get() + offset, len, MSG_DONTWAIT);
+    // One recvmsg fills this connection's next few blocks, split where the ring wraps.
+    iovec iov[kMaxIov];
+    int count = 0;
+    size_t len = 0;
+    for (uint64_t pos = s.recvPos; pos < window && count < kMaxIov;) {
+      uint64_t end = std::min(blockEnd(pos), window);
+      uint64_t offset = pos % ringSize_;
+      size_t piece = std::min(end - pos, ringSize_ - offset);
+      iov[count++] = iovec{ring_.get() + offset, piece};
+      len += piece;
+      pos += piece;
+      if (pos % block_ == 0) pos += stride - block_;
+    }
+    if (count == 0) return;  // the ring is full up to this connection's next block
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = count;
+    ssize_t n = ::recvmsg(s.socket.fd(), &msg, MSG_DONTWAIT);
     if (n > 0) {
-      s.recvPos += static_cast<uint64_t>(n);
-      if (s.recvPos % block_ == 0) s.recvPos += skip;
+      advance(s, static_cast<uint64_t>(n));
       if (static_cast<size_t>(n) < len) return;  // drained for now; saves an EAGAIN call
     } else if (n == 0) {
       fail(s, 0);
@@ -108,6 +122,15 @@ void TcpChannel::pull(Stream& s) {
       if (errno != EAGAIN && errno != EWOULDBLOCK) fail(s, errno);
       return;
     }
+  }
+}
+
+void TcpChannel::advance(Stream& s, uint64_t bytes) {
+  while (bytes > 0) {
+    uint64_t step = std::min(bytes, blockEnd(s.recvPos) - s.recvPos);
+    s.recvPos += step;
+    bytes -= step;
+    if (s.recvPos % block_ == 0) s.recvPos += (streams_.size() - 1) * block_;
   }
 }
 

@@ -4,6 +4,7 @@
 // k % S. Both sides know the mapping, so no headers go on the wire. The receiver
 // recv()s each connection straight into its block's place in a ring buffer, so the S
 // connections fill S blocks at once, and peek() hands out the contiguous prefix.
+// Not thread-safe: one engine thread drives a transport.
 #pragma once
 
 #include "net/socket.hpp"
@@ -42,13 +43,15 @@ class TcpChannel final : public Channel {
     bool sendBlocked = false;  // the last send was cut short: wait for POLLOUT
     std::string failure;       // non-empty once the connection is broken
   };
+  static constexpr int kMaxIov = 8;
   struct Free {
     void operator()(std::byte* p) const { std::free(p); }
   };
 
-  void pull(Stream& s);           // receives what the ring has room for
-  void fail(Stream& s, int err);  // err 0: end of file
-  uint64_t received() const;      // end of the contiguous received prefix
+  void pull(Stream& s);                     // receives what the ring has room for
+  void advance(Stream& s, uint64_t bytes);  // moves s past bytes it received
+  void fail(Stream& s, int err);            // err 0: end of file
+  uint64_t received() const;                // end of the contiguous received prefix
   uint64_t blockEnd(uint64_t pos) const { return (pos / block_ + 1) * block_; }
 
   int peer_;

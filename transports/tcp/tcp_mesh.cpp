@@ -28,29 +28,27 @@ struct Hello {
   uint64_t block;
 };
 
-// Reads a size from the environment: "131072", "128K", "4M", "1G".
+// Reads a size from the environment: "131072", "128K", "4MiB", "1G".
 size_t envSize(const char* name, size_t fallback) {
   const char* text = std::getenv(name);
   if (text == nullptr || *text == '\0') return fallback;
   char* end = nullptr;
   unsigned long long value = std::strtoull(text, &end, 10);
-  if (end == text) throwInvalid(std::string(name) + "='" + text + "' is not a number");
-  switch (*end) {
-    case 'k': case 'K': value <<= 10; ++end; break;
-    case 'm': case 'M': value <<= 20; ++end; break;
-    case 'g': case 'G': value <<= 30; ++end; break;
-    default: break;
+  std::string unit = end;
+  const std::pair<const char*, int> units[] = {{"", 0},     {"B", 0},   {"K", 10},  {"KB", 10},
+                                               {"KiB", 10}, {"M", 20},  {"MB", 20}, {"MiB", 20},
+                                               {"G", 30},   {"GB", 30}, {"GiB", 30}};
+  for (auto [suffix, shift] : units) {
+    if (end != text && unit == suffix) return static_cast<size_t>(value << shift);
   }
-  if (*end == 'i' || *end == 'B') ++end;  // accept "KiB"-ish spellings
-  if (*end == 'B') ++end;
-  if (*end != '\0') throwInvalid(std::string(name) + "='" + text + "' is not a size");
-  return static_cast<size_t>(value);
+  throwInvalid(std::string(name) + "='" + text + "' is not a size");
 }
 
 size_t roundUp8(size_t n) { return (n + 7) & ~size_t{7}; }
 
+// Keeps the code (Timeout stays Timeout) and adds who we were trying to reach.
 [[noreturn]] void rethrowNaming(const Error& e, const std::string& what) {
-  throw Error(e.code() == Result::Timeout ? Result::Timeout : e.code(), what + ": " + e.what());
+  throw Error(e.code(), what + ": " + e.what());
 }
 
 void tune(net::Socket& socket, const TcpConfig& config) {
@@ -71,8 +69,7 @@ net::SocketAddress parseAddress(const std::string& text) {
 }
 
 // Connects config.streams times to `peer`, sending the hello on each.
-std::vector<net::Socket> connectTo(const TransportContext& ctx, const TcpConfig& config,
-                                   int peer) {
+std::vector<net::Socket> connectTo(const TransportContext& ctx, const TcpConfig& config, int peer) {
   std::string text;
   try {
     auto value = ctx.store->get("tcp/" + std::to_string(peer), ctx.deadline);
@@ -114,8 +111,8 @@ net::Socket* slotFor(const Hello& h, const TransportContext& ctx, const TcpConfi
     return nullptr;
   if (h.streams != config.streams || h.block != config.block || h.nranks != ctx.nranks) {
     throw Error(Result::InvalidUsage,
-                "tcp: rank " + std::to_string(h.rank) + " uses nranks=" +
-                    std::to_string(h.nranks) + " CHORUS_TCP_STREAMS=" + std::to_string(h.streams) +
+                "tcp: rank " + std::to_string(h.rank) + " uses nranks=" + std::to_string(h.nranks) +
+                    " CHORUS_TCP_STREAMS=" + std::to_string(h.streams) +
                     " CHORUS_TCP_BLOCK=" + std::to_string(h.block) + " but rank " +
                     std::to_string(ctx.rank) + " uses " + std::to_string(ctx.nranks) + ", " +
                     std::to_string(config.streams) + ", " + std::to_string(config.block));
@@ -189,7 +186,11 @@ TcpConfig TcpConfig::fromEnv() {
   TcpConfig c;
   c.streams = static_cast<int>(std::clamp<size_t>(envSize("CHORUS_TCP_STREAMS", 2), 1, 16));
   c.block = std::clamp<size_t>(roundUp8(envSize("CHORUS_TCP_BLOCK", c.block)), 8, 1 << 30);
-  c.buffer = std::max(roundUp8(envSize("CHORUS_TCP_BUFFER", c.buffer)), c.block);
+  // The ring holds only what the engine has not consumed yet (the sockets buffer what is
+  // in flight), so 1 MiB is plenty; it needs room for a block per stream to fill them
+  // in parallel, and at least one block to make progress at all.
+  size_t ring = std::max<size_t>(1 << 20, 2 * static_cast<size_t>(c.streams) * c.block);
+  c.buffer = std::max(roundUp8(envSize("CHORUS_TCP_BUFFER", ring)), c.block);
   c.socketBuffer = envSize("CHORUS_TCP_SOCKBUF", 0);
   return c;
 }

@@ -9,11 +9,12 @@
 
 namespace chorus::tcp {
 
+// Read once, when a transport is made; every rank must use the same streams and block.
 struct TcpConfig {
-  int streams = 2;                  // CHORUS_TCP_STREAMS: connections per peer, 1..16
-  size_t block = 128 << 10;         // CHORUS_TCP_BLOCK: striping unit, multiple of 8
-  size_t buffer = 4 << 20;          // CHORUS_TCP_BUFFER: receive ring per peer, >= block
-  size_t socketBuffer = 0;          // CHORUS_TCP_SOCKBUF: SO_SNDBUF/SO_RCVBUF, 0: autotune
+  int streams = 2;           // CHORUS_TCP_STREAMS: connections per peer, 1..16
+  size_t block = 128 << 10;  // CHORUS_TCP_BLOCK: striping unit, multiple of 8
+  size_t buffer = 1 << 20;   // CHORUS_TCP_BUFFER: receive ring per peer, >= block
+  size_t socketBuffer = 0;   // CHORUS_TCP_SOCKBUF: SO_SNDBUF/SO_RCVBUF, 0: autotune
   static TcpConfig fromEnv();
 };
 

@@ -23,7 +23,8 @@ class TcpTransport final : public Transport {
     auto mesh = tcp::connectMesh(ctx, config);
     channels_.resize(nranks_);
     for (int p = 0; p < nranks_; ++p) {
-      if (p != rank_) channels_[p] = std::make_unique<tcp::TcpChannel>(p, std::move(mesh[p]), config);
+      if (p != rank_)
+        channels_[p] = std::make_unique<tcp::TcpChannel>(p, std::move(mesh[p]), config);
     }
   }
 

@@ -1,0 +1,33 @@
+// Per-ISA tables of reduction kernels. reduce_generic.cpp, reduce_avx2.cpp and
+// reduce_avx512.cpp each compile reduce_loops.inc for their instruction set and define
+// one table; reduce_cpu.cpp picks the best one the CPU supports, once.
+#pragma once
+
+#include <cstddef>
+
+namespace chorus::kernels {
+
+using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);
+using DivideFn = void (*)(void* dst, const void* src, size_t count, int divisor);
+
+inline constexpr int kNumTypes = 12;      // DataType values 0..11
+inline constexpr int kNumReduceOps = 4;   // Sum, Prod, Max, Min (Avg runs as Sum)
+
+struct KernelTable {
+  const char* name;  // "generic", "avx2", "avx512"
+  ReduceFn reduce[kNumTypes][kNumReduceOps];
+  DivideFn divide[kNumTypes];
+};
+
+// Constant-initialised: reading a table runs no code of its ISA.
+extern const KernelTable kGenericKernels;
+extern const KernelTable kAvx2Kernels;
+extern const KernelTable kAvx512Kernels;
+
+// The table for `isa` ("generic", "avx2", "avx512") if this CPU can run it, else nullptr.
+// For tests and benchmarks that compare instruction sets.
+const KernelTable* kernelTable(const char* isa);
+// The table reduce() and divide() use: the best this CPU supports.
+const KernelTable& activeKernels();
+
+}  // namespace chorus::kernels

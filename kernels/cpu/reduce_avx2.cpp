@@ -1,0 +1,35 @@
+// AVX2 + F16C kernels (Intel Haswell, AMD Zen and later).
+#include "kernels/cpu/float_bits.hpp"
+#include "kernels/cpu/kernel_table.hpp"
+
+#include <chorus/chorus.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+// Vector helpers take vectors by value but are always inlined: no ABI applies.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+// Everything after this line, and only that, is compiled for this instruction set.
+#pragma GCC push_options
+#pragma GCC target("avx2,f16c")
+#define CHORUS_KERNEL_ISA avx2
+#define CHORUS_KERNEL_VECTOR_BYTES 32
+#define CHORUS_KERNEL_F16C 1
+#include "kernels/cpu/reduce_loops.inc"
+#pragma GCC pop_options
+
+namespace chorus::kernels {
+constexpr KernelTable kAvx2Kernels = avx2::makeTable("avx2");
+}  // namespace chorus::kernels
+
+#else
+namespace chorus::kernels {
+constexpr KernelTable kAvx2Kernels = {};  // never selected: the CPU check fails off x86-64
+}  // namespace chorus::kernels
+#endif

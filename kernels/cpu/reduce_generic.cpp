@@ -1,0 +1,22 @@
+// Baseline x86-64 (SSE2) kernels, also the fallback on other architectures.
+#include "kernels/cpu/float_bits.hpp"
+#include "kernels/cpu/kernel_table.hpp"
+
+#include <chorus/chorus.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+// Vector helpers take vectors by value but are always inlined: no ABI applies.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+#define CHORUS_KERNEL_ISA generic
+#define CHORUS_KERNEL_VECTOR_BYTES 16
+#define CHORUS_KERNEL_F16C 0
+#include "kernels/cpu/reduce_loops.inc"
+
+namespace chorus::kernels {
+constexpr KernelTable kGenericKernels = generic::makeTable("generic");
+}  // namespace chorus::kernels

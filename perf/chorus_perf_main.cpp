@@ -1,0 +1,110 @@
+// chorus-perf: nccl-tests style benchmark of Chorus collectives. Start it with
+// `chorus-run -n N chorus-perf ...` or `mpirun -np N chorus-perf ...`; it does not link
+// MPI (Communicator::initFromEnv reads either launcher's environment).
+#include "chorus_perf_args.hpp"
+#include "chorus_perf_runner.hpp"
+
+#include <chorus/chorus.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+namespace {
+
+class ChorusBackend : public perf::Backend {
+ public:
+  ChorusBackend(chorus::Communicator& comm, std::string algorithm)
+      : comm_(comm), algorithm_(std::move(algorithm)) {}
+
+  int rank() const override { return comm_.rank(); }
+  int size() const override { return comm_.size(); }
+
+  void run(const perf::Call& c) override {
+    const auto type = static_cast<chorus::DataType>(c.type);  // same values as NCCL's
+    const auto op = static_cast<chorus::RedOp>(c.op);
+    switch (c.coll) {
+      case perf::Coll::AllReduce:
+        comm_.allReduce(c.send, c.recv, c.count, type, op).wait();
+        break;
+      case perf::Coll::AllGather:
+        comm_.allGather(c.send, c.recv, c.count, type).wait();
+        break;
+      case perf::Coll::ReduceScatter:
+        comm_.reduceScatter(c.send, c.recv, c.count, type, op).wait();
+        break;
+      case perf::Coll::Broadcast:
+        comm_.broadcast(c.send, c.recv, c.count, type, c.root).wait();
+        break;
+      case perf::Coll::Reduce:
+        comm_.reduce(c.send, c.recv, c.count, type, op, c.root).wait();
+        break;
+      case perf::Coll::SendRecv: {
+        // Ring neighbour exchange: both posted before either is waited for.
+        const int n = size();
+        chorus::Work sent = comm_.send(c.send, c.count, type, (rank() + 1) % n);
+        chorus::Work received = comm_.recv(c.recv, c.count, type, (rank() + n - 1) % n);
+        sent.wait();
+        received.wait();
+        break;
+      }
+    }
+  }
+
+  std::string info() const override {
+    return "Chorus nranks " + std::to_string(size()) + " transport " + comm_.transportName() +
+           " algorithm " + algorithm_;
+  }
+  std::string rankInfo() const override { return "transport " + comm_.transportName(); }
+
+ private:
+  chorus::Communicator& comm_;
+  std::string algorithm_;
+};
+
+// Rank from the launcher's environment, before the communicator exists (for messages).
+bool probablyRankZero() {
+  for (const char* name : {"CHORUS_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+    if (const char* v = std::getenv(name)) return std::atoi(v) == 0;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const perf::ArgsSpec spec{"chorus-perf", true};
+  perf::Args args;
+  std::string error;
+  switch (perf::parseArgs(argc, argv, spec, args, error)) {
+    case perf::ParseStatus::Help:
+      if (probablyRankZero()) std::fputs(perf::usage(spec).c_str(), stdout);
+      return 0;
+    case perf::ParseStatus::Error:
+      if (probablyRankZero()) {
+        std::fprintf(stderr, "chorus-perf: %s\n%s", error.c_str(), perf::usage(spec).c_str());
+      }
+      return 2;
+    case perf::ParseStatus::Ok:
+      break;
+  }
+
+  chorus::Communicator comm;
+  int rank = -1;
+  try {
+    comm = chorus::Communicator::initFromEnv();
+    rank = comm.rank();
+    if (!args.algorithm.empty() && args.algorithm != "auto") comm.setAlgorithm(args.algorithm);
+    ChorusBackend backend(comm, args.algorithm);
+    return perf::runBenchmark(args, backend,
+                              std::string("chorus-perf ") + perf::collName(args.coll));
+  } catch (const chorus::Error& e) {
+    std::fprintf(stderr, "# Rank %d: chorus error %s: %s\n", rank, chorus::toString(e.code()),
+                 e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "# Rank %d: error: %s\n", rank, e.what());
+  }
+  if (comm) comm.abort();
+  return 1;
+}

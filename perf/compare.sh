@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Runs compare_mpi (mpirun) and chorus-perf (chorus-run, and with -m also mpirun) on the
+# same sizes, alternating, several times, and prints the median out-of-place bus
+# bandwidth and time per size side by side. Exits non-zero if any run fails (an error,
+# or a wrong element: both programs exit non-zero then).
+#
+#   perf/compare.sh [-n NP] [-t COLL] [-b MIN] [-e MAX] [-f FACTOR] [-d TYPE] [-o OP]
+#                   [-R REPS] [-B BUILD_DIR] [-m] [-l LOG_DIR] [-- extra benchmark flags]
+#
+# Defaults: -n 4 -t allreduce -d float -o sum -b 8 -e 64M -f 2 -R 3 -B build.
+# MPIRUN_ARGS (environment) is added to every mpirun command line.
+set -euo pipefail
+
+np=4 coll=allreduce type=float op=sum minb=8 maxb=64M factor=2 reps=3
+build=build with_mpirun_chorus=0 logdir=""
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+while getopts "n:t:b:e:f:d:o:R:B:ml:h" opt; do
+  case $opt in
+    n) np=$OPTARG ;;
+    t) coll=$OPTARG ;;
+    b) minb=$OPTARG ;;
+    e) maxb=$OPTARG ;;
+    f) factor=$OPTARG ;;
+    d) type=$OPTARG ;;
+    o) op=$OPTARG ;;
+    R) reps=$OPTARG ;;
+    B) build=$OPTARG ;;
+    m) with_mpirun_chorus=1 ;;
+    l) logdir=$OPTARG ;;
+    h) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+extra=("$@")
+
+perf_bin=$build/perf/chorus-perf
+mpi_bin=$build/perf/compare_mpi
+run_bin=$build/tools/chorus-run
+for f in "$perf_bin" "$mpi_bin" "$run_bin"; do
+  [[ -x $f ]] || { echo "compare.sh: $f not found (build first, or pass -B)" >&2; exit 2; }
+done
+
+mpirun_cmd=(mpirun -np "$np" --oversubscribe)
+[[ $(id -u) == 0 ]] && mpirun_cmd+=(--allow-run-as-root)
+# shellcheck disable=SC2206 # MPIRUN_ARGS is meant to split into words
+mpirun_cmd+=(${MPIRUN_ARGS:-})
+
+bench_args=(-t "$coll" -d "$type" -o "$op" -b "$minb" -e "$maxb" -f "$factor" "${extra[@]}")
+[[ -n $logdir ]] || logdir=$(mktemp -d /tmp/chorus-compare.XXXXXX)
+mkdir -p "$logdir"
+
+names=(mpi chorus)
+declare -A cmds
+cmds[mpi]="${mpirun_cmd[*]} $mpi_bin ${bench_args[*]}"
+cmds[chorus]="$run_bin -n $np $perf_bin ${bench_args[*]}"
+if ((with_mpirun_chorus)); then
+  names+=(chorus_mpirun)
+  cmds[chorus_mpirun]="${mpirun_cmd[*]} $perf_bin ${bench_args[*]}"
+fi
+
+echo "# compare.sh: $coll $type $op, np $np, sizes $minb..$maxb x$factor, $reps repetitions"
+echo "# logs in $logdir"
+for ((rep = 1; rep <= reps; rep++)); do
+  for name in "${names[@]}"; do
+    log=$logdir/$name.$rep.log
+    echo "# run $rep/$reps $name: ${cmds[$name]}"
+    if ! ${cmds[$name]} >"$log" 2>&1; then
+      echo "compare.sh: $name failed (run $rep); last lines of $log:" >&2
+      tail -n 20 "$log" >&2
+      exit 1
+    fi
+    if ! grep -q "^# Out of bounds values : 0 OK" "$log"; then
+      echo "compare.sh: $name reported wrong results (run $rep), see $log" >&2
+      exit 1
+    fi
+  done
+done
+
+# Rows: size count type redop root time algbw busbw #wrong (out-of-place) ... (in-place).
+# Median over repetitions of the out-of-place time ($6) per size; busbw is recomputed
+# from size and time (the printed one has two decimals, too few for small sizes).
+median_table() {  # $1 = name: prints "size time" per size, in size order
+  cat "$logdir/$1".*.log | awk '!/^#/ && NF >= 13 { print $1, $6 }' | sort -k1,1n -k2,2g |
+    awk '{ n[$1]++; t[$1, n[$1]] = $2; if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
+         END { for (i = 1; i <= k; i++) { s = order[i]; print s, t[s, int((n[s] + 1) / 2)] } }'
+}
+
+files=()
+for name in "${names[@]}"; do
+  median_table "$name" >"$logdir/$name.median"
+  files+=("$logdir/$name.median")
+done
+
+echo "#"
+echo "# medians of $reps runs, out-of-place; ratio = MPI time / Chorus time (> 1: Chorus faster)"
+awk -v np="$np" -v coll="$coll" -v third="$with_mpirun_chorus" '
+  BEGIN {
+    c = tolower(coll); gsub(/[-_]/, "", c)
+    factor = 1
+    if (c == "allreduce") factor = 2 * (np - 1) / np
+    else if (c == "allgather" || c == "reducescatter") factor = (np - 1) / np
+    h = sprintf("# %10s  %10s  %12s  %7s  %10s  %12s", "size", "MPI busbw", "Chorus busbw", "ratio", "MPI time", "Chorus time")
+    u = sprintf("# %10s  %10s  %12s  %7s  %10s  %12s", "(B)", "(GB/s)", "(GB/s)", "", "(us)", "(us)")
+    if (third) {
+      h = h sprintf("  %12s  %7s  %12s", "Ch.mpi busbw", "ratio", "Ch.mpi time")
+      u = u sprintf("  %12s  %7s  %12s", "(GB/s)", "", "(us)")
+    }
+    print h; print u
+  }
+  FILENAME != last { last = FILENAME; f++ }
+  { t[f, $1] = $2; if (f == 1) order[++k] = $1 }
+  function bw(size, us) { return us > 0 ? size / us / 1e3 * factor : 0 }
+  END {
+    for (i = 1; i <= k; i++) {
+      s = order[i]; tm = t[1, s]; tc = t[2, s]
+      line = sprintf("  %10s  %10.4f  %12.4f  %7.2f  %10.2f  %12.2f", s, bw(s, tm), bw(s, tc), tc > 0 ? tm / tc : 0, tm, tc)
+      if (third) { t3 = t[3, s]; line = line sprintf("  %12.4f  %7.2f  %12.2f", bw(s, t3), t3 > 0 ? tm / t3 : 0, t3) }
+      print line
+    }
+  }' "${files[@]}"

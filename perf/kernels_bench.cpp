@@ -1,0 +1,132 @@
+// Throughput of the CPU reduction kernels against memcpy of the same bytes.
+// bytes_per_second counts memory traffic: reduce reads two buffers and writes one
+// (3 x buffer), memcpy reads one and writes one (2 x buffer). The `buffer` counter is the
+// rate at which one buffer's worth of input is processed, comparable across all of them.
+// Rows named .../generic run the portable kernels for comparison with the dispatched ones.
+#include "kernels/cpu/kernel_table.hpp"
+#include "kernels/half.hpp"
+#include "kernels/reduce.hpp"
+
+#include <chorus/chorus.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+namespace {
+
+using chorus::DataType;
+using chorus::RedOp;
+namespace k = chorus::kernels;
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using Bytes = std::unique_ptr<uint8_t, FreeDeleter>;
+
+Bytes allocate(size_t bytes) {
+  return Bytes(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+}
+
+// Fills with ordinary numbers (no NaN, inf or subnormals, which can be slow paths).
+void fill(DataType type, uint8_t* p, size_t count, float base) {
+  for (size_t i = 0; i < count; ++i) {
+    const float v = base + float(i % 97) * 0.25f;
+    switch (type) {
+      case DataType::Float16: reinterpret_cast<uint16_t*>(p)[i] = k::floatToHalf(v); break;
+      case DataType::Bfloat16: reinterpret_cast<uint16_t*>(p)[i] = k::floatToBf16(v); break;
+      case DataType::Float8e4m3: p[i] = k::floatToFp8e4m3(v / 16); break;
+      case DataType::Float8e5m2: p[i] = k::floatToFp8e5m2(v / 16); break;
+      case DataType::Float32: reinterpret_cast<float*>(p)[i] = v; break;
+      case DataType::Float64: reinterpret_cast<double*>(p)[i] = v; break;
+      case DataType::Int32: reinterpret_cast<int32_t*>(p)[i] = int32_t(i * 7); break;
+      default: p[i] = uint8_t(i); break;
+    }
+  }
+}
+
+void setCounters(benchmark::State& state, size_t bufferBytes, int buffersTouched) {
+  const double iters = double(state.iterations());
+  state.SetBytesProcessed(int64_t(iters * double(bufferBytes) * buffersTouched));
+  state.counters["buffer"] = benchmark::Counter(iters * double(bufferBytes),
+                                                benchmark::Counter::kIsRate,
+                                                benchmark::Counter::OneK::kIs1024);
+}
+
+// isa: nullptr for the public reduce() (dispatched), else a kernelTable() name.
+void reduceBench(benchmark::State& state, DataType type, RedOp op, const char* isa) {
+  const size_t bytes = size_t(state.range(0));
+  const size_t count = bytes / chorus::sizeOf(type);
+  const k::KernelTable* table = isa ? k::kernelTable(isa) : nullptr;
+  if (isa && !table) {
+    state.SkipWithError("instruction set not supported by this CPU");
+    return;
+  }
+  Bytes a = allocate(bytes), b = allocate(bytes), d = allocate(bytes);
+  fill(type, a.get(), count, 1.0f);
+  fill(type, b.get(), count, 2.0f);
+  std::memset(d.get(), 0, bytes);
+  for (auto _ : state) {
+    if (table) {
+      table->reduce[int(type)][int(op)](d.get(), a.get(), b.get(), count);
+    } else {
+      k::reduce(type, op, d.get(), a.get(), b.get(), count);
+    }
+    benchmark::ClobberMemory();
+  }
+  setCounters(state, bytes, 3);
+  state.SetLabel(table ? table->name : k::isaName());
+}
+
+void memcpyBench(benchmark::State& state) {
+  const size_t bytes = size_t(state.range(0));
+  Bytes a = allocate(bytes), d = allocate(bytes);
+  std::memset(a.get(), 1, bytes);
+  std::memset(d.get(), 0, bytes);
+  for (auto _ : state) {
+    std::memcpy(d.get(), a.get(), bytes);
+    benchmark::ClobberMemory();
+  }
+  setCounters(state, bytes, 2);
+}
+
+void registerAll() {
+  auto sizes = [](benchmark::internal::Benchmark* b) {
+    b->Arg(64 << 10)->Arg(1 << 20)->Arg(16 << 20);
+  };
+  sizes(benchmark::RegisterBenchmark("memcpy", memcpyBench));
+  struct Case {
+    DataType type;
+    RedOp op;
+    const char* isa;
+  };
+  const Case cases[] = {
+      {DataType::Float32, RedOp::Sum, nullptr},     {DataType::Float32, RedOp::Max, nullptr},
+      {DataType::Float16, RedOp::Sum, nullptr},     {DataType::Float16, RedOp::Max, nullptr},
+      {DataType::Bfloat16, RedOp::Sum, nullptr},    {DataType::Bfloat16, RedOp::Max, nullptr},
+      {DataType::Int32, RedOp::Sum, nullptr},       {DataType::Float64, RedOp::Sum, nullptr},
+      {DataType::Float8e4m3, RedOp::Sum, nullptr},  {DataType::Float32, RedOp::Sum, "generic"},
+      {DataType::Float16, RedOp::Sum, "generic"},   {DataType::Bfloat16, RedOp::Sum, "generic"},
+      {DataType::Float8e4m3, RedOp::Sum, "generic"},
+  };
+  for (const Case& c : cases) {
+    std::string name = std::string("reduce/") + chorus::toString(c.type) + "/" +
+                       chorus::toString(c.op) + (c.isa ? std::string("/") + c.isa : "");
+    sizes(benchmark::RegisterBenchmark(name.c_str(), reduceBench, c.type, c.op, c.isa));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  registerAll();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,468 @@
+// chorus_collectives_test: every collective x type x op x count x in-place/out-of-place,
+// checked element by element against an independent reference (reference.hpp), with
+// guard zones around every buffer and checks that inputs and non-output regions stay
+// untouched. Run under chorus-run:
+//   chorus-run -n 4 chorus_collectives_test --transport shm [--quick] [--case N] [--verbose]
+// Every failure prints rank, case, first bad index, expected and got; rank 0 ends with
+// "N passed, M failed" (rank-cases, aggregated with the library); exit 1 on any failure.
+#include "buffers.hpp"
+#include "cases.hpp"
+#include "dtypes.hpp"
+#include "inputs.hpp"
+#include "reference.hpp"
+
+#include <chorus/chorus.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace chorus_test;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::chrono::milliseconds kWaitLimit{120000};
+constexpr long kMaxPrinted = 40;  // failure lines per rank
+
+struct Stats {
+  long passed = 0;
+  long failed = 0;
+  long ulpCases = 0;  // float avg cases accepted with 1-ULP differences
+  long printed = 0;
+};
+
+struct Hang : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+double gWaitSeconds = 0;  // time inside Work::wait, for --verbose
+
+void waitFor(chorus::Work& w, const char* what) {
+  const auto t0 = Clock::now();
+  bool done = w.wait(kWaitLimit);
+  gWaitSeconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!done) {
+    throw Hang(std::string(what) + ": Work::wait returned false (not complete) after 120 s");
+  }
+}
+
+class CaseCheck {
+ public:
+  CaseCheck(int rank, const Case& c, Stats& stats, std::vector<unsigned char>& scratch)
+      : rank_(rank), case_(c), stats_(stats), scratch_(scratch) {}
+
+  void fail(const std::string& msg) {
+    ok_ = false;
+    if (stats_.printed++ < kMaxPrinted) {
+      std::printf("FAIL rank %d %s: %s\n", rank_, describe(case_).c_str(), msg.c_str());
+    } else if (stats_.printed == kMaxPrinted + 1) {
+      std::printf("rank %d: further failure lines suppressed\n", rank_);
+    }
+    std::fflush(stdout);
+  }
+
+  // Compares `count` elements at `buf` with the expected elements that fill(out, count)
+  // writes; allowUlp: the float avg tolerance. Reports the first bad index.
+  template <class Fill>
+  void elements(const char* region, const void* buf, size_t count, Fill fill, bool allowUlp) {
+    const TypeInfo& t = *case_.type;
+    const size_t bytes = count * static_cast<size_t>(t.size);
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
+    fill(scratch_.data(), count);
+    if (bytes == 0 || std::memcmp(buf, scratch_.data(), bytes) == 0) return;
+    size_t wrong = 0;
+    size_t first = 0;
+    for (size_t i = 0; i < count; ++i) {
+      uint64_t w = loadBits(scratch_.data(), i, t.size);
+      uint64_t g = loadBits(buf, i, t.size);
+      if (w == g) continue;
+      if (compareElement(t, case_.op, allowUlp, w, g) == Match::WithinUlp) {
+        ulp_ = true;
+        continue;
+      }
+      if (wrong++ == 0) first = i;
+    }
+    if (wrong) {
+      char head[160];
+      std::snprintf(head, sizeof head, "%s: first bad index %zu (%zu of %zu wrong): expected ",
+                    region, first, wrong, count);
+      fail(head + formatValue(t, loadBits(scratch_.data(), first, t.size)) + ", got " +
+           formatValue(t, loadBits(buf, first, t.size)));
+    }
+  }
+
+  void guards(const char* name, const GuardedBuffer& b) {
+    long where = 0;
+    if (b.guardDamaged(&where)) {
+      fail(std::string("guard zone of the ") + name + " modified at byte offset " +
+           std::to_string(where) + " (data is " + std::to_string(b.bytes()) + " bytes)");
+    }
+  }
+
+  bool ok() const { return ok_; }
+  bool ulp() const { return ulp_; }
+
+ private:
+  int rank_;
+  const Case& case_;
+  Stats& stats_;
+  std::vector<unsigned char>& scratch_;
+  bool ok_ = true;
+  bool ulp_ = false;
+};
+
+class Runner {
+ public:
+  explicit Runner(chorus::Communicator& comm) : comm_(comm), rank_(comm.rank()), n_(comm.size()) {}
+
+  std::vector<unsigned char>& scratch() { return scratch_; }
+
+  void run(const Case& c, CaseCheck& chk) {
+    const TypeInfo& t = *c.type;
+    const bool red = isReduction(c.coll);
+    // Tabulate when the case touches more than a period of elements of some rank.
+    const bool big = c.count * static_cast<size_t>(n_) > kPeriod;
+    Inputs in(t, valueKindFor(t, red, c.op), c.seed, big);
+    const size_t s = static_cast<size_t>(t.size);
+    const size_t mis = static_cast<size_t>((c.index / 2) % 3) * s;  // vary the alignment
+    const size_t cnt = c.count;
+    const chorus::DataType dt = t.type;
+    const bool avgUlp = red && c.op == chorus::RedOp::Avg && t.kind == Kind::Float;
+    // Expected-element writers: rank r's input from element `first`, a reference.
+    auto input = [&in](int r, size_t first) {
+      return [&in, r, first](unsigned char* out, size_t n) { in.fill(out, r, first, n); };
+    };
+    auto own = [&](size_t first) { return input(rank_, first); };
+    auto reduced = [](const Reference& ref, size_t first) {
+      return [&ref, first](unsigned char* out, size_t n) { ref.fill(out, first, n); };
+    };
+    auto initial = [](const GuardedBuffer& b) {
+      return [&b, sz = b.bytes()](unsigned char* out, size_t) { b.initialData(out, 0, sz); };
+    };
+
+    switch (c.coll) {
+      case Coll::AllReduce: {
+        Reference ref(in, c.op, n_, cnt);
+        if (c.inPlace) {
+          GuardedBuffer buf(cnt * s, mis, c.seed + 1);
+          in.fill(buf.data(), rank_, 0, cnt);
+          chorus::Work w = comm_.allReduce(buf.data(), buf.data(), cnt, dt, c.op);
+          waitFor(w, "allReduce");
+          chk.elements("result", buf.data(), cnt, reduced(ref, 0), avgUlp);
+          chk.guards("buffer", buf);
+        } else {
+          GuardedBuffer send(cnt * s, mis, c.seed + 1);
+          GuardedBuffer recv(cnt * s, mis, c.seed + 2);
+          in.fill(send.data(), rank_, 0, cnt);
+          chorus::Work w = comm_.allReduce(send.data(), recv.data(), cnt, dt, c.op);
+          waitFor(w, "allReduce");
+          chk.elements("result", recv.data(), cnt, reduced(ref, 0), avgUlp);
+          chk.elements("send buffer (must be unchanged)", send.data(), cnt, own(0), false);
+          chk.guards("send buffer", send);
+          chk.guards("recv buffer", recv);
+        }
+        break;
+      }
+      case Coll::AllGather: {
+        const size_t total = cnt * static_cast<size_t>(n_);
+        auto gathered = [&](unsigned char* out, size_t) {
+          for (int r = 0; r < n_; ++r) in.fill(out + r * cnt * s, r, 0, cnt);
+        };
+        GuardedBuffer recv(total * s, mis, c.seed + 2);
+        std::optional<GuardedBuffer> send;
+        const void* sp = recv.data() + rank_ * cnt * s;
+        if (c.inPlace) {
+          in.fill(recv.data() + rank_ * cnt * s, rank_, 0, cnt);
+        } else {
+          send.emplace(cnt * s, mis, c.seed + 1);
+          in.fill(send->data(), rank_, 0, cnt);
+          sp = send->data();
+        }
+        chorus::Work w = comm_.allGather(sp, recv.data(), cnt, dt);
+        waitFor(w, "allGather");
+        chk.elements("result", recv.data(), total, gathered, false);
+        chk.guards("recv buffer", recv);
+        if (send) {
+          chk.elements("send buffer (must be unchanged)", send->data(), cnt, own(0), false);
+          chk.guards("send buffer", *send);
+        }
+        break;
+      }
+      case Coll::ReduceScatter: {
+        const size_t total = cnt * static_cast<size_t>(n_);
+        const size_t mine = static_cast<size_t>(rank_) * cnt;
+        Reference ref(in, c.op, n_, total);
+        GuardedBuffer send(total * s, mis, c.seed + 1);
+        in.fill(send.data(), rank_, 0, total);
+        std::optional<GuardedBuffer> recv;
+        unsigned char* rp = send.data() + mine * s;
+        if (!c.inPlace) {
+          recv.emplace(cnt * s, mis, c.seed + 2);
+          rp = recv->data();
+        }
+        chorus::Work w = comm_.reduceScatter(send.data(), rp, cnt, dt, c.op);
+        waitFor(w, "reduceScatter");
+        chk.elements("result", rp, cnt, reduced(ref, mine), avgUlp);
+        if (c.inPlace) {  // the other ranks' slices are input: unchanged
+          chk.elements("send buffer before own slice (must be unchanged)", send.data(), mine,
+                       own(0), false);
+          chk.elements("send buffer after own slice (must be unchanged)", rp + cnt * s,
+                       total - mine - cnt, own(mine + cnt), false);
+        } else {
+          chk.elements("send buffer (must be unchanged)", send.data(), total, own(0), false);
+          chk.guards("recv buffer", *recv);
+        }
+        chk.guards("send buffer", send);
+        break;
+      }
+      case Coll::Broadcast: {
+        GuardedBuffer recv(cnt * s, mis, c.seed + 2);
+        std::optional<GuardedBuffer> send;
+        if (c.inPlace) {
+          if (rank_ == c.root) in.fill(recv.data(), rank_, 0, cnt);  // others: junk
+        } else {
+          send.emplace(cnt * s, mis, c.seed + 1);
+          in.fill(send->data(), rank_, 0, cnt);  // non-roots: data that must not be used
+        }
+        const void* sp = send ? send->data() : recv.data();
+        chorus::Work w = comm_.broadcast(sp, recv.data(), cnt, dt, c.root);
+        waitFor(w, "broadcast");
+        chk.elements("result", recv.data(), cnt, input(c.root, 0), false);
+        chk.guards("recv buffer", recv);
+        if (send) {
+          chk.elements("send buffer (must be unchanged)", send->data(), cnt, own(0), false);
+          chk.guards("send buffer", *send);
+        }
+        break;
+      }
+      case Coll::Reduce: {
+        const bool root = rank_ == c.root;
+        GuardedBuffer send(cnt * s, mis, c.seed + 1);
+        in.fill(send.data(), rank_, 0, cnt);
+        std::optional<GuardedBuffer> recv;
+        if (!c.inPlace) recv.emplace(cnt * s, mis, c.seed + 2);
+        unsigned char* rp = recv ? recv->data() : send.data();
+        chorus::Work w = comm_.reduce(send.data(), rp, cnt, dt, c.op, c.root);
+        waitFor(w, "reduce");
+        if (root) {
+          Reference ref(in, c.op, n_, cnt);
+          chk.elements("result", rp, cnt, reduced(ref, 0), avgUlp);
+        } else if (c.inPlace) {
+          chk.elements("non-root buffer (must be unchanged)", rp, cnt, own(0), false);
+        } else {
+          chk.elements("non-root recv buffer (must be untouched)", rp, cnt, initial(*recv),
+                       false);
+        }
+        if (!c.inPlace) {
+          chk.elements("send buffer (must be unchanged)", send.data(), cnt, own(0), false);
+          chk.guards("recv buffer", *recv);
+        }
+        chk.guards("send buffer", send);
+        break;
+      }
+      case Coll::SendRecv: {
+        const int dst = (rank_ + c.root) % n_;
+        const int src = (rank_ - c.root % n_ + n_) % n_;
+        GuardedBuffer send(cnt * s, mis, c.seed + 1);
+        GuardedBuffer recv(cnt * s, mis, c.seed + 2);
+        in.fill(send.data(), rank_, 0, cnt);
+        chorus::Work first;
+        chorus::Work second;
+        if (recvFirst(rank_, n_, c.root)) {
+          first = comm_.recv(recv.data(), cnt, dt, src);
+          second = comm_.send(send.data(), cnt, dt, dst);
+        } else {
+          first = comm_.send(send.data(), cnt, dt, dst);
+          second = comm_.recv(recv.data(), cnt, dt, src);
+        }
+        waitFor(first, "send/recv (first issued)");
+        waitFor(second, "send/recv (second issued)");
+        chk.elements("received", recv.data(), cnt, input(src, 0), false);
+        chk.elements("send buffer (must be unchanged)", send.data(), cnt, own(0), false);
+        chk.guards("send buffer", send);
+        chk.guards("recv buffer", recv);
+        break;
+      }
+    }
+  }
+
+ private:
+  chorus::Communicator& comm_;
+  int rank_;
+  int n_;
+  std::vector<unsigned char> scratch_;  // expected elements, reused across cases
+};
+
+struct Args {
+  std::string transport;
+  std::string algo;
+  bool quick = false;
+  bool verbose = false;
+  int onlyCase = -1;
+};
+
+bool parseArgs(int argc, char** argv, Args* a) {
+  for (int i = 1; i < argc; ++i) {
+    std::string k = argv[i];
+    bool hasValue = i + 1 < argc;
+    if (k == "--transport" && hasValue) {
+      a->transport = argv[++i];
+    } else if (k == "--algo" && hasValue) {
+      a->algo = argv[++i];
+    } else if (k == "--case" && hasValue) {
+      a->onlyCase = std::atoi(argv[++i]);
+    } else if (k == "--quick") {
+      a->quick = true;
+    } else if (k == "--verbose") {
+      a->verbose = true;
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--transport shm|tcp] [--algo SPEC] [--quick] [--case N] "
+                   "[--verbose]\n",
+                   argv[0]);
+      return false;
+    }
+  }
+  return true;
+}
+
+int envInt(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  Args args;
+  if (!parseArgs(argc, argv, &args)) return 2;
+  if (std::string err = selfCheckEncodings(); !err.empty()) {
+    std::printf("FAIL test self-check of the fp16/bf16 encoder: %s\n", err.c_str());
+    return 2;
+  }
+
+  chorus::Options opt;
+  opt.timeout = std::chrono::seconds(60);
+  opt.transport = args.transport;
+  opt.algorithm = args.algo;
+  chorus::Communicator comm;
+  try {
+    comm = chorus::Communicator::initFromEnv(opt);
+  } catch (const std::exception& e) {
+    std::printf("FAIL rank %d: Communicator::initFromEnv threw: %s\n", envInt("CHORUS_RANK"),
+                e.what());
+    return 1;
+  }
+  const int rank = comm.rank();
+  const int n = comm.size();
+  Stats stats;
+
+  // The communicator must match the launcher and the requested transport.
+  int envRank = envInt("CHORUS_RANK");
+  int envSize = envInt("CHORUS_WORLD_SIZE");
+  if ((envRank >= 0 && envRank != rank) || (envSize >= 0 && envSize != n)) {
+    std::printf("FAIL rank %d: comm rank/size %d/%d differ from CHORUS_RANK/WORLD_SIZE %d/%d\n",
+                rank, rank, n, envRank, envSize);
+    ++stats.failed;
+  }
+  if (!args.transport.empty() && comm.transportName() != args.transport) {
+    std::printf("FAIL rank %d: transportName() is '%s', requested '%s'\n", rank,
+                comm.transportName().c_str(), args.transport.c_str());
+    ++stats.failed;
+  }
+
+  const std::vector<Case> cases = buildCases(n, args.quick);
+  if (rank == 0) {
+    std::printf("chorus_collectives_test: %d ranks, transport %s, %zu cases%s\n", n,
+                comm.transportName().c_str(), cases.size(), args.quick ? " (quick)" : "");
+  }
+
+  Runner runner(comm);
+  std::map<std::string, double> seconds;  // per collective, this rank
+  bool stopped = false;
+  const auto start = Clock::now();
+  for (const Case& c : cases) {
+    if (args.onlyCase >= 0 && c.index != args.onlyCase) continue;
+    CaseCheck chk(rank, c, stats, runner.scratch());
+    const auto t0 = Clock::now();
+    const double wait0 = gWaitSeconds;
+    try {
+      runner.run(c, chk);
+    } catch (const chorus::Error& e) {
+      chk.fail(std::string("threw chorus::Error(") + chorus::toString(e.code()) + "): " +
+               e.what());
+      // Argument errors are local and symmetric: the other ranks throw too; go on.
+      stopped = e.code() != chorus::Result::InvalidArgument &&
+                e.code() != chorus::Result::InvalidUsage;
+    } catch (const Hang& e) {
+      chk.fail(std::string("HANG: ") + e.what());
+      comm.abort();
+      stopped = true;
+    } catch (const std::exception& e) {
+      chk.fail(std::string("threw ") + e.what());
+      stopped = true;
+    }
+    const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+    seconds[collName(c.coll)] += sec;
+    if (args.verbose) {
+      std::printf("rank %d: %s: %.3f s, %.3f s in Work::wait\n", rank, describe(c).c_str(), sec,
+                  gWaitSeconds - wait0);
+    }
+    if (chk.ok()) {
+      ++stats.passed;
+      stats.ulpCases += chk.ulp() ? 1 : 0;
+    } else {
+      ++stats.failed;
+    }
+    if (stopped) {
+      std::printf("rank %d: stopping after %s: the communicator is no longer usable\n", rank,
+                  describe(c).c_str());
+      break;
+    }
+  }
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+
+  long long totals[3] = {stats.passed, stats.failed, stats.ulpCases};
+  bool aggregated = false;
+  if (!stopped) {
+    try {
+      chorus::Work w = comm.allReduce(totals, totals, 3, chorus::DataType::Int64,
+                                      chorus::RedOp::Sum);
+      aggregated = w.wait(kWaitLimit);
+    } catch (const std::exception& e) {
+      std::printf("rank %d: aggregating the results failed: %s\n", rank, e.what());
+    }
+  }
+  if (!aggregated) {
+    totals[0] = stats.passed;
+    totals[1] = stats.failed;
+    totals[2] = stats.ulpCases;
+  }
+  if (stats.failed > 0) {
+    std::printf("rank %d: %ld passed, %ld failed\n", rank, stats.passed, stats.failed);
+  }
+  if (rank == 0) {
+    std::string timing;
+    for (const auto& [name, sec] : seconds) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " %s %.2fs", name.c_str(), sec);
+      timing += buf;
+    }
+    std::printf("rank 0 time %.2fs:%s\n", elapsed, timing.c_str());
+    if (totals[2] > 0) {
+      std::printf("note: %lld float avg rank-cases matched only within 1 ULP\n", totals[2]);
+    }
+    std::printf("%s over %d ranks (each case counted on every rank)%s\n",
+                aggregated ? "totals" : "rank 0 only", n, stopped ? ", stopped early" : "");
+    std::printf("%lld passed, %lld failed\n", totals[0], totals[1]);
+  }
+  return (stats.failed > 0 || stopped || totals[1] > 0) ? 1 : 0;
+}

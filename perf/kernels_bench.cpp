@@ -37,14 +37,30 @@ void fill(DataType type, uint8_t* p, size_t count, float base) {
   for (size_t i = 0; i < count; ++i) {
     const float v = base + float(i % 97) * 0.25f;
     switch (type) {
-      case DataType::Float16: reinterpret_cast<uint16_t*>(p)[i] = k::floatToHalf(v); break;
-      case DataType::Bfloat16: reinterpret_cast<uint16_t*>(p)[i] = k::floatToBf16(v); break;
-      case DataType::Float8e4m3: p[i] = k::floatToFp8e4m3(v / 16); break;
-      case DataType::Float8e5m2: p[i] = k::floatToFp8e5m2(v / 16); break;
-      case DataType::Float32: reinterpret_cast<float*>(p)[i] = v; break;
-      case DataType::Float64: reinterpret_cast<double*>(p)[i] = v; break;
-      case DataType::Int32: reinterpret_cast<int32_t*>(p)[i] = int32_t(i * 7); break;
-      default: p[i] = uint8_t(i); break;
+      case DataType::Float16:
+        reinterpret_cast<uint16_t*>(p)[i] = k::floatToHalf(v);
+        break;
+      case DataType::Bfloat16:
+        reinterpret_cast<uint16_t*>(p)[i] = k::floatToBf16(v);
+        break;
+      case DataType::Float8e4m3:
+        p[i] = k::floatToFp8e4m3(v / 16);
+        break;
+      case DataType::Float8e5m2:
+        p[i] = k::floatToFp8e5m2(v / 16);
+        break;
+      case DataType::Float32:
+        reinterpret_cast<float*>(p)[i] = v;
+        break;
+      case DataType::Float64:
+        reinterpret_cast<double*>(p)[i] = v;
+        break;
+      case DataType::Int32:
+        reinterpret_cast<int32_t*>(p)[i] = int32_t(i * 7);
+        break;
+      default:
+        p[i] = uint8_t(i);
+        break;
     }
   }
 }
@@ -52,9 +68,8 @@ void fill(DataType type, uint8_t* p, size_t count, float base) {
 void setCounters(benchmark::State& state, size_t bufferBytes, int buffersTouched) {
   const double iters = double(state.iterations());
   state.SetBytesProcessed(int64_t(iters * double(bufferBytes) * buffersTouched));
-  state.counters["buffer"] = benchmark::Counter(iters * double(bufferBytes),
-                                                benchmark::Counter::kIsRate,
-                                                benchmark::Counter::OneK::kIs1024);
+  state.counters["buffer"] = benchmark::Counter(
+      iters * double(bufferBytes), benchmark::Counter::kIsRate, benchmark::Counter::OneK::kIs1024);
 }
 
 // isa: nullptr for the public reduce() (dispatched), else a kernelTable() name.
@@ -105,12 +120,12 @@ void registerAll() {
     const char* isa;
   };
   const Case cases[] = {
-      {DataType::Float32, RedOp::Sum, nullptr},     {DataType::Float32, RedOp::Max, nullptr},
-      {DataType::Float16, RedOp::Sum, nullptr},     {DataType::Float16, RedOp::Max, nullptr},
-      {DataType::Bfloat16, RedOp::Sum, nullptr},    {DataType::Bfloat16, RedOp::Max, nullptr},
-      {DataType::Int32, RedOp::Sum, nullptr},       {DataType::Float64, RedOp::Sum, nullptr},
-      {DataType::Float8e4m3, RedOp::Sum, nullptr},  {DataType::Float32, RedOp::Sum, "generic"},
-      {DataType::Float16, RedOp::Sum, "generic"},   {DataType::Bfloat16, RedOp::Sum, "generic"},
+      {DataType::Float32, RedOp::Sum, nullptr},      {DataType::Float32, RedOp::Max, nullptr},
+      {DataType::Float16, RedOp::Sum, nullptr},      {DataType::Float16, RedOp::Max, nullptr},
+      {DataType::Bfloat16, RedOp::Sum, nullptr},     {DataType::Bfloat16, RedOp::Max, nullptr},
+      {DataType::Int32, RedOp::Sum, nullptr},        {DataType::Float64, RedOp::Sum, nullptr},
+      {DataType::Float8e4m3, RedOp::Sum, nullptr},   {DataType::Float32, RedOp::Sum, "generic"},
+      {DataType::Float16, RedOp::Sum, "generic"},    {DataType::Bfloat16, RedOp::Sum, "generic"},
       {DataType::Float8e4m3, RedOp::Sum, "generic"},
   };
   for (const Case& c : cases) {

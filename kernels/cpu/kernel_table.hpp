@@ -10,8 +10,8 @@ namespace chorus::kernels {
 using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);
 using DivideFn = void (*)(void* dst, const void* src, size_t count, int divisor);
 
-inline constexpr int kNumTypes = 12;      // DataType values 0..11
-inline constexpr int kNumReduceOps = 4;   // Sum, Prod, Max, Min (Avg runs as Sum)
+inline constexpr int kNumTypes = 12;     // DataType values 0..11
+inline constexpr int kNumReduceOps = 4;  // Sum, Prod, Max, Min (Avg runs as Sum)
 
 struct KernelTable {
   const char* name;  // "generic", "avx2", "avx512"

@@ -9,20 +9,24 @@
 #include <cstring>
 #include <type_traits>
 
-// Vector helpers take vectors by value but are always inlined: no ABI applies.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-// Everything after this line, and only that, is compiled for this instruction set.
+// Everything from here to the pop, and only that, is compiled for this instruction set.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,f16c")
+#endif
 #define CHORUS_KERNEL_ISA avx2
-#define CHORUS_KERNEL_VECTOR_BYTES 32
 #define CHORUS_KERNEL_F16C 1
 #include "kernels/cpu/reduce_loops.inc"
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace chorus::kernels {
 constexpr KernelTable kAvx2Kernels = avx2::makeTable("avx2");

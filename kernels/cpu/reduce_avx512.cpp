@@ -1,4 +1,5 @@
-// AVX-512 (F, BW, VL, DQ) kernels with 512-bit vectors; fp16 through F16C.
+// AVX-512 (F, BW, VL, DQ) kernels with 512-bit vectors; narrow floats use the AVX2 + F16C
+// code.
 #include "kernels/cpu/float_bits.hpp"
 #include "kernels/cpu/kernel_table.hpp"
 
@@ -9,20 +10,25 @@
 #include <cstring>
 #include <type_traits>
 
-// Vector helpers take vectors by value but are always inlined: no ABI applies.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-// Everything after this line, and only that, is compiled for this instruction set.
+// Everything from here to the pop, and only that, is compiled for this instruction set.
+#if defined(__clang__)
+#pragma clang attribute push( \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c,prefer-vector-width=512")
+#endif
 #define CHORUS_KERNEL_ISA avx512
-#define CHORUS_KERNEL_VECTOR_BYTES 64
 #define CHORUS_KERNEL_F16C 1
 #include "kernels/cpu/reduce_loops.inc"
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace chorus::kernels {
 constexpr KernelTable kAvx512Kernels = avx512::makeTable("avx512");

@@ -5,8 +5,13 @@
 
 #include <chorus/chorus.hpp>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 
 namespace chorus::kernels {
 namespace {
@@ -14,13 +19,15 @@ namespace {
 bool cpuHas(const char* isa) {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
-  if (std::strcmp(isa, "avx2") == 0) {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-  }
+  // F16C straight from CPUID (clang's __builtin_cpu_supports does not know it); AVX2 being
+  // usable already implies the OS saves the AVX registers that F16C needs.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+  const bool avx2 = __builtin_cpu_supports("avx2") && f16c;
+  if (std::strcmp(isa, "avx2") == 0) return avx2;
   if (std::strcmp(isa, "avx512") == 0) {
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   }
 #endif
   return std::strcmp(isa, "generic") == 0;
@@ -49,10 +56,15 @@ const KernelTable* kernelTable(const char* isa) {
   return &kGenericKernels;
 }
 
+// The best table this CPU supports; CHORUS_KERNEL_ISA=avx2|generic caps the choice (to
+// compare, or to rule a kernel out), and an unknown or unsupported value is ignored.
 const KernelTable& activeKernels() {
   static const KernelTable* const active = [] {
+    const char* cap = std::getenv("CHORUS_KERNEL_ISA");
+    bool allowed = !cap || !kernelTable(cap);
     for (const char* isa : {"avx512", "avx2"}) {
-      if (const KernelTable* t = kernelTable(isa)) return t;
+      allowed = allowed || std::strcmp(cap, isa) == 0;
+      if (const KernelTable* t = kernelTable(isa); t && allowed) return t;
     }
     return &kGenericKernels;
   }();

@@ -9,11 +9,7 @@
 #include <cstring>
 #include <type_traits>
 
-// Vector helpers take vectors by value but are always inlined: no ABI applies.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 #define CHORUS_KERNEL_ISA generic
-#define CHORUS_KERNEL_VECTOR_BYTES 16
 #define CHORUS_KERNEL_F16C 0
 #include "kernels/cpu/reduce_loops.inc"
 

@@ -98,6 +98,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
 CommImpl::~CommImpl() {
   // Leave together, so that no rank mistakes an orderly exit for a death, and the store
   // hosted here outlives every rank's last use of it.
+  if (engine_) engine_->drain(Clock::now() + timeout_);
   try {
     if (engine_ && !engine_->failed())
       storeBarrier(*store_, "destroy", nranks_, Clock::now() + std::min(timeout_, std::chrono::milliseconds(30000)));

@@ -337,6 +337,16 @@ void Engine::failAll(Result code, const std::string& cause) {
   busyPeers_.clear();
 }
 
+void Engine::drain(Deadline deadline) {
+  try {
+    while (!inFlight_.empty() && !failed()) {
+      auto last = inFlight_.back();
+      if (!waitFor(*last, deadline)) return;
+    }
+  } catch (const std::exception&) {
+  }
+}
+
 void Engine::abort(const std::string& why) {
   abortReason_ = why;
   abortRequested_.store(true);

@@ -40,6 +40,9 @@ class Engine {
   bool waitFor(detail::OpState& op, Deadline deadline);
   // One non-blocking pass; true if anything moved.
   bool poll();
+  // Finishes what is in flight (a communicator being destroyed must not strand its
+  // peers); gives up at the deadline or on failure. Never throws.
+  void drain(Deadline deadline);
   void abort(const std::string& why);  // thread-safe
   bool failed() const { return failure_ != Result::Success; }
 

@@ -18,12 +18,18 @@ enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, SendRe
 
 inline const char* collName(Coll c) {
   switch (c) {
-    case Coll::AllReduce: return "allReduce";
-    case Coll::AllGather: return "allGather";
-    case Coll::ReduceScatter: return "reduceScatter";
-    case Coll::Broadcast: return "broadcast";
-    case Coll::Reduce: return "reduce";
-    case Coll::SendRecv: return "sendRecv";
+    case Coll::AllReduce:
+      return "allReduce";
+    case Coll::AllGather:
+      return "allGather";
+    case Coll::ReduceScatter:
+      return "reduceScatter";
+    case Coll::Broadcast:
+      return "broadcast";
+    case Coll::Reduce:
+      return "reduce";
+    case Coll::SendRecv:
+      return "sendRecv";
   }
   return "?";
 }
@@ -34,11 +40,16 @@ inline bool isReduction(Coll c) {
 
 inline const char* opName(chorus::RedOp op) {
   switch (op) {
-    case chorus::RedOp::Sum: return "sum";
-    case chorus::RedOp::Prod: return "prod";
-    case chorus::RedOp::Max: return "max";
-    case chorus::RedOp::Min: return "min";
-    case chorus::RedOp::Avg: return "avg";
+    case chorus::RedOp::Sum:
+      return "sum";
+    case chorus::RedOp::Prod:
+      return "prod";
+    case chorus::RedOp::Max:
+      return "max";
+    case chorus::RedOp::Min:
+      return "min";
+    case chorus::RedOp::Avg:
+      return "avg";
   }
   return "?";
 }
@@ -54,7 +65,7 @@ inline constexpr size_t kSmallCounts[] = {0, 1, 7, 1023};
 struct Case {
   int index = 0;
   Coll coll = Coll::AllReduce;
-  int root = 0;   // broadcast/reduce: root; sendRecv: shift (send to rank + shift)
+  int root = 0;  // broadcast/reduce: root; sendRecv: shift (send to rank + shift)
   const TypeInfo* type = nullptr;
   chorus::RedOp op = chorus::RedOp::Sum;  // reductions only
   size_t count = 0;  // per-rank count for allGather (send) and reduceScatter (recv)

@@ -257,8 +257,7 @@ class Runner {
         } else if (c.inPlace) {
           chk.elements("non-root buffer (must be unchanged)", rp, cnt, own(0), false);
         } else {
-          chk.elements("non-root recv buffer (must be untouched)", rp, cnt, initial(*recv),
-                       false);
+          chk.elements("non-root recv buffer (must be untouched)", rp, cnt, initial(*recv), false);
         }
         if (!c.inPlace) {
           chk.elements("send buffer (must be unchanged)", send.data(), cnt, own(0), false);
@@ -397,11 +396,10 @@ int main(int argc, char** argv) {
     try {
       runner.run(c, chk);
     } catch (const chorus::Error& e) {
-      chk.fail(std::string("threw chorus::Error(") + chorus::toString(e.code()) + "): " +
-               e.what());
+      chk.fail(std::string("threw chorus::Error(") + chorus::toString(e.code()) + "): " + e.what());
       // Argument errors are local and symmetric: the other ranks throw too; go on.
-      stopped = e.code() != chorus::Result::InvalidArgument &&
-                e.code() != chorus::Result::InvalidUsage;
+      stopped =
+          e.code() != chorus::Result::InvalidArgument && e.code() != chorus::Result::InvalidUsage;
     } catch (const Hang& e) {
       chk.fail(std::string("HANG: ") + e.what());
       comm.abort();
@@ -434,8 +432,8 @@ int main(int argc, char** argv) {
   bool aggregated = false;
   if (!stopped) {
     try {
-      chorus::Work w = comm.allReduce(totals, totals, 3, chorus::DataType::Int64,
-                                      chorus::RedOp::Sum);
+      chorus::Work w =
+          comm.allReduce(totals, totals, 3, chorus::DataType::Int64, chorus::RedOp::Sum);
       aggregated = w.wait(kWaitLimit);
     } catch (const std::exception& e) {
       std::printf("rank %d: aggregating the results failed: %s\n", rank, e.what());

@@ -18,7 +18,7 @@ enum class Kind { Signed, Unsigned, Float };
 struct TypeInfo {
   chorus::DataType type;
   const char* name;
-  int size;      // bytes per element
+  int size;  // bytes per element
   Kind kind;
   int mantBits;  // floats: explicit mantissa bits
   int expBits;   // floats: exponent bits
@@ -165,12 +165,12 @@ inline std::string selfCheckEncodings() {
     uint64_t bits;
   };
   const Known known[] = {
-      {&f16, 1.0, 0x3c00},       {&f16, -2.0, 0xc000},      {&f16, 0.5, 0x3800},
-      {&f16, 65504.0, 0x7bff},   {&f16, 1.0 / 3, 0x3555},   {&f16, 2049.0, 0x6800},
-      {&f16, 2051.0, 0x6802},    {&f16, 70000.0, 0x7c00},   {&f16, 0x1p-24, 0x0001},
-      {&bf16, 1.0, 0x3f80},      {&bf16, 3.0, 0x4040},      {&bf16, 1.0 / 3, 0x3eab},
-      {&bf16, 257.0, 0x4380},    {&bf16, 259.0, 0x4382},    {&bf16, -126.0, 0xc2fc},
-      {&f32, 1.0, 0x3f800000},   {&f32, 0.1, 0x3dcccccd},   {&f32, -3.0, 0xc0400000},
+      {&f16, 1.0, 0x3c00},     {&f16, -2.0, 0xc000},    {&f16, 0.5, 0x3800},
+      {&f16, 65504.0, 0x7bff}, {&f16, 1.0 / 3, 0x3555}, {&f16, 2049.0, 0x6800},
+      {&f16, 2051.0, 0x6802},  {&f16, 70000.0, 0x7c00}, {&f16, 0x1p-24, 0x0001},
+      {&bf16, 1.0, 0x3f80},    {&bf16, 3.0, 0x4040},    {&bf16, 1.0 / 3, 0x3eab},
+      {&bf16, 257.0, 0x4380},  {&bf16, 259.0, 0x4382},  {&bf16, -126.0, 0xc2fc},
+      {&f32, 1.0, 0x3f800000}, {&f32, 0.1, 0x3dcccccd}, {&f32, -3.0, 0xc0400000},
   };
   for (const Known& k : known) {
     uint64_t got = encodeFloat(*k.t, k.v);

@@ -40,8 +40,8 @@ void expectInvalidC(Report& rep, const std::string& check, std::initializer_list
   } else if (ms > 10000) {
     rep.fail(check, std::string("returned only after") + took);
   } else if (!mentionsAny(msg, words)) {
-    rep.fail(check, "chorusGetLastError does not name the problem (" + joinWords(words) +
-                        "): '" + msg + "'");
+    rep.fail(check, "chorusGetLastError does not name the problem (" + joinWords(words) + "): '" +
+                        msg + "'");
   } else {
     rep.pass(check, msg + took);
   }
@@ -166,9 +166,8 @@ void commChecks(Report& rep, chorusComm_t comm) {
   int32_t v[3] = {rank + 1, rank + 1, rank + 1};
   chorusResult_t res = chorusAllReduce(v, v, 3, chorusInt32, chorusSum, comm);
   if (res != chorusSuccess || v[0] != n * (n + 1) / 2 || v[2] != v[0]) {
-    rep.fail("usable after the argument errors",
-             "result " + std::to_string(res) + " value " + std::to_string(v[0]) + ": " +
-                 lastError(comm));
+    rep.fail("usable after the argument errors", "result " + std::to_string(res) + " value " +
+                                                     std::to_string(v[0]) + ": " + lastError(comm));
   } else {
     rep.pass("usable after the argument errors", "chorusAllReduce correct");
   }

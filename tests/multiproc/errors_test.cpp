@@ -54,8 +54,8 @@ void expectInvalid(Report& rep, const std::string& check, std::initializer_list<
     } else if (ms > 10000) {
       rep.fail(check, "reported only after" + std::string(took) + ": " + msg);
     } else if (msg.empty() || !mentionsAny(msg, words)) {
-      rep.fail(check, "message does not name the problem (" + joinWords(words) + "): '" + msg +
-                          "'");
+      rep.fail(check,
+               "message does not name the problem (" + joinWords(words) + "): '" + msg + "'");
     } else {
       rep.pass(check, msg + took);
     }
@@ -71,8 +71,8 @@ void expectUsable(Report& rep, chorus::Communicator& comm, const std::string& ch
   const int n = comm.size();
   std::vector<int32_t> buf(5, comm.rank() + 1);
   try {
-    chorus::Work w = comm.allReduce(buf.data(), buf.data(), buf.size(), DataType::Int32,
-                                    RedOp::Sum);
+    chorus::Work w =
+        comm.allReduce(buf.data(), buf.data(), buf.size(), DataType::Int32, RedOp::Sum);
     if (!w.wait(std::chrono::seconds(20))) {
       rep.fail(check, "allReduce not complete after 20 s");
     } else if (buf != std::vector<int32_t>(5, n * (n + 1) / 2)) {
@@ -123,7 +123,8 @@ void collectiveChecks(Report& rep, chorus::Communicator& comm) {
     auto t = static_cast<DataType>(tv);
     std::string sfx = " type=" + std::to_string(tv);
     auto w = {"type"};
-    expectInvalid(rep, "allReduce" + sfx, w, [&] { return comm.allReduce(s, r, c, t, RedOp::Sum); });
+    expectInvalid(rep, "allReduce" + sfx, w,
+                  [&] { return comm.allReduce(s, r, c, t, RedOp::Sum); });
     expectInvalid(rep, "allGather" + sfx, w, [&] { return comm.allGather(s, r, c, t); });
     expectInvalid(rep, "reduceScatter" + sfx, w,
                   [&] { return comm.reduceScatter(s, r, c, t, RedOp::Sum); });

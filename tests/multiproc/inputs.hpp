@@ -34,9 +34,7 @@ inline uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-inline uint64_t hash3(uint64_t a, uint64_t b, uint64_t c) {
-  return mix64(a ^ mix64(b ^ mix64(c)));
-}
+inline uint64_t hash3(uint64_t a, uint64_t b, uint64_t c) { return mix64(a ^ mix64(b ^ mix64(c))); }
 
 // Uniform integer in [lo, hi] from a hash.
 inline int64_t pick(uint64_t h, int64_t lo, int64_t hi) {
@@ -45,8 +43,8 @@ inline int64_t pick(uint64_t h, int64_t lo, int64_t hi) {
 }
 
 // out[k] = table[(first + k) % kPeriod] for k < count; elements of `size` bytes.
-inline void periodicCopy(unsigned char* out, const unsigned char* table, size_t first,
-                         size_t count, int size) {
+inline void periodicCopy(unsigned char* out, const unsigned char* table, size_t first, size_t count,
+                         int size) {
   const auto s = static_cast<size_t>(size);
   for (size_t done = 0; done < count;) {
     size_t j = (first + done) % kPeriod;
@@ -60,7 +58,8 @@ enum class ValueKind { Bits, IntAny, IntSmall, FloatSum, FloatProd, FloatMinMax 
 
 inline ValueKind valueKindFor(const TypeInfo& t, bool reduction, chorus::RedOp op) {
   if (!reduction) return ValueKind::Bits;
-  if (t.kind != Kind::Float) return op == chorus::RedOp::Avg ? ValueKind::IntSmall : ValueKind::IntAny;
+  if (t.kind != Kind::Float)
+    return op == chorus::RedOp::Avg ? ValueKind::IntSmall : ValueKind::IntAny;
   switch (op) {
     case chorus::RedOp::Prod:
       return ValueKind::FloatProd;

@@ -104,8 +104,8 @@ int runRank(const Args& a, int rank, int idFd, Shared* sh) {
   slot.state = 1;
   try {
     for (;;) {
-      chorus::Work w = comm.allReduce(send.data(), recv.data(), a.count,
-                                      chorus::DataType::Float32, chorus::RedOp::Sum);
+      chorus::Work w = comm.allReduce(send.data(), recv.data(), a.count, chorus::DataType::Float32,
+                                      chorus::RedOp::Sum);
       w.wait();
       ++slot.iterations;
     }
@@ -182,13 +182,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  std::printf("kill test: %d ranks over %s, rank %d killed %d ms into a loop of %zu-float "
-              "allReduces\n",
-              a.ranks, a.transport.c_str(), a.victim, a.killAfterMs, a.count);
+  std::printf(
+      "kill test: %d ranks over %s, rank %d killed %d ms into a loop of %zu-float "
+      "allReduces\n",
+      a.ranks, a.transport.c_str(), a.victim, a.killAfterMs, a.count);
   std::fflush(stdout);
 
-  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
+  void* mem =
+      mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) {
     std::perror("mmap");
     return 2;

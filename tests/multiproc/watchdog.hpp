@@ -2,13 +2,13 @@
 // name and a limit; if the limit passes, it prints "HANG in <check>" and exits the process.
 #pragma once
 
+#include <unistd.h>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unistd.h>
 
 namespace chorus_test {
 

@@ -103,8 +103,8 @@ class HalfTest : public ::testing::TestWithParam<Fmt> {
     const Fmt& f = GetParam();
     const uint32_t got = f.narrow(x), want = refEncode(f, double(x));
     if (want == ~0u ? refIsNaN(f, got) : got == want) return true;
-    ADD_FAILURE() << f.name << " narrow(" << x << " = 0x" << std::hex << floatBits(x)
-                  << ") = 0x" << got << ", want 0x" << want;
+    ADD_FAILURE() << f.name << " narrow(" << x << " = 0x" << std::hex << floatBits(x) << ") = 0x"
+                  << got << ", want 0x" << want;
     return false;
   }
 };
@@ -205,17 +205,17 @@ TEST(Half, KnownValues) {
   EXPECT_EQ(floatToHalf(65519.99f), 0x7bff);
   EXPECT_EQ(floatToHalf(65520.0f), 0x7c00);  // ties to even: overflows to inf
   EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -24)), 0x0001);
-  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000);            // tie to even 0
-  EXPECT_EQ(floatToHalf(std::ldexp(1.5f, -25)), 0x0001);            // above the tie
-  EXPECT_EQ(floatToHalf(std::ldexp(3.0f, -25)), 0x0002);            // 1.5 ulp: tie to 2
-  EXPECT_EQ(floatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);     // tie to even
-  EXPECT_EQ(floatToHalf(1.0f + std::ldexp(3.0f, -11)), 0x3c02);     // tie to even (up)
-  EXPECT_EQ(floatToBf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);      // tie to even
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000);         // tie to even 0
+  EXPECT_EQ(floatToHalf(std::ldexp(1.5f, -25)), 0x0001);         // above the tie
+  EXPECT_EQ(floatToHalf(std::ldexp(3.0f, -25)), 0x0002);         // 1.5 ulp: tie to 2
+  EXPECT_EQ(floatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie to even
+  EXPECT_EQ(floatToHalf(1.0f + std::ldexp(3.0f, -11)), 0x3c02);  // tie to even (up)
+  EXPECT_EQ(floatToBf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);   // tie to even
   EXPECT_EQ(floatToBf16(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)), 0x3f81);
   EXPECT_EQ(floatToBf16(std::numeric_limits<float>::max()), 0x7f80);  // overflow to inf
   EXPECT_EQ(floatToFp8e4m3(448.0f), 0x7e);
-  EXPECT_EQ(floatToFp8e4m3(464.0f), 0x7e);   // tie: to even 448
-  EXPECT_EQ(floatToFp8e4m3(465.0f), 0x7f);   // overflow: NaN (no inf in e4m3)
+  EXPECT_EQ(floatToFp8e4m3(464.0f), 0x7e);  // tie: to even 448
+  EXPECT_EQ(floatToFp8e4m3(465.0f), 0x7f);  // overflow: NaN (no inf in e4m3)
   EXPECT_EQ(floatToFp8e4m3(-1e9f), 0xff);
   EXPECT_EQ(floatToFp8e4m3(std::ldexp(1.0f, -9)), 0x01);  // smallest subnormal
   EXPECT_EQ(floatToFp8e5m2(57344.0f), 0x7b);

@@ -128,7 +128,7 @@ void CommImpl::validate(const Call& call) const {
                              : "root ") +
                  std::to_string(call.root) + " out of range [0, " + std::to_string(nranks_) + ")");
   const size_t es = sizeOf(call.type);
-  if (call.count > (SIZE_MAX / es) / static_cast<size_t>(nranks_))
+  if (call.count > (static_cast<size_t>(PTRDIFF_MAX) / es) / static_cast<size_t>(nranks_))
     throwInvalid(what + "count " + std::to_string(call.count) + " too large");
   if (call.count == 0) return;
   const bool isRoot = call.root == rank_;
@@ -155,7 +155,8 @@ void CommImpl::validate(const Call& call) const {
   bool inPlace = call.collective == Collective::AllGather       ? in == out + offset
                  : call.collective == Collective::ReduceScatter ? out == in + offset
                                                                 : in == out;
-  if (!inPlace && in < out + outBytes && out < in + inBytes)
+  const bool overlap = in < out ? out - in < inBytes : in - out < outBytes;
+  if (!inPlace && overlap)
     throwInvalid(what + "send and receive buffers overlap without being in-place");
 }
 

@@ -23,43 +23,59 @@ struct Value {
 };
 
 struct RankState {
-  std::vector<Value> input, output, scratch;
+  // In-place runs alias input and output as NCCL does, so both point into `store`.
+  std::vector<Value> store, outStore, scratch;
+  Value* input = nullptr;
+  Value* output = nullptr;
+  size_t inputCount = 0, outputCount = 0;
   Schedule schedule;
   std::vector<bool> done;
 };
 
+Value initial(int nranks, int rank, int64_t index) {
+  Value v{std::vector<uint16_t>(nranks, 0), index};
+  v.contributions[rank] = 1;
+  return v;
+}
+
 class SymbolicRun {
  public:
-  SymbolicRun(const Algorithm& algorithm, int nranks, size_t count, int root)
+  SymbolicRun(const Algorithm& algorithm, int nranks, size_t count, int root, bool inPlace)
       : nranks_(nranks), ranks_(nranks) {
     const bool gathers = algorithm.collective == Collective::AllGather;
     const bool scatters = algorithm.collective == Collective::ReduceScatter;
-    size_t inCount = scatters ? count * nranks : count;
-    size_t outCount = gathers ? count * nranks : count;
+    const Value empty{std::vector<uint16_t>(nranks, 0), -1};
     for (int r = 0; r < nranks; ++r) {
       RankState& s = ranks_[r];
       s.schedule = algorithm.build({algorithm.collective, r, nranks, count, root});
       s.done.assign(s.schedule.steps.size(), false);
-      s.input.resize(inCount);
-      for (size_t i = 0; i < inCount; ++i) {
-        s.input[i].contributions.assign(nranks, 0);
-        s.input[i].contributions[r] = 1;
-        s.input[i].index = static_cast<int64_t>(i);
-      }
-      s.output.assign(outCount, Value{std::vector<uint16_t>(nranks, 0), -1});
-      s.scratch.assign(s.schedule.scratchCount, Value{std::vector<uint16_t>(nranks, 0), -1});
+      s.inputCount = scatters ? count * nranks : count;
+      s.outputCount = gathers ? count * nranks : count;
+      s.store.assign(std::max(s.inputCount, s.outputCount), empty);
+      if (!inPlace) s.outStore.assign(s.outputCount, empty);
+      s.output = inPlace ? s.store.data() : s.outStore.data();
+      s.input = s.store.data();
+      if (inPlace && gathers) s.input += r * count;   // send == recv + rank * count
+      if (inPlace && scatters) s.output += r * count;  // recv == send + rank * count
+      for (size_t i = 0; i < s.inputCount; ++i) s.input[i] = initial(nranks, r, i);
+      s.scratch.assign(s.schedule.scratchCount, empty);
     }
   }
 
-  // Runs until every step is done; returns an error text or "".
+  // Runs until every step is done; returns an error text or "". Sends are put off as
+  // long as anything else can run (as when a FIFO is full), so a step that overwrites
+  // data before it has been sent shows up as a wrong result.
   std::string run() {
     bool moved = true;
     while (moved) {
       moved = false;
-      for (int r = 0; r < nranks_; ++r) {
-        std::string error;
-        while (stepOnce(r, error)) moved = true;
-        if (!error.empty()) return "rank " + std::to_string(r) + ": " + error;
+      for (bool sends : {false, true}) {
+        for (int r = 0; r < nranks_ && !moved; ++r) {
+          std::string error;
+          while (stepOnce(r, sends, error)) moved = true;
+          if (!error.empty()) return "rank " + std::to_string(r) + ": " + error;
+        }
+        if (moved) break;
       }
     }
     for (int r = 0; r < nranks_; ++r)
@@ -73,12 +89,15 @@ class SymbolicRun {
   const RankState& rank(int r) const { return ranks_[r]; }
 
  private:
-  std::vector<Value>& buffer(RankState& s, Buffer b) {
-    return b == Buffer::Input ? s.input : b == Buffer::Output ? s.output : s.scratch;
+  Value* buffer(RankState& s, Buffer b) {
+    return b == Buffer::Input ? s.input : b == Buffer::Output ? s.output : s.scratch.data();
   }
 
   bool inRange(RankState& s, const Range& range) {
-    return range.offset + range.count <= buffer(s, range.buffer).size();
+    size_t size = range.buffer == Buffer::Input    ? s.inputCount
+                  : range.buffer == Buffer::Output ? s.outputCount
+                                                   : s.scratch.size();
+    return range.offset + range.count <= size;
   }
 
   // A step may run when earlier steps on the same link are done and its producer is done.
@@ -100,11 +119,12 @@ class SymbolicRun {
     if (into.index != other.index) into.index = -2;
   }
 
-  bool stepOnce(int r, std::string& error) {
+  bool stepOnce(int r, bool sends, std::string& error) {
     RankState& s = ranks_[r];
     for (size_t i = 0; i < s.schedule.steps.size(); ++i) {
       if (s.done[i] || !ready(s, i)) continue;
       const Step& step = s.schedule.steps[i];
+      if ((step.kind == StepKind::Send) != sends) continue;
       const bool local = step.kind == StepKind::Copy || step.kind == StepKind::Reduce;
       if (!local && (step.peer < 0 || step.peer >= nranks_ || step.peer == r)) {
         error = "bad peer";
@@ -119,12 +139,12 @@ class SymbolicRun {
         error = "writes its input";
         return false;
       }
-      auto& srcBuf = buffer(s, step.src.buffer);
-      auto& dstBuf = buffer(s, step.dst.buffer);
+      Value* srcBuf = buffer(s, step.src.buffer);
+      Value* dstBuf = buffer(s, step.dst.buffer);
       switch (step.kind) {
         case StepKind::Send:
-          links_[{r, step.peer}].emplace_back(srcBuf.begin() + step.src.offset,
-                                              srcBuf.begin() + step.src.offset + step.src.count);
+          links_[{r, step.peer}].emplace_back(srcBuf + step.src.offset,
+                                              srcBuf + step.src.offset + step.src.count);
           break;
         case StepKind::Copy:
           for (size_t k = 0; k < step.dst.count; ++k)
@@ -170,14 +190,14 @@ Value expectOne(int nranks, int from, int64_t index) {
   return v;
 }
 
-void checkCollective(const Algorithm& algorithm, int nranks, size_t count, int root) {
-  SymbolicRun run(algorithm, nranks, count, root);
+void checkCollective(const Algorithm& algorithm, int nranks, size_t count, int root, bool inPlace) {
+  SymbolicRun run(algorithm, nranks, count, root, inPlace);
   std::string error = run.run();
   ASSERT_EQ(error, "") << algorithm.name << " " << toString(algorithm.collective) << " p=" << nranks
-                       << " count=" << count;
+                       << " count=" << count << " in-place=" << inPlace;
   for (int r = 0; r < nranks; ++r) {
-    const auto& out = run.rank(r).output;
-    for (size_t i = 0; i < out.size(); ++i) {
+    const Value* out = run.rank(r).output;
+    for (size_t i = 0; i < run.rank(r).outputCount; ++i) {
       std::optional<Value> want;
       switch (algorithm.collective) {
         case Collective::AllReduce: want = expectAll(nranks, i); break;
@@ -192,7 +212,7 @@ void checkCollective(const Algorithm& algorithm, int nranks, size_t count, int r
       if (want) {
         ASSERT_EQ(out[i], *want) << toString(algorithm.collective) << "/" << algorithm.name
                                  << " p=" << nranks << " count=" << count << " root=" << root
-                                 << " rank=" << r << " element=" << i;
+                                 << " in-place=" << inPlace << " rank=" << r << " element=" << i;
       }
     }
   }
@@ -204,8 +224,10 @@ TEST(Schedule, EveryCollectiveAlgorithmIsExactForManyRankCounts) {
     for (int nranks : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17, 31}) {
       for (size_t count : {0, 1, 2, 5, 13, 64}) {
         for (int root : {0, nranks - 1, nranks / 2}) {
-          checkCollective(algorithm, nranks, count, root);
-          if (HasFatalFailure()) return;
+          for (bool inPlace : {false, true}) {
+            checkCollective(algorithm, nranks, count, root, inPlace);
+            if (HasFatalFailure()) return;
+          }
         }
       }
     }

@@ -85,8 +85,8 @@ class Sweep {
   Sweep(const Args& args, Backend& b, char* sendBuf, char* recvBuf)
       : args_(args), b_(b), sendBuf_(sendBuf), recvBuf_(recvBuf) {}
 
-  // Times and checks one placement; returns the row's columns and sets `iters`.
-  Timing measure(const Case& c, const Layout& l, bool inPlace, uint64_t checkSeed, long& iters) {
+  // Times and checks one placement.
+  Timing measure(const Case& c, const Layout& l, bool inPlace, uint64_t checkSeed) {
     Call call = callFor(c, l, inPlace);
     const int n = b_.size();
     fillInput(DataSpec{c.type, c.op, n, 0}, b_.rank(), const_cast<void*>(call.send), l.sendCount);
@@ -104,7 +104,7 @@ class Sweep {
     if (args_.minTimeMs > 0) {
       want = std::max(want, est > 0 ? std::ceil(args_.minTimeMs * 1e-3 / est) : kMaxIters);
     }
-    iters = static_cast<long>(allReduceDouble(b_, std::min(want, kMaxIters), Op::Max));
+    const long iters = static_cast<long>(allReduceDouble(b_, std::min(want, kMaxIters), Op::Max));
 
     allReduceDouble(b_, 0, Op::Sum);  // start together
     const auto t0 = Clock::now();
@@ -112,6 +112,7 @@ class Sweep {
     const double sec = std::chrono::duration<double>(Clock::now() - t0).count() / iters;
 
     Timing t;
+    t.iters = iters;
     t.timeUs = aggregate(sec) * 1e6;
     t.algBw = t.timeUs > 0 ? static_cast<double>(l.bytes) / 1e3 / t.timeUs : 0.0;
     t.busBw = t.algBw * busFactor(args_.coll, n);
@@ -260,13 +261,10 @@ int runBenchmark(const Args& args, Backend& b, const std::string& program) {
         row.type = c.type;
         row.op = hasOp(args.coll) ? opName(c.op) : "none";
         row.root = hasRoot(args.coll) ? c.root : -1;
-        long itersOut = 0;
-        long itersIn = 0;
-        row.outOfPlace = sweep.measure(c, l, false, seed, itersOut);
+        row.outOfPlace = sweep.measure(c, l, false, seed);
         seed += static_cast<uint64_t>(args.check) + 1;
-        row.inPlace = sweep.measure(c, l, true, seed, itersIn);
+        row.inPlace = sweep.measure(c, l, true, seed);
         seed += static_cast<uint64_t>(args.check) + 1;
-        row.iters = std::max(itersOut, itersIn);
         wrongTotal +=
             std::max<int64_t>(row.outOfPlace.wrong, 0) + std::max<int64_t>(row.inPlace.wrong, 0);
         if (leader) report->printRow(row);

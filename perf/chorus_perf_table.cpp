@@ -54,7 +54,8 @@ std::string jsonTiming(const Timing& t) {
   std::ostringstream o;
   o << "{\"time\":" << jsonNumber(t.timeUs) << ",\"alg_bw\":" << jsonNumber(t.algBw)
     << ",\"bus_bw\":" << jsonNumber(t.busBw)
-    << ",\"nwrong\":" << (t.wrong < 0 ? std::string("null") : std::to_string(t.wrong)) << "}";
+    << ",\"nwrong\":" << (t.wrong < 0 ? std::string("null") : std::to_string(t.wrong))
+    << ",\"iterations\":" << t.iters << "}";
   return o.str();
 }
 
@@ -176,7 +177,8 @@ bool Report::writeJson(const Args& args, const std::vector<std::string>& rankLin
     f << (i ? ",\n" : "\n") << "{\"size\":" << r.bytes << ",\"count\":" << r.count
       << ",\"type\":" << jsonString(typeName(r.type)) << ",\"redop\":" << jsonString(r.op)
       << ",\"root\":" << r.root << ",\"out_of_place\":" << jsonTiming(r.outOfPlace)
-      << ",\"in_place\":" << jsonTiming(r.inPlace) << ",\"actual_iterations\":" << r.iters << "}";
+      << ",\"in_place\":" << jsonTiming(r.inPlace)
+      << ",\"actual_iterations\":" << r.outOfPlace.iters + r.inPlace.iters << "}";
   }
   f << "],\"out_of_bounds\":{\"count\":" << wrongTotal_
     << ",\"okay\":" << (wrongTotal_ == 0 ? "true" : "false")

@@ -16,6 +16,7 @@ struct Timing {
   double algBw = 0;    // GB/s, GB = 1e9 bytes
   double busBw = 0;    // GB/s
   int64_t wrong = -1;  // elements wrong summed over ranks; -1 = not checked (N/A)
+  long iters = 0;      // timed calls actually run (>= -n; more for small sizes, -T)
 };
 
 struct Row {
@@ -26,7 +27,6 @@ struct Row {
   int root = -1;
   Timing outOfPlace;
   Timing inPlace;
-  long iters = 0;  // timed iterations actually run (>= -n)
 };
 
 class Report {

@@ -131,7 +131,7 @@ bool Engine::advanceSend(OpState& op, int index) {
   size_t allowedElems = allowedElements(op, index);
   size_t limit = allowedElems == step.src.count ? wireBytes : allowedElems * op.elementSize;
   limit = std::min(limit, p.bytes + config_.sliceBytes);
-  Channel& channel = transport_.channel(step.peer);
+  Channel& channel = channelTo(step.peer);
   const std::byte* data = resolve(op, step.src);
   bool moved = false;
   while (p.bytes < limit) {
@@ -159,7 +159,7 @@ bool Engine::advanceRecv(OpState& op, int index) {
   const size_t limit = std::min(wireBytes, p.bytes + config_.sliceBytes);
   const bool reducing = step.kind == StepKind::RecvReduce;
   const bool divide = reducing && step.finalize && op.op == RedOp::Avg && config_.nranks > 1;
-  Channel& channel = transport_.channel(step.peer);
+  Channel& channel = channelTo(step.peer);
   std::byte* dst = resolve(op, step.dst);
   const std::byte* local = reducing ? resolve(op, step.src) : nullptr;
   bool moved = false;

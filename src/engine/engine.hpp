@@ -4,6 +4,7 @@
 // Waiting spins briefly, then sleeps in the transport; every wait has a deadline.
 #pragma once
 
+#include "engine/loopback_channel.hpp"
 #include "engine/op_state.hpp"
 #include "errors.hpp"
 #include "transports/transport.hpp"
@@ -65,7 +66,12 @@ class Engine {
   void lendScratch(detail::OpState& op);
   void returnScratch(detail::OpState& op);
 
+  Channel& channelTo(int peer) {
+    return peer == config_.rank ? loopback_ : transport_.channel(peer);
+  }
+
   Transport& transport_;
+  LoopbackChannel loopback_;
   EngineConfig config_;
   std::vector<std::deque<StepRef>> sendQueue_, recvQueue_;  // per peer, issue order
   std::vector<StepRef> localSteps_;

@@ -145,10 +145,8 @@ inline std::vector<Case> buildCases(int nranks, bool quick) {
     }
   }
   // Point to point: a ring exchange (shift 1) for every type and count, and every other
-  // shift for a few types at count 7. None on one rank: Chorus rejects a send to oneself
-  // (InvalidArgument "peer is this rank itself"), unlike NCCL inside a group.
+  // shift for a few types at count 7. On one rank the ring is a send to oneself.
   for (const TypeInfo& t : kTypes) {
-    if (nranks < 2) break;
     for (size_t count : kSmallCounts) add(Coll::SendRecv, 1, t, chorus::RedOp::Sum, count, false);
     if (largeSelected(t, chorus::RedOp::Sum, false, quick)) {
       add(Coll::SendRecv, 1, t, chorus::RedOp::Sum, kLargeCount, false);

@@ -25,7 +25,8 @@ const Algorithm* findAlgorithm(Collective collective, std::string_view name);
 const Algorithm& defaultAlgorithm(Collective collective, size_t bytes = 0, int nranks = 1);
 
 Schedule ringAllReduce(const CollectiveArgs& args);
-Schedule directAllReduce(const CollectiveArgs& args);
+Schedule oneshotAllReduce(const CollectiveArgs& args);
+Schedule twoshotAllReduce(const CollectiveArgs& args);
 Schedule ringAllGather(const CollectiveArgs& args);
 Schedule ringReduceScatter(const CollectiveArgs& args);
 Schedule chainBroadcast(const CollectiveArgs& args);

@@ -10,8 +10,10 @@ constexpr size_t kDirectBytes = 64 << 10;
 constexpr std::array kAlgorithms = {
     Algorithm{"ring", Collective::AllReduce, ringAllReduce,
               "ring reduce-scatter then ring all-gather, pipelined"},
-    Algorithm{"direct", Collective::AllReduce, directAllReduce,
+    Algorithm{"oneshot", Collective::AllReduce, oneshotAllReduce,
               "one step: every rank sends everything to everyone, folded in rank order"},
+    Algorithm{"twoshot", Collective::AllReduce, twoshotAllReduce,
+              "direct reduce-scatter then direct all-gather: ring volume in two steps"},
     Algorithm{"ring", Collective::AllGather, ringAllGather, "ring, n-1 steps"},
     Algorithm{"ring", Collective::ReduceScatter, ringReduceScatter, "ring, n-1 steps"},
     Algorithm{"ring", Collective::Broadcast, chainBroadcast, "pipelined chain from the root"},
@@ -34,7 +36,7 @@ const Algorithm& defaultAlgorithm(Collective collective, size_t bytes, int nrank
   // saved; measured crossover on shared memory (perf/compare.sh), to be replaced by the
   // tuner's cost model.
   if (collective == Collective::AllReduce && bytes * static_cast<size_t>(nranks) <= kDirectBytes)
-    return *findAlgorithm(Collective::AllReduce, "direct");
+    return *findAlgorithm(Collective::AllReduce, "oneshot");
   for (const Algorithm& a : kAlgorithms)
     if (a.collective == collective) return a;
   return kAlgorithms[0];  // unreachable: every collective has an entry

@@ -197,6 +197,10 @@ bool Engine::advanceLocal(OpState& op, int index) {
   const Step& step = op.schedule->steps[index];
   auto& p = op.progress[index];
   const size_t ready = allowedElements(op, index);
+  if (step.dst.count == 0) {  // an empty part (count < nranks): nothing to wait for
+    completeStep(op, index);
+    return true;
+  }
   if (ready <= p.elements) return false;
   const size_t from = p.elements, n = ready - from, es = op.elementSize;
   const std::byte* src = resolve(op, step.src) + from * es;

@@ -1,4 +1,4 @@
-// Direct (one-shot) all-reduce: every rank sends its whole buffer to every other rank and
+// One-shot all-reduce: every rank sends its whole buffer to every other rank and
 // folds the n buffers in rank order 0, 1, ..., n-1, so every rank computes the same
 // bits. One step of latency but n-1 times the bytes of the ring: for small messages.
 #include "algorithms/algorithms.hpp"
@@ -6,7 +6,7 @@
 
 namespace chorus {
 
-Schedule directAllReduce(const CollectiveArgs& args) {
+Schedule oneshotAllReduce(const CollectiveArgs& args) {
   using namespace steps;
   Schedule s;
   const int n = args.nranks, r = args.rank;

@@ -10,8 +10,7 @@ namespace chorus {
 
 class PeerError : public Error {
  public:
-  PeerError(int peer, const std::string& what)
-      : Error(Result::RemoteError, what), peer_(peer) {}
+  PeerError(int peer, const std::string& what) : Error(Result::RemoteError, what), peer_(peer) {}
   int peer() const { return peer_; }
 
  private:

@@ -45,9 +45,9 @@ class Transport {
 struct TransportContext {
   int rank = 0;
   int nranks = 1;
-  Store* store = nullptr;   // keys are already scoped to this communicator
-  std::string hostId;       // ranks with equal hostId share a machine
-  Deadline deadline;        // connection set-up must finish by then
+  Store* store = nullptr;  // keys are already scoped to this communicator
+  std::string hostId;      // ranks with equal hostId share a machine
+  Deadline deadline;       // connection set-up must finish by then
 };
 
 std::unique_ptr<Transport> makeShmTransport(const TransportContext& ctx);

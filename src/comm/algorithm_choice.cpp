@@ -62,8 +62,9 @@ void AlgorithmChoice::apply(std::string_view spec) {
       matchedCollective = true;
       const Algorithm* a = findAlgorithm(c, name);
       if (!a) {
-        if (!target.empty()) bad("unknown " + std::string(toString(c)) + " algorithm '" + name +
-                                 "' (known: " + knownNames(c) + ")");
+        if (!target.empty())
+          bad("unknown " + std::string(toString(c)) + " algorithm '" + name +
+              "' (known: " + knownNames(c) + ")");
         continue;  // a name for every collective need not exist for each one
       }
       matchedAlgorithm = true;
@@ -85,8 +86,8 @@ void AlgorithmChoice::apply(std::string_view spec) {
     size_t slot = static_cast<size_t>(c);
     bool anyLeft = false;
     for (const Algorithm& a : allAlgorithms())
-      anyLeft |= a.collective == c && std::count(next.excluded_[slot].begin(),
-                                                  next.excluded_[slot].end(), a.name) == 0;
+      anyLeft |= a.collective == c &&
+                 std::count(next.excluded_[slot].begin(), next.excluded_[slot].end(), a.name) == 0;
     if (!anyLeft) bad("the exclusions leave no " + std::string(toString(c)) + " algorithm");
   }
   *this = std::move(next);

@@ -100,10 +100,10 @@ chorusResult_t chorusCommUserRank(const chorusComm_t comm, int* rank) {
   return chorusSuccess;
 }
 
-#define CHORUS_BLOCKING(comm, call)                                   \
-  do {                                                                \
-    if (!(comm)) return invalid("null communicator");                 \
-    return guarded((comm), [&] { (comm)->comm.call.wait(); });        \
+#define CHORUS_BLOCKING(comm, call)                            \
+  do {                                                         \
+    if (!(comm)) return invalid("null communicator");          \
+    return guarded((comm), [&] { (comm)->comm.call.wait(); }); \
   } while (0)
 
 chorusResult_t chorusAllReduce(const void* sendbuff, void* recvbuff, size_t count,

@@ -37,8 +37,7 @@ std::string asString(const std::vector<std::byte>& bytes) {
 
 std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvous& rendezvous,
                                            bool hostsStore, const Options& options) {
-  if (nranks < 1)
-    throwInvalid("communicator: nranks must be >= 1, got " + std::to_string(nranks));
+  if (nranks < 1) throwInvalid("communicator: nranks must be >= 1, got " + std::to_string(nranks));
   if (rank < 0 || rank >= nranks)
     throwInvalid("communicator: rank " + std::to_string(rank) + " out of range [0, " +
                  std::to_string(nranks) + ")");
@@ -61,8 +60,8 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   for (int r = 0; r < nranks; ++r)
     localRanks += asString(store.get("host/" + std::to_string(r), deadline)) == host;
 
-  std::string kind = options.transport.empty() ? envString("CHORUS_TRANSPORT", "auto")
-                                               : options.transport;
+  std::string kind =
+      options.transport.empty() ? envString("CHORUS_TRANSPORT", "auto") : options.transport;
   if (kind == "auto") kind = localRanks == nranks ? "shm" : "tcp";
   TransportContext ctx{rank, nranks, &store, host, deadline};
   if (kind == "shm") {
@@ -82,8 +81,10 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   // Oversubscribed ranks poll with sched_yield, which hands the core straight to a peer
   // with work; 200 us of that keeps small-message latency low (perf/compare.sh) before
   // the rank sleeps on a futex and stops costing anything.
-  config.spin = std::chrono::microseconds(envInt("CHORUS_SPIN_US", config.yieldWhileSpinning ? 200 : 50));
-  config.sliceBytes = static_cast<size_t>(std::max<int64_t>(4096, envInt("CHORUS_SLICE_BYTES", 256 << 10)));
+  config.spin =
+      std::chrono::microseconds(envInt("CHORUS_SPIN_US", config.yieldWhileSpinning ? 200 : 50));
+  config.sliceBytes =
+      static_cast<size_t>(std::max<int64_t>(4096, envInt("CHORUS_SLICE_BYTES", 256 << 10)));
   TcpStoreClient* client = c->storeClient_.get();
   config.checkPeers = [client] {
     auto dead = client->deadRanks();
@@ -105,7 +106,8 @@ CommImpl::~CommImpl() {
   if (engine_) engine_->drain(Clock::now() + timeout_);
   try {
     if (engine_ && !engine_->failed())
-      storeBarrier(*store_, "destroy", nranks_, Clock::now() + std::min(timeout_, std::chrono::milliseconds(30000)));
+      storeBarrier(*store_, "destroy", nranks_,
+                   Clock::now() + std::min(timeout_, std::chrono::milliseconds(30000)));
   } catch (const std::exception& e) {
     logf(LogLevel::Warn, "rank %d: leaving without the others: %s", rank_, e.what());
   }
@@ -127,9 +129,10 @@ void CommImpl::validate(const Call& call) const {
   if (!isValid(call.op))
     throwInvalid(what + "invalid reduction op " + std::to_string(static_cast<int>(call.op)));
   if (call.root < 0 || call.root >= nranks_)
-    throwInvalid(what + (call.collective == Collective::Send || call.collective == Collective::Recv
-                             ? "peer "
-                             : "root ") +
+    throwInvalid(what +
+                 (call.collective == Collective::Send || call.collective == Collective::Recv
+                      ? "peer "
+                      : "root ") +
                  std::to_string(call.root) + " out of range [0, " + std::to_string(nranks_) + ")");
   const size_t es = sizeOf(call.type);
   if (call.count > (static_cast<size_t>(PTRDIFF_MAX) / es) / static_cast<size_t>(nranks_))
@@ -139,16 +142,25 @@ void CommImpl::validate(const Call& call) const {
   bool needInput = true, needOutput = true;
   size_t inBytes = call.count * es, outBytes = call.count * es;
   switch (call.collective) {
-    case Collective::AllGather: outBytes *= nranks_; break;
-    case Collective::ReduceScatter: inBytes *= nranks_; break;
-    case Collective::Broadcast: needInput = isRoot; break;
-    case Collective::Reduce: needOutput = isRoot; break;
+    case Collective::AllGather:
+      outBytes *= nranks_;
+      break;
+    case Collective::ReduceScatter:
+      inBytes *= nranks_;
+      break;
+    case Collective::Broadcast:
+      needInput = isRoot;
+      break;
+    case Collective::Reduce:
+      needOutput = isRoot;
+      break;
     case Collective::Send:
     case Collective::Recv:
       needInput = call.collective == Collective::Send;
       needOutput = !needInput;
       break;
-    default: break;
+    default:
+      break;
   }
   if (needInput && !call.input) throwInvalid(what + "send buffer is null");
   if (needOutput && !call.output) throwInvalid(what + "receive buffer is null");
@@ -163,7 +175,8 @@ void CommImpl::validate(const Call& call) const {
     throwInvalid(what + "send and receive buffers overlap without being in-place");
 }
 
-std::shared_ptr<const Schedule> CommImpl::scheduleFor(const Algorithm& algorithm, const Call& call) {
+std::shared_ptr<const Schedule> CommImpl::scheduleFor(const Algorithm& algorithm,
+                                                      const Call& call) {
   auto key = std::make_tuple(&algorithm, call.count, call.root);  // same rank, same nranks
   auto it = schedules_.find(key);
   if (it != schedules_.end()) return it->second;

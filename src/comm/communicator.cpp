@@ -56,8 +56,8 @@ Work Communicator::recv(void* buf, size_t count, DataType type, int peer) {
 
 bool Work::wait(std::chrono::milliseconds timeout) {
   if (!op_) throw Error(Result::InvalidUsage, "wait on an empty Work");
-  Deadline deadline = timeout == std::chrono::milliseconds::max() ? Deadline::max()
-                                                                   : deadlineIn(timeout);
+  Deadline deadline =
+      timeout == std::chrono::milliseconds::max() ? Deadline::max() : deadlineIn(timeout);
   return comm_->engine().waitFor(*op_, deadline);
 }
 

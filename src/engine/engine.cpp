@@ -228,11 +228,14 @@ void Engine::completeStep(OpState& op, int index) {
 
 bool Engine::advance(StepRef ref) {
   switch (ref.op->schedule->steps[ref.step].kind) {
-    case StepKind::Send: return advanceSend(*ref.op, ref.step);
+    case StepKind::Send:
+      return advanceSend(*ref.op, ref.step);
     case StepKind::Recv:
-    case StepKind::RecvReduce: return advanceRecv(*ref.op, ref.step);
+    case StepKind::RecvReduce:
+      return advanceRecv(*ref.op, ref.step);
     case StepKind::Copy:
-    case StepKind::Reduce: return advanceLocal(*ref.op, ref.step);
+    case StepKind::Reduce:
+      return advanceLocal(*ref.op, ref.step);
   }
   return false;
 }
@@ -331,8 +334,8 @@ void Engine::failAll(Result code, const std::string& cause) {
     if (op->done) continue;
     op->done = true;
     op->error = code;
-    op->message = "rank " + std::to_string(config_.rank) + ": " + op->describe() +
-                  " failed: " + cause;
+    op->message =
+        "rank " + std::to_string(config_.rank) + ": " + op->describe() + " failed: " + cause;
   }
   inFlight_.clear();
   for (auto& q : sendQueue_) q.clear();
@@ -369,8 +372,10 @@ bool Engine::waitFor(OpState& op, Deadline deadline) {
     if (op.done) break;
     if (now >= deadline) return false;
     if (now - spinStart < config_.spin) {
-      if (config_.yieldWhileSpinning) sched_yield();
-      else cpuRelax();
+      if (config_.yieldWhileSpinning)
+        sched_yield();
+      else
+        cpuRelax();
       continue;
     }
     uint64_t token = transport_.prepareWait();

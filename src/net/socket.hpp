@@ -50,7 +50,7 @@ class Socket {
 
   static Socket listen(const SocketAddress& address, int backlog = 128);
   static Socket connect(const SocketAddress& address, Deadline deadline);  // retries refused
-  Socket accept(Deadline deadline);  // on a listening socket
+  Socket accept(Deadline deadline);                                        // on a listening socket
   SocketAddress localAddress() const;
 
   void setNoDelay();

@@ -410,7 +410,8 @@ auto paramName = [](const auto& info) {
   return std::string(std::get<0>(info.param)) + "_" + std::get<1>(info.param).name;
 };
 INSTANTIATE_TEST_SUITE_P(All, KernelsTest,
-                         ::testing::Combine(::testing::ValuesIn(kIsas), ::testing::ValuesIn(kTypes)),
+                         ::testing::Combine(::testing::ValuesIn(kIsas),
+                                            ::testing::ValuesIn(kTypes)),
                          paramName);
 INSTANTIATE_TEST_SUITE_P(Narrow, NarrowKernelsTest,
                          ::testing::Combine(::testing::ValuesIn(kIsas),

@@ -68,8 +68,8 @@ class Segment {
       throwSystemError("ftruncate of " + name + " (is /dev/shm large enough?)");
     }
     Segment s = map(fd, bytes, name, nranks);
-    auto* h = new (s.base_) SegmentHeader{kMagic, static_cast<int32_t>(getpid()),
-                                         static_cast<uint32_t>(nranks), fifoBytes, {}};
+    auto* h = new (s.base_) SegmentHeader{
+        kMagic, static_cast<int32_t>(getpid()), static_cast<uint32_t>(nranks), fifoBytes, {}};
     (void)h;
     for (int i = 0; i < nranks; ++i) new (s.fifoHeader(i)) shm::FifoHeader();
     return s;
@@ -78,7 +78,7 @@ class Segment {
   static Segment open(const std::string& name, int nranks) {
     int fd = shm_open(name.c_str(), O_RDWR, 0600);
     if (fd < 0) throwSystemError("shm_open(" + name + ")");
-    struct stat st{};
+    struct stat st {};
     fstat(fd, &st);
     Segment s = map(fd, static_cast<size_t>(st.st_size), name, nranks);
     if (s.header()->magic != kMagic || s.header()->nranks != static_cast<uint32_t>(nranks))
@@ -154,8 +154,8 @@ class ShmTransport : public Transport {
         throw Error(Result::InvalidUsage,
                     "shm transport: rank " + std::to_string(r) + " is on another host");
     }
-    size_t fifoBytes = std::bit_ceil(static_cast<size_t>(
-        std::max<int64_t>(4096, envInt("CHORUS_SHM_FIFO_BYTES", 1 << 20))));
+    size_t fifoBytes = std::bit_ceil(
+        static_cast<size_t>(std::max<int64_t>(4096, envInt("CHORUS_SHM_FIFO_BYTES", 1 << 20))));
     std::string token;
     if (rank_ == 0) {
       std::random_device rd;
@@ -184,8 +184,8 @@ class ShmTransport : public Transport {
     for (int r = 0; r < nranks_; ++r) {
       pids_[r] = segments_[r].header()->pid;
       if (r == rank_) continue;
-      channels_[r] = std::make_unique<ShmChannel>(segments_[r].fifo(rank_), segments_[rank_].fifo(r),
-                                                  &segments_[r].header()->doorbell);
+      channels_[r] = std::make_unique<ShmChannel>(
+          segments_[r].fifo(rank_), segments_[rank_].fifo(r), &segments_[r].header()->doorbell);
     }
     lastLiveness_ = Clock::now();
   }
@@ -211,8 +211,8 @@ class ShmTransport : public Transport {
     lastLiveness_ = now;
     for (int r = 0; r < nranks_; ++r) {
       if (r != rank_ && processGone(pids_[r]))
-        throw PeerError(r, "rank " + std::to_string(r) + " (pid " + std::to_string(pids_[r]) +
-                               ") died");
+        throw PeerError(
+            r, "rank " + std::to_string(r) + " (pid " + std::to_string(pids_[r]) + ") died");
     }
   }
 

@@ -1,5 +1,7 @@
 #include "transports/tcp/tcp_mesh.hpp"
 
+#include "bootstrap/bootstrap.hpp"
+
 #include "errors.hpp"
 #include "store/store.hpp"
 
@@ -21,6 +23,7 @@ constexpr uint64_t kMagic = 0x3170637453524843ull;  // "CHRStcp1"
 // parameters so that ranks started with different settings fail loudly, not silently.
 struct Hello {
   uint64_t magic;
+  uint64_t token;  // the acceptor's random token, known only through the job's store
   int32_t rank;
   int32_t stream;
   int32_t streams;
@@ -80,11 +83,14 @@ std::vector<net::Socket> connectTo(const TransportContext& ctx, const TcpConfig&
                          " never started?)");
   }
   auto address = parseAddress(text);
+  uint64_t token = 0;
+  auto tokenBytes = ctx.store->get("tcp/" + std::to_string(peer) + "/token", ctx.deadline);
+  if (tokenBytes.size() == sizeof(token)) std::memcpy(&token, tokenBytes.data(), sizeof(token));
   std::vector<net::Socket> sockets;
   for (int s = 0; s < config.streams; ++s) {
     try {
       auto socket = net::Socket::connect(address, ctx.deadline);
-      Hello hello{kMagic, ctx.rank, s, config.streams, ctx.nranks, config.block};
+      Hello hello{kMagic, token, ctx.rank, s, config.streams, ctx.nranks, config.block};
       socket.sendAll(&hello, sizeof(hello), ctx.deadline);
       tune(socket, config);
       sockets.push_back(std::move(socket));
@@ -104,9 +110,9 @@ struct Pending {
 };
 
 // Checks a complete hello; returns the slot it fills or nullptr to drop the connection.
-net::Socket* slotFor(const Hello& h, const TransportContext& ctx, const TcpConfig& config,
-                     std::vector<std::vector<net::Socket>>& mesh) {
-  if (h.magic != kMagic || h.rank < 0 || h.rank >= ctx.rank || h.stream < 0 ||
+net::Socket* slotFor(const Hello& h, uint64_t token, const TransportContext& ctx,
+                     const TcpConfig& config, std::vector<std::vector<net::Socket>>& mesh) {
+  if (h.magic != kMagic || h.token != token || h.rank < 0 || h.rank >= ctx.rank || h.stream < 0 ||
       h.stream >= config.streams)
     return nullptr;
   if (h.streams != config.streams || h.block != config.block || h.nranks != ctx.nranks) {
@@ -123,8 +129,8 @@ net::Socket* slotFor(const Hello& h, const TransportContext& ctx, const TcpConfi
 
 // Accepts config.streams connections from every lower rank. Strangers, garbage and
 // duplicates are dropped; a silent connection never blocks the others.
-void acceptFromLower(net::Socket& listener, const TransportContext& ctx, const TcpConfig& config,
-                     std::vector<std::vector<net::Socket>>& mesh) {
+void acceptFromLower(net::Socket& listener, uint64_t token, const TransportContext& ctx,
+                     const TcpConfig& config, std::vector<std::vector<net::Socket>>& mesh) {
   int missing = ctx.rank * config.streams;
   std::vector<Pending> pending;
   std::vector<pollfd> fds;
@@ -158,7 +164,7 @@ void acceptFromLower(net::Socket& listener, const TransportContext& ctx, const T
         if (got > 0) p.got += static_cast<size_t>(got);
         drop = got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
         if (!drop && p.got == sizeof(Hello)) {
-          if (net::Socket* slot = slotFor(p.hello, ctx, config, mesh)) {
+          if (net::Socket* slot = slotFor(p.hello, token, ctx, config, mesh)) {
             tune(p.socket, config);
             *slot = std::move(p.socket);
             --missing;
@@ -215,12 +221,17 @@ std::vector<std::vector<net::Socket>> connectMesh(const TransportContext& ctx,
   std::string address = listener.localAddress().toString();
   ctx.store->set("tcp/" + std::to_string(ctx.rank),
                  std::as_bytes(std::span(address.data(), address.size())));
+  // Only a process that can read the job's store (it knows the job secret) learns the
+  // token, so a stray local process cannot take a peer's connection slot.
+  const uint64_t token = randomSecret();
+  ctx.store->set("tcp/" + std::to_string(ctx.rank) + "/token",
+                 std::as_bytes(std::span(&token, 1)));
 
   // Connect upwards, then accept from below: the kernel completes connections in the
   // backlog before accept(), and the highest rank only accepts, so nothing waits in a
   // cycle.
   for (int p = ctx.rank + 1; p < ctx.nranks; ++p) mesh[p] = connectTo(ctx, config, p);
-  acceptFromLower(listener, ctx, config, mesh);
+  acceptFromLower(listener, token, ctx, config, mesh);
   return mesh;
 }
 

@@ -6,6 +6,7 @@
 #include "log.hpp"
 #include "store/barrier.hpp"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -27,6 +28,13 @@ std::string nextPrefix(uint64_t secret) {
   static std::map<uint64_t, int> created;
   std::lock_guard lock(mutex);
   return "comm" + std::to_string(created[secret]++) + "/";
+}
+
+// Cores this process may run on (taskset, cgroup cpusets), not the machine's total.
+int usableCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 std::string asString(const std::vector<std::byte>& bytes) {
@@ -76,7 +84,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   config.rank = rank;
   config.nranks = nranks;
   config.timeout = c->timeout_;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = usableCores();
   config.yieldWhileSpinning = localRanks > cores;
   // Oversubscribed ranks poll with sched_yield, which hands the core straight to a peer
   // with work; 200 us of that keeps small-message latency low (perf/compare.sh) before

@@ -1,0 +1,67 @@
+// Per link class figures for the cost model: latency per message, wire bandwidth, and the
+// rates of the local work (reduction, copy) that goes with that kind of link. These are
+// defaults from published or measured figures (design/facts.md); the calibration probe
+// (CHORUS_TUNE_FILE, chorus-perf --calibrate) replaces them with measured ones.
+// Units: microseconds and bytes per microsecond (1 GB/s = 1000 B/us).
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string_view>
+
+namespace chorus {
+
+enum class LinkClass : unsigned char { Shm, Tcp, Ib, Ucx, Nvlink };
+
+struct LinkModel {
+  double latencyUs = 1;             // one message, first byte sent to last byte usable
+  double bytesPerUs = 1000;         // wire rate of one rank's sends (and of its receives)
+  double reduceBytesPerUs = 10000;  // local reduction, bytes of the result per us
+  double copyBytesPerUs = 20000;    // local copy (also a send to oneself)
+  bool operator==(const LinkModel&) const = default;
+};
+
+namespace detail {
+// clang-format off
+inline constexpr std::array<LinkModel, 5> kDefaultLinks = {{
+    // Shm (this kind of machine: 2 cores, fork'd ranks; design/facts.md "Measured"):
+    //  1.8 us: Open MPI's 8 B all-reduce at np=4 takes 3.7 us in log2(4) = 2 steps;
+    //  6000 B/us: staging costs two copies at memcpy's 18-20 GB/s (~9.5 GB/s) and CMA on
+    //   4 KiB pages runs 6-9 GB/s; the ranks share 2 cores, so take the low end;
+    //  12000 B/us: fused reduce reads two streams and writes one, ~2/3 of memcpy;
+    //  19000 B/us: memcpy, DRAM-bound (18-20 GB/s).
+    {1.8, 6000, 12000, 19000},
+    // Tcp (loopback or a 10G-class NIC): Gloo measured 270-390 us for an 8 B all-reduce
+    //  (~10 steps) and 0.4-0.95 GB/s at 64 MiB: 25 us and 1 GB/s. Local work as shm.
+    {25, 1000, 12000, 19000},
+    // Ib (400G NDR): NCCL's per network hop latency is 2.7/4/14 us (LL/LL128/Simple);
+    //  our engine streams slices like LL128: 4 us. 48 GB/s: published 46-49 GB/s per
+    //  NIC. Local work on host memory as shm.
+    {4, 48000, 12000, 19000},
+    // Ucx (over the same RDMA NICs): UCX adds its protocol layer: 5 us, 45 GB/s.
+    {5, 45000, 12000, 19000},
+    // Nvlink (H100/H200, 8 GPUs): NCCL per NVLink hop 0.6/1.9/3.4 us: 1.9 us (LL128).
+    //  370 GB/s: published ring all-reduce busbw (the rate each GPU sends at). Local
+    //  work in HBM3e (4.8 TB/s): reduce reads 2 writes 1 (~1.6 TB/s of result), copy
+    //  reads 1 writes 1 (~2.4 TB/s); take ~85% of those.
+    {1.9, 370000, 1.4e6, 2.0e6},
+}};
+// clang-format on
+}  // namespace detail
+
+constexpr LinkModel defaultLinkModel(LinkClass link) {
+  return detail::kDefaultLinks[static_cast<size_t>(link)];
+}
+
+constexpr const char* toString(LinkClass link) {
+  constexpr const char* kNames[] = {"shm", "tcp", "ib", "ucx", "nvlink"};
+  return kNames[static_cast<size_t>(link)];
+}
+
+inline std::optional<LinkClass> parseLinkClass(std::string_view name) {
+  for (int i = 0; i < 5; ++i)
+    if (name == toString(static_cast<LinkClass>(i))) return static_cast<LinkClass>(i);
+  return std::nullopt;
+}
+
+}  // namespace chorus

@@ -27,10 +27,19 @@ const Algorithm& defaultAlgorithm(Collective collective, size_t bytes = 0, int n
 Schedule ringAllReduce(const CollectiveArgs& args);
 Schedule oneshotAllReduce(const CollectiveArgs& args);
 Schedule twoshotAllReduce(const CollectiveArgs& args);
+Schedule rdAllReduce(const CollectiveArgs& args);
+Schedule rhdAllReduce(const CollectiveArgs& args);
 Schedule ringAllGather(const CollectiveArgs& args);
+Schedule rdAllGather(const CollectiveArgs& args);
+Schedule bruckAllGather(const CollectiveArgs& args);
 Schedule ringReduceScatter(const CollectiveArgs& args);
+Schedule rhReduceScatter(const CollectiveArgs& args);
 Schedule chainBroadcast(const CollectiveArgs& args);
+Schedule treeBroadcast(const CollectiveArgs& args);
+Schedule scatterAllGatherBroadcast(const CollectiveArgs& args);
 Schedule chainReduce(const CollectiveArgs& args);
+Schedule treeReduce(const CollectiveArgs& args);
+Schedule reduceScatterGatherReduce(const CollectiveArgs& args);
 Schedule directSend(const CollectiveArgs& args);
 Schedule directRecv(const CollectiveArgs& args);
 

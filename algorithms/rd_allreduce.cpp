@@ -1,0 +1,57 @@
+// Recursive-doubling all-reduce: log2(p) steps; at each step a rank swaps its whole
+// partial vector with the rank whose (virtual) rank differs in one bit and folds it in.
+// Each rank sends and receives count * log2(p) elements: for small messages.
+//
+// Non-power-of-two p (p' = largest power of two below p, e = p - p'): the first 2e ranks
+// pair up; the odd one sends its input to its even partner first (which folds it in) and
+// receives the result at the end, so the extras take 2 steps and their partners
+// log2(p') + 2.
+//
+// Bit-identical on every rank: at the step over bit k both partners combine the same two
+// partials (their groups of 2^k ranks), one as a OP b and the other as b OP a, which is
+// the same bits because sum/prod/min/max are commutative in IEEE arithmetic; by induction
+// every rank holds the same bits for the same group, so the reduction tree is the same
+// for every rank and every element.
+#include "algorithms/algorithms.hpp"
+#include "algorithms/steps.hpp"
+
+namespace chorus {
+
+Schedule rdAllReduce(const CollectiveArgs& args) {
+  using namespace steps;
+  Schedule s;
+  const int n = args.nranks, r = args.rank;
+  const size_t count = args.count;
+  if (count == 0) return s;
+  if (n == 1) {
+    copy(s, in(0, count), out(0, count), /*finalize=*/true);
+    return s;
+  }
+  int pof2 = 1;
+  while (pof2 * 2 <= n) pof2 *= 2;
+  const int extra = n - pof2;
+  const bool folded = r < 2 * extra;
+  if (folded && r % 2 == 1) {  // extra rank: hand over the input, get the result back
+    int sent = send(s, r - 1, in(0, count));
+    recv(s, r - 1, out(0, count), sent);  // in-place: overwrite only what was sent
+    return s;
+  }
+  const int vrank = folded ? r / 2 : r - extra;
+  auto realRank = [&](int v) { return v < extra ? 2 * v : v + extra; };
+
+  // Every step covers the whole vector, so each one pipelines behind the one before:
+  // a send behind the fold that produced its data, a fold behind the send that still
+  // reads the memory it overwrites (in-place, and the output is the accumulator).
+  int last = -1;  // the step that last wrote the output; -1: the data is still the input
+  if (folded) last = recvReduce(s, r + 1, in(0, count), out(0, count), /*finalize=*/false);
+  for (int mask = 1; mask < pof2; mask <<= 1) {
+    const int peer = realRank(vrank ^ mask);
+    const Range mine = last < 0 ? in(0, count) : out(0, count);
+    int sent = send(s, peer, mine, last);
+    last = recvReduce(s, peer, mine, out(0, count), /*finalize=*/mask * 2 == pof2, sent);
+  }
+  if (folded) send(s, r + 1, out(0, count), last);
+  return s;
+}
+
+}  // namespace chorus

@@ -6,7 +6,9 @@
 namespace chorus {
 
 namespace {
-constexpr size_t kDirectBytes = 64 << 10;
+constexpr size_t kOneshotBytes = 64 << 10;           // bytes x nranks
+constexpr size_t kRecursiveDoublingBytes = 16 << 10;
+constexpr size_t kRabenseifnerBytes = 256 << 10;
 constexpr std::array kAlgorithms = {
     Algorithm{"ring", Collective::AllReduce, ringAllReduce,
               "ring reduce-scatter then ring all-gather, pipelined"},
@@ -49,11 +51,18 @@ const Algorithm* findAlgorithm(Collective collective, std::string_view name) {
 }
 
 const Algorithm& defaultAlgorithm(Collective collective, size_t bytes, int nranks) {
-  // One step beats 2(n-1) ring steps while the extra bytes cost less than the latency
-  // saved; measured crossover on shared memory (perf/compare.sh), to be replaced by the
-  // tuner's cost model.
-  if (collective == Collective::AllReduce && bytes * static_cast<size_t>(nranks) <= kDirectBytes)
-    return *findAlgorithm(Collective::AllReduce, "oneshot");
+  // Interim thresholds measured with chorus-perf on 2 cores over shared memory (the
+  // tuner's cost model will take this over): up to 4 ranks one step (oneshot) wins while
+  // every rank can afford to receive everything; beyond that recursive doubling's log2 p
+  // steps win for small messages and Rabenseifner (rhd) in the middle; the ring at large.
+  static const Algorithm* oneshot = findAlgorithm(Collective::AllReduce, "oneshot");
+  static const Algorithm* rd = findAlgorithm(Collective::AllReduce, "rd");
+  static const Algorithm* rhd = findAlgorithm(Collective::AllReduce, "rhd");
+  if (collective == Collective::AllReduce) {
+    if (nranks <= 4 && bytes * static_cast<size_t>(nranks) <= kOneshotBytes) return *oneshot;
+    if (nranks > 4 && bytes <= kRecursiveDoublingBytes) return *rd;
+    if (nranks > 4 && bytes <= kRabenseifnerBytes) return *rhd;
+  }
   for (const Algorithm& a : kAlgorithms)
     if (a.collective == collective) return a;
   return kAlgorithms[0];  // unreachable: every collective has an entry

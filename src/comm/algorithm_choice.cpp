@@ -60,6 +60,11 @@ void AlgorithmChoice::apply(std::string_view spec) {
     for (Collective c : kCollectivesWithChoice) {
       if (!target.empty() && lower(toString(c)) != target) continue;
       matchedCollective = true;
+      if (name == "auto" && !exclude) {  // back to the automatic choice
+        next.forced_[static_cast<size_t>(c)] = nullptr;
+        matchedAlgorithm = true;
+        continue;
+      }
       const Algorithm* a = findAlgorithm(c, name);
       if (!a) {
         if (!target.empty())

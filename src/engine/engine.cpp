@@ -197,7 +197,7 @@ bool Engine::advanceLocal(OpState& op, int index) {
   const Step& step = op.schedule->steps[index];
   auto& p = op.progress[index];
   const size_t ready = allowedElements(op, index);
-  if (step.dst.count == 0) {  // an empty part (count < nranks): nothing to wait for
+  if (step.dst.count == 0) {  // an empty part (count < nranks)
     completeStep(op, index);
     return true;
   }
@@ -227,7 +227,11 @@ void Engine::completeStep(OpState& op, int index) {
 }
 
 bool Engine::advance(StepRef ref) {
-  switch (ref.op->schedule->steps[ref.step].kind) {
+  const Step& step = ref.op->schedule->steps[ref.step];
+  // An empty step moves no data but still keeps its place in the order.
+  if (stepCount(step) == 0 && step.after >= 0 && !ref.op->progress[step.after].complete)
+    return false;
+  switch (step.kind) {
     case StepKind::Send:
       return advanceSend(*ref.op, ref.step);
     case StepKind::Recv:

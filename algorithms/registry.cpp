@@ -6,7 +6,7 @@
 namespace chorus {
 
 namespace {
-constexpr size_t kOneshotBytes = 64 << 10;           // bytes x nranks
+constexpr size_t kOneshotBytes = 64 << 10;  // bytes x nranks
 constexpr size_t kRecursiveDoublingBytes = 16 << 10;
 constexpr size_t kRabenseifnerBytes = 256 << 10;
 constexpr std::array kAlgorithms = {
@@ -70,13 +70,20 @@ const Algorithm& defaultAlgorithm(Collective collective, size_t bytes, int nrank
 
 const char* toString(Collective collective) {
   switch (collective) {
-    case Collective::AllReduce: return "allReduce";
-    case Collective::AllGather: return "allGather";
-    case Collective::ReduceScatter: return "reduceScatter";
-    case Collective::Broadcast: return "broadcast";
-    case Collective::Reduce: return "reduce";
-    case Collective::Send: return "send";
-    case Collective::Recv: return "recv";
+    case Collective::AllReduce:
+      return "allReduce";
+    case Collective::AllGather:
+      return "allGather";
+    case Collective::ReduceScatter:
+      return "reduceScatter";
+    case Collective::Broadcast:
+      return "broadcast";
+    case Collective::Reduce:
+      return "reduce";
+    case Collective::Send:
+      return "send";
+    case Collective::Recv:
+      return "recv";
   }
   return "unknown";
 }

@@ -189,6 +189,9 @@ std::shared_ptr<const Schedule> CommImpl::scheduleFor(const Algorithm& algorithm
   auto it = schedules_.find(key);
   if (it != schedules_.end()) return it->second;
   if (schedules_.size() >= 256) schedules_.clear();
+  if (rank_ == 0)
+    logf(LogLevel::Info, "%s of %zu x %s on %d ranks: algorithm %s", toString(call.collective),
+         call.count, toString(call.type), nranks_, algorithm.name);
   CollectiveArgs args{call.collective, rank_, nranks_, call.count, call.root};
   auto schedule = std::make_shared<const Schedule>(algorithm.build(args));
   schedules_.emplace(key, schedule);

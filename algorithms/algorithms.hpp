@@ -40,6 +40,7 @@ Schedule scatterAllGatherBroadcast(const CollectiveArgs& args);
 Schedule chainReduce(const CollectiveArgs& args);
 Schedule treeReduce(const CollectiveArgs& args);
 Schedule reduceScatterGatherReduce(const CollectiveArgs& args);
+Schedule pairwiseAllToAll(const CollectiveArgs& args);
 Schedule directSend(const CollectiveArgs& args);
 Schedule directRecv(const CollectiveArgs& args);
 

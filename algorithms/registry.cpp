@@ -37,6 +37,8 @@ constexpr std::array kAlgorithms = {
               "binomial tree, ceil(log2 n) steps, for small messages"},
     Algorithm{"rsg", Collective::Reduce, reduceScatterGatherReduce,
               "ring reduce-scatter then direct gather to the root, for large messages"},
+    Algorithm{"pairwise", Collective::AllToAll, pairwiseAllToAll,
+              "pairwise exchange: n-1 steps, step k sends to r+k and receives from r-k"},
     Algorithm{"direct", Collective::Send, directSend, "one stream to the peer"},
     Algorithm{"direct", Collective::Recv, directRecv, "one stream from the peer"},
 };
@@ -84,6 +86,8 @@ const char* toString(Collective collective) {
       return "send";
     case Collective::Recv:
       return "recv";
+    case Collective::AllToAll:
+      return "allToAll";
   }
   return "unknown";
 }

@@ -10,7 +10,16 @@
 
 namespace chorus {
 
-enum class Collective : uint8_t { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, Send, Recv };
+enum class Collective : uint8_t {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  Broadcast,
+  Reduce,
+  Send,
+  Recv,
+  AllToAll
+};
 const char* toString(Collective collective);  // "allReduce", ...
 
 enum class Buffer : uint8_t { Input, Output, Scratch };
@@ -50,7 +59,8 @@ struct Schedule {
 
 // What an algorithm is asked to build. `count` is per collective as in NCCL: all-reduce,
 // broadcast, reduce, send, recv: elements of the buffer; all-gather: elements each rank
-// contributes; reduce-scatter: elements each rank receives.
+// contributes; reduce-scatter: elements each rank receives; all-to-all: elements each
+// rank sends to each rank (one block; input and output hold nranks blocks).
 struct CollectiveArgs {
   Collective collective = Collective::AllReduce;
   int rank = 0;

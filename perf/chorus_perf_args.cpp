@@ -71,7 +71,7 @@ std::string usage(const ArgsSpec& spec) {
   std::ostringstream o;
   o << "USAGE: " << spec.program << " [options]\n"
     << "  -t,--collective <name>   allreduce (default), allgather, reducescatter, broadcast,\n"
-    << "                           reduce, sendrecv\n"
+    << "                           reduce, sendrecv, alltoall\n"
     << "  -b,--minbytes <size>     smallest size in bytes, suffix K/M/G (default 32M)\n"
     << "  -e,--maxbytes <size>     largest size in bytes (default 32M)\n"
     << "  -f,--stepfactor <n>      multiply the size by n each step (default 2)\n"

@@ -20,6 +20,7 @@ std::optional<chorus::Collective> collectiveNamed(std::string_view name) {
   if (name == "reducescatter") return chorus::Collective::ReduceScatter;
   if (name == "broadcast") return chorus::Collective::Broadcast;
   if (name == "reduce") return chorus::Collective::Reduce;
+  if (name == "alltoall") return chorus::Collective::AllToAll;
   return std::nullopt;
 }
 
@@ -47,7 +48,7 @@ std::optional<int> runExplain(int argc, char** argv) {
   if (nranks < 1 || !linkClass || !collective) {
     std::fprintf(stderr,
                  "usage: chorus-perf --explain NRANKS [--link shm|tcp|ib|ucx|nvlink] "
-                 "[-t allreduce|allgather|reducescatter|broadcast|reduce]\n");
+                 "[-t allreduce|allgather|reducescatter|broadcast|reduce|alltoall]\n");
     return 2;
   }
   std::fputs(

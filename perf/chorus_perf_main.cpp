@@ -41,6 +41,9 @@ class ChorusBackend : public perf::Backend {
       case perf::Coll::Reduce:
         comm_.reduce(c.send, c.recv, c.count, type, op, c.root).wait();
         break;
+      case perf::Coll::AllToAll:
+        comm_.allToAll(c.send, c.recv, c.count, type).wait();
+        break;
       case perf::Coll::SendRecv: {
         // Ring neighbour exchange: both posted before either is waited for.
         const int n = size();

@@ -176,6 +176,14 @@ class Sweep {
         return countWrongCopied(spec, call.recv, pc, c.root, 0);
       case Coll::SendRecv:
         return countWrongCopied(spec, call.recv, pc, (rank + n - 1) % n, 0);
+      case Coll::AllToAll: {  // block r: rank r's block `rank`
+        int64_t wrong = 0;
+        for (int r = 0; r < n; ++r) {
+          const char* part = static_cast<const char*>(call.recv) + pc * ts * static_cast<size_t>(r);
+          wrong += countWrongCopied(spec, part, pc, r, pc * static_cast<size_t>(rank));
+        }
+        return wrong;
+      }
       case Coll::AllGather: {
         int64_t wrong = 0;
         for (int r = 0; r < n; ++r) {

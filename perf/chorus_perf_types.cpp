@@ -33,19 +33,21 @@ struct CollName {
   Coll coll;
 };
 // Canonical names first; the rest are accepted spellings.
-constexpr std::array<CollName, 12> kColls = {{
+constexpr std::array<CollName, 14> kColls = {{
     {"allreduce", Coll::AllReduce},
     {"allgather", Coll::AllGather},
     {"reducescatter", Coll::ReduceScatter},
     {"broadcast", Coll::Broadcast},
     {"reduce", Coll::Reduce},
     {"sendrecv", Coll::SendRecv},
+    {"alltoall", Coll::AllToAll},
     {"all_reduce", Coll::AllReduce},
     {"all_gather", Coll::AllGather},
     {"reduce_scatter", Coll::ReduceScatter},
     {"bcast", Coll::Broadcast},
     {"send_recv", Coll::SendRecv},
     {"p2p", Coll::SendRecv},
+    {"all_to_all", Coll::AllToAll},
 }};
 
 std::string lower(std::string_view s) {
@@ -105,7 +107,8 @@ std::optional<Coll> collFromProgramName(std::string_view argv0) {
   std::string n = lower(slash == std::string_view::npos ? argv0 : argv0.substr(slash + 1));
   n.erase(std::remove_if(n.begin(), n.end(), [](char c) { return c == '_' || c == '-'; }), n.end());
   // Longest names first: "allreduce" and "reducescatter" contain "reduce".
-  constexpr std::array<CollName, 6> kOrder = {{{"reducescatter", Coll::ReduceScatter},
+  constexpr std::array<CollName, 7> kOrder = {{{"reducescatter", Coll::ReduceScatter},
+                                               {"alltoall", Coll::AllToAll},
                                                {"allreduce", Coll::AllReduce},
                                                {"allgather", Coll::AllGather},
                                                {"broadcast", Coll::Broadcast},
@@ -142,6 +145,10 @@ Layout layoutFor(Coll coll, size_t bytes, Type type, int nranks, int rank) {
       l.count = l.sendCount;
       l.recvInPlaceOffset = l.paramCount * static_cast<size_t>(rank);
       break;
+    case Coll::AllToAll:  // as nccl-tests: the size is the whole buffer, count / n per peer
+      l.paramCount = elems / n;
+      l.sendCount = l.recvCount = l.count = l.paramCount * n;
+      break;
     default:
       l.paramCount = l.sendCount = l.recvCount = l.count = elems;
       break;
@@ -157,6 +164,7 @@ double busFactor(Coll coll, int nranks) {
       return 2.0 * (n - 1) / n;
     case Coll::AllGather:
     case Coll::ReduceScatter:
+    case Coll::AllToAll:
       return (n - 1) / n;
     default:
       return 1.0;

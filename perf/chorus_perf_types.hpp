@@ -28,7 +28,7 @@ inline constexpr int kNumTypes = 10;
 enum class Op : int { Sum = 0, Prod = 1, Max = 2, Min = 3, Avg = 4 };
 inline constexpr int kNumOps = 5;
 
-enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, SendRecv };
+enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, SendRecv, AllToAll };
 
 size_t typeSize(Type type);
 bool isFloat(Type type);
@@ -49,7 +49,8 @@ bool hasRoot(Coll coll);  // broadcast, reduce
 struct Layout {
   size_t count = 0;       // elements printed in the "count" column (total for gather/scatter)
   size_t bytes = 0;       // bytes printed in the "size" column (count * typeSize)
-  size_t paramCount = 0;  // count passed to the call (per-rank for allgather/reducescatter)
+  size_t paramCount = 0;  // count passed to the call (per-rank for allgather/reducescatter,
+                          // per-peer for alltoall)
   size_t sendCount = 0;   // elements in the send buffer
   size_t recvCount = 0;   // elements in the receive buffer
   // In-place: both pointers point into one buffer of max(send, recv) elements at these
@@ -60,8 +61,8 @@ struct Layout {
 };
 Layout layoutFor(Coll coll, size_t bytes, Type type, int nranks, int rank);
 
-// busbw = algbw * factor: 2(n-1)/n all-reduce, (n-1)/n all-gather and reduce-scatter,
-// 1 for broadcast, reduce and send/recv.
+// busbw = algbw * factor: 2(n-1)/n all-reduce, (n-1)/n all-gather, reduce-scatter and
+// all-to-all, 1 for broadcast, reduce and send/recv.
 double busFactor(Coll coll, int nranks);
 
 }  // namespace perf

@@ -109,6 +109,11 @@ class MpiBackend : public perf::Backend {
         check(MPI_Reduce(send, c.recv, count, type, op, c.root, MPI_COMM_WORLD), "MPI_Reduce");
         break;
       }
+      case perf::Coll::AllToAll:
+        check(MPI_Alltoall(same ? MPI_IN_PLACE : c.send, count, type, c.recv, count, type,
+                           MPI_COMM_WORLD),
+              "MPI_Alltoall");
+        break;
       case perf::Coll::SendRecv: {
         const int next = (rank_ + 1) % size_;
         const int prev = (rank_ + size_ - 1) % size_;

@@ -44,6 +44,9 @@ chorusResult_t chorusBroadcast(const void* sendbuff, void* recvbuff, size_t coun
 chorusResult_t chorusReduce(const void* sendbuff, void* recvbuff, size_t count,
                             chorusDataType_t datatype, chorusRedOp_t op, int root,
                             chorusComm_t comm);
+/* count elements per peer; sendbuff and recvbuff hold nranks * count; in-place: equal. */
+chorusResult_t chorusAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                              chorusDataType_t datatype, chorusComm_t comm);
 chorusResult_t chorusSend(const void* sendbuff, size_t count, chorusDataType_t datatype, int peer,
                           chorusComm_t comm);
 chorusResult_t chorusRecv(void* recvbuff, size_t count, chorusDataType_t datatype, int peer,

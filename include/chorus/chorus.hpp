@@ -137,6 +137,10 @@ class Communicator {
   Work reduce(const void* send, void* recv, size_t count, DataType type, RedOp op, int root);
   Work send(const void* buf, size_t count, DataType type, int peer);
   Work recv(void* buf, size_t count, DataType type, int peer);
+  // All-to-all: `count` elements per peer; send and recv hold size() blocks of `count`
+  // elements each, block j of send goes to rank j and block j of recv comes from rank j.
+  // In-place with send == recv.
+  Work allToAll(const void* send, void* recv, size_t count, DataType type);
 
   // Overrides the algorithm choice (same syntax as CHORUS_ALGO); throws on an unknown name.
   void setAlgorithm(std::string_view spec);

@@ -9,9 +9,9 @@ namespace chorus {
 namespace {
 
 // Point-to-point has only "direct": specs apply to the collectives.
-constexpr std::array<Collective, 5> kCollectivesWithChoice = {
-    Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::Broadcast,
-    Collective::Reduce};
+constexpr std::array<Collective, 6> kCollectivesWithChoice = {
+    Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+    Collective::Broadcast, Collective::Reduce,    Collective::AllToAll};
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -84,7 +84,7 @@ void AlgorithmChoice::apply(std::string_view spec) {
     }
     if (!matchedCollective)
       bad("unknown collective '" + target +
-          "' (allreduce, allgather, reducescatter, broadcast, reduce)");
+          "' (allreduce, allgather, reducescatter, broadcast, reduce, alltoall)");
     if (!matchedAlgorithm) bad("unknown algorithm '" + name + "'");
   }
   for (Collective c : kCollectivesWithChoice) {

@@ -20,7 +20,7 @@ class AlgorithmChoice {
   const Algorithm& pick(Collective collective, size_t bytes, int nranks) const;
 
  private:
-  static constexpr size_t kCollectives = 7;
+  static constexpr size_t kCollectives = 8;
   std::array<const Algorithm*, kCollectives> forced_{};  // nullptr: not forced
   std::array<std::vector<std::string>, kCollectives> excluded_;
 };

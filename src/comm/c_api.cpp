@@ -127,6 +127,10 @@ chorusResult_t chorusReduce(const void* sendbuff, void* recvbuff, size_t count,
                             chorusComm_t comm) {
   CHORUS_BLOCKING(comm, reduce(sendbuff, recvbuff, count, typeOf(datatype), opOf(op), root));
 }
+chorusResult_t chorusAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                              chorusDataType_t datatype, chorusComm_t comm) {
+  CHORUS_BLOCKING(comm, allToAll(sendbuff, recvbuff, count, typeOf(datatype)));
+}
 chorusResult_t chorusSend(const void* sendbuff, size_t count, chorusDataType_t datatype, int peer,
                           chorusComm_t comm) {
   CHORUS_BLOCKING(comm, send(sendbuff, count, typeOf(datatype), peer));

@@ -156,6 +156,10 @@ void CommImpl::validate(const Call& call) const {
     case Collective::ReduceScatter:
       inBytes *= nranks_;
       break;
+    case Collective::AllToAll:
+      inBytes *= nranks_;
+      outBytes *= nranks_;
+      break;
     case Collective::Broadcast:
       needInput = isRoot;
       break;

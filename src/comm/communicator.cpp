@@ -47,6 +47,9 @@ Work Communicator::reduce(const void* send, void* recv, size_t count, DataType t
                           int root) {
   return live(impl_).submit({Collective::Reduce, send, recv, count, type, op, root});
 }
+Work Communicator::allToAll(const void* send, void* recv, size_t count, DataType type) {
+  return live(impl_).submit({Collective::AllToAll, send, recv, count, type, RedOp::Sum, 0});
+}
 Work Communicator::send(const void* buf, size_t count, DataType type, int peer) {
   return live(impl_).submit({Collective::Send, buf, nullptr, count, type, RedOp::Sum, peer});
 }

@@ -29,17 +29,11 @@ inline void cpuRelax() { __builtin_ia32_pause(); }
 
 std::string OpState::describe() const {
   char text[160];
+  const bool reduces = collective == Collective::AllReduce ||
+                       collective == Collective::ReduceScatter || collective == Collective::Reduce;
   std::snprintf(text, sizeof(text), "%s #%llu (%zu x %s%s%s, %s)", toString(collective),
                 static_cast<unsigned long long>(sequence), count, toString(type),
-                collective == Collective::AllGather || collective == Collective::Broadcast ||
-                        collective == Collective::Send || collective == Collective::Recv
-                    ? ""
-                    : " ",
-                collective == Collective::AllGather || collective == Collective::Broadcast ||
-                        collective == Collective::Send || collective == Collective::Recv
-                    ? ""
-                    : toString(op),
-                algorithm);
+                reduces ? " " : "", reduces ? toString(op) : "", algorithm);
   return text;
 }
 

@@ -14,7 +14,7 @@
 
 namespace chorus_test {
 
-enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, SendRecv };
+enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, SendRecv, AllToAll };
 
 inline const char* collName(Coll c) {
   switch (c) {
@@ -30,6 +30,8 @@ inline const char* collName(Coll c) {
       return "reduce";
     case Coll::SendRecv:
       return "sendRecv";
+    case Coll::AllToAll:
+      return "allToAll";
   }
   return "?";
 }
@@ -68,7 +70,7 @@ struct Case {
   int root = 0;  // broadcast/reduce: root; sendRecv: shift (send to rank + shift)
   const TypeInfo* type = nullptr;
   chorus::RedOp op = chorus::RedOp::Sum;  // reductions only
-  size_t count = 0;  // per-rank count for allGather (send) and reduceScatter (recv)
+  size_t count = 0;  // per-rank count for allGather (send), reduceScatter (recv), allToAll
   bool inPlace = false;
   uint64_t seed = 0;
 };
@@ -115,7 +117,8 @@ inline std::vector<Case> buildCases(int nranks, bool quick) {
     c.seed = mix64(0x5eed0000ull + static_cast<uint64_t>(c.index));
     cases.push_back(c);
   };
-  // Per-rank count for the large allGather/reduceScatter: the whole buffer stays ~kLargeCount.
+  // Per-rank count for the large allGather/reduceScatter/allToAll: the whole buffer stays
+  // ~kLargeCount.
   const size_t largePerRank = (kLargeCount / static_cast<size_t>(nranks)) | 1;
   std::vector<int> roots = {0};
   if (nranks > 1) roots.push_back(nranks - 1);
@@ -127,11 +130,13 @@ inline std::vector<Case> buildCases(int nranks, bool quick) {
   std::vector<Shape> shapes = {{Coll::AllReduce, 0}, {Coll::ReduceScatter, 0}};
   for (int r : roots) shapes.push_back({Coll::Reduce, r});
   shapes.push_back({Coll::AllGather, 0});
+  shapes.push_back({Coll::AllToAll, 0});
   for (int r : roots) shapes.push_back({Coll::Broadcast, r});
 
   for (const Shape& s : shapes) {
     bool red = isReduction(s.coll);
-    bool perRank = s.coll == Coll::AllGather || s.coll == Coll::ReduceScatter;
+    bool perRank =
+        s.coll == Coll::AllGather || s.coll == Coll::ReduceScatter || s.coll == Coll::AllToAll;
     for (const TypeInfo& t : kTypes) {
       for (chorus::RedOp op : kOps) {
         if (!red && op != chorus::RedOp::Sum) continue;  // copies: one pass per type

@@ -195,6 +195,32 @@ class Runner {
         }
         break;
       }
+      case Coll::AllToAll: {
+        // Block j of the result is block `rank_` of rank j's input.
+        const size_t total = cnt * static_cast<size_t>(n_);
+        auto exchanged = [&](unsigned char* out, size_t) {
+          for (int r = 0; r < n_; ++r) in.fill(out + r * cnt * s, r, rank_ * cnt, cnt);
+        };
+        GuardedBuffer recv(total * s, mis, c.seed + 2);
+        std::optional<GuardedBuffer> send;
+        const void* sp = recv.data();
+        if (c.inPlace) {
+          in.fill(recv.data(), rank_, 0, total);
+        } else {
+          send.emplace(total * s, mis, c.seed + 1);
+          in.fill(send->data(), rank_, 0, total);
+          sp = send->data();
+        }
+        chorus::Work w = comm_.allToAll(sp, recv.data(), cnt, dt);
+        waitFor(w, "allToAll");
+        chk.elements("result", recv.data(), total, exchanged, false);
+        chk.guards("recv buffer", recv);
+        if (send) {
+          chk.elements("send buffer (must be unchanged)", send->data(), total, own(0), false);
+          chk.guards("send buffer", *send);
+        }
+        break;
+      }
       case Coll::ReduceScatter: {
         const size_t total = cnt * static_cast<size_t>(n_);
         const size_t mine = static_cast<size_t>(rank_) * cnt;

@@ -7,7 +7,9 @@
 // have the same element count and for its completion otherwise; empty steps complete at
 // once (they order nothing). Sends are put off as long as anything else can run and, for
 // small p, move one element at a time, so a step that overwrites data before it is sent,
-// or reads data before it is produced, shows up as a wrong result.
+// or reads data before it is produced, shows up as a wrong result. Optionally one rank
+// (`late`) sends only when nothing else can move: a rank that arrives late, so that data
+// meant for it is delayed while its peers' data reaches it.
 #include "algorithms/algorithms.hpp"
 
 #include <gtest/gtest.h>
@@ -114,10 +116,11 @@ struct Message {
 class SymbolicRun {
  public:
   SymbolicRun(const Algorithm& algorithm, int nranks, size_t count, int root, bool inPlace,
-              size_t sendGrain)
-      : nranks_(nranks), sendGrain_(sendGrain), ranks_(nranks) {
+              size_t sendGrain, int late = -1)
+      : nranks_(nranks), sendGrain_(sendGrain), late_(late), ranks_(nranks) {
     const bool gathers = algorithm.collective == Collective::AllGather;
     const bool scatters = algorithm.collective == Collective::ReduceScatter;
+    const bool exchanges = algorithm.collective == Collective::AllToAll;  // n blocks each way
     for (int r = 0; r < nranks; ++r) {
       RankState& s = ranks_[r];
       s.schedule = algorithm.build({algorithm.collective, r, nranks, count, root});
@@ -130,8 +133,8 @@ class SymbolicRun {
         else
           (step.kind == StepKind::Send ? s.sends : s.recvs)[step.peer].first.push_back(i);
       }
-      s.inputCount = scatters ? count * nranks : count;
-      s.outputCount = gathers ? count * nranks : count;
+      s.inputCount = scatters || exchanges ? count * nranks : count;
+      s.outputCount = gathers || exchanges ? count * nranks : count;
       s.store.assign(std::max(s.inputCount, s.outputCount), Value{});
       if (!inPlace) s.outStore.assign(s.outputCount, Value{});
       s.output = inPlace ? s.store.data() : s.outStore.data();
@@ -147,9 +150,12 @@ class SymbolicRun {
   std::string run() {
     for (;;) {
       bool moved = false;
-      for (bool sends : {false, true}) {
+      for (int phase : {0, 1, 2}) {
         // Sends move one grain per link per round; everything else runs to a standstill.
+        // The late rank's sends (phase 2) move only when nothing else can.
+        const bool sends = phase > 0;
         for (int r = 0; r < nranks_; ++r) {
+          if (sends && (r == late_) != (phase == 2)) continue;
           if (sends) {
             moved |= advanceRank(r, true);
           } else {
@@ -327,6 +333,7 @@ class SymbolicRun {
 
   int nranks_;
   size_t sendGrain_;
+  int late_;
   std::vector<RankState> ranks_;
   std::map<std::pair<int, int>, std::deque<Message>> links_;
   std::string error_;
@@ -336,11 +343,12 @@ Value expectAll(int nranks, int64_t index) { return Value(0, nranks, index, true
 Value expectOne(int from, int64_t index) { return Value(from, from + 1, index, false); }
 
 void checkCollective(const Algorithm& algorithm, int nranks, size_t count, int root, bool inPlace,
-                     size_t sendGrain) {
-  SymbolicRun run(algorithm, nranks, count, root, inPlace, sendGrain);
+                     size_t sendGrain, int late = -1) {
+  SymbolicRun run(algorithm, nranks, count, root, inPlace, sendGrain, late);
   std::string error = run.run();
   ASSERT_EQ(error, "") << toString(algorithm.collective) << "/" << algorithm.name << " p=" << nranks
-                       << " count=" << count << " root=" << root << " in-place=" << inPlace;
+                       << " count=" << count << " root=" << root << " in-place=" << inPlace
+                       << " late=" << late;
   for (int r = 0; r < nranks; ++r) {
     const Value* out = run.rank(r).output;
     for (size_t i = 0; i < run.rank(r).outputCount; ++i) {
@@ -361,13 +369,17 @@ void checkCollective(const Algorithm& algorithm, int nranks, size_t count, int r
         case Collective::Reduce:
           if (r == root) want = expectAll(nranks, i);
           break;
+        case Collective::AllToAll:  // block j holds block r of rank j's input
+          want = expectOne(i / count, r * count + i % count);
+          break;
         default:
           break;
       }
       if (want && !(out[i] == *want)) {
         FAIL() << toString(algorithm.collective) << "/" << algorithm.name << " p=" << nranks
-               << " count=" << count << " root=" << root << " in-place=" << inPlace << " rank=" << r
-               << " element=" << i << ": got " << describe(out[i]) << ", want " << describe(*want);
+               << " count=" << count << " root=" << root << " in-place=" << inPlace
+               << " late=" << late << " rank=" << r << " element=" << i << ": got "
+               << describe(out[i]) << ", want " << describe(*want);
       }
     }
   }
@@ -411,6 +423,9 @@ TEST(Schedule, EveryCollectiveAlgorithmIsExactForSmallRankCounts) {
         for (int root : roots) {
           for (bool inPlace : {false, true}) {
             checkCollective(algorithm, nranks, count, root, inPlace, nranks <= 9 ? 1 : SIZE_MAX);
+            if (HasFatalFailure()) return;
+            if (nranks > 9 || !inPlace) continue;
+            checkCollective(algorithm, nranks, count, root, inPlace, 1, /*late=*/nranks / 2);
             if (HasFatalFailure()) return;
           }
         }
@@ -470,6 +485,27 @@ Schedule doubleCountingAllReduce(const CollectiveArgs& args) {
                        false});
   }
   return s;
+}
+
+Schedule unorderedAllToAll(const CollectiveArgs& args) {
+  Schedule s = pairwiseAllToAll(args);
+  for (Step& step : s.steps) step.after = -1;  // receives may overwrite unsent blocks
+  return s;
+}
+
+TEST(Schedule, TheCheckerCatchesAnAllToAllThatOverwritesBeforeSending) {
+  const Algorithm broken{"unordered", Collective::AllToAll, unorderedAllToAll, ""};
+  bool caught = false;
+  for (int nranks : {2, 3, 4, 5}) {
+    const size_t count = 3;
+    SymbolicRun run(broken, nranks, count, 0, /*inPlace=*/true, 1, /*late=*/0);
+    bool wrong = !run.run().empty();
+    for (int r = 0; r < nranks && !wrong; ++r)
+      for (size_t i = 0; i < count * nranks; ++i)
+        wrong |= !(run.rank(r).output[i] == expectOne(int(i / count), r * count + i % count));
+    caught |= wrong;
+  }
+  EXPECT_TRUE(caught);
 }
 
 TEST(Schedule, TheCheckerCatchesBrokenSchedules) {
@@ -545,6 +581,10 @@ TEST(Schedule, StepsAndBytesMatchTheFormulas) {
     EXPECT_NEAR(double(sag.elements), 2.0 * (n - 1) / n * count, 2.0 * n) << n;
     // Tree reduce: every non-root rank sends the vector once.
     EXPECT_EQ(busiest(find(Collective::Reduce, "tree"), n, count).elements, count) << n;
+    // Pairwise all-to-all: n-1 messages of one block each.
+    Cost pairwise = busiest(find(Collective::AllToAll, "pairwise"), n, m);
+    EXPECT_EQ(pairwise.messages, size_t(n - 1)) << n;
+    EXPECT_EQ(pairwise.elements, m * (n - 1)) << n;
     // rsg: (p-1)/p in the ring plus 1/p to the root.
     EXPECT_NEAR(double(busiest(find(Collective::Reduce, "rsg"), n, count).elements), double(count),
                 n)
@@ -562,10 +602,11 @@ TEST(Schedule, Table) {
     std::printf("| %s | %s |", toString(a.collective), a.name);
     for (int n : {2, 3, 4, 8, 9, 16, 64}) {
       Cost c = busiest(a, n, count);
-      size_t base =
-          a.collective == Collective::AllGather || a.collective == Collective::ReduceScatter
-              ? count * n
-              : count;
+      size_t base = a.collective == Collective::AllGather ||
+                            a.collective == Collective::ReduceScatter ||
+                            a.collective == Collective::AllToAll
+                        ? count * n
+                        : count;
       std::printf(" %zu / %.2f |", c.messages, double(c.elements) / double(base));
     }
     std::printf("\n");

@@ -218,7 +218,8 @@ Work CommImpl::submit(const Call& call) {
   op->input = static_cast<const std::byte*>(call.input);
   op->output = static_cast<std::byte*>(call.output);
   op->schedule = scheduleFor(algorithm, call);
-  logf(LogLevel::Trace, "rank %d: %s", rank_, op->describe().c_str());
+  if (logLevel() >= LogLevel::Trace)  // describe() formats a string: not on the hot path
+    logf(LogLevel::Trace, "rank %d: %s", rank_, op->describe().c_str());
   engine_->submit(op);
   return Work(shared_from_this(), std::move(op));
 }

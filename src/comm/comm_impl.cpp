@@ -5,6 +5,8 @@
 #include "errors.hpp"
 #include "log.hpp"
 #include "store/barrier.hpp"
+#include "tuner/cost_model.hpp"
+#include "tuner/link_model.hpp"
 
 #include <sched.h>
 #include <unistd.h>
@@ -193,9 +195,15 @@ std::shared_ptr<const Schedule> CommImpl::scheduleFor(const Algorithm& algorithm
   auto it = schedules_.find(key);
   if (it != schedules_.end()) return it->second;
   if (schedules_.size() >= 256) schedules_.clear();
-  if (rank_ == 0)
-    logf(LogLevel::Info, "%s of %zu x %s on %d ranks: algorithm %s", toString(call.collective),
-         call.count, toString(call.type), nranks_, algorithm.name);
+  if (rank_ == 0 && logLevel() >= LogLevel::Info) {
+    // The cost model's view next to the choice (it does not drive the choice yet).
+    auto link = parseLinkClass(transport_->name()).value_or(LinkClass::Tcp);
+    std::string model = explainChoice(call.collective, nranks_, call.count, sizeOf(call.type),
+                                      defaultLinkModel(link));
+    logf(LogLevel::Info, "%s of %zu x %s on %d ranks: algorithm %s; cost model: %s",
+         toString(call.collective), call.count, toString(call.type), nranks_, algorithm.name,
+         model.c_str());
+  }
   CollectiveArgs args{call.collective, rank_, nranks_, call.count, call.root};
   auto schedule = std::make_shared<const Schedule>(algorithm.build(args));
   schedules_.emplace(key, schedule);

@@ -455,7 +455,7 @@ std::string explainChoice(Collective collective, int nranks, size_t count, size_
   for (const Prediction& p : rankAlgorithms(collective, nranks, count, elementSize, link)) {
     text += first ? " " : ", ";
     text += std::string(p.algorithm->name) + " " + formatMicros(p.micros) + " us";
-    if (first) text += " (chosen)";
+    if (first) text += " (best predicted)";
     first = false;
   }
   return text;

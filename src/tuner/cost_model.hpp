@@ -75,7 +75,7 @@ std::string explainTable(Collective collective, int nranks, const LinkModel& lin
                          std::span<const size_t> bytes, size_t elementSize = 4);
 std::string explainTable(Collective collective, int nranks, const LinkModel& link);
 
-// One line for CHORUS_DEBUG=INFO: "allReduce 4 ranks 1048576 B: ring 812.3 us (chosen),
+// One line for CHORUS_DEBUG=INFO: "allReduce 4 ranks 1048576 B: ring 812.3 us (best predicted),
 // twoshot 901.0 us, oneshot 1520.9 us".
 std::string explainChoice(Collective collective, int nranks, size_t count, size_t elementSize,
                           const LinkModel& link);

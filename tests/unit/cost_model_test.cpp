@@ -208,7 +208,7 @@ TEST(CostModel, ExplainTableMarksTheBestOfEveryRow) {
   EXPECT_NE(table.find("1 MiB"), std::string::npos) << table;
   const std::string line =
       explainChoice(Collective::AllReduce, 8, 2, 4, defaultLinkModel(LinkClass::Tcp));
-  EXPECT_NE(line.find("(chosen)"), std::string::npos) << line;
+  EXPECT_NE(line.find("(best predicted)"), std::string::npos) << line;
 }
 
 TEST(CostModel, LinkTableNamesRoundTrip) {

@@ -13,6 +13,7 @@
 // every rank holds the same bits for the same group, so the reduction tree is the same
 // for every rank and every element.
 #include "algorithms/algorithms.hpp"
+#include "algorithms/pof2_fold.hpp"
 #include "algorithms/steps.hpp"
 
 namespace chorus {
@@ -27,17 +28,15 @@ Schedule rdAllReduce(const CollectiveArgs& args) {
     copy(s, in(0, count), out(0, count), /*finalize=*/true);
     return s;
   }
-  int pof2 = 1;
-  while (pof2 * 2 <= n) pof2 *= 2;
-  const int extra = n - pof2;
-  const bool folded = r < 2 * extra;
-  if (folded && r % 2 == 1) {  // extra rank: hand over the input, get the result back
+  const Pof2Fold fold = Pof2Fold::of(r, n);
+  const int pof2 = fold.pof2;
+  const bool folded = fold.paired;
+  if (fold.sitsOut) {  // extra rank: hand over the input, get the result back
     int sent = send(s, r - 1, in(0, count));
     recv(s, r - 1, out(0, count), sent);  // in-place: overwrite only what was sent
     return s;
   }
-  const int vrank = folded ? r / 2 : r - extra;
-  auto realRank = [&](int v) { return v < extra ? 2 * v : v + extra; };
+  const int vrank = fold.vrank;
 
   // Every step covers the whole vector, so each one pipelines behind the one before:
   // a send behind the fold that produced its data, a fold behind the send that still
@@ -45,7 +44,7 @@ Schedule rdAllReduce(const CollectiveArgs& args) {
   int last = -1;  // the step that last wrote the output; -1: the data is still the input
   if (folded) last = recvReduce(s, r + 1, in(0, count), out(0, count), /*finalize=*/false);
   for (int mask = 1; mask < pof2; mask <<= 1) {
-    const int peer = realRank(vrank ^ mask);
+    const int peer = fold.realRank(vrank ^ mask);
     const Range mine = last < 0 ? in(0, count) : out(0, count);
     int sent = send(s, peer, mine, last);
     last = recvReduce(s, peer, mine, out(0, count), /*finalize=*/mask * 2 == pof2, sent);

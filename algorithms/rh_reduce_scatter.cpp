@@ -10,6 +10,7 @@
 // Partial sums live in scratch (at most the whole input for a paired rank, about half of
 // it otherwise); the input is never written, the output only with the final result.
 #include "algorithms/algorithms.hpp"
+#include "algorithms/pof2_fold.hpp"
 #include "algorithms/steps.hpp"
 
 #include <algorithm>
@@ -26,19 +27,17 @@ Schedule rhReduceScatter(const CollectiveArgs& args) {
     copy(s, in(0, m), out(0, m), /*finalize=*/true);
     return s;
   }
-  int pof2 = 1;
-  while (pof2 * 2 <= n) pof2 *= 2;
-  const int extra = n - pof2;
-  const bool folded = r < 2 * extra;
-  if (folded && r % 2 == 1) {  // extra rank: hand over the input, get our block back
+  const Pof2Fold fold = Pof2Fold::of(r, n);
+  const int pof2 = fold.pof2;
+  const bool folded = fold.paired;
+  if (fold.sitsOut) {  // extra rank: hand over the input, get our block back
     int sent = send(s, r - 1, in(0, total));
     recv(s, r - 1, out(0, m), sent);  // in-place: the output lies inside the input sent
     return s;
   }
-  const int vrank = folded ? r / 2 : r - extra;
-  auto realRank = [&](int v) { return v < extra ? 2 * v : v + extra; };
+  const int vrank = fold.vrank;
   // Element offset of virtual block v (its real blocks are contiguous).
-  auto start = [&](int v) { return m * static_cast<size_t>(v < extra ? 2 * v : v + extra); };
+  auto start = [&](int v) { return m * static_cast<size_t>(fold.realRank(v)); };
   auto blocks = [&](int first, int count) {
     return Part{start(first), start(first + count) - start(first)};
   };
@@ -60,7 +59,7 @@ Schedule rhReduceScatter(const CollectiveArgs& args) {
   };
   int lo = 0;
   for (int mask = pof2 / 2; mask >= 1; mask >>= 1) {
-    const int peer = realRank(vrank ^ mask);
+    const int peer = fold.realRank(vrank ^ mask);
     const bool lower = (vrank & mask) == 0;
     const Part keep = blocks(lower ? lo : lo + mask, mask);
     const Part give = blocks(lower ? lo + mask : lo, mask);

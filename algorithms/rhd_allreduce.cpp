@@ -11,6 +11,7 @@
 // Bit-identical on every rank: every element is reduced by exactly one rank (the owner
 // of its block) and then only copied, so all ranks get the owner's bits.
 #include "algorithms/algorithms.hpp"
+#include "algorithms/pof2_fold.hpp"
 #include "algorithms/steps.hpp"
 
 namespace chorus {
@@ -25,17 +26,15 @@ Schedule rhdAllReduce(const CollectiveArgs& args) {
     copy(s, in(0, count), out(0, count), /*finalize=*/true);
     return s;
   }
-  int pof2 = 1;
-  while (pof2 * 2 <= n) pof2 *= 2;
-  const int extra = n - pof2;
-  const bool folded = r < 2 * extra;
-  if (folded && r % 2 == 1) {  // extra rank: hand over the input, get the result back
+  const Pof2Fold fold = Pof2Fold::of(r, n);
+  const int pof2 = fold.pof2;
+  const bool folded = fold.paired;
+  if (fold.sitsOut) {  // extra rank: hand over the input, get the result back
     int sent = send(s, r - 1, in(0, count));
     recv(s, r - 1, out(0, count), sent);  // in-place: overwrite only what was sent
     return s;
   }
-  const int vrank = folded ? r / 2 : r - extra;
-  auto realRank = [&](int v) { return v < extra ? 2 * v : v + extra; };
+  const int vrank = fold.vrank;
   // Elements of blocks [first, first + blocks) of the p' nearly equal blocks.
   auto blocks = [&](int first, int blocks) {
     Part a = partOf(count, pof2, first), b = partOf(count, pof2, first + blocks - 1);
@@ -59,7 +58,7 @@ Schedule rhdAllReduce(const CollectiveArgs& args) {
   // Reduce-scatter: keep the half of [lo, lo + 2 mask) that holds our block.
   int lo = 0;
   for (int mask = pof2 / 2; mask >= 1; mask >>= 1) {
-    const int peer = realRank(vrank ^ mask);
+    const int peer = fold.realRank(vrank ^ mask);
     const bool lower = (vrank & mask) == 0;
     const Part keep = blocks(lower ? lo : lo + mask, mask);
     const Part give = blocks(lower ? lo + mask : lo, mask);
@@ -75,7 +74,7 @@ Schedule rhdAllReduce(const CollectiveArgs& args) {
   // reduce-scatter sent to the same peer, which that peer had consumed before it could
   // finish its own block and send anything back.
   for (int mask = 1; mask < pof2; mask <<= 1) {
-    const int peer = realRank(vrank ^ mask);
+    const int peer = fold.realRank(vrank ^ mask);
     const Part mine = blocks(vrank & ~(mask - 1), mask);
     const Part theirs = blocks((vrank ^ mask) & ~(mask - 1), mask);
     const int before = last;

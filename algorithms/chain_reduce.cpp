@@ -10,11 +10,7 @@ Schedule chainReduce(const CollectiveArgs& args) {
   Schedule s;
   const int n = args.nranks, r = args.rank;
   const size_t count = args.count;
-  if (count == 0) return s;
-  if (n == 1) {
-    copy(s, in(0, count), out(0, count), /*finalize=*/true);
-    return s;
-  }
+  if (emptyOrSingleRank(s, n, count)) return s;
   const int position = wrapRank(r - args.root - 1, n);  // 0 starts, n-1 is the root
   const int next = wrapRank(r + 1, n), prev = wrapRank(r - 1, n);
   if (position == 0) {

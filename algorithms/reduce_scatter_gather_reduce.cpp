@@ -16,11 +16,7 @@ Schedule reduceScatterGatherReduce(const CollectiveArgs& args) {
   Schedule s;
   const int n = args.nranks, r = args.rank;
   const size_t count = args.count;
-  if (count == 0) return s;
-  if (n == 1) {
-    copy(s, in(0, count), out(0, count), /*finalize=*/true);
-    return s;
-  }
+  if (emptyOrSingleRank(s, n, count)) return s;
   const bool root = r == args.root;
   const int next = wrapRank(r + 1, n), prev = wrapRank(r - 1, n);
   auto part = [&](int index) { return partOf(count, n, wrapRank(index, n)); };

@@ -22,17 +22,12 @@ Schedule rhReduceScatter(const CollectiveArgs& args) {
   Schedule s;
   const int n = args.nranks, r = args.rank;
   const size_t m = args.count, total = m * static_cast<size_t>(n);
-  if (m == 0) return s;
-  if (n == 1) {
-    copy(s, in(0, m), out(0, m), /*finalize=*/true);
-    return s;
-  }
+  if (emptyOrSingleRank(s, n, m)) return s;
   const Pof2Fold fold = Pof2Fold::of(r, n);
   const int pof2 = fold.pof2;
   const bool folded = fold.paired;
   if (fold.sitsOut) {  // extra rank: hand over the input, get our block back
-    int sent = send(s, r - 1, in(0, total));
-    recv(s, r - 1, out(0, m), sent);  // in-place: the output lies inside the input sent
+    handOver(s, r - 1, in(0, total), out(0, m));
     return s;
   }
   const int vrank = fold.vrank;

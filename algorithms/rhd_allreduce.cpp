@@ -21,17 +21,12 @@ Schedule rhdAllReduce(const CollectiveArgs& args) {
   Schedule s;
   const int n = args.nranks, r = args.rank;
   const size_t count = args.count;
-  if (count == 0) return s;
-  if (n == 1) {
-    copy(s, in(0, count), out(0, count), /*finalize=*/true);
-    return s;
-  }
+  if (emptyOrSingleRank(s, n, count)) return s;
   const Pof2Fold fold = Pof2Fold::of(r, n);
   const int pof2 = fold.pof2;
   const bool folded = fold.paired;
   if (fold.sitsOut) {  // extra rank: hand over the input, get the result back
-    int sent = send(s, r - 1, in(0, count));
-    recv(s, r - 1, out(0, count), sent);  // in-place: overwrite only what was sent
+    handOver(s, r - 1, in(0, count), out(0, count));
     return s;
   }
   const int vrank = fold.vrank;

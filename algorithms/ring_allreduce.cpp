@@ -11,11 +11,7 @@ Schedule ringAllReduce(const CollectiveArgs& args) {
   using namespace steps;
   Schedule s;
   const int n = args.nranks, r = args.rank;
-  if (args.count == 0) return s;
-  if (n == 1) {
-    copy(s, in(0, args.count), out(0, args.count), /*finalize=*/true);
-    return s;
-  }
+  if (emptyOrSingleRank(s, n, args.count)) return s;
   const int next = wrapRank(r + 1, n), prev = wrapRank(r - 1, n);
   auto chunk = [&](int index) { return partOf(args.count, n, wrapRank(index, n)); };
 

@@ -11,11 +11,7 @@ Schedule ringReduceScatter(const CollectiveArgs& args) {
   Schedule s;
   const int n = args.nranks, r = args.rank;
   const size_t m = args.count;  // elements each rank receives
-  if (m == 0) return s;
-  if (n == 1) {
-    copy(s, in(0, m), out(0, m), /*finalize=*/true);
-    return s;
-  }
+  if (emptyOrSingleRank(s, n, m)) return s;
   const int next = wrapRank(r + 1, n), prev = wrapRank(r - 1, n);
   auto block = [&](int index) { return static_cast<size_t>(wrapRank(index, n)) * m; };
   int produced = -1;

@@ -33,4 +33,20 @@ inline int reduce(Schedule& s, Range src, Range dst, bool finalize, int after) {
   return static_cast<int>(s.steps.size()) - 1;
 }
 
+// What every reducing algorithm does first: no steps for count 0, and on one rank the
+// result is the input, copied and finalized. True when that is the whole schedule.
+inline bool emptyOrSingleRank(Schedule& s, int nranks, size_t count) {
+  if (count == 0) return true;
+  if (nranks > 1) return false;
+  copy(s, in(0, count), out(0, count), /*finalize=*/true);
+  return true;
+}
+
+// A rank that sits out (non-power-of-two fold): hands `given` to its partner and takes
+// `result` back; the receive waits for the send, as in-place they share memory.
+inline void handOver(Schedule& s, int partner, Range given, Range result) {
+  int sent = send(s, partner, given);
+  recv(s, partner, result, sent);
+}
+
 }  // namespace chorus::steps

@@ -14,11 +14,7 @@ Schedule treeReduce(const CollectiveArgs& args) {
   Schedule s;
   const int n = args.nranks, r = args.rank;
   const size_t count = args.count;
-  if (count == 0) return s;
-  if (n == 1) {
-    copy(s, in(0, count), out(0, count), /*finalize=*/true);
-    return s;
-  }
+  if (emptyOrSingleRank(s, n, count)) return s;
   const int vrank = wrapRank(r - args.root, n);
   auto realRank = [&](int v) { return wrapRank(v + args.root, n); };
   int children = 0;  // the lowest set bit of vrank; for the root the first power of two >= n

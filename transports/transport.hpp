@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace chorus {
 
@@ -52,5 +53,11 @@ struct TransportContext {
 
 std::unique_ptr<Transport> makeShmTransport(const TransportContext& ctx);
 std::unique_ptr<Transport> makeTcpTransport(const TransportContext& ctx);
+// By name: "shm", "tcp", and "ib" / "ucx" when built (transport_factory.cpp). Throws
+// Error(InvalidArgument) for a name that is unknown or not built.
+std::unique_ptr<Transport> makeTransport(std::string_view kind, const TransportContext& ctx);
+// The transport between nodes when CHORUS_NET is not set: "ib" when an active RDMA device
+// exists, else "tcp".
+std::string defaultNetTransport();
 
 }  // namespace chorus

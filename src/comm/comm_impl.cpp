@@ -70,17 +70,14 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   for (int r = 0; r < nranks; ++r)
     localRanks += asString(store.get("host/" + std::to_string(r), deadline)) == host;
 
+  // CHORUS_TRANSPORT forces one transport for every peer; otherwise shared memory when
+  // every rank is on this host, else the network transport (CHORUS_NET: ib, ucx, tcp).
   std::string kind =
       options.transport.empty() ? envString("CHORUS_TRANSPORT", "auto") : options.transport;
-  if (kind == "auto") kind = localRanks == nranks ? "shm" : "tcp";
+  if (kind == "auto")
+    kind = localRanks == nranks ? "shm" : envString("CHORUS_NET", defaultNetTransport());
   TransportContext ctx{rank, nranks, &store, host, deadline};
-  if (kind == "shm") {
-    c->transport_ = makeShmTransport(ctx);
-  } else if (kind == "tcp") {
-    c->transport_ = makeTcpTransport(ctx);
-  } else {
-    throwInvalid("unknown transport '" + kind + "' (auto, shm or tcp)");
-  }
+  c->transport_ = makeTransport(kind, ctx);
 
   EngineConfig config;
   config.rank = rank;

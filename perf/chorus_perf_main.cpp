@@ -2,6 +2,7 @@
 // `chorus-run -n N chorus-perf ...` or `mpirun -np N chorus-perf ...`; it does not link
 // MPI (Communicator::initFromEnv reads either launcher's environment).
 #include "chorus_perf_args.hpp"
+#include "chorus_perf_calibrate.hpp"
 #include "chorus_perf_explain.hpp"
 #include "chorus_perf_runner.hpp"
 
@@ -79,6 +80,7 @@ bool probablyRankZero() {
 
 int main(int argc, char** argv) {
   if (auto status = perf::runExplain(argc, argv)) return *status;
+  if (auto status = perf::runCalibrate(argc, argv)) return *status;
   const perf::ArgsSpec spec{"chorus-perf", true};
   perf::Args args;
   std::string error;

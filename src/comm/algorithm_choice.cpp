@@ -95,21 +95,20 @@ void AlgorithmChoice::apply(std::string_view spec) {
                  std::count(next.excluded_[slot].begin(), next.excluded_[slot].end(), a.name) == 0;
     if (!anyLeft) bad("the exclusions leave no " + std::string(toString(c)) + " algorithm");
   }
+  for (Collective c : kCollectivesWithChoice) {
+    size_t slot = static_cast<size_t>(c);
+    std::erase_if(next.candidates_[slot] = allCandidates()[slot], [&](const Algorithm* a) {
+      return std::count(next.excluded_[slot].begin(), next.excluded_[slot].end(), a->name) > 0;
+    });
+  }
   *this = std::move(next);
 }
 
-const Algorithm& AlgorithmChoice::pick(Collective collective, size_t bytes, int nranks) const {
-  size_t slot = static_cast<size_t>(collective);
-  if (forced_[slot]) return *forced_[slot];
-  const auto& excluded = excluded_[slot];
-  auto allowed = [&](const Algorithm& a) {
-    return std::find(excluded.begin(), excluded.end(), a.name) == excluded.end();
-  };
-  const Algorithm& preferred = defaultAlgorithm(collective, bytes, nranks);
-  if (allowed(preferred)) return preferred;
-  for (const Algorithm& a : allAlgorithms())
-    if (a.collective == collective && allowed(a)) return a;
-  return preferred;  // unreachable: apply() keeps one algorithm per collective
+std::array<std::vector<const Algorithm*>, AlgorithmChoice::kCollectives>
+AlgorithmChoice::allCandidates() {
+  std::array<std::vector<const Algorithm*>, kCollectives> all;
+  for (const Algorithm& a : allAlgorithms()) all[static_cast<size_t>(a.collective)].push_back(&a);
+  return all;
 }
 
 }  // namespace chorus

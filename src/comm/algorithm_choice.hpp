@@ -6,6 +6,7 @@
 #include "algorithms/algorithms.hpp"
 
 #include <array>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,13 +17,21 @@ class AlgorithmChoice {
  public:
   // Throws Error(InvalidArgument) naming the bad part of the spec.
   void apply(std::string_view spec);
-  // The forced algorithm, or the default for this message size.
-  const Algorithm& pick(Collective collective, size_t bytes, int nranks) const;
+  // The algorithm forced for this collective, or nullptr (the tuner chooses).
+  const Algorithm* forced(Collective collective) const {
+    return forced_[static_cast<size_t>(collective)];
+  }
+  // The algorithms of this collective the tuner may choose from (never empty).
+  std::span<const Algorithm* const> candidates(Collective collective) const {
+    return candidates_[static_cast<size_t>(collective)];
+  }
 
  private:
   static constexpr size_t kCollectives = 8;
   std::array<const Algorithm*, kCollectives> forced_{};  // nullptr: not forced
   std::array<std::vector<std::string>, kCollectives> excluded_;
+  std::array<std::vector<const Algorithm*>, kCollectives> candidates_ = allCandidates();
+  static std::array<std::vector<const Algorithm*>, kCollectives> allCandidates();
 };
 
 }  // namespace chorus

@@ -100,6 +100,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
                                         " died (its connection to the rendezvous store closed)");
   };
   c->engine_ = std::make_unique<Engine>(*c->transport_, config);
+  c->setUpTuner(localRanks, cores);
   storeBarrier(store, "ready", nranks, deadline);
   logf(LogLevel::Info, "rank %d/%d ready: transport %s, %d local ranks, timeout %.1f s", rank,
        nranks, c->transport_->name(), localRanks,
@@ -192,25 +193,27 @@ std::shared_ptr<const Schedule> CommImpl::scheduleFor(const Algorithm& algorithm
   auto it = schedules_.find(key);
   if (it != schedules_.end()) return it->second;
   if (schedules_.size() >= 256) schedules_.clear();
-  if (rank_ == 0 && logLevel() >= LogLevel::Info) {
-    // The cost model's view next to the choice (it does not drive the choice yet).
-    auto link = parseLinkClass(transport_->name()).value_or(LinkClass::Tcp);
-    std::string model = explainChoice(call.collective, nranks_, call.count, sizeOf(call.type),
-                                      defaultLinkModel(link));
-    logf(LogLevel::Info, "%s of %zu x %s on %d ranks: algorithm %s; cost model: %s",
-         toString(call.collective), call.count, toString(call.type), nranks_, algorithm.name,
-         model.c_str());
-  }
   CollectiveArgs args{call.collective, rank_, nranks_, call.count, call.root};
   auto schedule = std::make_shared<const Schedule>(algorithm.build(args));
   schedules_.emplace(key, schedule);
   return schedule;
 }
 
+void CommImpl::setAlgorithm(std::string_view spec) {
+  algorithms_.apply(spec);
+  tuner_->reset();
+}
+
 Work CommImpl::submit(const Call& call) {
   validate(call);
+  const Algorithm* forced = algorithms_.forced(call.collective);
   const Algorithm& algorithm =
-      algorithms_.pick(call.collective, call.count * sizeOf(call.type), nranks_);
+      forced ? *forced
+      : call.collective == Collective::Send || call.collective == Collective::Recv
+          ? *algorithms_.candidates(call.collective).front()
+          : tuner_->choose(call.collective, call.count, call.type,
+                           algorithms_.candidates(call.collective),
+                           rank_ == 0 && logLevel() >= LogLevel::Info);
   auto op = std::make_shared<OpState>();
   op->collective = call.collective;
   op->sequence = nextSequence_++;

@@ -6,6 +6,7 @@
 #include "engine/engine.hpp"
 #include "store/store.hpp"
 #include "transports/transport.hpp"
+#include "tuner/tuner.hpp"
 
 #include <chorus/chorus.hpp>
 
@@ -25,7 +26,10 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   int size() const { return nranks_; }
   const char* transportName() const { return transport_->name(); }
   Engine& engine() { return *engine_; }
-  AlgorithmChoice& algorithms() { return algorithms_; }
+  const AlgorithmChoice& algorithms() const { return algorithms_; }
+  // Applies a CHORUS_ALGO-style spec (Communicator::setAlgorithm).
+  void setAlgorithm(std::string_view spec);
+  const Tuner& tuner() const { return *tuner_; }
 
   struct Call {
     Collective collective;
@@ -42,6 +46,11 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   CommImpl(int rank, int nranks) : rank_(rank), nranks_(nranks) {}
   void validate(const Call& call) const;
   std::shared_ptr<const Schedule> scheduleFor(const Algorithm& algorithm, const Call& call);
+  // Tuning (tuning_setup.cpp): rank 0 takes the tune file's entry, or probes the link and
+  // times the kernels, or keeps the defaults, and shares the result so that every rank's
+  // tuner decides alike.
+  void setUpTuner(int localRanks, int cores);
+  LinkModel probeLink();
 
   int rank_, nranks_;
   std::chrono::milliseconds timeout_{};
@@ -51,6 +60,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Engine> engine_;
   AlgorithmChoice algorithms_;
+  std::unique_ptr<Tuner> tuner_;
   uint64_t nextSequence_ = 0;
   std::map<std::tuple<const Algorithm*, size_t, int>, std::shared_ptr<const Schedule>> schedules_;
 };

@@ -27,7 +27,7 @@ static CommImpl& live(const std::shared_ptr<CommImpl>& impl) {
 int Communicator::rank() const { return live(impl_).rank(); }
 int Communicator::size() const { return live(impl_).size(); }
 std::string Communicator::transportName() const { return live(impl_).transportName(); }
-void Communicator::setAlgorithm(std::string_view spec) { live(impl_).algorithms().apply(spec); }
+void Communicator::setAlgorithm(std::string_view spec) { live(impl_).setAlgorithm(spec); }
 void Communicator::abort() { live(impl_).engine().abort("communicator aborted by the user"); }
 
 Work Communicator::allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op) {

@@ -187,10 +187,11 @@ class Replay {
     const double b = bytes(n);
     switch (n.kind) {
       case StepKind::Send:
-        return b / (selfMessage(n) ? link_.copyBytesPerUs : link_.bytesPerUs);
+        return selfMessage(n) ? b / link_.copyBytesPerUs : link_.overheadUs + b / link_.bytesPerUs;
       case StepKind::Recv:
-        return 0;
+        return selfMessage(n) ? 0 : link_.overheadUs;
       case StepKind::RecvReduce:
+        return (selfMessage(n) ? 0 : link_.overheadUs) + b / link_.reduceBytesPerUs;
       case StepKind::Reduce:
         return b / link_.reduceBytesPerUs;
       case StepKind::Copy:
@@ -318,10 +319,10 @@ struct CacheKey {
   Collective collective;
   int nranks;
   size_t count, elementSize;
-  double latency, bandwidth, reduce, copy;
+  double latency, bandwidth, reduce, copy, overhead;
   auto tie() const {
     return std::tie(algorithm, collective, nranks, count, elementSize, latency, bandwidth, reduce,
-                    copy);
+                    copy, overhead);
   }
   bool operator<(const CacheKey& o) const { return tie() < o.tie(); }
 };
@@ -365,10 +366,10 @@ double predictMicros(const Algorithm& algorithm, Collective collective, int nran
   if (nranks < 1) return kInfinity;
   const double bytes = static_cast<double>(count * elementSize);
   if (collective == Collective::Send || collective == Collective::Recv)
-    return count == 0 ? 0 : link.latencyUs + bytes / link.bytesPerUs;
-  const CacheKey key{&algorithm,         collective,     nranks,          count,
-                     elementSize,        link.latencyUs, link.bytesPerUs, link.reduceBytesPerUs,
-                     link.copyBytesPerUs};
+    return count == 0 ? 0 : link.latencyUs + 2 * link.overheadUs + bytes / link.bytesPerUs;
+  const CacheKey key{&algorithm,          collective,     nranks,          count,
+                     elementSize,         link.latencyUs, link.bytesPerUs, link.reduceBytesPerUs,
+                     link.copyBytesPerUs, link.overheadUs};
   {
     std::lock_guard lock(cacheMutex);
     if (auto it = cache.find(key); it != cache.end()) return it->second;

@@ -18,33 +18,37 @@ struct LinkModel {
   double bytesPerUs = 1000;         // wire rate of one rank's sends (and of its receives)
   double reduceBytesPerUs = 10000;  // local reduction, bytes of the result per us
   double copyBytesPerUs = 20000;    // local copy (also a send to oneself)
+  // CPU time per message on each side (LogP's o): posting, polling, matching. It
+  // serialises on the rank, which is what makes one step to p-1 peers cost p-1 of it.
+  double overheadUs = 0;
   bool operator==(const LinkModel&) const = default;
 };
 
 namespace detail {
 // clang-format off
 inline constexpr std::array<LinkModel, 5> kDefaultLinks = {{
+    // Overheads (last figure): a guess per class, replaced by the probe's measurement.
     // Shm (this kind of machine: 2 cores, fork'd ranks; design/facts.md "Measured"):
     //  1.8 us: Open MPI's 8 B all-reduce at np=4 takes 3.7 us in log2(4) = 2 steps;
     //  6000 B/us: staging costs two copies at memcpy's 18-20 GB/s (~9.5 GB/s) and CMA on
     //   4 KiB pages runs 6-9 GB/s; the ranks share 2 cores, so take the low end;
     //  12000 B/us: fused reduce reads two streams and writes one, ~2/3 of memcpy;
     //  19000 B/us: memcpy, DRAM-bound (18-20 GB/s).
-    {1.8, 6000, 12000, 19000},
+    {1.8, 6000, 12000, 19000, 0.5},
     // Tcp (loopback or a 10G-class NIC): Gloo measured 270-390 us for an 8 B all-reduce
     //  (~10 steps) and 0.4-0.95 GB/s at 64 MiB: 25 us and 1 GB/s. Local work as shm.
-    {25, 1000, 12000, 19000},
+    {25, 1000, 12000, 19000, 3},
     // Ib (400G NDR): NCCL's per network hop latency is 2.7/4/14 us (LL/LL128/Simple);
     //  our engine streams slices like LL128: 4 us. 48 GB/s: published 46-49 GB/s per
     //  NIC. Local work on host memory as shm.
-    {4, 48000, 12000, 19000},
+    {4, 48000, 12000, 19000, 0.5},
     // Ucx (over the same RDMA NICs): UCX adds its protocol layer: 5 us, 45 GB/s.
-    {5, 45000, 12000, 19000},
+    {5, 45000, 12000, 19000, 0.7},
     // Nvlink (H100/H200, 8 GPUs): NCCL per NVLink hop 0.6/1.9/3.4 us: 1.9 us (LL128).
     //  370 GB/s: published ring all-reduce busbw (the rate each GPU sends at). Local
     //  work in HBM3e (4.8 TB/s): reduce reads 2 writes 1 (~1.6 TB/s of result), copy
     //  reads 1 writes 1 (~2.4 TB/s); take ~85% of those.
-    {1.9, 370000, 1.4e6, 2.0e6},
+    {1.9, 370000, 1.4e6, 2.0e6, 0.2},
 }};
 // clang-format on
 }  // namespace detail

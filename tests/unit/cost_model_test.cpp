@@ -129,8 +129,12 @@ TEST(CostModel, EveryAlgorithmFiniteAndMonotonic) {
         const double t = predictMicros(a, a.collective, p, count, 4, shm);
         EXPECT_TRUE(std::isfinite(t))
             << toString(a.collective) << " " << a.name << " p=" << p << " count=" << count;
-        EXPECT_GE(t, previous * (1 - 5e-3))
-            << toString(a.collective) << " " << a.name << " p=" << p << " count=" << count;
+        // Below a few elements per rank, more elements can be faster: empty chunks send
+        // nothing, so 1 element funnels p-1 messages' overhead into one rank, while p
+        // elements spread it evenly. Monotonic from there on.
+        if (count >= 64)
+          EXPECT_GE(t, previous * (1 - 5e-3))
+              << toString(a.collective) << " " << a.name << " p=" << p << " count=" << count;
         previous = t;
       }
     }

@@ -1,0 +1,120 @@
+// How a communicator gets the figures its tuner works from (see tuner/tuning.hpp).
+#include "comm/comm_impl.hpp"
+#include "env.hpp"
+#include "log.hpp"
+#include "tuner/local_rates.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace chorus::detail {
+namespace {
+
+constexpr size_t kSmallProbe = 8;
+constexpr size_t kLargeProbe = 256 << 10;
+constexpr int kSmallRounds = 16, kLargeRounds = 4;  // after one warm-up round each
+
+}  // namespace
+
+// Ping-pong between ranks 2k and 2k+1, all pairs at once, so the figures include the
+// contention of ranks sharing cores and memory as they do during a collective; rank 0's
+// pair is the one used. Round trips (best of a few):
+//   1 x 8 B each way:              2 (L + 2o)
+//   8 x 8 B there, 1 x 8 B back:   2L + (8 + 3) o      -> o, the per-message overhead
+//   1 x 256 KiB each way:          2 (L + 2o + 256 KiB / bandwidth)
+// A few ms on shared memory, ~5-10 ms on loopback TCP.
+LinkModel CommImpl::probeLink() {
+  LinkModel link = tuner_ ? tuner_->tuning().model : LinkModel{};
+  const int peer = rank_ ^ 1;
+  if (peer >= nranks_) return link;
+  std::vector<std::byte> out(kLargeProbe), in(kLargeProbe);
+  auto roundTrip = [&](size_t bytes, int burst, int rounds) {
+    Call send{Collective::Send, out.data(), nullptr, bytes, DataType::Uint8, RedOp::Sum, peer};
+    Call recv{Collective::Recv, nullptr, in.data(), bytes, DataType::Uint8, RedOp::Sum, peer};
+    double best = 1e300;
+    for (int i = 0; i <= rounds; ++i) {  // round 0 warms up
+      const auto start = Clock::now();
+      if (rank_ % 2 == 0) {
+        std::vector<Work> sent;
+        for (int k = 0; k < burst; ++k) sent.push_back(submit(send));
+        for (Work& w : sent) w.wait(timeout_);
+        submit(recv).wait(timeout_);
+      } else {
+        std::vector<Work> received;
+        for (int k = 0; k < burst; ++k) received.push_back(submit(recv));
+        for (Work& w : received) w.wait(timeout_);
+        submit(send).wait(timeout_);
+      }
+      const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+      if (i > 0) best = std::min(best, us);
+    }
+    return best;
+  };
+  constexpr int kBurst = 8;
+  const double one = roundTrip(kSmallProbe, 1, kSmallRounds);
+  const double burst = roundTrip(kSmallProbe, kBurst, kSmallRounds / 2);
+  const double large = roundTrip(kLargeProbe, 1, kLargeRounds);
+  link.overheadUs = std::max(0.0, (burst - one) / (kBurst - 1));
+  link.latencyUs = std::max(0.05, one / 2 - 2 * link.overheadUs);
+  link.bytesPerUs =
+      static_cast<double>(kLargeProbe - kSmallProbe) / std::max((large - one) / 2, 0.01);
+  return link;
+}
+
+void CommImpl::setUpTuner(int localRanks, int cores) {
+  const LinkClass link = parseLinkClass(transport_->name()).value_or(LinkClass::Tcp);
+  const Tuner::Mode mode = tunerModeFromEnv();
+  tuner_ = std::make_unique<Tuner>(nranks_, defaultTuning(link), mode);
+  if (mode == Tuner::Mode::Static || nranks_ == 1) return;
+
+  const std::string file = envString("CHORUS_TUNE_FILE");
+  const bool probe = envInt("CHORUS_TUNE_PROBE", 1) != 0;
+  // Rank 0 decides where the figures come from; every rank learns it from the store so
+  // that all take part in the probe or none does.
+  std::string plan;
+  Tuning tuning = defaultTuning(link);
+  if (rank_ == 0) {
+    plan = probe ? "probe" : "defaults";
+    if (!file.empty()) {
+      if (auto entry = pickTuning(readTuneFile(file), link, localRanks)) {
+        tuning = *entry;
+        tuning.source = file + " (" + std::to_string(entry->ranks) + " ranks)";
+        plan = "file";
+      } else {
+        logf(LogLevel::Warn, "%s has no entry for link %s: %s", file.c_str(), toString(link),
+             probe ? "probing instead" : "using the defaults");
+      }
+    }
+    store_->set("tune/plan", std::as_bytes(std::span(plan)));
+  } else {
+    auto bytes = store_->get("tune/plan", Clock::now() + timeout_);
+    plan.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+  if (plan == "probe") {
+    const auto start = Clock::now();
+    tuning.model = probeLink();
+    nextSequence_ = 0;  // the probe's sends are not the user's collectives
+    if (rank_ == 0) {
+      measureLocalRates(tuning, std::min(1.0, static_cast<double>(cores) / localRanks));
+      tuning.ranks = localRanks;
+      tuning.source = "probe";
+      logf(LogLevel::Info, "tuning probe took %.1f ms",
+           std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
+  }
+  if (rank_ == 0) {
+    std::string line = tuning.toLine() + " # " + tuning.source;
+    store_->set("tune/figures", std::as_bytes(std::span(line)));
+    logf(LogLevel::Info, "tuning (%s): %s", tuning.source.c_str(), tuning.toLine().c_str());
+  } else {
+    auto bytes = store_->get("tune/figures", Clock::now() + timeout_);
+    std::string line(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    const size_t hash = line.find(" # ");
+    auto entries = parseTuneFile(line.substr(0, hash), "rank 0's tuning");
+    tuning = entries.at(0);
+    tuning.source = hash == std::string::npos ? "rank 0" : line.substr(hash + 3);
+  }
+  tuner_ = std::make_unique<Tuner>(nranks_, tuning, mode);
+}
+
+}  // namespace chorus::detail

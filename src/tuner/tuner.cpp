@@ -1,0 +1,60 @@
+#include "tuner/tuner.hpp"
+
+#include "env.hpp"
+#include "log.hpp"
+#include "tuner/cost_model.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace chorus {
+
+Tuner::Tuner(int nranks, Tuning tuning, Mode mode)
+    : nranks_(nranks), tuning_(std::move(tuning)), mode_(mode) {}
+
+const Algorithm& Tuner::choose(Collective collective, size_t count, DataType type,
+                               std::span<const Algorithm* const> candidates, bool log) {
+  const auto key = std::make_tuple(collective, count, type);
+  if (auto it = choices_.find(key); it != choices_.end()) return *it->second;
+  if (choices_.size() >= 4096) choices_.clear();
+
+  const size_t elementSize = sizeOf(type);
+  const Algorithm* best = nullptr;
+  std::string why;
+  if (mode_ == Mode::Static || nranks_ > kMaxReplayRanks) {
+    const Algorithm& preferred = defaultAlgorithm(collective, count * elementSize, nranks_);
+    best = std::find(candidates.begin(), candidates.end(), &preferred) != candidates.end()
+               ? &preferred
+               : candidates.front();
+    why = mode_ == Mode::Static ? "static thresholds (CHORUS_TUNER=static)"
+                                : "static thresholds (too many ranks to replay)";
+  } else {
+    const LinkModel link = tuning_.forType(type);
+    double bestMicros = 0;
+    for (const Algorithm* a : candidates) {
+      const double us = predictMicros(*a, collective, nranks_, count, elementSize, link);
+      if (!best || us < bestMicros) best = a, bestMicros = us;
+      if (log) {
+        char text[64];
+        std::snprintf(text, sizeof text, "%s %.1f us", a->name, us);
+        why += (why.empty() ? "" : ", ") + std::string(text);
+      }
+    }
+    why = "cost model (" + tuning_.source + "): " + why;
+  }
+  if (log)
+    logf(LogLevel::Info, "%s of %zu x %s on %d ranks: algorithm %s; %s", toString(collective),
+         count, toString(type), nranks_, best->name, why.c_str());
+  choices_.emplace(key, best);
+  return *best;
+}
+
+Tuner::Mode tunerModeFromEnv() {
+  const std::string mode = envString("CHORUS_TUNER", "model");
+  if (mode == "model") return Tuner::Mode::Model;
+  if (mode == "static") return Tuner::Mode::Static;
+  throw Error(Result::InvalidArgument,
+              "CHORUS_TUNER must be 'model' or 'static', got '" + mode + "'");
+}
+
+}  // namespace chorus

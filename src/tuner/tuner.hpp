@@ -1,0 +1,51 @@
+// The tuner: picks the algorithm of each call from the cost model (cost_model.hpp) fed
+// with this communicator's Tuning. Every rank holds the same Tuning (rank 0's, shared at
+// creation) and the replay is deterministic, so every rank picks the same algorithm.
+//
+// CHORUS_TUNER=model (default) uses the cost model; CHORUS_TUNER=static uses the fixed
+// thresholds of defaultAlgorithm(). Beyond kMaxReplayRanks ranks the replay of a ring
+// (O(p^2) steps) is too slow for the first call of each size, so the static thresholds
+// are used there too.
+#pragma once
+
+#include "algorithms/algorithms.hpp"
+#include "tuner/tuning.hpp"
+
+#include <chorus/chorus.hpp>
+
+#include <map>
+#include <span>
+#include <string>
+#include <tuple>
+
+namespace chorus {
+
+class Tuner {
+ public:
+  static constexpr int kMaxReplayRanks = 128;
+  enum class Mode { Model, Static };
+
+  Tuner(int nranks, Tuning tuning, Mode mode);
+
+  // The best of `candidates` (all of one collective, non-empty) for this call, cached per
+  // (collective, count, type). When `log` is set, a new choice is logged at INFO with the
+  // predicted time of every candidate.
+  const Algorithm& choose(Collective collective, size_t count, DataType type,
+                          std::span<const Algorithm* const> candidates, bool log);
+  // Forget cached choices (the candidates changed).
+  void reset() { choices_.clear(); }
+
+  const Tuning& tuning() const { return tuning_; }
+  Mode mode() const { return mode_; }
+
+ private:
+  int nranks_;
+  Tuning tuning_;
+  Mode mode_;
+  std::map<std::tuple<Collective, size_t, DataType>, const Algorithm*> choices_;
+};
+
+// CHORUS_TUNER: "model" (default) or "static"; throws Error(InvalidArgument) otherwise.
+Tuner::Mode tunerModeFromEnv();
+
+}  // namespace chorus

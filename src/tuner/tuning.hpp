@@ -1,0 +1,52 @@
+// The figures the tuner works from, per link class and local rank count: a LinkModel plus
+// the reduction rate of each data type. They come from a tune file (CHORUS_TUNE_FILE,
+// written by `chorus-perf --calibrate`), the probe at communicator creation, or the
+// defaults in link_model.hpp.
+//
+// Tune file: one entry per line, '#' starts a comment, fields are key=value:
+//   shm ranks=8 latency_us=9.5 bytes_per_us=1400 copy_bytes_per_us=9000
+//       reduce_bytes_per_us=6000 reduce.bfloat16=1800 ...     (one line in the file)
+// `ranks` is the number of ranks on the host the figures were measured with (they share
+// its cores and memory); a lookup takes the entry with the nearest rank count.
+#pragma once
+
+#include "tuner/link_model.hpp"
+
+#include <chorus/chorus.hpp>
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chorus {
+
+struct Tuning {
+  LinkClass link = LinkClass::Shm;
+  int ranks = 0;  // local ranks the figures were measured with (0: any)
+  LinkModel model;
+  // Bytes of result per us for each DataType (index = its value); 0: model.reduceBytesPerUs.
+  std::array<double, chorusNumTypes> reduceBytesPerUs{};
+  std::string source = "defaults";  // where the figures came from, for logs
+
+  // The model with the reduction rate of `type`.
+  LinkModel forType(DataType type) const;
+  // One tune-file line (no newline).
+  std::string toLine() const;
+  bool operator==(const Tuning&) const = default;
+};
+
+Tuning defaultTuning(LinkClass link);
+
+// Parses a whole tune file. Throws Error(InvalidArgument) naming the line on bad input.
+std::vector<Tuning> parseTuneFile(std::string_view text, std::string_view name = "tune file");
+// Reads and parses `path`; throws on a missing or bad file.
+std::vector<Tuning> readTuneFile(const std::string& path);
+// Replaces the entry with the same link and ranks (or adds it) and writes the file.
+void updateTuneFile(const std::string& path, const Tuning& tuning);
+
+// The entry of this link class with the rank count nearest `ranks` (ties: the smaller).
+std::optional<Tuning> pickTuning(const std::vector<Tuning>& entries, LinkClass link, int ranks);
+
+}  // namespace chorus

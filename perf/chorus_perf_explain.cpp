@@ -1,10 +1,11 @@
 // `chorus-perf --explain N [--link shm|tcp|ib|ucx|nvlink] [-t COLL]`: prints the cost
 // model's predicted time of every algorithm at each size for N ranks (no ranks started),
-// the crossover table the tuner works from.
+// the crossover table the tuner works from (with CHORUS_TUNE_FILE's figures when set).
 #include "chorus_perf_explain.hpp"
 
 #include "algorithms/schedule.hpp"
 #include "tuner/cost_model.hpp"
+#include "tuner/tuning.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -51,9 +52,20 @@ std::optional<int> runExplain(int argc, char** argv) {
                  "[-t allreduce|allgather|reducescatter|broadcast|reduce|alltoall]\n");
     return 2;
   }
-  std::fputs(
-      chorus::explainTable(*collective, nranks, chorus::defaultLinkModel(*linkClass)).c_str(),
-      stdout);
+  // The figures the tuner would use: CHORUS_TUNE_FILE's entry for this link and rank
+  // count when there is one, else the defaults.
+  chorus::Tuning tuning = chorus::defaultTuning(*linkClass);
+  if (const char* file = std::getenv("CHORUS_TUNE_FILE"); file && *file) {
+    try {
+      if (auto entry = chorus::pickTuning(chorus::readTuneFile(file), *linkClass, nranks))
+        tuning = *entry, tuning.source = file;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "chorus-perf --explain: %s\n", e.what());
+      return 1;
+    }
+  }
+  std::printf("# figures: %s\n", tuning.source.c_str());
+  std::fputs(chorus::explainTable(*collective, nranks, tuning.model).c_str(), stdout);
   return 0;
 }
 

@@ -102,6 +102,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   c->engine_ = std::make_unique<Engine>(*c->transport_, config);
   c->setUpTuner(localRanks, cores);
   storeBarrier(store, "ready", nranks, deadline);
+  c->ready_ = true;
   logf(LogLevel::Info, "rank %d/%d ready: transport %s, %d local ranks, timeout %.1f s", rank,
        nranks, c->transport_->name(), localRanks,
        std::chrono::duration<double>(c->timeout_).count());
@@ -113,7 +114,7 @@ CommImpl::~CommImpl() {
   // hosted here outlives every rank's last use of it.
   if (engine_) engine_->drain(Clock::now() + timeout_);
   try {
-    if (engine_ && !engine_->failed())
+    if (ready_ && !engine_->failed())  // a creation that failed has no one to wait for
       storeBarrier(*store_, "destroy", nranks_,
                    Clock::now() + std::min(timeout_, std::chrono::milliseconds(30000)));
   } catch (const std::exception& e) {

@@ -62,6 +62,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   AlgorithmChoice algorithms_;
   std::unique_ptr<Tuner> tuner_;
   uint64_t nextSequence_ = 0;
+  bool ready_ = false;  // every rank finished creation
   std::map<std::tuple<const Algorithm*, size_t, int>, std::shared_ptr<const Schedule>> schedules_;
 };
 

@@ -75,21 +75,27 @@ void CommImpl::setUpTuner(int localRanks, int cores) {
   Tuning tuning = defaultTuning(link);
   if (rank_ == 0) {
     plan = probe ? "probe" : "defaults";
-    if (!file.empty()) {
-      if (auto entry = pickTuning(readTuneFile(file), link, localRanks)) {
-        tuning = *entry;
-        tuning.source = file + " (" + std::to_string(entry->ranks) + " ranks)";
-        plan = "file";
-      } else {
-        logf(LogLevel::Warn, "%s has no entry for link %s: %s", file.c_str(), toString(link),
-             probe ? "probing instead" : "using the defaults");
+    try {
+      if (!file.empty()) {
+        if (auto entry = pickTuning(readTuneFile(file), link, localRanks)) {
+          tuning = *entry;
+          tuning.source = file + " (" + std::to_string(entry->ranks) + " ranks)";
+          plan = "file";
+        } else {
+          logf(LogLevel::Warn, "%s has no entry for link %s: %s", file.c_str(), toString(link),
+               probe ? "probing instead" : "using the defaults");
+        }
       }
+    } catch (const Error& e) {
+      plan = std::string("error:") + e.what();  // every rank fails with rank 0's reason
     }
     store_->set("tune/plan", std::as_bytes(std::span(plan)));
   } else {
     auto bytes = store_->get("tune/plan", Clock::now() + timeout_);
     plan.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   }
+  if (plan.starts_with("error:"))
+    throw Error(Result::InvalidArgument, "CHORUS_TUNE_FILE: " + plan.substr(6));
   if (plan == "probe") {
     const auto start = Clock::now();
     tuning.model = probeLink();

@@ -61,12 +61,15 @@ struct Schedule {
 // broadcast, reduce, send, recv: elements of the buffer; all-gather: elements each rank
 // contributes; reduce-scatter: elements each rank receives; all-to-all: elements each
 // rank sends to each rank (one block; input and output hold nranks blocks).
+class Layout;
+
 struct CollectiveArgs {
   Collective collective = Collective::AllReduce;
   int rank = 0;
   int nranks = 1;
   size_t count = 0;
-  int root = 0;  // broadcast, reduce; the peer for send and recv
+  int root = 0;                    // broadcast, reduce; the peer for send and recv
+  const Layout* layout = nullptr;  // which ranks share a node (hierarchical algorithms)
 };
 
 // Element range [begin, begin+size) of part `index` when `count` elements are split into

@@ -5,6 +5,7 @@
 #include "errors.hpp"
 #include "log.hpp"
 #include "store/barrier.hpp"
+#include "topology/topology.hpp"
 #include "tuner/cost_model.hpp"
 #include "tuner/link_model.hpp"
 
@@ -43,6 +44,17 @@ std::string asString(const std::vector<std::byte>& bytes) {
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
+// Which ranks share a node: equal host identities, unless CHORUS_TOPO_FILE groups them
+// otherwise (node rules by rank or host), e.g. to describe a cluster or to try the
+// hierarchical algorithms on one machine.
+Layout nodeLayout(const std::vector<std::string>& hosts) {
+  const std::string path = envString("CHORUS_TOPO_FILE");
+  std::optional<topo::TopologyFile> file;
+  if (!path.empty()) file = topo::loadTopologyFile(path);
+  const topo::ClusterTopology cluster = topo::clusterFromHostIds(hosts, file ? &*file : nullptr);
+  return Layout::fromNodeOf(cluster.nodeOf);
+}
+
 }  // namespace
 
 std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvous& rendezvous,
@@ -67,8 +79,12 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   const std::string host = hostIdentity();
   store.set("host/" + std::to_string(rank), std::as_bytes(std::span(host)));
   int localRanks = 0;
-  for (int r = 0; r < nranks; ++r)
-    localRanks += asString(store.get("host/" + std::to_string(r), deadline)) == host;
+  std::vector<std::string> hosts;
+  for (int r = 0; r < nranks; ++r) {
+    hosts.push_back(asString(store.get("host/" + std::to_string(r), deadline)));
+    localRanks += hosts.back() == host;
+  }
+  c->layout_ = nodeLayout(hosts);
 
   // CHORUS_TRANSPORT forces one transport for every peer; otherwise shared memory when
   // every rank is on this host, else the network transport (CHORUS_NET: ib, ucx, tcp).
@@ -194,7 +210,7 @@ std::shared_ptr<const Schedule> CommImpl::scheduleFor(const Algorithm& algorithm
   auto it = schedules_.find(key);
   if (it != schedules_.end()) return it->second;
   if (schedules_.size() >= 256) schedules_.clear();
-  CollectiveArgs args{call.collective, rank_, nranks_, call.count, call.root};
+  CollectiveArgs args{call.collective, rank_, nranks_, call.count, call.root, &layout_};
   auto schedule = std::make_shared<const Schedule>(algorithm.build(args));
   schedules_.emplace(key, schedule);
   return schedule;

@@ -30,6 +30,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   // Applies a CHORUS_ALGO-style spec (Communicator::setAlgorithm).
   void setAlgorithm(std::string_view spec);
   const Tuner& tuner() const { return *tuner_; }
+  const Layout& layout() const { return layout_; }
 
   struct Call {
     Collective collective;
@@ -50,7 +51,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   // times the kernels, or keeps the defaults, and shares the result so that every rank's
   // tuner decides alike.
   void setUpTuner(int localRanks, int cores);
-  LinkModel probeLink();
+  LinkModel probeLink(int peer);
 
   int rank_, nranks_;
   std::chrono::milliseconds timeout_{};
@@ -60,6 +61,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Engine> engine_;
   AlgorithmChoice algorithms_;
+  Layout layout_;  // which ranks share a node
   std::unique_ptr<Tuner> tuner_;
   uint64_t nextSequence_ = 0;
   bool ready_ = false;  // every rank finished creation

@@ -5,6 +5,7 @@
 #include "tuner/local_rates.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 namespace chorus::detail {
@@ -16,17 +17,16 @@ constexpr int kSmallRounds = 16, kLargeRounds = 4;  // after one warm-up round e
 
 }  // namespace
 
-// Ping-pong between ranks 2k and 2k+1, all pairs at once, so the figures include the
+// Ping-pong with `peer` (-1: sit out), every pair at once, so the figures include the
 // contention of ranks sharing cores and memory as they do during a collective; rank 0's
 // pair is the one used. Round trips (best of a few):
 //   1 x 8 B each way:              2 (L + 2o)
 //   8 x 8 B there, 1 x 8 B back:   2L + (8 + 3) o      -> o, the per-message overhead
 //   1 x 256 KiB each way:          2 (L + 2o + 256 KiB / bandwidth)
 // A few ms on shared memory, ~5-10 ms on loopback TCP.
-LinkModel CommImpl::probeLink() {
+LinkModel CommImpl::probeLink(int peer) {
   LinkModel link = tuner_ ? tuner_->tuning().model : LinkModel{};
-  const int peer = rank_ ^ 1;
-  if (peer >= nranks_) return link;
+  if (peer < 0 || peer == rank_) return link;
   std::vector<std::byte> out(kLargeProbe), in(kLargeProbe);
   auto roundTrip = [&](size_t bytes, int burst, int rounds) {
     Call send{Collective::Send, out.data(), nullptr, bytes, DataType::Uint8, RedOp::Sum, peer};
@@ -34,7 +34,7 @@ LinkModel CommImpl::probeLink() {
     double best = 1e300;
     for (int i = 0; i <= rounds; ++i) {  // round 0 warms up
       const auto start = Clock::now();
-      if (rank_ % 2 == 0) {
+      if (rank_ < peer) {  // the lower rank starts
         std::vector<Work> sent;
         for (int k = 0; k < burst; ++k) sent.push_back(submit(send));
         for (Work& w : sent) w.wait(timeout_);
@@ -66,6 +66,16 @@ void CommImpl::setUpTuner(int localRanks, int cores) {
   const Tuner::Mode mode = tunerModeFromEnv();
   tuner_ = std::make_unique<Tuner>(nranks_, defaultTuning(link), mode);
   if (mode == Tuner::Mode::Static || nranks_ == 1) return;
+  // Probe partners: local index i^1 on this node, and the same local index on node a^1.
+  const int node = layout_.nodeOf(rank_), local = layout_.localIndex(rank_);
+  auto rankAt = [&](int n, int i) {
+    if (n >= layout_.nodes()) return -1;
+    const auto& ranks = layout_.ranksOf(n);
+    return i < static_cast<int>(ranks.size()) ? ranks[i] : -1;
+  };
+  const bool severalNodes = layout_.nodes() > 1;
+  std::optional<LinkModel> inter;
+  if (severalNodes) inter = defaultLinkModel(link);
 
   const std::string file = envString("CHORUS_TUNE_FILE");
   const bool probe = envInt("CHORUS_TUNE_PROBE", 1) != 0;
@@ -98,7 +108,8 @@ void CommImpl::setUpTuner(int localRanks, int cores) {
     throw Error(Result::InvalidArgument, "CHORUS_TUNE_FILE: " + plan.substr(6));
   if (plan == "probe") {
     const auto start = Clock::now();
-    tuning.model = probeLink();
+    tuning.model = probeLink(rankAt(node, local ^ 1));
+    if (severalNodes) inter = probeLink(rankAt(node ^ 1, local));
     nextSequence_ = 0;  // the probe's sends are not the user's collectives
     if (rank_ == 0) {
       measureLocalRates(tuning, std::min(1.0, static_cast<double>(cores) / localRanks));
@@ -108,19 +119,27 @@ void CommImpl::setUpTuner(int localRanks, int cores) {
            std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     }
   }
+  // Rank 0's figures for every rank: "<intra line>\n[<inter line>]\n<source>".
   if (rank_ == 0) {
-    std::string line = tuning.toLine() + " # " + tuning.source;
-    store_->set("tune/figures", std::as_bytes(std::span(line)));
+    Tuning between = tuning;
+    if (inter) between.model = *inter;
+    std::string text =
+        tuning.toLine() + "\n" + (inter ? between.toLine() : "") + "\n" + tuning.source;
+    store_->set("tune/figures", std::as_bytes(std::span(text)));
     logf(LogLevel::Info, "tuning (%s): %s", tuning.source.c_str(), tuning.toLine().c_str());
+    if (inter)
+      logf(LogLevel::Info, "tuning between nodes (%d nodes): %s", layout_.nodes(),
+           between.toLine().c_str());
   } else {
     auto bytes = store_->get("tune/figures", Clock::now() + timeout_);
-    std::string line(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    const size_t hash = line.find(" # ");
-    auto entries = parseTuneFile(line.substr(0, hash), "rank 0's tuning");
+    std::string text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    const size_t last = text.rfind('\n');
+    auto entries = parseTuneFile(text.substr(0, last), "rank 0's tuning");
     tuning = entries.at(0);
-    tuning.source = hash == std::string::npos ? "rank 0" : line.substr(hash + 3);
+    tuning.source = text.substr(last + 1);
+    if (entries.size() > 1) inter = entries[1].model;
   }
-  tuner_ = std::make_unique<Tuner>(nranks_, tuning, mode);
+  tuner_ = std::make_unique<Tuner>(nranks_, tuning, mode, &layout_, inter);
 }
 
 }  // namespace chorus::detail

@@ -1,5 +1,7 @@
 #include "tuner/cost_model.hpp"
 
+#include "algorithms/layout.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <limits>
@@ -32,10 +34,13 @@ struct Node {
 
 class Replay {
  public:
-  Replay(int nranks, size_t elementSize, const LinkModel& link, size_t sliceBytes)
+  Replay(int nranks, size_t elementSize, const LinkModel& link, size_t sliceBytes,
+         const Layout* layout = nullptr, const LinkModel* inter = nullptr)
       : nranks_(nranks),
         elementSize_(elementSize),
         link_(link),
+        inter_(inter && layout && layout->nranks() == nranks ? *inter : link),
+        layout_(inter && layout && layout->nranks() == nranks ? layout : nullptr),
         sliceBytes_(static_cast<double>(sliceBytes)),
         lastSend_(nranks, -1),
         lastRecv_(nranks, -1),
@@ -106,8 +111,8 @@ class Replay {
     }
     resolveMatches();
     buildDependents();
-    free_.assign(2 * static_cast<size_t>(nranks_), 0);
-    ingressFree_.assign(nranks_, 0);
+    free_.assign(3 * static_cast<size_t>(nranks_), 0);
+    ingressFree_.assign(2 * static_cast<size_t>(nranks_), 0);
     // Steps that found their resource (egress port or CPU) busy wait in its line, best
     // earliest start first; one wake event per busy resource sits in the main queue at
     // the time it frees, so resources go to steps in order of when they can start.
@@ -181,17 +186,22 @@ class Replay {
 
   double bytes(const Node& n) const { return static_cast<double>(n.count * elementSize_); }
   bool selfMessage(const Node& n) const { return n.peer == n.rank; }
+  bool crossesNodes(const Node& n) const {
+    return layout_ && n.peer >= 0 && n.peer < nranks_ && !layout_->sameNode(n.rank, n.peer);
+  }
+  const LinkModel& linkOf(const Node& n) const { return crossesNodes(n) ? inter_ : link_; }
 
   // Throughput cost of the step's own work, excluding waiting on others.
   double ownCost(const Node& n) const {
     const double b = bytes(n);
     switch (n.kind) {
       case StepKind::Send:
-        return selfMessage(n) ? b / link_.copyBytesPerUs : link_.overheadUs + b / link_.bytesPerUs;
+        return selfMessage(n) ? b / link_.copyBytesPerUs
+                              : linkOf(n).overheadUs + b / linkOf(n).bytesPerUs;
       case StepKind::Recv:
-        return selfMessage(n) ? 0 : link_.overheadUs;
+        return selfMessage(n) ? 0 : linkOf(n).overheadUs;
       case StepKind::RecvReduce:
-        return (selfMessage(n) ? 0 : link_.overheadUs) + b / link_.reduceBytesPerUs;
+        return (selfMessage(n) ? 0 : linkOf(n).overheadUs) + b / link_.reduceBytesPerUs;
       case StepKind::Reduce:
         return b / link_.reduceBytesPerUs;
       case StepKind::Copy:
@@ -260,7 +270,7 @@ class Replay {
       }
       if (n.kind != StepKind::Send && n.match >= 0) {
         const Node& s = nodes_[n.match];
-        const double latency = selfMessage(s) ? 0 : link_.latencyUs;
+        const double latency = selfMessage(s) ? 0 : linkOf(s).latencyUs;
         est = std::max(est, s.start + latency);
         efin = std::max(efin, s.finish + latency + sliceCost(n));
       }
@@ -270,11 +280,12 @@ class Replay {
     return est;
   }
 
-  // -1: no resource (empty, or a plain receive); else 2 rank (egress port), 2 rank + 1
-  // (CPU).
+  // -1: no resource (empty, or a plain receive); else 3 rank (egress port within the
+  // node), 3 rank + 1 (CPU), 3 rank + 2 (egress port to other nodes: the NIC).
   int resourceOf(const Node& n) const {
     if (n.count == 0 || ownCost(n) == 0) return -1;
-    return 2 * n.rank + (n.kind == StepKind::Send && !selfMessage(n) ? 0 : 1);
+    if (n.kind != StepKind::Send || selfMessage(n)) return 3 * n.rank + 1;
+    return 3 * n.rank + (crossesNodes(n) ? 2 : 0);
   }
 
   void schedule(Node& n) {
@@ -288,11 +299,11 @@ class Replay {
     const double start = std::max(n.earliestStart, free_[resource]);
     free_[resource] = start + cost;
     n.finish = std::max(n.earliestFinish, start + cost);
-    if (resource % 2 == 0) {
+    if (resource % 3 != 1) {
       // The sender's port is held; the receiver's port drains what arrives in order, so
       // a busy receiver delays when the bytes are through, not when the sender is free.
       n.start = start;
-      double& ingress = ingressFree_[n.peer];
+      double& ingress = ingressFree_[2 * n.peer + (crossesNodes(n) ? 1 : 0)];
       ingress = std::max(ingress, start) + cost;
       n.finish = std::max(n.finish, ingress);
     }
@@ -301,6 +312,8 @@ class Replay {
   const int nranks_;
   const size_t elementSize_;
   const LinkModel link_;
+  const LinkModel inter_;  // between nodes (= link_ without a layout)
+  const Layout* layout_;   // nullptr: one link class
   const double sliceBytes_;
   std::vector<Node> nodes_;
   std::vector<SendRef> sends_;
@@ -319,10 +332,15 @@ struct CacheKey {
   Collective collective;
   int nranks;
   size_t count, elementSize;
-  double latency, bandwidth, reduce, copy, overhead;
+  LinkModel link, inter;
+  uint64_t layout;
   auto tie() const {
-    return std::tie(algorithm, collective, nranks, count, elementSize, latency, bandwidth, reduce,
-                    copy, overhead);
+    auto fields = [](const LinkModel& m) {
+      return std::tie(m.latencyUs, m.bytesPerUs, m.reduceBytesPerUs, m.copyBytesPerUs,
+                      m.overheadUs);
+    };
+    return std::tuple_cat(std::tie(algorithm, collective, nranks, count, elementSize, layout),
+                          fields(link), fields(inter));
   }
   bool operator<(const CacheKey& o) const { return tie() < o.tie(); }
 };
@@ -362,21 +380,28 @@ ReplayResult replaySchedules(std::span<const Schedule> schedules, size_t element
 }
 
 double predictMicros(const Algorithm& algorithm, Collective collective, int nranks, size_t count,
-                     size_t elementSize, const LinkModel& link) {
+                     size_t elementSize, const LinkModel& link, const Layout* layout,
+                     const LinkModel* inter) {
+  if (layout && layout->nranks() != nranks) layout = nullptr;
   if (nranks < 1) return kInfinity;
   const double bytes = static_cast<double>(count * elementSize);
   if (collective == Collective::Send || collective == Collective::Recv)
     return count == 0 ? 0 : link.latencyUs + 2 * link.overheadUs + bytes / link.bytesPerUs;
-  const CacheKey key{&algorithm,          collective,     nranks,          count,
-                     elementSize,         link.latencyUs, link.bytesPerUs, link.reduceBytesPerUs,
-                     link.copyBytesPerUs, link.overheadUs};
+  const CacheKey key{&algorithm,
+                     collective,
+                     nranks,
+                     count,
+                     elementSize,
+                     link,
+                     inter ? *inter : link,
+                     layout ? layout->fingerprint() : 0};
   {
     std::lock_guard lock(cacheMutex);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
   }
-  Replay replay(nranks, elementSize, link, kPipelineSliceBytes);
+  Replay replay(nranks, elementSize, link, kPipelineSliceBytes, layout, inter);
   for (int r = 0; r < nranks; ++r)
-    replay.addRank(algorithm.build({collective, r, nranks, count, 0}));
+    replay.addRank(algorithm.build({collective, r, nranks, count, 0, layout}));
   const double micros = replay.run().micros;
   std::lock_guard lock(cacheMutex);
   if (cache.size() >= kCacheEntries) cache.clear();
@@ -385,11 +410,13 @@ double predictMicros(const Algorithm& algorithm, Collective collective, int nran
 }
 
 std::vector<Prediction> rankAlgorithms(Collective collective, int nranks, size_t count,
-                                       size_t elementSize, const LinkModel& link) {
+                                       size_t elementSize, const LinkModel& link,
+                                       const Layout* layout, const LinkModel* inter) {
   std::vector<Prediction> ranked;
   for (const Algorithm& a : allAlgorithms())
     if (a.collective == collective)
-      ranked.push_back({&a, predictMicros(a, collective, nranks, count, elementSize, link)});
+      ranked.push_back(
+          {&a, predictMicros(a, collective, nranks, count, elementSize, link, layout, inter)});
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Prediction& a, const Prediction& b) { return a.micros < b.micros; });
   return ranked;

@@ -26,6 +26,7 @@
 #pragma once
 
 #include "algorithms/algorithms.hpp"
+#include "algorithms/layout.hpp"
 #include "tuner/link_model.hpp"
 
 #include <cstddef>
@@ -52,8 +53,12 @@ ReplayResult replaySchedules(std::span<const Schedule> schedules, size_t element
 // Predicted microseconds of one call: builds every rank's schedule (root 0) and replays
 // it. Results are cached per (algorithm, nranks, count, elementSize, link). Send and Recv
 // are one message: latency + bytes / bandwidth. +infinity when the schedules deadlock.
+// With a layout, schedules are built for it (hierarchical algorithms need it); with a
+// layout and `inter`, messages between nodes go over `inter` (latency, overhead, wire
+// rate, and a port of their own: the NIC), messages within a node over `link`.
 double predictMicros(const Algorithm& algorithm, Collective collective, int nranks, size_t count,
-                     size_t elementSize, const LinkModel& link);
+                     size_t elementSize, const LinkModel& link, const Layout* layout = nullptr,
+                     const LinkModel* inter = nullptr);
 
 struct Prediction {
   const Algorithm* algorithm;
@@ -63,7 +68,9 @@ struct Prediction {
 // Every registered algorithm of the collective, best (fastest) first; ties keep the
 // registry's order.
 std::vector<Prediction> rankAlgorithms(Collective collective, int nranks, size_t count,
-                                       size_t elementSize, const LinkModel& link);
+                                       size_t elementSize, const LinkModel& link,
+                                       const Layout* layout = nullptr,
+                                       const LinkModel* inter = nullptr);
 
 // 8 B, 32 B, ... 64 MiB.
 std::vector<size_t> defaultExplainSizes();

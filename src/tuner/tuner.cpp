@@ -9,8 +9,13 @@
 
 namespace chorus {
 
-Tuner::Tuner(int nranks, Tuning tuning, Mode mode)
-    : nranks_(nranks), tuning_(std::move(tuning)), mode_(mode) {}
+Tuner::Tuner(int nranks, Tuning tuning, Mode mode, const Layout* layout,
+             std::optional<LinkModel> inter)
+    : nranks_(nranks),
+      tuning_(std::move(tuning)),
+      mode_(mode),
+      layout_(layout),
+      inter_(std::move(inter)) {}
 
 const Algorithm& Tuner::choose(Collective collective, size_t count, DataType type,
                                std::span<const Algorithm* const> candidates, bool log) {
@@ -32,7 +37,8 @@ const Algorithm& Tuner::choose(Collective collective, size_t count, DataType typ
     const LinkModel link = tuning_.forType(type);
     double bestMicros = 0;
     for (const Algorithm* a : candidates) {
-      const double us = predictMicros(*a, collective, nranks_, count, elementSize, link);
+      const double us = predictMicros(*a, collective, nranks_, count, elementSize, link, layout_,
+                                      inter_ ? &*inter_ : nullptr);
       if (!best || us < bestMicros) best = a, bestMicros = us;
       if (log) {
         char text[64];

@@ -9,11 +9,13 @@
 #pragma once
 
 #include "algorithms/algorithms.hpp"
+#include "algorithms/layout.hpp"
 #include "tuner/tuning.hpp"
 
 #include <chorus/chorus.hpp>
 
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -25,7 +27,10 @@ class Tuner {
   static constexpr int kMaxReplayRanks = 128;
   enum class Mode { Model, Static };
 
-  Tuner(int nranks, Tuning tuning, Mode mode);
+  // With several nodes: `layout` says which ranks share one, `inter` is the link between
+  // nodes (tuning's link is the one within a node).
+  Tuner(int nranks, Tuning tuning, Mode mode, const Layout* layout = nullptr,
+        std::optional<LinkModel> inter = std::nullopt);
 
   // The best of `candidates` (all of one collective, non-empty) for this call, cached per
   // (collective, count, type). When `log` is set, a new choice is logged at INFO with the
@@ -36,12 +41,15 @@ class Tuner {
   void reset() { choices_.clear(); }
 
   const Tuning& tuning() const { return tuning_; }
+  const std::optional<LinkModel>& inter() const { return inter_; }
   Mode mode() const { return mode_; }
 
  private:
   int nranks_;
   Tuning tuning_;
   Mode mode_;
+  const Layout* layout_;
+  std::optional<LinkModel> inter_;
   std::map<std::tuple<Collective, size_t, DataType>, const Algorithm*> choices_;
 };
 

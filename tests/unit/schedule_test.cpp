@@ -11,6 +11,7 @@
 // (`late`) sends only when nothing else can move: a rank that arrives late, so that data
 // meant for it is delayed while its peers' data reaches it.
 #include "algorithms/algorithms.hpp"
+#include "algorithms/layout.hpp"
 
 #include <gtest/gtest.h>
 
@@ -116,14 +117,14 @@ struct Message {
 class SymbolicRun {
  public:
   SymbolicRun(const Algorithm& algorithm, int nranks, size_t count, int root, bool inPlace,
-              size_t sendGrain, int late = -1)
+              size_t sendGrain, int late = -1, const Layout* layout = nullptr)
       : nranks_(nranks), sendGrain_(sendGrain), late_(late), ranks_(nranks) {
     const bool gathers = algorithm.collective == Collective::AllGather;
     const bool scatters = algorithm.collective == Collective::ReduceScatter;
     const bool exchanges = algorithm.collective == Collective::AllToAll;  // n blocks each way
     for (int r = 0; r < nranks; ++r) {
       RankState& s = ranks_[r];
-      s.schedule = algorithm.build({algorithm.collective, r, nranks, count, root});
+      s.schedule = algorithm.build({algorithm.collective, r, nranks, count, root, layout});
       s.done.assign(s.schedule.steps.size(), false);
       s.progress.assign(s.schedule.steps.size(), 0);
       for (int i = 0; i < static_cast<int>(s.schedule.steps.size()); ++i) {
@@ -343,12 +344,12 @@ Value expectAll(int nranks, int64_t index) { return Value(0, nranks, index, true
 Value expectOne(int from, int64_t index) { return Value(from, from + 1, index, false); }
 
 void checkCollective(const Algorithm& algorithm, int nranks, size_t count, int root, bool inPlace,
-                     size_t sendGrain, int late = -1) {
-  SymbolicRun run(algorithm, nranks, count, root, inPlace, sendGrain, late);
+                     size_t sendGrain, int late = -1, const Layout* layout = nullptr) {
+  SymbolicRun run(algorithm, nranks, count, root, inPlace, sendGrain, late, layout);
   std::string error = run.run();
   ASSERT_EQ(error, "") << toString(algorithm.collective) << "/" << algorithm.name << " p=" << nranks
                        << " count=" << count << " root=" << root << " in-place=" << inPlace
-                       << " late=" << late;
+                       << " late=" << late << (layout ? " (with a layout)" : "");
   for (int r = 0; r < nranks; ++r) {
     const Value* out = run.rank(r).output;
     for (size_t i = 0; i < run.rank(r).outputCount; ++i) {
@@ -385,8 +386,35 @@ void checkCollective(const Algorithm& algorithm, int nranks, size_t count, int r
   }
 }
 
+// Hierarchical algorithms are the flat ring without a layout: they get their own test.
 bool collectiveAlgorithm(const Algorithm& a) {
-  return a.collective != Collective::Send && a.collective != Collective::Recv;
+  return a.collective != Collective::Send && a.collective != Collective::Recv &&
+         !std::string_view(a.name).starts_with("hier");
+}
+
+TEST(Schedule, HierarchicalIsExactOnEveryLayout) {
+  // N nodes x L ranks, ranks numbered by node (block) or round robin (interleaved), and
+  // layouts with unequal nodes (the flat fallback); sends one element at a time.
+  std::vector<Layout> layouts;
+  for (int nodes = 1; nodes <= 5; ++nodes)
+    for (int perNode = 1; perNode <= 4; ++perNode)
+      for (bool interleaved : {false, true})
+        layouts.push_back(Layout::uniform(nodes, perNode, interleaved));
+  std::vector<std::string> hosts = {"a", "a", "b", "a", "c", "c"};  // 3 + 1 + 2
+  layouts.emplace_back(hosts);
+  for (const Algorithm& algorithm : allAlgorithms()) {
+    if (!std::string_view(algorithm.name).starts_with("hier")) continue;
+    for (const Layout& layout : layouts) {
+      const int p = layout.nranks();
+      for (size_t count : {size_t{0}, size_t{1}, size_t(p - 1), size_t(p + 3), size_t{64}})
+        for (bool inPlace : {false, true}) {
+          checkCollective(algorithm, p, count, 0, inPlace, 1, -1, &layout);
+          if (HasFatalFailure()) return;
+          checkCollective(algorithm, p, count, 0, inPlace, 1, p / 2, &layout);
+          if (HasFatalFailure()) return;
+        }
+    }
+  }
 }
 
 // The executor's work: elements all steps of all ranks touch, plus steps times the links

@@ -35,6 +35,8 @@ Schedule hierRhdAllReduce(const CollectiveArgs& args);
 Schedule ringAllGather(const CollectiveArgs& args);
 Schedule rdAllGather(const CollectiveArgs& args);
 Schedule bruckAllGather(const CollectiveArgs& args);
+Schedule hierAllGather(const CollectiveArgs& args);
+Schedule hierReduceScatter(const CollectiveArgs& args);
 Schedule ringReduceScatter(const CollectiveArgs& args);
 Schedule rhReduceScatter(const CollectiveArgs& args);
 Schedule chainBroadcast(const CollectiveArgs& args);

@@ -115,6 +115,12 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
       throw PeerError(dead.front(), "rank " + std::to_string(dead.front()) +
                                         " died (its connection to the rendezvous store closed)");
   };
+  CommImpl* self = c.get();  // the engine dies before the communicator
+  config.onFailure = [self](const std::string& cause) { self->reportFailure(cause); };
+  config.lastWords = [self](int peer) { return self->reportedFailure(peer); };
+  config.diagnose = [self](const std::string& mine, const std::vector<int>& peers) {
+    return self->diagnoseStall(mine, peers);
+  };
   c->engine_ = std::make_unique<Engine>(*c->transport_, config);
   c->setUpTuner(localRanks, cores);
   storeBarrier(store, "ready", nranks, deadline);
@@ -130,9 +136,12 @@ CommImpl::~CommImpl() {
   // hosted here outlives every rank's last use of it.
   if (engine_) engine_->drain(Clock::now() + timeout_);
   try {
-    if (ready_ && !engine_->failed())  // a creation that failed has no one to wait for
-      storeBarrier(*store_, "destroy", nranks_,
-                   Clock::now() + std::min(timeout_, std::chrono::milliseconds(30000)));
+    // A creation that failed has no one to wait for. A failed communicator still checks
+    // out (briefly), so that ranks whose calls completed are not left waiting for it.
+    const auto wait = engine_ && engine_->failed()
+                          ? std::chrono::milliseconds(2000)
+                          : std::min(timeout_, std::chrono::milliseconds(30000));
+    if (ready_) storeBarrier(*store_, "destroy", nranks_, Clock::now() + wait);
   } catch (const std::exception& e) {
     logf(LogLevel::Warn, "rank %d: leaving without the others: %s", rank_, e.what());
   }
@@ -239,6 +248,7 @@ Work CommImpl::submit(const Call& call) {
   op->count = call.count;
   op->root = call.root;
   op->algorithm = algorithm.name;
+  op->algorithmIndex = static_cast<int>(&algorithm - allAlgorithms().data());
   op->elementSize = sizeOf(call.type);
   op->input = static_cast<const std::byte*>(call.input);
   op->output = static_cast<std::byte*>(call.output);

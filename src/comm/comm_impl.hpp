@@ -52,6 +52,12 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   // tuner decides alike.
   void setUpTuner(int localRanks, int cores);
   LinkModel probeLink(int peer);
+  // Failure reports through the store (failure_report.cpp): what this rank failed with,
+  // what another rank reported before it died, and at a stall what the awaited peers
+  // are doing.
+  void reportFailure(const std::string& cause);
+  std::string reportedFailure(int peer);
+  std::string diagnoseStall(const std::string& mine, const std::vector<int>& peers);
 
   int rank_, nranks_;
   std::chrono::milliseconds timeout_{};

@@ -1,5 +1,6 @@
 #include "engine/engine.hpp"
 
+#include "engine/wire_header.hpp"
 #include "errors.hpp"
 #include "kernels/reduce.hpp"
 #include "log.hpp"
@@ -12,6 +13,8 @@
 namespace chorus {
 
 using detail::OpState;
+using detail::StepProgress;
+using detail::WireHeader;
 
 namespace {
 
@@ -28,12 +31,15 @@ inline void cpuRelax() { __builtin_ia32_pause(); }
 }  // namespace
 
 std::string OpState::describe() const {
-  char text[160];
+  char text[180];
   const bool reduces = collective == Collective::AllReduce ||
                        collective == Collective::ReduceScatter || collective == Collective::Reduce;
-  std::snprintf(text, sizeof(text), "%s #%llu (%zu x %s%s%s, %s)", toString(collective),
+  const bool rooted = collective == Collective::Broadcast || collective == Collective::Reduce;
+  char rootText[24] = "";
+  if (rooted) std::snprintf(rootText, sizeof rootText, ", root %d", root);
+  std::snprintf(text, sizeof(text), "%s #%llu (%zu x %s%s%s, %s%s)", toString(collective),
                 static_cast<unsigned long long>(sequence), count, toString(type),
-                reduces ? " " : "", reduces ? toString(op) : "", algorithm);
+                reduces ? " " : "", reduces ? toString(op) : "", algorithm, rootText);
   return text;
 }
 
@@ -41,7 +47,9 @@ Engine::Engine(Transport& transport, EngineConfig config)
     : transport_(transport),
       config_(std::move(config)),
       sendQueue_(config_.nranks),
-      recvQueue_(config_.nranks) {
+      recvQueue_(config_.nranks),
+      headerSentTo_(config_.nranks, 0),
+      headerFrom_(config_.nranks, 0) {
   lastProgress_ = lastPeerCheck_ = Clock::now();
 }
 
@@ -64,12 +72,19 @@ void Engine::submit(std::shared_ptr<OpState> op) {
   }
   lendScratch(*op);
   if (inFlight_.empty()) lastProgress_ = Clock::now();
+  ++submitted_;
   for (int i = 0; i < static_cast<int>(schedule.steps.size()); ++i) {
     const Step& step = schedule.steps[i];
     StepRef ref{op.get(), i};
     if (step.kind == StepKind::Copy || step.kind == StepKind::Reduce) {
       localSteps_.push_back(ref);
       continue;
+    }
+    // The op's first non-empty message each way to each peer carries the fingerprint.
+    auto& mark = step.kind == StepKind::Send ? headerSentTo_ : headerFrom_;
+    if (stepCount(step) > 0 && mark[step.peer] != submitted_) {
+      mark[step.peer] = submitted_;
+      op->progress[i].withHeader = true;
     }
     auto& queue = step.kind == StepKind::Send ? sendQueue_[step.peer] : recvQueue_[step.peer];
     if (sendQueue_[step.peer].empty() && recvQueue_[step.peer].empty())
@@ -117,6 +132,43 @@ static std::byte* resolve(const OpState& op, const Range& r) {
   return base + r.offset * op.elementSize;
 }
 
+// The call's fingerprint ahead of the data; false until all of it is out.
+bool Engine::sendHeader(OpState& op, StepProgress& p, Channel& channel, bool& moved) {
+  if (p.headerBytes == 0) {
+    const WireHeader h = headerOf(op);
+    std::memcpy(p.header.data(), &h, sizeof h);
+  }
+  while (p.headerBytes < sizeof(WireHeader)) {
+    size_t taken =
+        channel.trySend(p.header.data() + p.headerBytes, sizeof(WireHeader) - p.headerBytes);
+    if (taken == 0) return false;
+    p.headerBytes += static_cast<uint8_t>(taken);
+    moved = true;
+  }
+  return true;
+}
+
+// Takes the peer's fingerprint and checks it; false until all of it is in. Throws
+// Error(InvalidUsage) naming the peer and its call when the calls differ.
+bool Engine::receiveHeader(OpState& op, StepProgress& p, Channel& channel, int peer, bool& moved) {
+  while (p.headerBytes < sizeof(WireHeader)) {
+    std::span<const std::byte> incoming = channel.peek();
+    if (incoming.empty()) return false;
+    size_t used = std::min(incoming.size(), sizeof(WireHeader) - p.headerBytes);
+    std::memcpy(p.header.data() + p.headerBytes, incoming.data(), used);
+    channel.consume(used);
+    p.headerBytes += static_cast<uint8_t>(used);
+    moved = true;
+  }
+  if (p.withHeader) {
+    p.withHeader = false;  // checked once
+    WireHeader theirs;
+    std::memcpy(&theirs, p.header.data(), sizeof theirs);
+    if (auto wrong = mismatch(op, theirs, peer)) throw Error(Result::InvalidUsage, *wrong);
+  }
+  return true;
+}
+
 bool Engine::advanceSend(OpState& op, int index) {
   const Step& step = op.schedule->steps[index];
   auto& p = op.progress[index];
@@ -128,6 +180,7 @@ bool Engine::advanceSend(OpState& op, int index) {
   Channel& channel = channelTo(step.peer);
   const std::byte* data = resolve(op, step.src);
   bool moved = false;
+  if (p.withHeader && !sendHeader(op, p, channel, moved)) return moved;
   while (p.bytes < limit) {
     size_t taken;
     if (p.bytes < dataBytes) {
@@ -157,6 +210,9 @@ bool Engine::advanceRecv(OpState& op, int index) {
   std::byte* dst = resolve(op, step.dst);
   const std::byte* local = reducing ? resolve(op, step.src) : nullptr;
   bool moved = false;
+  if ((p.withHeader || (p.headerBytes > 0 && p.headerBytes < sizeof(WireHeader))) &&
+      !receiveHeader(op, p, channel, step.peer, moved))
+    return moved;
   while (p.bytes < limit) {
     std::span<const std::byte> incoming = channel.peek();
     if (incoming.empty()) break;
@@ -302,25 +358,55 @@ std::string Engine::waitingFor() const {
   return "waiting";
 }
 
+std::vector<int> Engine::awaitedPeers() const {
+  std::vector<int> peers;
+  for (int peer : busyPeers_)
+    if (!recvQueue_[peer].empty()) peers.push_back(peer);
+  if (peers.empty())
+    for (int peer : busyPeers_) peers.push_back(peer);
+  std::sort(peers.begin(), peers.end());
+  return peers;
+}
+
 void Engine::checkStall(Clock::time_point now) {
   if (inFlight_.empty() || now - lastProgress_ < config_.timeout) return;
   auto seconds = std::chrono::duration<double>(config_.timeout).count();
-  failAll(Result::Timeout, "no progress for " + std::to_string(seconds).substr(0, 6) +
-                               " s (CHORUS_TIMEOUT), " + waitingFor());
+  std::string cause = "no progress for " + std::to_string(seconds).substr(0, 6) +
+                      " s (CHORUS_TIMEOUT), " + waitingFor();
+  if (config_.diagnose) {
+    try {
+      const std::string self = inFlight_.front()->describe() + ", " + waitingFor();
+      cause += config_.diagnose(self, awaitedPeers());
+    } catch (const std::exception& e) {
+      cause += " (no diagnosis: " + std::string(e.what()) + ")";
+    }
+  }
+  failAll(Result::Timeout, cause);
 }
 
 // A peer that closed its connection may only be reacting to an earlier death: when the
 // store knows of a dead rank, name that one first.
 std::string Engine::rootCause(const PeerError& seen) {
-  if (!config_.checkPeers) return seen.what();
-  try {
-    config_.checkPeers();
-  } catch (const PeerError& dead) {
-    if (dead.peer() == seen.peer()) return dead.what();
-    return std::string(dead.what()) + "; then: " + seen.what();
-  } catch (const std::exception&) {
+  std::string cause = seen.what();
+  int culprit = seen.peer();
+  if (config_.checkPeers) {
+    try {
+      config_.checkPeers();
+    } catch (const PeerError& dead) {
+      cause = dead.peer() == seen.peer() ? std::string(dead.what())
+                                         : std::string(dead.what()) + "; then: " + seen.what();
+      culprit = dead.peer();
+    } catch (const std::exception&) {
+    }
   }
-  return seen.what();
+  if (config_.lastWords && culprit >= 0) {
+    try {
+      if (std::string words = config_.lastWords(culprit); !words.empty())
+        cause += "; it had reported: " + words;
+    } catch (const std::exception&) {
+    }
+  }
+  return cause;
 }
 
 void Engine::failAll(Result code, const std::string& cause) {
@@ -328,6 +414,12 @@ void Engine::failAll(Result code, const std::string& cause) {
   failure_ = code;
   failureCause_ = cause;
   logf(LogLevel::Warn, "rank %d: %s", config_.rank, cause.c_str());
+  if (config_.onFailure) {
+    try {
+      config_.onFailure(inFlight_.empty() ? cause : inFlight_.front()->describe() + ": " + cause);
+    } catch (const std::exception&) {  // best effort: the store may be gone too
+    }
+  }
   for (auto& op : inFlight_) {
     if (op->done) continue;
     op->done = true;

@@ -26,6 +26,13 @@ struct EngineConfig {
   size_t sliceBytes = 256 << 10;    // most bytes one step moves per pass
   // Called before sleeping (at most every ~100 ms); throws PeerError for a dead peer.
   std::function<void()> checkPeers;
+  // Called once when the engine fails, with the cause (e.g. to tell the other ranks).
+  std::function<void(const std::string& cause)> onFailure;
+  // What `rank` reported when it failed ("" if nothing), to say why a peer died.
+  std::function<std::string(int rank)> lastWords;
+  // At a stall: given what this rank waits in and the peers it waits for, returns what
+  // those peers are doing (appended to the timeout's message).
+  std::function<std::string(const std::string& self, const std::vector<int>& peers)> diagnose;
 };
 
 class Engine {
@@ -57,12 +64,16 @@ class Engine {
   bool advanceSend(detail::OpState& op, int index);
   bool advanceRecv(detail::OpState& op, int index);
   bool advanceLocal(detail::OpState& op, int index);  // Copy and Reduce
+  bool sendHeader(detail::OpState& op, detail::StepProgress& p, Channel& channel, bool& moved);
+  bool receiveHeader(detail::OpState& op, detail::StepProgress& p, Channel& channel, int peer,
+                     bool& moved);
   size_t allowedElements(const detail::OpState& op, int index) const;
   void completeStep(detail::OpState& op, int index);
   void failAll(Result code, const std::string& cause);
   std::string rootCause(const PeerError& seen);
   void checkStall(Clock::time_point now);
   std::string waitingFor() const;
+  std::vector<int> awaitedPeers() const;
   void lendScratch(detail::OpState& op);
   void returnScratch(detail::OpState& op);
 
@@ -75,7 +86,9 @@ class Engine {
   EngineConfig config_;
   std::vector<std::deque<StepRef>> sendQueue_, recvQueue_;  // per peer, issue order
   std::vector<StepRef> localSteps_;
-  std::vector<int> busyPeers_;  // peers with queued steps
+  uint64_t submitted_ = 0;                           // ops submitted (stamps below)
+  std::vector<uint64_t> headerSentTo_, headerFrom_;  // per peer: last op that marked a header
+  std::vector<int> busyPeers_;                       // peers with queued steps
   std::deque<std::shared_ptr<detail::OpState>> inFlight_;
   std::vector<std::vector<std::byte>> scratchPool_;
   Clock::time_point lastProgress_;

@@ -5,6 +5,7 @@
 
 #include <chorus/chorus.hpp>
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -16,6 +17,11 @@ struct StepProgress {
   size_t bytes = 0;     // bytes of the step's stream (data, then padding) handled
   size_t elements = 0;  // elements fully done (sent, received, reduced, finalized)
   bool complete = false;
+  // The call's fingerprint (wire_header.hpp) goes ahead of the op's first message to
+  // each peer and is checked at the op's first message from each peer.
+  bool withHeader = false;
+  uint8_t headerBytes = 0;
+  std::array<std::byte, 32> header{};
 };
 
 struct OpState {
@@ -26,6 +32,7 @@ struct OpState {
   size_t count = 0;
   int root = 0;
   const char* algorithm = "";
+  int algorithmIndex = -1;  // in allAlgorithms(), travels in the fingerprint
 
   std::shared_ptr<const Schedule> schedule;
   const std::byte* input = nullptr;

@@ -1,0 +1,128 @@
+// chorus_mismatch_test: ranks that call different things at the same point get an error
+// that names the rank and what it called, at once, instead of a hang or wrong data.
+//   chorus-run -n 3 chorus_mismatch_test --case count|collective|op|type|root|p2p|absent
+// Rank 1 is the odd one out. Every rank whose call touches the difference must fail
+// within 10 s (only a sender whose data was taken, or a rank the difference does not
+// reach, may complete), with an error that says "mismatched calls" and names both calls
+// (its own and the other one), directly or as the report of the rank that found it.
+// Prints "rank R: <error>"; exit 0 when all that holds, 1 otherwise ("FAIL").
+// `absent`: rank 2 never calls; the others must time out (CHORUS_TIMEOUT) with an error
+// that says rank 2 is not waiting in any collective.
+#include <chorus/chorus.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using chorus::DataType;
+using chorus::RedOp;
+
+chorus::Work call(chorus::Communicator& comm, const std::string& which, bool odd,
+                  std::vector<float>& in, std::vector<float>& out) {
+  const size_t n = 1000;
+  if (which == "count")
+    return comm.allReduce(in.data(), out.data(), odd ? n / 2 : n, DataType::Float32, RedOp::Sum);
+  if (which == "collective")
+    return odd ? comm.allGather(in.data(), out.data(), n / comm.size(), DataType::Float32)
+               : comm.allReduce(in.data(), out.data(), n, DataType::Float32, RedOp::Sum);
+  if (which == "op")
+    return comm.allReduce(in.data(), out.data(), n, DataType::Float32,
+                          odd ? RedOp::Max : RedOp::Sum);
+  if (which == "type")
+    return comm.allReduce(in.data(), out.data(), n, odd ? DataType::Int32 : DataType::Float32,
+                          RedOp::Sum);
+  if (which == "root") {  // the chain: rank 1 hears from rank 0 whichever root it thinks
+    comm.setAlgorithm("broadcast:ring");
+    return comm.broadcast(in.data(), out.data(), n, DataType::Float32, odd ? 2 : 0);
+  }
+  if (which == "p2p") {  // rank 0 sends 1000 to rank 1, which expects 500
+    if (comm.rank() == 0) return comm.send(in.data(), n, DataType::Float32, 1);
+    if (comm.rank() == 1) return comm.recv(out.data(), n / 2, DataType::Float32, 0);
+    return comm.allReduce(in.data(), out.data(), 0, DataType::Float32, RedOp::Sum);
+  }
+  std::fprintf(stderr, "unknown case %s\n", which.c_str());
+  std::exit(2);
+}
+
+struct Expect {
+  const char* odd;   // in the description of rank 1's call
+  const char* even;  // in the description of the others' calls
+  bool othersMayComplete;
+};
+
+Expect expectFor(const std::string& which) {
+  if (which == "count") return {"(500 x float sum", "(1000 x float sum", false};
+  if (which == "collective")
+    return {"allGather #1 (333 x float", "allReduce #1 (1000 x float", false};
+  if (which == "op") return {"float max", "float sum", false};
+  if (which == "type") return {"int32 sum", "float sum", false};
+  if (which == "root") return {"root 2", "root 0", true};
+  return {"recv #1 (500 x float", "send #1 (1000 x float", true};  // p2p
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string which = "count";
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--case") == 0) which = argv[i + 1];
+  chorus::Communicator comm = chorus::Communicator::initFromEnv();
+  const int rank = comm.rank();
+  std::vector<float> in(1000, 1.0f), out(1000 * comm.size());
+  // A matching call first: the check must not disturb calls that agree.
+  comm.allReduce(in.data(), out.data(), 1000, DataType::Float32, RedOp::Sum).wait();
+  if (out[0] != static_cast<float>(comm.size())) {
+    std::printf("rank %d: FAIL: the matching call gave %g\n", rank, out[0]);
+    return 1;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  if (which == "absent") {
+    if (rank == 2) {  // busy elsewhere, then leaves; the others must not hang meanwhile
+      std::this_thread::sleep_for(std::chrono::seconds(8));
+      comm.abort();
+      return 0;
+    }
+    try {
+      comm.allReduce(in.data(), out.data(), 1000, DataType::Float32, RedOp::Sum).wait();
+      std::printf("rank %d: FAIL: completed without rank 2\n", rank);
+      return 1;
+    } catch (const chorus::Error& e) {
+      const bool named = std::string(e.what()).find("rank 2 is not waiting in any collective") !=
+                         std::string::npos;
+      std::printf("rank %d: %s%s: %s\n", rank,
+                  named ? "" : "FAIL (rank 2 not named): ", chorus::toString(e.code()), e.what());
+      return named ? 0 : 1;
+    }
+  }
+  try {
+    chorus::Work work = call(comm, which, rank == 1, in, out);
+    if (!work.wait(std::chrono::seconds(10))) {
+      std::printf("rank %d: FAIL: no error after 10 s\n", rank);
+      comm.abort();
+      return 1;
+    }
+    if (rank != 1 && expectFor(which).othersMayComplete) {
+      std::printf("rank %d: completed (the difference does not reach it)\n", rank);
+      return 0;
+    }
+    std::printf("rank %d: FAIL: the mismatched call succeeded\n", rank);
+    return 1;
+  } catch (const chorus::Error& e) {
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const std::string what = e.what();
+    const Expect expect = expectFor(which);
+    const bool named = what.find("mismatched calls") != std::string::npos &&
+                       what.find(expect.odd) != std::string::npos &&
+                       what.find(expect.even) != std::string::npos;
+    std::printf("rank %d: %s%s: %s (%.1f ms)\n", rank,
+                named ? "" : "FAIL (both calls not named): ", chorus::toString(e.code()),
+                what.c_str(), ms);
+    return named && ms < 10000 ? 0 : 1;
+  }
+}

@@ -1,0 +1,71 @@
+# UCX transport suite, label `ucx` (`ctest -L ucx`): the multi-process collective suite
+# and the kill test forced onto CHORUS_TRANSPORT=ucx on this host. Registered only when the
+# UCX transport is built (libucx-dev found). Included from tests/multiproc/CMakeLists.txt,
+# whose targets and variables (_run, chorus_collectives_test, chorus_kill_test) it uses.
+#
+# By default UCX handles peer failures (UCP_ERR_HANDLING_MODE_PEER), which on one host
+# means its tcp transport; CHORUS_UCX_ERR_MODE=none runs over sysv/posix shared memory and
+# cma instead, so both paths are covered. About 2.5 minutes on 2 cores.
+
+if(NOT (CHORUS_WITH_UCX AND CHORUS_UCX_SOURCES))
+  return()
+endif()
+
+function(chorus_ucx_test name timeout)
+  add_test(NAME ${name} COMMAND ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS ucx TIMEOUT ${timeout}
+                                          RESOURCE_LOCK chorus_multiproc)
+endfunction()
+
+set(_ucx_coll $<TARGET_FILE:chorus_collectives_test> --transport ucx)
+
+add_executable(chorus_send_then_away_test send_then_away_test.cpp)
+target_link_libraries(chorus_send_then_away_test PRIVATE chorus)
+target_compile_options(chorus_send_then_away_test PRIVATE -Wall -Wextra)
+
+# Every collective x type x op x count x in-place at 1..4 ranks, --quick at 5 and 8.
+foreach(_n 1 2 3 4 5 8)
+  set(_quick)
+  if(_n GREATER 4)
+    set(_quick --quick)
+  endif()
+  chorus_ucx_test(ucx.collectives.np${_n} 300 ${_run} -n ${_n} --timeout 280 ${_ucx_coll} ${_quick})
+endforeach()
+
+# Shared-memory transports (no UCX failure handling), a forced algorithm mix, and a tiny
+# window of 4 KiB blocks that keeps the credit flow control busy.
+chorus_ucx_test(ucx.collectives.np3.errmode_none 300
+  ${_run} -n 3 --timeout 280 ${_ucx_coll} --quick)
+chorus_ucx_test(ucx.collectives.np5.errmode_none 300
+  ${_run} -n 5 --timeout 280 ${_ucx_coll} --quick)
+set_tests_properties(ucx.collectives.np3.errmode_none ucx.collectives.np5.errmode_none
+  PROPERTIES ENVIRONMENT CHORUS_UCX_ERR_MODE=none)
+chorus_ucx_test(ucx.collectives.np3.algos 300
+  ${_run} -n 3 --timeout 280 ${_ucx_coll} --quick
+  --algo allreduce:rd,allgather:bruck,reducescatter:rhd,broadcast:tree,reduce:rsg)
+chorus_ucx_test(ucx.collectives.np3.tiny_window 300
+  ${_run} -n 3 --timeout 280 ${_ucx_coll} --quick)
+set_tests_properties(ucx.collectives.np3.tiny_window
+  PROPERTIES ENVIRONMENT "CHORUS_UCX_WINDOW=2;CHORUS_UCX_BLOCK=4096")
+
+# A sender that leaves the library right after its send completes: the data must still
+# arrive (the progress thread), in both error modes; tcp as the reference.
+foreach(_mode peer none)
+  chorus_ucx_test(ucx.send_then_away.errmode_${_mode} 60
+    ${_run} -n 2 --timeout 50 $<TARGET_FILE:chorus_send_then_away_test> --transport ucx)
+  set_tests_properties(ucx.send_then_away.errmode_${_mode}
+    PROPERTIES ENVIRONMENT CHORUS_UCX_ERR_MODE=${_mode})
+endforeach()
+chorus_ucx_test(ucx.send_then_away.tcp_reference 60
+  ${_run} -n 2 --timeout 50 $<TARGET_FILE:chorus_send_then_away_test> --transport tcp)
+
+# A rank SIGKILLed mid-allReduce: every survivor reports an error naming it, no hang.
+foreach(_case "4;2;peer" "4;0;peer" "3;1;peer" "5;4;peer" "4;2;none")
+  list(GET _case 0 _n)
+  list(GET _case 1 _victim)
+  list(GET _case 2 _mode)
+  set(_name ucx.kill.np${_n}.victim${_victim}.errmode_${_mode})
+  chorus_ucx_test(${_name} 120
+    $<TARGET_FILE:chorus_kill_test> --transport ucx --ranks ${_n} --victim ${_victim})
+  set_tests_properties(${_name} PROPERTIES RUN_SERIAL TRUE ENVIRONMENT CHORUS_UCX_ERR_MODE=${_mode})
+endforeach()

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# CTest driver for the test bed (label `topology`):
+#
+#   bed_test.sh collectives K N RATE BUILD_DIR [suite args...]
+#       K nodes x N ranks, 2 NICs per node at RATE (Ngbit): every rank must see K nodes
+#       and N local ranks (chorus-topo --cluster, and the communicator's "N local ranks"),
+#       the NICs must carry the bed's speed (topology file), and the collectives suite must
+#       pass over tcp.
+#   bed_test.sh cleanup BUILD_DIR
+#       the bed is removed after a failing rank, a timeout and an interrupt.
+#
+# Exit 77 (skipped) where network namespaces cannot be made.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+bed=$here/netns_bed.sh
+state=${CHORUS_BED_STATE:-/tmp/chorus-bed}
+fail() {
+  echo "bed_test: FAIL: $*" >&2
+  exit 1
+}
+log=$(mktemp /tmp/chorus-bed-test.XXXXXX)
+id=""
+trap '[[ -n $id ]] && "$bed" down "$id"; rm -f "$log"' EXIT
+
+collectives() {
+  local k=$1 n=$2 rate=$3 build=$4
+  shift 4
+  id=$("$bed" up "$k" 2 "$rate")
+  local rc=$?
+  ((rc == 77)) && exit 77
+  ((rc == 0)) || fail "netns_bed.sh up $k 2 $rate: status $rc"
+  echo "bed $id: $k nodes x 2 NICs at $rate, $n ranks per node"
+
+  # The NIC speed comes from the bed's topology file.
+  local gbit=${rate%gbit}
+  ip netns exec "${id}n0" env CHORUS_TOPO_FILE="$state/$id/bed.topo" \
+    "$build/tools/chorus-topo" >"$log" 2>&1
+  cat "$log"
+  grep -q "nic rail1: up, $gbit Gbit/s" "$log" || fail "chorus-topo does not show rail1 at $rate"
+
+  # Every rank sees the node structure.
+  "$bed" run -b "$id" -n "$n" -t 60 -- "$build/tools/chorus-topo" --cluster >"$log" 2>&1 ||
+    { cat "$log"; fail "chorus-topo --cluster failed"; }
+  cat "$log"
+  local world=$((k * n))
+  grep -q "cluster: $world ranks, $k nodes (uniform), ring:" "$log" || fail "rank 0's cluster line"
+  local seen
+  seen=$(grep -c "of $k nodes, local rank [0-9]* of $n, nic rail" "$log")
+  ((seen == world)) || fail "$seen of $world ranks saw $k nodes of $n ranks"
+
+  # Every collective correct over tcp; the communicator counts N local ranks.
+  local t0=$SECONDS
+  "$bed" run -b "$id" -n "$n" -t 200 -e CHORUS_DEBUG=INFO -- \
+    "$build/tests/multiproc/chorus_collectives_test" --transport tcp "$@" >"$log" 2>&1
+  rc=$?
+  grep -E "FAIL|passed|ready:|rank 0 time|Error|error" "$log" | head -60
+  ((rc == 0)) || fail "collectives suite: status $rc"
+  grep -q "^\[0\] [0-9]* passed, 0 failed" "$log" || fail "no '0 failed' line from rank 0"
+  seen=$(grep -c "ready: transport tcp, $n local ranks" "$log")
+  ((seen == world)) || fail "$seen of $world ranks report $n local ranks over tcp"
+  echo "bed_test: OK: $k nodes x $n ranks, suite $((SECONDS - t0)) s"
+}
+
+# The bed's id, from run's "netns_bed: bed ID: ..." line.
+bed_of() { sed -n 's/^netns_bed: bed \(cb[0-9a-f]\{6\}\):.*/\1/p' "$log" | head -1; }
+gone() { [[ -n $1 && -z $(ip netns list | grep "^$1") && ! -e $state/$1 ]]; }
+
+cleanup() {
+  local b rc
+  # A rank that fails: its status comes back, the others are stopped, the bed removed.
+  CHORUS_BED_GRACE=2 "$bed" run -k 2 -m 1 -r 0 -n 2 -t 30 -- sh -c '[ "$CHORUS_RANK" = 1 ] && exit 3; sleep 60' \
+    >"$log" 2>&1
+  rc=$?
+  b=$(bed_of)
+  ((rc == 3)) || { cat "$log"; fail "failing rank: status $rc, not 3"; }
+  gone "$b" || fail "bed '$b' left behind after a failing rank"
+  # The timeout.
+  "$bed" run -k 2 -m 1 -r 100mbit -n 1 -t 1 -- sleep 30 >"$log" 2>&1
+  rc=$?
+  b=$(bed_of)
+  ((rc == 124)) || { cat "$log"; fail "timeout: status $rc, not 124"; }
+  gone "$b" || fail "bed '$b' left behind after a timeout"
+  # An interrupt (TERM: a background job of a script ignores INT).
+  "$bed" run -k 2 -m 2 -r 1gbit -n 2 -t 60 -- sleep 30 >"$log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 100); do
+    b=$(bed_of)
+    [[ -n $b ]] && break
+    sleep 0.1
+  done
+  sleep 1
+  kill -TERM "$pid"
+  wait "$pid"
+  rc=$?
+  ((rc == 143)) || { cat "$log"; fail "interrupt: status $rc, not 143"; }
+  gone "$b" || fail "bed '$b' left behind after an interrupt"
+  ip netns list | grep -q "^${b}" && fail "namespaces left"
+  echo "bed_test: OK: cleanup after failure, timeout and interrupt"
+}
+
+case ${1:-} in
+  collectives) shift; collectives "$@" ;;
+  cleanup) cleanup ;;
+  *) sed -n '2,11p' "$0" >&2; exit 2 ;;
+esac

@@ -1,0 +1,29 @@
+# Topology tests, label `topology` (`ctest -L topology`, about 1.5 minutes here): the unit
+# tests on recorded hwloc XML, sysfs trees and topology files, and the network-namespace
+# test bed (tests/testbed/netns_bed.sh: needs root; skipped, status 77, without it).
+
+add_test(NAME topology.unit
+         COMMAND chorus_unit_tests
+                 --gtest_filter=TopologyDetect.*:TopologyFileTest.*:ClusterTopologyTest.*:HostIdentity.*)
+set_tests_properties(topology.unit PROPERTIES LABELS topology TIMEOUT 120)
+
+if(TARGET chorus_collectives_test AND TARGET chorus-topo)
+  set(_bed ${CMAKE_CURRENT_SOURCE_DIR}/testbed/bed_test.sh)
+  # name; nodes; ranks per node; NIC rate; suite arguments (the full case list at 4 ranks,
+  # --quick at 9, as the multiproc tcp tests do)
+  foreach(_case "2x2;2;2;1gbit" "3x3;3;3;1gbit;--quick" "3x3.ring;3;3;2gbit;--quick;--algo;ring")
+    list(GET _case 0 _name)
+    list(GET _case 1 _nodes)
+    list(GET _case 2 _ranks)
+    list(GET _case 3 _rate)
+    set(_args ${_case})
+    list(REMOVE_AT _args 0 1 2 3)
+    add_test(NAME topology.bed.collectives.${_name}
+             COMMAND ${_bed} collectives ${_nodes} ${_ranks} ${_rate} ${PROJECT_BINARY_DIR} ${_args})
+    set_tests_properties(topology.bed.collectives.${_name} PROPERTIES
+      LABELS topology TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
+  endforeach()
+  add_test(NAME topology.bed.cleanup COMMAND ${_bed} cleanup ${PROJECT_BINARY_DIR})
+  set_tests_properties(topology.bed.cleanup PROPERTIES
+    LABELS topology TIMEOUT 120 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
+endif()

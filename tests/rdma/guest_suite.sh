@@ -1,0 +1,57 @@
+#!/bin/sh
+# The verbs suite, run inside the Soft-RoCE guest by softroce.sh (cwd /mnt, the writable
+# share). /mnt/env sets BUILD (the host build directory) and SUITE:
+#   test  every collective over ib with 2, 3 and 4 ranks, 4 QPs per connection, a killed
+#         rank, the registration cache and a QP failure (chorus_ib_verbs_test);
+#   perf  chorus-perf over ib next to ib_write_bw in the same guest (perf/rdma_vs_raw.sh).
+# Prints one PASS/FAIL line per part; exits non-zero if any part failed.
+. /mnt/env
+SUITE=${SUITE:-test}
+RUN="$BUILD/tools/chorus-run"
+COLL="$BUILD/tests/multiproc/chorus_collectives_test"
+status=0
+t_start=$(date +%s.%N)
+
+# rxe needs an interface with an address; rdma_cm does not work on lo.
+ip link set lo up
+# (the dummy module usually creates dummy0 itself when it loads)
+ip link show dummy0 >/dev/null 2>&1 || ip link add dummy0 type dummy
+ip addr add 10.77.0.1/24 dev dummy0
+ip link set dummy0 up
+if ! rdma link add rxe0 type rxe netdev dummy0; then
+  echo "FAIL: could not create rxe0 on dummy0"; exit 1
+fi
+ibv_devinfo -d rxe0 | grep -E 'hca_id|state|active_mtu|link_layer'
+
+part() {  # part NAME SECONDS COMMAND...: runs COMMAND with a limit, prints PASS/FAIL
+  name=$1; limit=$2; shift 2
+  t0=$(date +%s.%N)
+  timeout -s KILL "$limit" "$@" > "/mnt/$name.log" 2>&1
+  rc=$?
+  t1=$(date +%s.%N)
+  secs=$(awk "BEGIN{printf \"%.1f\", $t1-$t0}")
+  if [ $rc -eq 0 ]; then
+    echo "PASS $name (${secs} s)"; tail -n 2 "/mnt/$name.log"
+  else
+    echo "FAIL $name: exit $rc after ${secs} s; last lines:"; tail -n 25 "/mnt/$name.log"
+    status=1
+  fi
+}
+
+export CHORUS_TRANSPORT=ib CHORUS_IB_HCA=rxe0
+if [ "$SUITE" = perf ]; then
+  sh "$SRC/perf/rdma_vs_raw.sh" --guest "$BUILD" 2>&1 | tee /mnt/perf.log
+  exit $?
+fi
+
+part verbs_unit 120 "$BUILD/tests/rdma/chorus_ib_verbs_test"
+for n in 2 3 4; do
+  part "collectives.np$n" 400 "$RUN" -n $n --timeout 380 "$COLL" --transport ib --quick
+done
+# Small blocks, so that mid-size messages are striped over all four QPs.
+part collectives.np2.qps4 400 env CHORUS_IB_QPS_PER_CONNECTION=4 CHORUS_IB_BLOCK=16K "$RUN" -n 2 --timeout 380 "$COLL" --transport ib --quick
+part kill.np3.victim1 90 "$BUILD/tests/multiproc/chorus_kill_test" --transport ib --ranks 3 \
+  --victim 1 --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40
+t_end=$(date +%s.%N)
+echo "guest suite: $(awk "BEGIN{printf \"%.0f\", $t_end-$t_start}") s, status $status"
+exit $status

@@ -1,0 +1,80 @@
+// Host-side checks of the verbs transport's pure decisions (no RDMA device needed):
+// CHORUS_IB_HCA parsing as NCCL_IB_HCA, and the RoCE GID choice.
+#include "transports/ib/ib_config.hpp"
+
+#include <gtest/gtest.h>
+#include <chorus/chorus.hpp>
+
+#include <cstdlib>
+
+using namespace chorus::ib;
+
+TEST(IbHca, EmptyAllowsEverything) {
+  HcaFilter f("");
+  EXPECT_TRUE(f.allows("mlx5_0", 1));
+  EXPECT_TRUE(f.allows("rxe0", 2));
+}
+
+TEST(IbHca, PrefixAndPort) {
+  HcaFilter f("mlx5_0:1,mlx5_1");
+  EXPECT_TRUE(f.allows("mlx5_0", 1));
+  EXPECT_FALSE(f.allows("mlx5_0", 2));
+  EXPECT_TRUE(f.allows("mlx5_1", 2));
+  EXPECT_TRUE(f.allows("mlx5_10", 1));  // prefix match, as NCCL
+  EXPECT_FALSE(f.allows("rxe0", 1));
+}
+
+TEST(IbHca, ExactAndExclude) {
+  EXPECT_FALSE(HcaFilter("=mlx5_1").allows("mlx5_10", 1));
+  EXPECT_TRUE(HcaFilter("=mlx5_1").allows("mlx5_1", 1));
+  HcaFilter ex("^mlx5_0");
+  EXPECT_FALSE(ex.allows("mlx5_0", 1));
+  EXPECT_TRUE(ex.allows("rxe0", 1));
+  HcaFilter exExact("^=mlx5_1");
+  EXPECT_FALSE(exExact.allows("mlx5_1", 1));
+  EXPECT_TRUE(exExact.allows("mlx5_10", 1));
+  HcaFilter exPort("^mlx5_0:2");
+  EXPECT_TRUE(exPort.allows("mlx5_0", 1));
+  EXPECT_FALSE(exPort.allows("mlx5_0", 2));
+}
+
+GidEntry gid(int index, GidType type, std::initializer_list<int> tail) {
+  GidEntry e;
+  e.index = index;
+  e.type = type;
+  int i = 16 - static_cast<int>(tail.size());
+  for (int b : tail) e.raw[i++] = static_cast<uint8_t>(b);
+  return e;
+}
+
+TEST(IbGid, PrefersRoceV2Ipv4Mapped) {
+  std::vector<GidEntry> t = {
+      gid(0, GidType::IbOrRoceV1, {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}),
+      gid(1, GidType::RoceV2, {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}),
+      gid(2, GidType::IbOrRoceV1, {0xff, 0xff, 10, 0, 0, 1}),
+      gid(3, GidType::RoceV2, {0xff, 0xff, 10, 0, 0, 1})};
+  EXPECT_EQ(pickGid(t, -1), 3);
+  EXPECT_TRUE(isIpv4Mapped(t[3].raw));
+  EXPECT_FALSE(isIpv4Mapped(t[1].raw));
+  EXPECT_EQ(pickGid(t, 0), 0);   // forced
+  EXPECT_EQ(pickGid(t, 7), -1);  // forced but absent
+  t.pop_back();
+  EXPECT_EQ(pickGid(t, -1), 1);  // RoCE v2 link-local
+  EXPECT_EQ(pickGid({}, -1), -1);
+}
+
+TEST(IbConfig, RingIsAMultipleOfTheBlockAndHoldsTwoPerQp) {
+  setenv("CHORUS_IB_QPS_PER_CONNECTION", "4", 1);
+  setenv("CHORUS_IB_BLOCK", "100K", 1);
+  setenv("CHORUS_IB_BUFFER", "1M", 1);
+  IbConfig c = IbConfig::fromEnv();
+  EXPECT_EQ(c.qps, 4);
+  EXPECT_EQ(c.block % 4096, 0u);
+  EXPECT_EQ(c.ring % c.block, 0u);
+  EXPECT_GE(c.ring, 2 * 4 * c.block);
+  setenv("CHORUS_IB_QPS_PER_CONNECTION", "0", 1);
+  EXPECT_THROW(IbConfig::fromEnv(), chorus::Error);
+  unsetenv("CHORUS_IB_QPS_PER_CONNECTION");
+  unsetenv("CHORUS_IB_BLOCK");
+  unsetenv("CHORUS_IB_BUFFER");
+}

@@ -1,0 +1,233 @@
+// chorus_ib_verbs_test: unit-level checks of the verbs transport on a real device (run
+// inside the Soft-RoCE guest, tests/rdma/guest_suite.sh).
+//   1. RegCache: a range inside a registered extent is a hit; distinct ranges are misses;
+//      idle registrations beyond the capacity are evicted, pinned ones never; forget()
+//      drops them.
+//   2. BufferPool: a buffer returned and asked for again is the same, already registered.
+//   3. Two communicators in a row over the ib transport (2 forked ranks): the second one
+//      registers nothing new, its rings all come from the cache.
+//   4. Two IbChannels connected to each other in this process: bytes arrive in order
+//      across 4 QPs; then one side vanishes (its QPs destroyed) and the other gets a
+//      PeerError naming the peer from the fabric itself (retry exceeded), not a hang.
+// Exit 0 when every check passes; each failed check prints a FAIL line.
+#include "errors.hpp"
+#include "transports/ib/ib_channel.hpp"
+#include "transports/ib/ib_device.hpp"
+#include "transports/ib/reg_cache.hpp"
+
+#include <chorus/chorus.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using chorus::ib::RegCache;
+using chorus::ib::RegStats;
+
+int gFailures = 0;
+
+void check(bool ok, const char* what) {
+  std::printf("%s %s\n", ok ? "ok  " : "FAIL", what);
+  if (!ok) ++gFailures;
+}
+
+void cacheChecks(chorus::ib::IbDevice& dev) {
+  constexpr size_t kMiB = 1 << 20;
+  auto* mem = static_cast<std::byte*>(std::aligned_alloc(4096, 8 * kMiB));
+  RegCache cache(dev.pd(), kMiB, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  {
+    auto a = cache.acquire(mem, 100);
+    auto b = cache.acquire(mem + 200, 1000);  // same page: covered by a's extent
+    check(cache.stats().misses == 1 && cache.stats().hits == 1,
+          "a range inside an extent is a hit");
+    check(a.lkey() == b.lkey(), "the hit hands out the same memory region");
+    auto c = cache.acquire(mem + 8192, 4096);
+    check(cache.stats().misses == 2, "a range outside every extent is a miss");
+  }
+  {
+    auto again = cache.acquire(mem + 10, 50);
+    check(cache.stats().hits == 2 && cache.stats().misses == 2, "an idle registration is reused");
+  }
+  // Eight distinct 256 KiB ranges through a 1 MiB cache: idle ones are evicted.
+  for (int i = 0; i < 8; ++i) cache.acquire(mem + kMiB + i * (kMiB / 4), kMiB / 4);
+  RegStats s = cache.stats();
+  check(s.evictions > 0 && s.registeredBytes <= kMiB, "idle registrations stay within capacity");
+  {
+    std::vector<RegCache::Handle> pinned;
+    for (int i = 0; i < 6; ++i)
+      pinned.push_back(cache.acquire(mem + 4 * kMiB + i * (kMiB / 4), kMiB / 4));
+    check(cache.stats().registeredBytes >= 6 * (kMiB / 4),
+          "pinned registrations are never evicted");
+  }
+  check(cache.stats().registeredBytes <= kMiB, "released registrations shrink back to capacity");
+  cache.forget(mem, 8 * kMiB);
+  check(cache.stats().entries == 0, "forget drops every idle registration of a range");
+  uint64_t misses = cache.stats().misses;
+  cache.acquire(mem, 64);
+  check(cache.stats().misses == misses + 1, "after forget the range registers again");
+  cache.forget(mem, 8 * kMiB);
+  std::free(mem);
+
+  auto& pool = dev.pool();
+  RegStats before = dev.cache().stats();
+  std::byte* first;
+  {
+    auto b = pool.get(3 * kMiB + 5);
+    first = b.data();
+    check(b.size() >= 3 * kMiB + 5 && reinterpret_cast<uintptr_t>(first) % 4096 == 0,
+          "pool buffers are page-aligned and large enough");
+  }
+  auto b2 = pool.get(3 * kMiB + 5);
+  RegStats after = dev.cache().stats();
+  check(b2.data() == first, "the pool hands the returned buffer out again");
+  check(after.misses == before.misses + 1 && after.hits == before.hits + 1,
+        "the reused pool buffer is a cache hit, not a new registration");
+}
+
+bool readAll(int fd, void* buf, size_t n) {
+  auto* p = static_cast<char*>(buf);
+  while (n > 0) {
+    ssize_t got = read(fd, p, n);
+    if (got <= 0) return false;
+    p += got;
+    n -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+// One rank of part 3: two communicators one after the other.
+int commRank(int rank, int fd) {
+  chorus::UniqueId ids[2];
+  for (auto& id : ids)
+    if (!readAll(fd, id.bytes.data(), id.bytes.size())) return 3;
+  chorus::Options opt;
+  opt.transport = "ib";
+  opt.timeout = std::chrono::seconds(60);
+  auto device = chorus::ib::IbDevice::open(chorus::ib::IbConfig::fromEnv());
+  RegStats stats[2];
+  for (int round = 0; round < 2; ++round) {
+    auto comm = chorus::Communicator::init(rank, 2, ids[round], opt);
+    std::vector<float> data(1 << 18, 1.0f);
+    comm.allReduce(data.data(), data.data(), data.size(), chorus::DataType::Float32,
+                   chorus::RedOp::Sum)
+        .wait();
+    if (data[0] != 2.0f || data.back() != 2.0f) {
+      std::printf("FAIL rank %d: allReduce over ib gave %g\n", rank, data[0]);
+      return 1;
+    }
+    comm = {};  // destroyed: its rings go back to the pool, still registered
+    stats[round] = device->cache().stats();
+  }
+  std::printf("rank %d: after communicator 1: %lu misses %lu hits; after 2: %lu misses %lu hits\n",
+              rank, (unsigned long)stats[0].misses, (unsigned long)stats[0].hits,
+              (unsigned long)stats[1].misses, (unsigned long)stats[1].hits);
+  bool ok = stats[1].misses == stats[0].misses && stats[1].hits > stats[0].hits;
+  std::printf("%s rank %d: the second communicator's buffers all come from the cache\n",
+              ok ? "ok  " : "FAIL", rank);
+  return ok ? 0 : 1;
+}
+
+int communicatorChecks() {
+  int fds[2][2];
+  pid_t pids[2];
+  for (int r = 0; r < 2; ++r) {
+    if (pipe(fds[r]) != 0) return 1;
+    pids[r] = fork();
+    if (pids[r] == 0) {
+      close(fds[r][1]);
+      std::fflush(stdout);
+      int code = 1;
+      try {
+        code = commRank(r, fds[r][0]);
+      } catch (const std::exception& e) {
+        std::printf("FAIL rank %d: %s\n", r, e.what());
+      }
+      std::fflush(stdout);
+      std::_Exit(code == 0 ? 0 : 1);
+    }
+    close(fds[r][0]);
+  }
+  chorus::UniqueId ids[2] = {chorus::getUniqueId(), chorus::getUniqueId()};
+  for (int r = 0; r < 2; ++r) {
+    for (auto& id : ids)
+      if (write(fds[r][1], id.bytes.data(), id.bytes.size()) < 0) std::perror("write");
+    close(fds[r][1]);
+  }
+  int failed = 0;
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+  }
+  return failed;
+}
+
+void channelChecks(chorus::ib::IbDevice& dev) {
+  chorus::ib::IbConfig cfg = chorus::ib::IbConfig::fromEnv();
+  cfg.qps = 4;
+  cfg.block = 4096;
+  cfg.ring = 64 << 10;
+  cfg.timeout = 8;  // ~1 ms ack timeout, one retry: the loss is seen fast
+  cfg.retryCnt = 1;
+  auto a = std::make_unique<chorus::ib::IbChannel>(0, 1, dev, cfg, nullptr);
+  auto b = std::make_unique<chorus::ib::IbChannel>(1, 0, dev, cfg, nullptr);
+  a->connect(b->localInfo());
+  b->connect(a->localInfo());
+  // 1 MiB of a counting pattern through a 64 KiB ring, in odd-sized pieces.
+  std::vector<uint32_t> out(1 << 18), in(out.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint32_t>(i * 2654435761u);
+  const auto* src = reinterpret_cast<const std::byte*>(out.data());
+  auto* dst = reinterpret_cast<std::byte*>(in.data());
+  const size_t total = out.size() * 4;
+  size_t sent = 0, got = 0;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (got < total && std::chrono::steady_clock::now() < until) {
+    if (sent < total) sent += a->trySend(src + sent, std::min<size_t>(total - sent, 12345));
+    auto span = b->peek();
+    size_t n = std::min(span.size(), size_t{7777});
+    std::memcpy(dst + got, span.data(), n);
+    b->consume(n);
+    got += n;
+    b->flushCredits();
+  }
+  check(got == total && in == out, "1 MiB striped over 4 QPs arrives complete and in order");
+
+  b.reset();  // the peer vanishes
+  bool named = false;
+  until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  try {
+    while (std::chrono::steady_clock::now() < until) a->trySend(src, 4096);
+  } catch (const chorus::PeerError& e) {
+    std::printf("     got: %s\n", e.what());
+    named = e.peer() == 1 && std::string(e.what()).find("rank 1") != std::string::npos;
+  }
+  check(named, "a vanished peer gives PeerError naming it (from the QP, retry exceeded)");
+}
+
+}  // namespace
+
+int main() {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  // Fork the ranks before this process opens the device (no fork after verbs set-up).
+  int commFailures = communicatorChecks();
+  check(commFailures == 0, "two communicators in a row over ib (2 ranks)");
+  try {
+    auto dev = chorus::ib::IbDevice::open(chorus::ib::IbConfig::fromEnv());
+    std::printf("device: %s\n", dev->describe().c_str());
+    cacheChecks(*dev);
+    channelChecks(*dev);
+  } catch (const std::exception& e) {
+    std::printf("FAIL %s\n", e.what());
+    ++gFailures;
+  }
+  std::printf("%s: %d failed\n", gFailures ? "FAIL" : "PASS", gFailures);
+  return gFailures ? 1 : 0;
+}

@@ -1,0 +1,240 @@
+#include "transports/ib/ib_channel.hpp"
+
+#include "errors.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+namespace chorus::ib {
+namespace {
+
+// wr_id: kind in the high half, QP index in the low half.
+enum Kind : uint64_t { kData = 1, kGrant = 2, kRecv = 3 };
+uint64_t wrId(Kind k, int q) { return (static_cast<uint64_t>(k) << 32) | static_cast<uint32_t>(q); }
+
+}  // namespace
+
+IbChannel::IbChannel(int rank, int peer, IbDevice& device, const IbConfig& config,
+                     ibv_comp_channel* events)
+    : rank_(rank),
+      peer_(peer),
+      device_(device),
+      config_(config),
+      block_(config.block),
+      ring_(config.ring),
+      dataLimit_(std::max(1, config.sendDepth - 2)) {
+  const int cqe = config.qps * (config.sendDepth + config.recvDepth);
+  cq_ = ibv_create_cq(device.context(), cqe, this, events, 0);
+  if (!cq_)
+    throwSystemError("ib: ibv_create_cq(" + std::to_string(cqe) + ") for rank " +
+                     std::to_string(peer));
+  recvRing_ = device.pool().get(ring_);
+  sendRing_ = device.pool().get(ring_);
+  std::random_device rd;
+  links_.resize(config.qps);
+  for (int q = 0; q < config.qps; ++q) {
+    links_[q].qp = createQp(device, cq_, config);
+    links_[q].psn = rd() & 0xffffff;
+    links_[q].recvPos = static_cast<uint64_t>(q) * block_;
+    for (int i = 0; i < config.recvDepth; ++i) postRecv(q);
+  }
+  if (!failure_.empty()) throw Error(Result::SystemError, failure_);
+}
+
+IbChannel::~IbChannel() {
+  for (auto& l : links_)
+    if (l.qp) ibv_destroy_qp(l.qp);
+  if (cq_) ibv_destroy_cq(cq_);
+}
+
+PeerInfo IbChannel::localInfo() const {
+  PeerInfo p;
+  p.from = rank_;
+  p.to = peer_;
+  p.ethernet = device_.ethernet();
+  p.mtu = static_cast<uint8_t>(device_.mtu());
+  p.lid = device_.lid();
+  std::memcpy(p.gid, device_.gid().raw, 16);
+  p.block = block_;
+  p.ring = ring_;
+  p.ringAddr = reinterpret_cast<uint64_t>(recvRing_.data());
+  p.rkey = recvRing_.rkey();
+  for (const auto& l : links_) p.qps.push_back({l.qp->qp_num, l.psn});
+  return p;
+}
+
+void IbChannel::connect(const PeerInfo& remote) {
+  if (remote.from != peer_ || remote.to != rank_)
+    throw Error(Result::InvalidUsage,
+                "ib: rank " + std::to_string(rank_) +
+                    " got a connection record meant for another pair from rank " +
+                    std::to_string(peer_));
+  if (remote.qps.size() != links_.size() || remote.block != block_ || remote.ring != ring_ ||
+      static_cast<bool>(remote.ethernet) != device_.ethernet()) {
+    throw Error(Result::InvalidUsage,
+                "ib: rank " + std::to_string(peer_) +
+                    " uses CHORUS_IB_QPS_PER_CONNECTION=" + std::to_string(remote.qps.size()) +
+                    " CHORUS_IB_BLOCK=" + std::to_string(remote.block) +
+                    " CHORUS_IB_BUFFER=" + std::to_string(remote.ring) +
+                    (remote.ethernet ? " on RoCE" : " on InfiniBand") + " but rank " +
+                    std::to_string(rank_) + " uses " + std::to_string(links_.size()) + ", " +
+                    std::to_string(block_) + ", " + std::to_string(ring_) +
+                    (device_.ethernet() ? " on RoCE" : " on InfiniBand"));
+  }
+  remoteAddr_ = remote.ringAddr;
+  remoteKey_ = remote.rkey;
+  for (size_t q = 0; q < links_.size(); ++q)
+    connectQp(links_[q].qp, device_, config_, links_[q].psn, remote, remote.qps[q], peer_);
+}
+
+size_t IbChannel::trySend(const void* data, size_t bytes) {
+  progress();
+  if (!failure_.empty()) throw PeerError(peer_, failure_);
+  auto* p = static_cast<const std::byte*>(data);
+  size_t sent = 0;
+  while (sent < bytes) {
+    // The staging bytes at this offset went out `ring_` bytes ago; the peer granted them
+    // back, so their write has completed and the slot is free.
+    const uint64_t room = ring_ - (sendPos_ - remoteConsumed_);
+    const int q = static_cast<int>((sendPos_ / block_) % links_.size());
+    if (room == 0 || links_[q].outstanding >= dataLimit_) break;
+    const size_t len = std::min<uint64_t>({bytes - sent, blockEnd(sendPos_) - sendPos_, room});
+    const uint64_t offset = sendPos_ % ring_;  // ring_ is a multiple of block_: no wrap inside
+    std::memcpy(sendRing_.data() + offset, p + sent, len);
+    ibv_sge sge{reinterpret_cast<uint64_t>(sendRing_.data() + offset), static_cast<uint32_t>(len),
+                sendRing_.lkey()};
+    ibv_send_wr wr{};
+    wr.wr_id = wrId(kData, q);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data = htonl(static_cast<uint32_t>(len));
+    wr.wr.rdma.remote_addr = remoteAddr_ + offset;
+    wr.wr.rdma.rkey = remoteKey_;
+    post(q, wr);
+    if (!failure_.empty()) throw PeerError(peer_, failure_);
+    sendPos_ += len;
+    sent += len;
+  }
+  return sent;
+}
+
+std::span<const std::byte> IbChannel::peek() {
+  progress();
+  const uint64_t end = received();
+  if (end == consumed_) {
+    if (!failure_.empty()) throw PeerError(peer_, failure_);
+    return {};
+  }
+  const uint64_t offset = consumed_ % ring_;
+  return {recvRing_.data() + offset,
+          static_cast<size_t>(std::min(end - consumed_, ring_ - offset))};
+}
+
+void IbChannel::consume(size_t bytes) {
+  if (bytes > received() - consumed_)
+    throwInvalid("ib: consume(" + std::to_string(bytes) + ") beyond the received data");
+  consumed_ += bytes;
+  if (consumed_ - granted_ >= ring_ / 4) flushCredits();
+}
+
+void IbChannel::flushCredits() {
+  if (consumed_ == granted_ || !failure_.empty() || links_[0].outstanding >= config_.sendDepth)
+    return;  // a full queue: the next flush (before the engine sleeps) retries
+  ibv_send_wr wr{};
+  wr.wr_id = wrId(kGrant, 0);
+  wr.opcode = IBV_WR_SEND_WITH_IMM;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.imm_data = htonl(static_cast<uint32_t>(consumed_ - granted_));  // <= ring_ < 2 GiB
+  post(0, wr);
+  if (failure_.empty()) granted_ = consumed_;
+}
+
+bool IbChannel::progress() {
+  ibv_wc wc[32];
+  bool any = false;
+  for (;;) {
+    int n = ibv_poll_cq(cq_, 32, wc);
+    if (n < 0) fail("ibv_poll_cq failed");
+    if (n <= 0) return any;
+    any = true;
+    for (int i = 0; i < n; ++i) {
+      const Kind kind = static_cast<Kind>(wc[i].wr_id >> 32);
+      const int q = static_cast<int>(wc[i].wr_id & 0xffffffff);
+      if (kind != kRecv) --links_[q].outstanding;
+      if (wc[i].status != IBV_WC_SUCCESS) {
+        std::string why = std::string(ibv_wc_status_str(wc[i].status)) + " on QP " +
+                          std::to_string(q) + " (vendor error " + std::to_string(wc[i].vendor_err) +
+                          ")";
+        if (wc[i].status == IBV_WC_RETRY_EXC_ERR || wc[i].status == IBV_WC_RNR_RETRY_EXC_ERR)
+          why += ": rank " + std::to_string(peer_) +
+                 " stopped acknowledging (dead or unreachable?" +
+                 " CHORUS_IB_TIMEOUT=" + std::to_string(config_.timeout) +
+                 " CHORUS_IB_RETRY_CNT=" + std::to_string(config_.retryCnt) + ")";
+        fail(why);
+        continue;
+      }
+      if (kind != kRecv) continue;
+      const uint32_t imm = ntohl(wc[i].imm_data);
+      if (wc[i].opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+        advance(links_[q], imm);
+      } else if (wc[i].opcode == IBV_WC_RECV) {
+        remoteConsumed_ += imm;
+      }
+      postRecv(q);
+    }
+  }
+}
+
+void IbChannel::arm() {
+  if (ibv_req_notify_cq(cq_, 0) != 0) fail("ibv_req_notify_cq failed");
+}
+
+void IbChannel::checkAsyncFailures() {
+  if (!failure_.empty()) return;
+  if (std::string port = device_.portFailure(); !port.empty()) return fail(port);
+  for (size_t q = 0; q < links_.size(); ++q) {
+    if (std::string why = device_.qpFailure(links_[q].qp->qp_num); !why.empty())
+      return fail("asynchronous event " + why + " on QP " + std::to_string(q));
+  }
+}
+
+void IbChannel::postRecv(int q) {
+  ibv_recv_wr wr{};
+  wr.wr_id = wrId(kRecv, q);  // no buffer: writes land in the ring, grants carry no data
+  ibv_recv_wr* bad = nullptr;
+  if (ibv_post_recv(links_[q].qp, &wr, &bad) != 0) fail("ibv_post_recv failed");
+}
+
+void IbChannel::post(int q, ibv_send_wr& wr) {
+  ibv_send_wr* bad = nullptr;
+  int err = ibv_post_send(links_[q].qp, &wr, &bad);
+  if (err != 0) return fail(std::string("ibv_post_send failed: ") + std::strerror(err));
+  ++links_[q].outstanding;
+}
+
+void IbChannel::advance(Link& l, uint64_t bytes) {
+  while (bytes > 0) {
+    const uint64_t step = std::min(bytes, blockEnd(l.recvPos) - l.recvPos);
+    l.recvPos += step;
+    bytes -= step;
+    if (l.recvPos % block_ == 0) l.recvPos += (links_.size() - 1) * block_;
+  }
+}
+
+void IbChannel::fail(const std::string& why) {
+  if (failure_.empty())
+    failure_ = "ib: connection to rank " + std::to_string(peer_) + " failed: " + why;
+}
+
+uint64_t IbChannel::received() const {
+  uint64_t end = UINT64_MAX;
+  for (const Link& l : links_) end = std::min(end, l.recvPos);
+  return end;
+}
+
+}  // namespace chorus::ib

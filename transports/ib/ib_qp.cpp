@@ -1,0 +1,123 @@
+#include "transports/ib/ib_qp.hpp"
+
+#include "errors.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace chorus::ib {
+namespace {
+
+constexpr uint32_t kMagic = 0x31424943;  // "CIB1"
+
+struct Header {  // fixed part of the wire record, followed by `qps` QpAddress
+  uint32_t magic;
+  int32_t from, to;
+  uint8_t ethernet, mtu;
+  uint16_t lid;
+  uint8_t gid[16];
+  uint64_t block, ring, ringAddr;
+  uint32_t rkey;
+  uint32_t qps;
+};
+
+}  // namespace
+
+std::vector<std::byte> PeerInfo::encode() const {
+  Header h{kMagic, from,  to,   ethernet, mtu,  lid,
+           {},     block, ring, ringAddr, rkey, static_cast<uint32_t>(qps.size())};
+  std::memcpy(h.gid, gid, 16);
+  std::vector<std::byte> out(sizeof(h) + qps.size() * sizeof(QpAddress));
+  std::memcpy(out.data(), &h, sizeof(h));
+  std::memcpy(out.data() + sizeof(h), qps.data(), qps.size() * sizeof(QpAddress));
+  return out;
+}
+
+PeerInfo PeerInfo::decode(std::span<const std::byte> bytes, int peer) {
+  Header h{};
+  if (bytes.size() >= sizeof(h)) std::memcpy(&h, bytes.data(), sizeof(h));
+  if (bytes.size() < sizeof(h) || h.magic != kMagic ||
+      bytes.size() != sizeof(h) + h.qps * sizeof(QpAddress))
+    throw Error(Result::InvalidUsage,
+                "ib: malformed connection record from rank " + std::to_string(peer));
+  PeerInfo p;
+  p.from = h.from;
+  p.to = h.to;
+  p.ethernet = h.ethernet;
+  p.mtu = h.mtu;
+  p.lid = h.lid;
+  std::memcpy(p.gid, h.gid, 16);
+  p.block = h.block;
+  p.ring = h.ring;
+  p.ringAddr = h.ringAddr;
+  p.rkey = h.rkey;
+  p.qps.resize(h.qps);
+  std::memcpy(p.qps.data(), bytes.data() + sizeof(h), h.qps * sizeof(QpAddress));
+  return p;
+}
+
+ibv_qp* createQp(IbDevice& device, ibv_cq* cq, const IbConfig& config) {
+  ibv_qp_init_attr init{};
+  init.send_cq = cq;
+  init.recv_cq = cq;
+  init.qp_type = IBV_QPT_RC;
+  init.cap.max_send_wr = static_cast<uint32_t>(config.sendDepth);
+  init.cap.max_recv_wr = static_cast<uint32_t>(config.recvDepth);
+  init.cap.max_send_sge = 1;
+  init.cap.max_recv_sge = 1;
+  ibv_qp* qp = ibv_create_qp(device.pd(), &init);
+  if (!qp) throwSystemError("ib: ibv_create_qp on " + device.name());
+
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_INIT;
+  attr.pkey_index = 0;
+  attr.port_num = static_cast<uint8_t>(device.port());
+  attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+  if (ibv_modify_qp(qp, &attr,
+                    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) {
+    ibv_destroy_qp(qp);
+    throwSystemError("ib: QP to INIT on " + device.name());
+  }
+  return qp;
+}
+
+void connectQp(ibv_qp* qp, IbDevice& device, const IbConfig& config, uint32_t localPsn,
+               const PeerInfo& remote, const QpAddress& remoteQp, int peer) {
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_RTR;
+  attr.path_mtu = std::min(device.mtu(), static_cast<ibv_mtu>(remote.mtu));
+  attr.dest_qp_num = remoteQp.qpn;
+  attr.rq_psn = remoteQp.psn;
+  attr.max_dest_rd_atomic = 1;
+  attr.min_rnr_timer = 12;  // 0.64 ms before a sender retries a write nobody posted for
+  attr.ah_attr.port_num = static_cast<uint8_t>(device.port());
+  attr.ah_attr.sl = static_cast<uint8_t>(config.serviceLevel);
+  if (remote.ethernet) {
+    attr.ah_attr.is_global = 1;
+    std::memcpy(attr.ah_attr.grh.dgid.raw, remote.gid, 16);
+    attr.ah_attr.grh.sgid_index = static_cast<uint8_t>(device.gidIndex());
+    attr.ah_attr.grh.hop_limit = 255;
+    attr.ah_attr.grh.traffic_class = static_cast<uint8_t>(config.trafficClass);
+  } else {
+    attr.ah_attr.dlid = remote.lid;
+  }
+  const std::string who = "ib: connecting to rank " + std::to_string(peer);
+  if (ibv_modify_qp(qp, &attr,
+                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
+    throwSystemError(who + " (QP to RTR)");
+
+  attr = {};
+  attr.qp_state = IBV_QPS_RTS;
+  attr.timeout = static_cast<uint8_t>(config.timeout);
+  attr.retry_cnt = static_cast<uint8_t>(config.retryCnt);
+  attr.rnr_retry = 7;  // infinite: a receiver that is only slow to repost is not an error
+  attr.sq_psn = localPsn;
+  attr.max_rd_atomic = 1;
+  if (ibv_modify_qp(qp, &attr,
+                    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                        IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
+    throwSystemError(who + " (QP to RTS)");
+}
+
+}  // namespace chorus::ib

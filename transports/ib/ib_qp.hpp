@@ -1,0 +1,49 @@
+// Reliable-connected queue pairs and what two ranks exchange through the store to
+// connect them: addressing (LID or GID), MTU, the QP numbers and starting PSNs, and
+// where the receiver's ring is (address, rkey). Also carries the striping parameters,
+// so that ranks started with different settings fail loudly, not silently.
+#pragma once
+
+#include "transports/ib/ib_config.hpp"
+#include "transports/ib/ib_device.hpp"
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace chorus::ib {
+
+struct QpAddress {
+  uint32_t qpn = 0;
+  uint32_t psn = 0;
+};
+
+// What rank `from` tells rank `to` about its side of their connection.
+struct PeerInfo {
+  int32_t from = -1;
+  int32_t to = -1;
+  uint8_t ethernet = 0;
+  uint8_t mtu = 0;  // ibv_mtu
+  uint16_t lid = 0;
+  uint8_t gid[16] = {};
+  uint64_t block = 0;
+  uint64_t ring = 0;
+  uint64_t ringAddr = 0;  // the ring `to` writes into
+  uint32_t rkey = 0;
+  std::vector<QpAddress> qps;
+
+  std::vector<std::byte> encode() const;
+  // Throws Error(InvalidUsage) naming `peer` on a malformed record.
+  static PeerInfo decode(std::span<const std::byte> bytes, int peer);
+};
+
+// A new RC QP in the INIT state (remote writes allowed), both queues on `cq`.
+ibv_qp* createQp(IbDevice& device, ibv_cq* cq, const IbConfig& config);
+// INIT -> RTR -> RTS towards `remote`. Throws Error(SystemError) naming `peer`.
+void connectQp(ibv_qp* qp, IbDevice& device, const IbConfig& config, uint32_t localPsn,
+               const PeerInfo& remote, const QpAddress& remoteQp, int peer);
+
+}  // namespace chorus::ib

@@ -1,0 +1,173 @@
+// The verbs transport: one IbChannel per peer (RC QPs, RDMA WRITE_WITH_IMM into the
+// peer's ring, receiver-granted credits), connected through the store, and a wait on
+// the completion channel plus the device's asynchronous events.
+//
+// Liveness: a peer that dies is reported by the communicator's store watch (it does not
+// depend on the transport); the transport adds what the fabric says: failed work
+// completions (retry exceeded, remote access errors) and QP/port events.
+// GPUDirect RDMA (dma-buf / peer memory) is not implemented: buffers are host memory.
+#include "transports/ib/ib_channel.hpp"
+#include "transports/ib/ib_config.hpp"
+#include "transports/ib/ib_device.hpp"
+
+#include "env.hpp"
+#include "errors.hpp"
+#include "log.hpp"
+#include "store/barrier.hpp"
+#include "store/store.hpp"
+#include "transports/transport.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <memory>
+#include <vector>
+
+namespace chorus {
+
+bool ibDeviceAvailable() {
+  try {
+    return ib::anyActivePort(envString("CHORUS_IB_HCA"));
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+namespace {
+
+class IbTransport final : public Transport {
+ public:
+  explicit IbTransport(const TransportContext& ctx)
+      : rank_(ctx.rank), nranks_(ctx.nranks), config_(ib::IbConfig::fromEnv()) {
+    channels_.resize(nranks_);
+    if (nranks_ <= 1) return;
+    if (ctx.store == nullptr) throwInvalid("ib: no store to rendezvous through");
+    device_ = ib::IbDevice::open(config_);
+    fitToDevice();
+    events_ = ibv_create_comp_channel(device_->context());
+    if (!events_) throwSystemError("ib: ibv_create_comp_channel");
+    fcntl(events_->fd, F_SETFL, fcntl(events_->fd, F_GETFL) | O_NONBLOCK);
+    for (int p = 0; p < nranks_; ++p) {
+      if (p == rank_) continue;
+      channels_[p] = std::make_unique<ib::IbChannel>(rank_, p, *device_, config_, events_);
+      auto info = channels_[p]->localInfo().encode();
+      ctx.store->set(key(rank_, p), info);
+    }
+    for (int p = 0; p < nranks_; ++p) {
+      if (p == rank_) continue;
+      std::vector<std::byte> value;
+      try {
+        value = ctx.store->get(key(p, rank_), ctx.deadline);
+      } catch (const Error& e) {
+        throw Error(e.code(), "ib: rank " + std::to_string(rank_) +
+                                  " got no connection record from rank " + std::to_string(p) +
+                                  " (never started, or its ib set-up failed?): " + e.what());
+      }
+      channels_[p]->connect(ib::PeerInfo::decode(value, p));
+    }
+    // Nobody writes before every QP towards it is ready to receive (a write to a QP not
+    // yet in RTR would wait out the ack timeout).
+    storeBarrier(*ctx.store, "ib/connected", nranks_, ctx.deadline);
+    asyncSeen_ = device_->asyncGeneration();
+    logf(LogLevel::Info, "rank %d: ib transport on %s, %d QP(s) per peer, block %zu, ring %zu",
+         rank_, device_->describe().c_str(), config_.qps, config_.block, config_.ring);
+  }
+
+  ~IbTransport() override {
+    channels_.clear();  // QPs and CQs first, then their completion channel
+    if (events_) ibv_destroy_comp_channel(events_);
+  }
+
+  const char* name() const override { return "ib"; }
+
+  Channel& channel(int peer) override {
+    if (peer < 0 || peer >= nranks_ || peer == rank_)
+      throwInvalid("ib: no channel from rank " + std::to_string(rank_) + " to rank " +
+                   std::to_string(peer));
+    return *channels_[peer];
+  }
+
+  // Grants first (a sender may be waiting for them), then arm every CQ: a completion
+  // after this point wakes wait(); the engine's next pass sees those before it.
+  uint64_t prepareWait() override {
+    for (auto& c : channels_) {
+      if (c) c->flushCredits();
+    }
+    for (auto& c : channels_) {
+      if (c) c->arm();
+    }
+    return 0;
+  }
+
+  void wait(uint64_t, Deadline deadline) override {
+    throwIfFailed();
+    if (!events_) return;
+    pollfd fds[2] = {{events_->fd, POLLIN, 0}, {device_->asyncFd(), POLLIN, 0}};
+    timespec ts{};
+    timespec* timeout = nullptr;
+    if (deadline != Deadline::max()) {
+      auto left = std::max(deadline - Clock::now(), Clock::duration::zero());
+      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+      ts = {static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+      timeout = &ts;
+    }
+    int n = ::ppoll(fds, 2, timeout, nullptr);
+    if (n < 0 && errno != EINTR) throwSystemError("ib: poll");
+    if (n > 0 && fds[0].revents) {
+      ibv_cq* cq = nullptr;
+      void* owner = nullptr;
+      while (ibv_get_cq_event(events_, &cq, &owner) == 0) ibv_ack_cq_events(cq, 1);
+    }
+    if (n > 0 && fds[1].revents) device_->drainAsyncEvents();
+    throwIfFailed();
+  }
+
+ private:
+  static std::string key(int from, int to) {
+    return "ib/" + std::to_string(from) + "/" + std::to_string(to);
+  }
+
+  // Queue depths within what the device allows.
+  void fitToDevice() {
+    const auto& a = device_->attr();
+    config_.sendDepth = std::min(config_.sendDepth, a.max_qp_wr);
+    config_.recvDepth = std::min(config_.recvDepth, a.max_qp_wr);
+    const int perQp = std::max(1, a.max_cqe / config_.qps);
+    if (config_.sendDepth + config_.recvDepth > perQp) {
+      config_.sendDepth = std::max(4, std::min(config_.sendDepth, perQp / 4));
+      config_.recvDepth = std::max(4, perQp - config_.sendDepth);
+    }
+  }
+
+  // A broken connection fails the communicator now, not only when the engine next
+  // touches that peer: the QP cannot carry anything any more.
+  void throwIfFailed() {
+    if (device_ && device_->asyncGeneration() != asyncSeen_) {
+      asyncSeen_ = device_->asyncGeneration();
+      for (auto& c : channels_) {
+        if (c) c->checkAsyncFailures();
+      }
+    }
+    for (int p = 0; p < nranks_; ++p) {
+      if (channels_[p] && !channels_[p]->failure().empty())
+        throw PeerError(p, channels_[p]->failure());
+    }
+  }
+
+  int rank_, nranks_;
+  ib::IbConfig config_;
+  std::shared_ptr<ib::IbDevice> device_;
+  ibv_comp_channel* events_ = nullptr;
+  std::vector<std::unique_ptr<ib::IbChannel>> channels_;  // null for this rank
+  uint64_t asyncSeen_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> makeIbTransport(const TransportContext& ctx) {
+  return std::make_unique<IbTransport>(ctx);
+}
+
+}  // namespace chorus

@@ -1,0 +1,62 @@
+// RAII owners of the UCP objects the UCX transport uses: the context (features: tag
+// matching and wake-up), one worker (serialized: one engine thread drives it), and
+// memory mapped through ucp_mem_map for the staging buffers.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <cstddef>
+#include <string>
+
+namespace chorus::ucx {
+
+// "ucx: <what>: <UCX's text for status>"; throws Error(SystemError).
+[[noreturn]] void throwStatus(const std::string& what, ucs_status_t status);
+
+class Context {
+ public:
+  explicit Context(int estimatedEndpoints);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  ucp_context_h get() const { return context_; }
+
+ private:
+  ucp_context_h context_ = nullptr;
+};
+
+class Worker {
+ public:
+  explicit Worker(const Context& context);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  ucp_worker_h get() const { return worker_; }
+  int eventFd() const { return efd_; }
+  // The worker's address, for peers to create endpoints to it.
+  std::string address() const;
+  // One progress pass; true when something happened.
+  bool progress() { return ucp_worker_progress(worker_) != 0; }
+
+ private:
+  ucp_worker_h worker_ = nullptr;
+  int efd_ = -1;
+};
+
+// `bytes` of page-aligned memory registered with the context.
+class MappedMemory {
+ public:
+  MappedMemory(const Context& context, size_t bytes);
+  ~MappedMemory();
+  MappedMemory(const MappedMemory&) = delete;
+  MappedMemory& operator=(const MappedMemory&) = delete;
+  std::byte* data() const { return data_; }
+  ucp_mem_h handle() const { return memh_; }
+
+ private:
+  ucp_context_h context_;
+  std::byte* data_ = nullptr;
+  ucp_mem_h memh_ = nullptr;
+};
+
+}  // namespace chorus::ucx

@@ -1,5 +1,7 @@
 /* Chorus C API, NCCL-like naming. Host buffers; every call blocks until the collective
- * is complete or the communicator's timeout passes. */
+ * is complete or the communicator's timeout passes, unless the communicator was made
+ * non-blocking (chorusConfig_t.blocking = 0): then calls return chorusInProgress and
+ * chorusCommGetAsyncError drives and reports them, as NCCL's non-blocking mode. */
 #ifndef CHORUS_H
 #define CHORUS_H
 
@@ -22,10 +24,23 @@ typedef struct {
 
 typedef struct chorusComm* chorusComm_t;
 
+typedef struct {
+  int blocking; /* 1 (default): calls wait; 0: calls return chorusInProgress */
+} chorusConfig_t;
+#define CHORUS_CONFIG_INITIALIZER {1}
+
 chorusResult_t chorusGetVersion(int* version);
 /* Starts the rendezvous store in the calling process and fills *uniqueId. */
 chorusResult_t chorusGetUniqueId(chorusUniqueId* uniqueId);
 chorusResult_t chorusCommInitRank(chorusComm_t* comm, int nranks, chorusUniqueId commId, int rank);
+chorusResult_t chorusCommInitRankConfig(chorusComm_t* comm, int nranks, chorusUniqueId commId,
+                                        int rank, const chorusConfig_t* config);
+chorusResult_t chorusCommInitEnvConfig(chorusComm_t* comm, const chorusConfig_t* config);
+/* Progress without waiting: chorusSuccess (idle), chorusInProgress, or the failure. */
+chorusResult_t chorusCommGetAsyncError(chorusComm_t comm, chorusResult_t* asyncError);
+/* The ranks not in excludeRanks form *newcomm (same order); every survivor calls it. */
+chorusResult_t chorusCommShrink(chorusComm_t comm, const int* excludeRanks, int excludeCount,
+                                chorusComm_t* newcomm);
 /* Reads rank, size and rendezvous address from the environment (chorus-run, torchrun, mpirun). */
 chorusResult_t chorusCommInitEnv(chorusComm_t* comm);
 chorusResult_t chorusCommDestroy(chorusComm_t comm);

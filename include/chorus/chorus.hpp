@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -147,8 +148,17 @@ class Communicator {
   // Name of the transport in use ("shm" or "tcp").
   std::string transportName() const;
   // Marks the communicator failed; collectives in flight and later ones throw. Safe to
-  // call from another thread.
+  // call from another thread: a wait in progress returns within ~100 ms.
   void abort();
+  // The communicator's state without waiting (ncclCommGetAsyncError): makes what
+  // progress it can, then Success when nothing is in flight, InProgress while something
+  // is, or the error that failed the communicator (lastError() says what happened).
+  Result asyncError();
+  std::string lastError() const;
+  // A new communicator of the ranks not listed (dead or unwanted), numbered in order:
+  // every remaining rank calls it with the same list. Works after a failure; the store
+  // must still be up (it lives in rank 0's process unless a launcher hosts it).
+  Communicator shrink(std::span<const int> excludeRanks);
 
  private:
   explicit Communicator(std::shared_ptr<detail::CommImpl> impl) : impl_(std::move(impl)) {}

@@ -1,4 +1,5 @@
-// The C API (chorus.h): every call blocks until done and turns exceptions into codes.
+// The C API (chorus.h): calls block until done (or, on a non-blocking communicator, return
+// chorusInProgress) and turn exceptions into codes.
 #include <chorus/chorus.h>
 
 #include <chorus/chorus.hpp>
@@ -9,6 +10,7 @@
 struct chorusComm {
   chorus::Communicator comm;
   std::string lastError;
+  bool blocking = true;
 };
 
 namespace {
@@ -67,14 +69,49 @@ chorusResult_t chorusCommInitRank(chorusComm_t* comm, int nranks, chorusUniqueId
     chorus::UniqueId id;
     std::memcpy(id.bytes.data(), commId.internal, sizeof(commId.internal));
     auto c = chorus::Communicator::init(rank, nranks, id);
-    *comm = new chorusComm{std::move(c), {}};
+    *comm = new chorusComm{std::move(c), {}, true};
+  });
+}
+
+chorusResult_t chorusCommInitRankConfig(chorusComm_t* comm, int nranks, chorusUniqueId commId,
+                                        int rank, const chorusConfig_t* config) {
+  chorusResult_t r = chorusCommInitRank(comm, nranks, commId, rank);
+  if (r == chorusSuccess && config) (*comm)->blocking = config->blocking != 0;
+  return r;
+}
+
+chorusResult_t chorusCommInitEnvConfig(chorusComm_t* comm, const chorusConfig_t* config) {
+  chorusResult_t r = chorusCommInitEnv(comm);
+  if (r == chorusSuccess && config) (*comm)->blocking = config->blocking != 0;
+  return r;
+}
+
+chorusResult_t chorusCommGetAsyncError(chorusComm_t comm, chorusResult_t* asyncError) {
+  if (!comm || !asyncError) return invalid("chorusCommGetAsyncError: null argument");
+  return guarded(comm, [&] {
+    *asyncError = static_cast<chorusResult_t>(comm->comm.asyncError());
+    if (*asyncError != chorusSuccess && *asyncError != chorusInProgress)
+      lastError = comm->lastError = comm->comm.lastError();
+  });
+}
+
+chorusResult_t chorusCommShrink(chorusComm_t comm, const int* excludeRanks, int excludeCount,
+                                chorusComm_t* newcomm) {
+  if (!comm || !newcomm || (excludeCount > 0 && !excludeRanks) || excludeCount < 0)
+    return invalid("chorusCommShrink: null or negative argument");
+  *newcomm = nullptr;
+  return guarded(comm, [&] {
+    auto shrunk = comm->comm.shrink(std::span<const int>(excludeRanks, excludeCount));
+    *newcomm = new chorusComm{std::move(shrunk), {}, comm->blocking};
   });
 }
 
 chorusResult_t chorusCommInitEnv(chorusComm_t* comm) {
   if (!comm) return invalid("chorusCommInitEnv: comm is null");
   *comm = nullptr;
-  return guarded(nullptr, [&] { *comm = new chorusComm{chorus::Communicator::initFromEnv(), {}}; });
+  return guarded(nullptr, [&] {
+    *comm = new chorusComm{chorus::Communicator::initFromEnv(), {}, true};
+  });
 }
 
 chorusResult_t chorusCommDestroy(chorusComm_t comm) {
@@ -100,10 +137,20 @@ chorusResult_t chorusCommUserRank(const chorusComm_t comm, int* rank) {
   return chorusSuccess;
 }
 
+// Blocking: waits for the call. Non-blocking: one progress pass, then chorusInProgress
+// unless it completed; chorusCommGetAsyncError reports the rest.
 #define CHORUS_BLOCKING(comm, call)                            \
   do {                                                         \
     if (!(comm)) return invalid("null communicator");          \
-    return guarded((comm), [&] { (comm)->comm.call.wait(); }); \
+    bool done = true;                                          \
+    chorusResult_t r = guarded((comm), [&] {                   \
+      chorus::Work w = (comm)->comm.call;                      \
+      if ((comm)->blocking)                                    \
+        w.wait();                                              \
+      else                                                     \
+        done = w.test();                                       \
+    });                                                        \
+    return r == chorusSuccess && !done ? chorusInProgress : r; \
   } while (0)
 
 chorusResult_t chorusAllReduce(const void* sendbuff, void* recvbuff, size_t count,

@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -58,21 +59,27 @@ Layout nodeLayout(const std::vector<std::string>& hosts) {
 }  // namespace
 
 std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvous& rendezvous,
-                                           bool hostsStore, const Options& options) {
+                                           bool hostsStore, const Options& options,
+                                           const Parent* parent) {
   if (nranks < 1) throwInvalid("communicator: nranks must be >= 1, got " + std::to_string(nranks));
   if (rank < 0 || rank >= nranks)
     throwInvalid("communicator: rank " + std::to_string(rank) + " out of range [0, " +
                  std::to_string(nranks) + ")");
   std::shared_ptr<CommImpl> c(new CommImpl(rank, nranks));
   c->timeout_ = options.timeout.count() > 0 ? options.timeout : defaultTimeout();
+  c->rendezvous_ = rendezvous;
+  c->options_ = options;
   c->algorithms_.apply(envString("CHORUS_ALGO"));
   c->algorithms_.apply(options.algorithm);
   const Deadline deadline = Clock::now() + c->timeout_;
 
   if (hostsStore)
-    c->hostedStore_ = std::make_unique<TcpStoreServer>(rendezvous.store, rendezvous.secret, rank);
-  c->storeClient_ =
-      std::make_unique<TcpStoreClient>(rendezvous.store, rendezvous.secret, rank, deadline);
+    c->hostedStore_ = std::make_shared<TcpStoreServer>(rendezvous.store, rendezvous.secret, rank);
+  if (parent) c->hostedStore_ = parent->store;
+  // A shrunk communicator's client is an observer (-1): the store already knows these
+  // processes by their parent ranks, and reports deaths under those (mapped below).
+  c->storeClient_ = std::make_unique<TcpStoreClient>(rendezvous.store, rendezvous.secret,
+                                                     parent ? -1 : rank, deadline);
   c->store_ = std::make_unique<PrefixStore>(*c->storeClient_, nextPrefix(rendezvous.secret));
   Store& store = *c->store_;
 
@@ -109,11 +116,19 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   config.sliceBytes =
       static_cast<size_t>(std::max<int64_t>(4096, envInt("CHORUS_SLICE_BYTES", 256 << 10)));
   TcpStoreClient* client = c->storeClient_.get();
-  config.checkPeers = [client] {
-    auto dead = client->deadRanks();
-    if (!dead.empty())
-      throw PeerError(dead.front(), "rank " + std::to_string(dead.front()) +
-                                        " died (its connection to the rendezvous store closed)");
+  std::vector<int> parentRanks = parent ? parent->ranks : std::vector<int>{};
+  c->parentRanks_ = parentRanks;
+  config.checkPeers = [client, parentRanks] {
+    for (int dead : client->deadRanks()) {
+      int r = dead;  // in this communicator's numbering
+      if (!parentRanks.empty()) {
+        auto it = std::find(parentRanks.begin(), parentRanks.end(), dead);
+        if (it == parentRanks.end()) continue;  // excluded when shrinking
+        r = static_cast<int>(it - parentRanks.begin());
+      }
+      throw PeerError(
+          r, "rank " + std::to_string(r) + " died (its connection to the rendezvous store closed)");
+    }
   };
   CommImpl* self = c.get();  // the engine dies before the communicator
   config.onFailure = [self](const std::string& cause) { self->reportFailure(cause); };
@@ -141,7 +156,12 @@ CommImpl::~CommImpl() {
     const auto wait = engine_ && engine_->failed()
                           ? std::chrono::milliseconds(2000)
                           : std::min(timeout_, std::chrono::milliseconds(30000));
-    if (ready_) storeBarrier(*store_, "destroy", nranks_, Clock::now() + wait);
+    bool someoneDied = false;  // a member of this communicator (a shrink's parent ranks)
+    if (storeClient_)
+      for (int dead : storeClient_->deadRanks())
+        someoneDied |=
+            parentRanks_.empty() || std::count(parentRanks_.begin(), parentRanks_.end(), dead);
+    if (ready_ && !someoneDied) storeBarrier(*store_, "destroy", nranks_, Clock::now() + wait);
   } catch (const std::exception& e) {
     logf(LogLevel::Warn, "rank %d: leaving without the others: %s", rank_, e.what());
   }
@@ -223,6 +243,26 @@ std::shared_ptr<const Schedule> CommImpl::scheduleFor(const Algorithm& algorithm
   auto schedule = std::make_shared<const Schedule>(algorithm.build(args));
   schedules_.emplace(key, schedule);
   return schedule;
+}
+
+std::shared_ptr<CommImpl> CommImpl::shrink(std::span<const int> exclude) {
+  std::vector<bool> out(nranks_, false);
+  for (int r : exclude) {
+    if (r < 0 || r >= nranks_)
+      throwInvalid("shrink: rank " + std::to_string(r) + " out of range [0, " +
+                   std::to_string(nranks_) + ")");
+    if (out[r]) throwInvalid("shrink: rank " + std::to_string(r) + " listed twice");
+    out[r] = true;
+  }
+  if (out[rank_]) throwInvalid("shrink: this rank (" + std::to_string(rank_) + ") is excluded");
+  Parent parent{{}, hostedStore_};
+  for (int r = 0; r < nranks_; ++r)
+    if (!out[r]) parent.ranks.push_back(r);
+  const int rank = static_cast<int>(std::find(parent.ranks.begin(), parent.ranks.end(), rank_) -
+                                    parent.ranks.begin());
+  logf(LogLevel::Info, "rank %d: shrinking %d ranks to %zu (now rank %d)", rank_, nranks_,
+       parent.ranks.size(), rank);
+  return create(rank, static_cast<int>(parent.ranks.size()), rendezvous_, false, options_, &parent);
 }
 
 void CommImpl::setAlgorithm(std::string_view spec) {

@@ -18,8 +18,18 @@ namespace chorus::detail {
 
 class CommImpl : public std::enable_shared_from_this<CommImpl> {
  public:
+  // `parent`: set when shrinking, the ranks of the parent communicator that form this
+  // one (in order) and the parent's store server, if it hosts one, to keep alive.
+  struct Parent {
+    std::vector<int> ranks;
+    std::shared_ptr<TcpStoreServer> store;
+  };
   static std::shared_ptr<CommImpl> create(int rank, int nranks, const Rendezvous& rendezvous,
-                                          bool hostsStore, const Options& options);
+                                          bool hostsStore, const Options& options,
+                                          const Parent* parent = nullptr);
+  // A communicator of the ranks not in `exclude` (failed or unwanted), numbered in order;
+  // every survivor calls it with the same list. Works on a failed communicator.
+  std::shared_ptr<CommImpl> shrink(std::span<const int> exclude);
   ~CommImpl();
 
   int rank() const { return rank_; }
@@ -61,7 +71,10 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
 
   int rank_, nranks_;
   std::chrono::milliseconds timeout_{};
-  std::unique_ptr<TcpStoreServer> hostedStore_;
+  std::shared_ptr<TcpStoreServer> hostedStore_;
+  Rendezvous rendezvous_;
+  std::vector<int> parentRanks_;  // a shrunk communicator: its members' parent ranks
+  Options options_;
   std::unique_ptr<TcpStoreClient> storeClient_;
   std::unique_ptr<Store> store_;  // scoped to this communicator
   std::unique_ptr<Transport> transport_;

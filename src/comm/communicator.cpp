@@ -29,6 +29,11 @@ int Communicator::size() const { return live(impl_).size(); }
 std::string Communicator::transportName() const { return live(impl_).transportName(); }
 void Communicator::setAlgorithm(std::string_view spec) { live(impl_).setAlgorithm(spec); }
 void Communicator::abort() { live(impl_).engine().abort("communicator aborted by the user"); }
+Result Communicator::asyncError() { return live(impl_).engine().state(); }
+std::string Communicator::lastError() const { return live(impl_).engine().failureCause(); }
+Communicator Communicator::shrink(std::span<const int> excludeRanks) {
+  return Communicator(live(impl_).shrink(excludeRanks));
+}
 
 Work Communicator::allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op) {
   return live(impl_).submit({Collective::AllReduce, send, recv, count, type, op, 0});

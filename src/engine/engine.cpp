@@ -444,6 +444,12 @@ void Engine::drain(Deadline deadline) {
   }
 }
 
+Result Engine::state() {
+  poll();
+  if (failed()) return failure_;
+  return inFlight_.empty() ? Result::Success : Result::InProgress;
+}
+
 void Engine::abort(const std::string& why) {
   abortReason_ = why;
   abortRequested_.store(true);

@@ -53,6 +53,9 @@ class Engine {
   void drain(Deadline deadline);
   void abort(const std::string& why);  // thread-safe
   bool failed() const { return failure_ != Result::Success; }
+  // One progress pass, then Success (idle), InProgress (ops in flight) or the failure.
+  Result state();
+  std::string failureCause() const { return failureCause_; }
 
  private:
   struct StepRef {

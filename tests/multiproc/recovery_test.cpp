@@ -1,0 +1,175 @@
+// chorus_recovery_test: what a job does after a failure.
+//   chorus-run -n 5 chorus_recovery_test --case shrink      rank 3 dies mid-sequence; the
+//       others get an error naming it, shrink to 4 ranks and finish the sequence there;
+//   chorus-run -n 3 chorus_recovery_test --case abort       a second thread aborts a call
+//       that cannot finish (rank 2 is busy): the wait returns at once with the reason;
+//   chorus-run -n 3 chorus_recovery_test --case nonblocking the C API on a non-blocking
+//       communicator: calls return chorusInProgress, chorusCommGetAsyncError drives them.
+// Results are checked against values computed here; any problem prints "FAIL".
+#include <chorus/chorus.h>
+#include <chorus/chorus.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using chorus::DataType;
+using chorus::RedOp;
+constexpr size_t kCount = 1000;
+constexpr int kCalls = 20, kVictim = 3, kDeathAt = 7;
+
+int32_t value(int parentRank, int call, size_t i) {
+  return parentRank * 1000 + call * 10 + static_cast<int32_t>(i % 7);
+}
+
+bool check(const std::vector<int32_t>& out, const std::vector<int>& members, int call, int rank) {
+  for (size_t i = 0; i < kCount; ++i) {
+    int32_t want = 0;
+    for (int m : members) want += value(m, call, i);
+    if (out[i] != want) {
+      std::printf("rank %d: FAIL: call %d element %zu: got %d, want %d\n", rank, call, i, out[i],
+                  want);
+      return false;
+    }
+  }
+  return true;
+}
+
+int shrinkCase() {
+  chorus::Communicator comm = chorus::Communicator::initFromEnv();
+  const int rank = comm.rank(), n = comm.size();
+  std::vector<int> members;
+  for (int r = 0; r < n; ++r) members.push_back(r);
+  std::vector<int32_t> in(kCount), out(kCount);
+  int call = 0;
+  std::string error;
+  auto t0 = Clock::now();
+  try {
+    for (; call < kCalls; ++call) {
+      if (rank == kVictim && call == kDeathAt) std::raise(SIGKILL);
+      for (size_t i = 0; i < kCount; ++i) in[i] = value(rank, call, i);
+      comm.allReduce(in.data(), out.data(), kCount, DataType::Int32, RedOp::Sum).wait();
+      if (!check(out, members, call, rank)) return 1;
+    }
+    std::printf("rank %d: FAIL: no error although rank %d died\n", rank, kVictim);
+    return 1;
+  } catch (const chorus::Error& e) {
+    error = e.what();
+  }
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  if (error.find("rank " + std::to_string(kVictim)) == std::string::npos) {
+    std::printf("rank %d: FAIL: the error does not name rank %d: %s\n", rank, kVictim,
+                error.c_str());
+    return 1;
+  }
+  std::printf("rank %d: call %d failed after %.0f ms: %s\n", rank, call, ms, error.c_str());
+  const int dead[] = {kVictim};
+  chorus::Communicator smaller = comm.shrink(dead);
+  members.erase(members.begin() + kVictim);
+  if (smaller.size() != n - 1) {
+    std::printf("rank %d: FAIL: shrunk to %d ranks\n", rank, smaller.size());
+    return 1;
+  }
+  for (; call < kCalls; ++call) {  // redo the failed call, then the rest
+    for (size_t i = 0; i < kCount; ++i) in[i] = value(rank, call, i);
+    smaller.allReduce(in.data(), out.data(), kCount, DataType::Int32, RedOp::Sum).wait();
+    if (!check(out, members, call, rank)) return 1;
+  }
+  if (smaller.rank() == 0)
+    std::printf("survivors finished on %d ranks: calls %d..%d correct\n", smaller.size(), kDeathAt,
+                kCalls - 1);
+  return 0;
+}
+
+int abortCase() {
+  chorus::Communicator comm = chorus::Communicator::initFromEnv();
+  const int rank = comm.rank();
+  std::vector<int32_t> in(kCount, 1), out(kCount);
+  if (rank == 2) {  // busy elsewhere; the others' call cannot finish
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    return 0;
+  }
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    comm.abort();
+  });
+  const auto t0 = Clock::now();
+  bool ok = false;
+  try {
+    comm.allReduce(in.data(), out.data(), kCount, DataType::Int32, RedOp::Sum).wait();
+    std::printf("rank %d: FAIL: completed without rank 2\n", rank);
+  } catch (const chorus::Error& e) {
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    ok = std::string(e.what()).find("aborted") != std::string::npos && ms < 2000;
+    std::printf("rank %d: %sreturned after %.0f ms: %s\n", rank, ok ? "" : "FAIL: ", ms, e.what());
+  }
+  aborter.join();
+  const chorus::Result state = comm.asyncError();
+  if (state == chorus::Result::Success || state == chorus::Result::InProgress) {
+    std::printf("rank %d: FAIL: asyncError says %s after the abort\n", rank,
+                chorus::toString(state));
+    ok = false;
+  }
+  if (ok && rank == 0) std::printf("abort from another thread: ok\n");
+  return ok ? 0 : 1;
+}
+
+int nonblockingCase() {
+  chorusComm_t nb = nullptr;
+  chorusConfig_t config = CHORUS_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  if (chorusCommInitEnvConfig(&nb, &config) != chorusSuccess) {
+    std::printf("FAIL: init: %s\n", chorusGetLastError(nullptr));
+    return 1;
+  }
+  int rank = 0, n = 0;
+  chorusCommUserRank(nb, &rank);
+  chorusCommCount(nb, &n);
+  std::vector<int32_t> in(1 << 20), out(1 << 20);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = rank + static_cast<int32_t>(i % 5);
+  int inProgress = 0, polls = 0;
+  chorusResult_t r = chorusAllReduce(in.data(), out.data(), in.size(), chorusInt32, chorusSum, nb);
+  if (r != chorusSuccess && r != chorusInProgress) {
+    std::printf("rank %d: FAIL: %s\n", rank, chorusGetLastError(nb));
+    return 1;
+  }
+  inProgress += r == chorusInProgress;
+  chorusResult_t state = chorusInProgress;
+  const auto t0 = Clock::now();
+  while (state == chorusInProgress && Clock::now() - t0 < std::chrono::seconds(30)) {
+    if (chorusCommGetAsyncError(nb, &state) != chorusSuccess) break;
+    ++polls;
+  }
+  bool ok = state == chorusSuccess;
+  for (size_t i = 0; ok && i < out.size(); ++i)
+    ok = out[i] == n * (n - 1) / 2 + n * static_cast<int32_t>(i % 5);
+  std::printf("rank %d: %snon-blocking all-reduce: %s after %d polls\n", rank, ok ? "" : "FAIL: ",
+              r == chorusInProgress ? "in progress at return" : "complete at return", polls);
+  chorusCommDestroy(nb);
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string which = "shrink";
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--case") == 0) which = argv[i + 1];
+  try {
+    if (which == "shrink") return shrinkCase();
+    if (which == "abort") return abortCase();
+    if (which == "nonblocking") return nonblockingCase();
+  } catch (const std::exception& e) {
+    std::printf("FAIL: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "unknown case %s\n", which.c_str());
+  return 2;
+}

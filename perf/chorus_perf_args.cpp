@@ -88,7 +88,9 @@ std::string usage(const ArgsSpec& spec) {
     << "  -z,--blocking <0|1>      accepted; every call is waited for (blocking is the only "
        "mode)\n";
   if (spec.algorithmFlag) {
-    o << "  -A,--algorithm <spec>    Communicator::setAlgorithm(spec); auto = library's choice\n";
+    o << "  -A,--algorithm <spec>    Communicator::setAlgorithm(spec); auto = library's choice;\n"
+      << "                           each = every algorithm and auto, interleaved, one table\n"
+      << "  -R,--repeats <n>         with -A each: runs per algorithm and size, median (3)\n";
   }
   o << "  -J,--output_file <file>  write every row as JSON (rank 0)\n"
     << "  -T,--min_time <ms>       repeat a size until its timed loop lasts this long, so\n"
@@ -119,6 +121,7 @@ ParseStatus parseArgs(int argc, char** argv, const ArgsSpec& spec, Args& args, s
       {"average", required_argument, nullptr, 'a'},
       {"blocking", required_argument, nullptr, 'z'},
       {"algorithm", required_argument, nullptr, 'A'},
+      {"repeats", required_argument, nullptr, 'R'},
       {"output_file", required_argument, nullptr, 'J'},
       {"min_time", required_argument, nullptr, 'T'},
       {"hugepages", required_argument, nullptr, 'H'},
@@ -127,7 +130,7 @@ ParseStatus parseArgs(int argc, char** argv, const ArgsSpec& spec, Args& args, s
       {nullptr, 0, nullptr, 0},
   };
   const std::string shortOpts =
-      std::string("t:b:e:f:i:n:w:c:d:o:r:a:z:J:T:H:g:h") + (spec.algorithmFlag ? "A:" : "");
+      std::string("t:b:e:f:i:n:w:c:d:o:r:a:z:J:T:H:g:h") + (spec.algorithmFlag ? "A:R:" : "");
   bool factorGiven = false;
   bool stepGiven = false;
   optind = 1;
@@ -217,6 +220,12 @@ ParseStatus parseArgs(int argc, char** argv, const ArgsSpec& spec, Args& args, s
       case 'A':
         args.algorithm = v;
         break;
+      case 'R': {
+        auto n = parseDouble(v);
+        if (!n || *n < 1 || *n > 100) return fail("bad count '" + std::string(v) + "' for -R");
+        args.repeats = static_cast<int>(*n);
+        break;
+      }
       case 'J':
         args.jsonPath = v;
         break;

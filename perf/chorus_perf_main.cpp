@@ -8,6 +8,9 @@
 
 #include <chorus/chorus.hpp>
 
+#include "algorithms/algorithms.hpp"
+
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -63,9 +66,50 @@ class ChorusBackend : public perf::Backend {
   }
   std::string rankInfo() const override { return "transport " + comm_.transportName(); }
 
+  // -A each: every algorithm of the collective, then the tuner.
+  std::vector<std::string> variants() const override {
+    std::vector<std::string> names;
+    for (const chorus::Algorithm& a : chorus::allAlgorithms())
+      if (a.collective == collective()) names.push_back(a.name);
+    names.push_back("auto");
+    return names;
+  }
+  void select(const std::string& variant) override {
+    comm_.setAlgorithm(lowerName() + ":" + variant);
+  }
+  std::string picked(const perf::Call& c) const override {
+    return comm_.algorithmFor(lowerName(), c.count, static_cast<chorus::DataType>(c.type));
+  }
+
  private:
+  chorus::Collective collective() const {
+    switch (coll_) {
+      case perf::Coll::AllGather:
+        return chorus::Collective::AllGather;
+      case perf::Coll::ReduceScatter:
+        return chorus::Collective::ReduceScatter;
+      case perf::Coll::Broadcast:
+        return chorus::Collective::Broadcast;
+      case perf::Coll::Reduce:
+        return chorus::Collective::Reduce;
+      case perf::Coll::AllToAll:
+        return chorus::Collective::AllToAll;
+      default:
+        return chorus::Collective::AllReduce;
+    }
+  }
+  std::string lowerName() const {
+    std::string name = chorus::toString(collective());
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return name;
+  }
+
   chorus::Communicator& comm_;
   std::string algorithm_;
+  perf::Coll coll_ = perf::Coll::AllReduce;
+
+ public:
+  void setColl(perf::Coll coll) { coll_ = coll; }
 };
 
 // Rank from the launcher's environment, before the communicator exists (for messages).
@@ -102,8 +146,12 @@ int main(int argc, char** argv) {
   try {
     comm = chorus::Communicator::initFromEnv();
     rank = comm.rank();
-    if (!args.algorithm.empty() && args.algorithm != "auto") comm.setAlgorithm(args.algorithm);
+    const bool each = args.algorithm == "each";
+    if (!each && !args.algorithm.empty() && args.algorithm != "auto")
+      comm.setAlgorithm(args.algorithm);
     ChorusBackend backend(comm, args.algorithm);
+    backend.setColl(args.coll);
+    if (each) return perf::runVariants(args, backend, "chorus-perf");
     return perf::runBenchmark(args, backend,
                               std::string("chorus-perf ") + perf::collName(args.coll));
   } catch (const chorus::Error& e) {

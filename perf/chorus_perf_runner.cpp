@@ -290,3 +290,81 @@ int runBenchmark(const Args& args, Backend& b, const std::string& program) {
 }
 
 }  // namespace perf
+
+namespace perf {
+
+int runVariants(const Args& args, Backend& b, const std::string& program) {
+  const bool leader = b.rank() == 0;
+  std::string error;
+  const std::vector<Case> cases = casesFor(args, b, error);
+  if (!error.empty()) {
+    if (leader) std::fprintf(stderr, "%s: %s\n", program.c_str(), error.c_str());
+    return 2;
+  }
+  const std::vector<std::string> variants = b.variants();
+  Buffer sendBuf(args.maxBytes, args.hugePages);
+  Buffer recvBuf(args.maxBytes, args.hugePages);
+  Sweep sweep(args, b, sendBuf.data(), recvBuf.data());
+  const Case c = cases.front();
+  if (leader) {
+    std::printf(
+        "# %s -A each: %s, %d ranks, %s, out-of-place busbw (GB/s), median of %d "
+        "interleaved runs; * = best fixed algorithm\n",
+        program.c_str(), b.info().c_str(), b.size(), typeName(c.type), args.repeats);
+    std::printf("%12s", "size");
+    for (const auto& v : variants) std::printf(" %10s", v.c_str());
+    std::printf(" %10s %9s\n", "auto_pick", "auto/best");
+  }
+  int64_t wrong = 0;
+  int rows = 0, within10 = 0;
+  uint64_t seed = 1;
+  for (size_t bytes : sweepSizes(args)) {
+    const Layout l = layoutFor(args.coll, bytes, c.type, b.size(), b.rank());
+    std::vector<std::vector<double>> runs(variants.size());
+    for (int rep = 0; rep < args.repeats; ++rep) {
+      for (size_t k = 0; k < variants.size(); ++k) {
+        const size_t v = (k + static_cast<size_t>(rep)) % variants.size();
+        b.select(variants[v]);
+        Timing t = sweep.measure(c, l, false, seed);
+        seed += static_cast<uint64_t>(args.check) + 1;
+        wrong += std::max<int64_t>(t.wrong, 0);
+        runs[v].push_back(t.busBw);
+      }
+    }
+    std::vector<double> median(variants.size());
+    size_t best = variants.size(), autoIndex = variants.size();
+    for (size_t v = 0; v < variants.size(); ++v) {
+      auto& r = runs[v];
+      std::sort(r.begin(), r.end());
+      median[v] = r[r.size() / 2];
+      if (variants[v] == "auto") {
+        autoIndex = v;
+        continue;
+      }
+      if (best == variants.size() || median[v] > median[best]) best = v;
+    }
+    b.select("auto");
+    Call probe{args.coll, sendBuf.data(), recvBuf.data(), l.paramCount, c.type, c.op, c.root};
+    const std::string pick = b.picked(probe);
+    if (!leader) continue;
+    std::printf("%12zu", l.bytes);
+    for (size_t v = 0; v < variants.size(); ++v)
+      std::printf(" %9.3g%c", median[v], v == best ? '*' : ' ');
+    const double ratio = autoIndex < variants.size() && best < variants.size() && median[best] > 0
+                             ? median[autoIndex] / median[best]
+                             : 0;
+    std::printf(" %10s %9.2f\n", pick.c_str(), ratio);
+    ++rows;
+    within10 += ratio >= 0.9;
+  }
+  const int64_t totalWrong = sumOverRanks(b, wrong);
+  if (leader) {
+    std::printf("# auto within 10%% of the best fixed algorithm at %d of %d sizes\n", within10,
+                rows);
+    std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(totalWrong),
+                totalWrong ? "FAILED" : "OK");
+  }
+  return totalWrong > 0 ? 1 : 0;
+}
+
+}  // namespace perf

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace perf {
 
@@ -41,11 +42,22 @@ class Backend {
   // Whether an in-place sendrecv (one buffer both sent and received) has defined
   // contents afterwards; when not, its #wrong column is N/A as in nccl-tests.
   virtual bool inPlaceSendRecvDefined() const { return false; }
+  // Variants of the library to compare in one run (runVariants), e.g. algorithms;
+  // select() switches to one, picked() names what the library chose for a call.
+  virtual std::vector<std::string> variants() const { return {}; }
+  virtual void select(const std::string& variant) {}
+  virtual std::string picked(const Call& call) const { return {}; }
 };
 
 // Runs the whole benchmark described by args. Returns the process exit status: 0, or 1
 // when any element was wrong. Errors from the backend propagate after rank 0 has written
 // the JSON report (if asked for) with the message.
 int runBenchmark(const Args& args, Backend& backend, const std::string& program);
+
+// Every variant of the backend at every size, interleaved (a different order each of
+// args.repeats rounds, the median kept), out of place, first type/op/root: one table of
+// busbw per variant, '*' on the best, the variant named "auto" with what it picked and
+// its speed relative to the best. Returns as runBenchmark.
+int runVariants(const Args& args, Backend& backend, const std::string& program);
 
 }  // namespace perf

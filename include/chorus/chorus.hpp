@@ -145,6 +145,10 @@ class Communicator {
 
   // Overrides the algorithm choice (same syntax as CHORUS_ALGO); throws on an unknown name.
   void setAlgorithm(std::string_view spec);
+  // The algorithm a call would run now (forced, or the tuner's choice), to check the
+  // tuner: collective "allreduce", "allgather", "reducescatter", "broadcast", "reduce",
+  // "alltoall"; count as the call takes it.
+  std::string algorithmFor(std::string_view collective, size_t count, DataType type);
   // Name of the transport in use ("shm" or "tcp").
   std::string transportName() const;
   // Marks the communicator failed; collectives in flight and later ones throw. Safe to

@@ -265,6 +265,11 @@ std::shared_ptr<CommImpl> CommImpl::shrink(std::span<const int> exclude) {
   return create(rank, static_cast<int>(parent.ranks.size()), rendezvous_, false, options_, &parent);
 }
 
+const char* CommImpl::algorithmFor(Collective collective, size_t count, DataType type) {
+  if (const Algorithm* forced = algorithms_.forced(collective)) return forced->name;
+  return tuner_->choose(collective, count, type, algorithms_.candidates(collective), false).name;
+}
+
 void CommImpl::setAlgorithm(std::string_view spec) {
   algorithms_.apply(spec);
   tuner_->reset();

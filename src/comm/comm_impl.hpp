@@ -52,6 +52,8 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
     int root;  // or the peer of send/recv
   };
   Work submit(const Call& call);
+  // What submit would run for this shape (forced, or the tuner's choice).
+  const char* algorithmFor(Collective collective, size_t count, DataType type);
 
  private:
   CommImpl(int rank, int nranks) : rank_(rank), nranks_(nranks) {}

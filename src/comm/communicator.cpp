@@ -1,6 +1,9 @@
 // The public C++ API: thin wrappers over CommImpl.
 #include "comm/comm_impl.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 namespace chorus {
 
 using detail::CommImpl;
@@ -29,6 +32,16 @@ int Communicator::size() const { return live(impl_).size(); }
 std::string Communicator::transportName() const { return live(impl_).transportName(); }
 void Communicator::setAlgorithm(std::string_view spec) { live(impl_).setAlgorithm(spec); }
 void Communicator::abort() { live(impl_).engine().abort("communicator aborted by the user"); }
+std::string Communicator::algorithmFor(std::string_view collective, size_t count, DataType type) {
+  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                       Collective::Broadcast, Collective::Reduce, Collective::AllToAll}) {
+    std::string name = toString(c);
+    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+    if (name == collective) return live(impl_).algorithmFor(c, count, type);
+  }
+  throw Error(Result::InvalidArgument,
+              "algorithmFor: unknown collective '" + std::string(collective) + "'");
+}
 Result Communicator::asyncError() { return live(impl_).engine().state(); }
 std::string Communicator::lastError() const { return live(impl_).engine().failureCause(); }
 Communicator Communicator::shrink(std::span<const int> excludeRanks) {

@@ -151,17 +151,21 @@ CommImpl::~CommImpl() {
   // hosted here outlives every rank's last use of it.
   if (engine_) engine_->drain(Clock::now() + timeout_);
   try {
-    // A creation that failed has no one to wait for. A failed communicator still checks
-    // out (briefly), so that ranks whose calls completed are not left waiting for it.
-    const auto wait = engine_ && engine_->failed()
-                          ? std::chrono::milliseconds(2000)
-                          : std::min(timeout_, std::chrono::milliseconds(30000));
+    // A creation that failed has no one to wait for. A failed communicator checks out
+    // without waiting, so that ranks whose calls completed are not left waiting for it.
     bool someoneDied = false;  // a member of this communicator (a shrink's parent ranks)
     if (storeClient_)
       for (int dead : storeClient_->deadRanks())
         someoneDied |=
             parentRanks_.empty() || std::count(parentRanks_.begin(), parentRanks_.end(), dead);
-    if (ready_ && !someoneDied) storeBarrier(*store_, "destroy", nranks_, Clock::now() + wait);
+    if (ready_ && !someoneDied) {
+      if (engine_->failed()) {
+        if (store_->add("destroy", 1) == nranks_) store_->set("destroy/done", {});
+      } else {
+        storeBarrier(*store_, "destroy", nranks_,
+                     Clock::now() + std::min(timeout_, std::chrono::milliseconds(30000)));
+      }
+    }
   } catch (const std::exception& e) {
     logf(LogLevel::Warn, "rank %d: leaving without the others: %s", rank_, e.what());
   }

@@ -4,6 +4,8 @@
 #include "comm/comm_impl.hpp"
 
 #include <algorithm>
+#include <deque>
+#include <optional>
 
 namespace chorus::detail {
 namespace {
@@ -35,33 +37,47 @@ std::string CommImpl::reportedFailure(int peer) {
 }
 
 std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<int>& peers) {
-  const std::string report = "rank " + std::to_string(rank_) + " is in " + mine;
+  // "stuck/<rank>" = "<awaited ranks, comma separated>;<what it is in>", so that others
+  // can follow the chain of waits to the rank at its end.
+  std::string awaited;
+  for (int p : peers) awaited += (awaited.empty() ? "" : ",") + std::to_string(p);
+  const std::string report = awaited + ";rank " + std::to_string(rank_) + " is in " + mine;
   store_->set("stuck/" + std::to_string(rank_), std::as_bytes(std::span(report)));
-  // Peers stuck too reach their deadline at about the same time: wait a little for them.
+  // Ranks stuck too reach their deadline at about the same time: wait a little for them.
   const auto until =
       Clock::now() + std::min<Clock::duration>(std::chrono::seconds(2), timeout_ / 4);
-  std::vector<int> asked(peers.begin(), peers.begin() + std::min(peers.size(), kMostPeers));
-  std::vector<std::string> answers(asked.size());
-  for (bool first = true; first || Clock::now() < until; first = false) {
-    bool missing = false;
-    for (size_t i = 0; i < asked.size(); ++i) {
-      if (!answers[i].empty()) continue;
-      const std::string r = std::to_string(asked[i]);
-      if (auto failed = tryGet(*store_, "failed/" + r, kQuickLook))
-        answers[i] = *failed;
-      else if (auto stuck = tryGet(*store_, "stuck/" + r, kQuickLook))
-        answers[i] = *stuck;
-      missing |= answers[i].empty();
-    }
-    if (!missing) break;
-  }
+  std::vector<bool> seen(nranks_, false);
+  seen[rank_] = true;
+  std::deque<int> queue(peers.begin(), peers.begin() + std::min(peers.size(), kMostPeers));
   std::string summary;
-  for (size_t i = 0; i < asked.size(); ++i)
-    summary += ". " + (answers[i].empty()
-                           ? "rank " + std::to_string(asked[i]) +
-                                 " is not waiting in any collective (it may not have made this "
-                                 "call yet)"
-                           : answers[i]);
+  for (size_t asked = 0; !queue.empty() && asked < 2 * kMostPeers; ++asked) {
+    const int peer = queue.front();
+    queue.pop_front();
+    if (peer < 0 || peer >= nranks_ || seen[peer]) continue;
+    seen[peer] = true;
+    const std::string r = std::to_string(peer);
+    std::optional<std::string> failed, stuck;
+    do {
+      failed = tryGet(*store_, "failed/" + r, kQuickLook);
+      if (!failed) stuck = tryGet(*store_, "stuck/" + r, kQuickLook);
+    } while (!failed && !stuck && Clock::now() < until);
+    if (failed) {
+      summary += ". " + *failed;
+    } else if (stuck) {
+      const size_t semi = stuck->find(';');
+      summary += ". " + stuck->substr(semi == std::string::npos ? 0 : semi + 1);
+      std::string list = semi == std::string::npos ? "" : stuck->substr(0, semi);
+      for (size_t at = 0; at < list.size();) {  // follow what it waits for
+        size_t comma = list.find(',', at);
+        queue.push_back(std::atoi(list.substr(at, comma - at).c_str()));
+        at = comma == std::string::npos ? list.size() : comma + 1;
+      }
+    } else {
+      summary += ". rank " + r +
+                 " is not waiting in any collective (stopped, busy elsewhere, or not making "
+                 "this call)";
+    }
+  }
   return summary;
 }
 

@@ -39,6 +39,10 @@ void Layout::index(std::vector<int> nodeOf) {
     h = (h ^ static_cast<uint64_t>(node)) * 1099511628211ull;
   }
   fingerprint_ = h ^ nodeOf_.size();
+  ring_.clear();
+  for (const auto& ranks : ranksOf_) ring_.insert(ring_.end(), ranks.begin(), ranks.end());
+  ringPosition_.assign(nodeOf_.size(), 0);
+  for (size_t p = 0; p < ring_.size(); ++p) ringPosition_[ring_[p]] = static_cast<int>(p);
 }
 
 int Layout::uniformLocalSize() const {

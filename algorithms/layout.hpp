@@ -28,6 +28,10 @@ class Layout {
   // Ranks per node when every node has the same number, else 0.
   int uniformLocalSize() const;
   bool sameNode(int a, int b) const { return nodeOf_[a] == nodeOf_[b]; }
+  // The ring through every rank that crosses each node boundary once: node by node,
+  // each node's ranks in order. ringRank(position) and ringPosition(rank) map both ways.
+  int ringRank(int position) const { return ring_[position]; }
+  int ringPosition(int rank) const { return ringPosition_[rank]; }
   // Equal for equal layouts (cache keys).
   uint64_t fingerprint() const { return fingerprint_; }
 
@@ -35,7 +39,26 @@ class Layout {
   void index(std::vector<int> nodeOf);
   std::vector<int> nodeOf_, localIndex_;
   std::vector<std::vector<int>> ranksOf_;
+  std::vector<int> ring_, ringPosition_;
   uint64_t fingerprint_ = 0;
+};
+
+}  // namespace chorus
+
+namespace chorus {
+
+// The ring order ring algorithms follow: the layout's (each node boundary crossed once)
+// or rank order without one.
+struct RingOrder {
+  const Layout* layout;
+  int nranks;
+  int rankAt(int position) const {
+    const int p = ((position % nranks) + nranks) % nranks;
+    return layout && layout->nranks() == nranks ? layout->ringRank(p) : p;
+  }
+  int positionOf(int rank) const {
+    return layout && layout->nranks() == nranks ? layout->ringPosition(rank) : rank;
+  }
 };
 
 }  // namespace chorus

@@ -3,6 +3,7 @@
 // receives 2(n-1)/n of the buffer. The output buffer doubles as the accumulator, so no
 // scratch is needed and in-place works unchanged.
 #include "algorithms/algorithms.hpp"
+#include "algorithms/layout.hpp"
 #include "algorithms/steps.hpp"
 
 namespace chorus {
@@ -10,9 +11,12 @@ namespace chorus {
 Schedule ringAllReduce(const CollectiveArgs& args) {
   using namespace steps;
   Schedule s;
-  const int n = args.nranks, r = args.rank;
+  const int n = args.nranks;
   if (emptyOrSingleRank(s, n, args.count)) return s;
-  const int next = wrapRank(r + 1, n), prev = wrapRank(r - 1, n);
+  // Positions on the ring (the layout's order: each node boundary crossed once).
+  const RingOrder ring{args.layout, n};
+  const int r = ring.positionOf(args.rank);
+  const int next = ring.rankAt(r + 1), prev = ring.rankAt(r - 1);
   auto chunk = [&](int index) { return partOf(args.count, n, wrapRank(index, n)); };
 
   // Reduce-scatter: at step k send chunk r-k, receive chunk r-k-1 and fold in our part.

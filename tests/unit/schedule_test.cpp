@@ -392,6 +392,15 @@ bool collectiveAlgorithm(const Algorithm& a) {
          !std::string_view(a.name).starts_with("hier");
 }
 
+TEST(Schedule, RingOrderCrossesEachNodeBoundaryOnce) {
+  const Layout layout = Layout::uniform(3, 4, /*interleaved=*/true);  // rank r on node r % 3
+  int crossings = 0;
+  for (int p = 0; p < layout.nranks(); ++p)
+    crossings += !layout.sameNode(layout.ringRank(p), layout.ringRank((p + 1) % layout.nranks()));
+  EXPECT_EQ(crossings, 3);
+  for (int r = 0; r < layout.nranks(); ++r) EXPECT_EQ(layout.ringRank(layout.ringPosition(r)), r);
+}
+
 TEST(Schedule, HierarchicalIsExactOnEveryLayout) {
   // N nodes x L ranks, ranks numbered by node (block) or round robin (interleaved), and
   // layouts with unequal nodes (the flat fallback); sends one element at a time.
@@ -402,8 +411,13 @@ TEST(Schedule, HierarchicalIsExactOnEveryLayout) {
         layouts.push_back(Layout::uniform(nodes, perNode, interleaved));
   std::vector<std::string> hosts = {"a", "a", "b", "a", "c", "c"};  // 3 + 1 + 2
   layouts.emplace_back(hosts);
+  // Also the rings, which follow the layout's order (each node boundary crossed once).
   for (const Algorithm& algorithm : allAlgorithms()) {
-    if (!std::string_view(algorithm.name).starts_with("hier")) continue;
+    const std::string_view name = algorithm.name;
+    const bool ring = name == "ring" && (algorithm.collective == Collective::AllReduce ||
+                                         algorithm.collective == Collective::AllGather ||
+                                         algorithm.collective == Collective::ReduceScatter);
+    if (!name.starts_with("hier") && !ring) continue;
     for (const Layout& layout : layouts) {
       const int p = layout.nranks();
       for (size_t count : {size_t{0}, size_t{1}, size_t(p - 1), size_t(p + 3), size_t{64}})

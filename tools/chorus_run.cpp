@@ -159,6 +159,8 @@ class Launcher {
 
   Options o_;
   double grace_;
+  std::string reportDir_;
+  std::string collectReports();
   std::vector<Rank> ranks_;
   std::vector<int> failureOrder_;
   int live_ = 0;
@@ -178,9 +180,12 @@ void Launcher::start(const std::string& program, sigset_t oldMask) {
     std::string name = entry.substr(0, entry.find('='));
     if (name != "CHORUS_RANK" && name != "CHORUS_WORLD_SIZE" && name != "CHORUS_LOCAL_RANK" &&
         name != "CHORUS_LOCAL_SIZE" && name != "CHORUS_ADDR" && name != "CHORUS_PORT" &&
-        name != "CHORUS_SECRET")
+        name != "CHORUS_SECRET" && name != "CHORUS_REPORT_DIR")
       base.push_back(std::move(entry));
   }
+  // Ranks leave their failure there (CommImpl::reportFailure); finish() prints them.
+  char dir[] = "/tmp/chorus-run-XXXXXX";
+  if (::mkdtemp(dir)) reportDir_ = dir;
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(secret));
   std::vector<char*> argv;
@@ -199,6 +204,7 @@ void Launcher::start(const std::string& program, sigset_t oldMask) {
     env.push_back("CHORUS_ADDR=127.0.0.1");
     env.push_back("CHORUS_PORT=" + std::to_string(server.address().port()));
     env.push_back("CHORUS_SECRET=" + std::string(hex));
+    if (!reportDir_.empty()) env.push_back("CHORUS_REPORT_DIR=" + reportDir_);
     std::vector<char*> envp;
     envp.reserve(env.size() + 1);
     for (auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
@@ -403,9 +409,32 @@ int Launcher::run() {
   return finish();
 }
 
+// What the ranks reported when they failed (CHORUS_REPORT_DIR), one line each; removes
+// the directory.
+std::string Launcher::collectReports() {
+  std::string text;
+  if (reportDir_.empty()) return text;
+  for (int i = 0; i < o_.n; ++i) {
+    const std::string path = reportDir_ + "/rank-" + std::to_string(i) + ".txt";
+    if (FILE* f = std::fopen(path.c_str(), "r")) {
+      char line[2048];
+      if (std::fgets(line, sizeof line, f)) {
+        std::string report = line;
+        if (!report.empty() && report.back() == '\n') report.pop_back();
+        text += "  " + report + "\n";
+      }
+      std::fclose(f);
+      ::unlink(path.c_str());
+    }
+  }
+  ::rmdir(reportDir_.c_str());
+  return text;
+}
+
 int Launcher::finish() {
   for (auto& r : ranks_)  // leave no helper of a failed rank behind
     if (r.killed || !(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0)) ::kill(-r.pid, SIGKILL);
+  const std::string reports = collectReports();
   if (failureOrder_.empty() && !timedOut_) return 0;
   std::string list;
   for (int i : failureOrder_) {
@@ -417,6 +446,7 @@ int Launcher::finish() {
   writeAll(2, "chorus-run: " + std::to_string(failureOrder_.size()) + " of " +
                   std::to_string(o_.n) + " ranks failed" + (timedOut_ ? " after the timeout" : "") +
                   ": " + list + "\n");
+  if (!reports.empty()) writeAll(2, "chorus-run: what the ranks reported:\n" + reports);
   if (timedOut_) return 124;
   int first = ranks_[size_t(failureOrder_.front())].status;  // the first failure is the cause
   return WIFEXITED(first) ? WEXITSTATUS(first) : 128 + WTERMSIG(first);

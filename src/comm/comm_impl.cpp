@@ -68,6 +68,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   std::shared_ptr<CommImpl> c(new CommImpl(rank, nranks));
   c->timeout_ = options.timeout.count() > 0 ? options.timeout : defaultTimeout();
   c->rendezvous_ = rendezvous;
+  c->launchRank_ = static_cast<int>(envInt("CHORUS_RANK", rank));
   c->options_ = options;
   c->algorithms_.apply(envString("CHORUS_ALGO"));
   c->algorithms_.apply(options.algorithm);

@@ -86,6 +86,8 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   std::unique_ptr<Tuner> tuner_;
   uint64_t nextSequence_ = 0;
   bool ready_ = false;  // every rank finished creation
+  bool reportedToLauncher_ = false;
+  int launchRank_ = 0;  // this process's rank in the job (CHORUS_RANK), for report files
   std::map<std::tuple<const Algorithm*, size_t, int>, std::shared_ptr<const Schedule>> schedules_;
 };
 

@@ -3,7 +3,11 @@
 // reads what the peers it waits for are doing.
 #include "comm/comm_impl.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <deque>
 #include <optional>
 
@@ -29,6 +33,18 @@ constexpr size_t kMostPeers = 8;
 
 void CommImpl::reportFailure(const std::string& cause) {
   const std::string report = "rank " + std::to_string(rank_) + ": " + cause;
+  // For the launcher first (chorus-run sets CHORUS_REPORT_DIR and prints these when the
+  // job fails): the store may be gone with the rank that hosts it.
+  if (const char* dir = std::getenv("CHORUS_REPORT_DIR"); dir && *dir && !reportedToLauncher_) {
+    reportedToLauncher_ = true;  // the first failure of this process is the one to show
+    const std::string path = std::string(dir) + "/rank-" + std::to_string(launchRank_) + ".txt";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      const std::string line = report + "\n";
+      [[maybe_unused]] ssize_t n = ::write(fd, line.data(), line.size());
+      ::close(fd);
+    }
+  }
   store_->set("failed/" + std::to_string(rank_), std::as_bytes(std::span(report)));
 }
 

@@ -11,7 +11,9 @@
 #   77 (skip) only when qemu is absent and cannot be installed here.
 # Env: WORK (cache + scratch, default /tmp/chorus-softroce-$UID), KVER (kernel; default the
 #   newest linux-image-*-amd64-unsigned), MEM (2G), SMP (2), TIMEOUT (600 s),
-#   ACCEL (tcg; kvm where hardware virtualisation really works).
+#   ACCEL (tcg; kvm where hardware virtualisation really works), HOST_PATHS (host
+#   directories the guest must see at the same path although the guest mounts tmpfs on
+#   /tmp, /run and /dev/shm: e.g. a build tree under /tmp).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 GUEST_SCRIPT=$(realpath "$1")
@@ -105,6 +107,15 @@ SHARE=$WORK/share; rm -rf "$SHARE"; mkdir -p "$SHARE"
 cp "$GUEST_SCRIPT" "$SHARE/guest.sh"
 : > "$SHARE/env"
 for kv in "$@"; do printf '%s\n' "export ${kv%%=*}='${kv#*=}'" >> "$SHARE/env"; done
+EXTRA_SHARES=()
+: > "$SHARE/mounts"
+i=0
+for p in ${HOST_PATHS:-}; do
+  p=$(realpath "$p")
+  EXTRA_SHARES+=(-virtfs "local,path=$p,mount_tag=hp$i,security_model=none,readonly=on,multidevs=remap")
+  echo "hp$i $p" >> "$SHARE/mounts"
+  i=$((i + 1))
+done
 t1=$(date +%s.%N)
 
 # 5. boot. No NIC (-nic none): all RDMA traffic stays inside the guest.
@@ -114,7 +125,7 @@ timeout "$TIMEOUT" qemu-system-x86_64 "${ACCEL_ARGS[@]}" -m "$MEM" -smp "$SMP" \
   -kernel "$WORK/vmlinux-$KVER" -initrd "$IMG" \
   -append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-  -virtfs local,path="$SHARE",mount_tag=share,security_model=none \
+  -virtfs local,path="$SHARE",mount_tag=share,security_model=none "${EXTRA_SHARES[@]}" \
   < /dev/null | tr -d '\033' > "$WORK/console.log"
 qemu_rc=${PIPESTATUS[0]}
 set -e

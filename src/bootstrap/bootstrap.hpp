@@ -34,14 +34,15 @@ struct EnvLaunch {
   int localRank = 0;
   Rendezvous rendezvous;
   // True on the rank that must start the store server at rendezvous.store itself
-  // (rank 0 under torchrun-style variables); the secret is then derived from the
-  // environment (CHORUS_SECRET, or the port and job id when none is given).
+  // (rank 0 under torchrun-style variables); the secret is then CHORUS_JOB_SECRET hashed,
+  // or derived from the port and run id when none is given.
   bool hostsStore = false;
   std::string source;  // "chorus", "torchrun" or "mpirun", for messages
 };
 
 // Reads the environment. CHORUS_RANK, CHORUS_WORLD_SIZE, CHORUS_LOCAL_RANK, CHORUS_ADDR,
-// CHORUS_PORT, CHORUS_SECRET take precedence over RANK, WORLD_SIZE, LOCAL_RANK,
+// CHORUS_PORT, CHORUS_SECRET (hex, set by chorus-run, whose store it is) and
+// CHORUS_JOB_SECRET (any text; rank 0 hosts the store) take precedence over RANK, WORLD_SIZE, LOCAL_RANK,
 // MASTER_ADDR, MASTER_PORT; Open MPI's OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK} are used when
 // neither gives a rank, with a file rendezvous in /tmp keyed by the MPI job id when no
 // address is given. Throws Error(InvalidArgument) with a clear message when incomplete.

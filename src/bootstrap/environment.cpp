@@ -4,6 +4,8 @@
 #include "bootstrap/bootstrap.hpp"
 
 #include "errors.hpp"
+#include "log.hpp"
+#include "security/sha256.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -70,6 +72,15 @@ uint64_t derivedSecret(uint16_t port) {
   h ^= h >> 30, h *= 0xbf58476d1ce4e5b9ull;
   h ^= h >> 27, h *= 0x94d049bb133111ebull;
   h ^= h >> 31;
+  return h ? h : 1;
+}
+
+// CHORUS_JOB_SECRET: any text the user hands every rank (a passphrase, a hex string), so
+// that a job hosted by rank 0 has a secret strangers cannot derive.
+uint64_t passphraseSecret(const std::string& text) {
+  auto digest = security::sha256(security::asBytes("chorus job secret:" + text));
+  uint64_t h = 0;
+  for (int i = 0; i < 8; ++i) h |= uint64_t(digest[size_t(i)]) << (8 * i);
   return h ? h : 1;
 }
 
@@ -237,6 +248,7 @@ EnvLaunch readEnvironment(Deadline deadline) {
   auto addr = pick({"CHORUS_ADDR", "MASTER_ADDR"});
   auto port = pick({"CHORUS_PORT", "MASTER_PORT"});
   auto secret = pick({"CHORUS_SECRET"});
+  auto jobSecret = pick({"CHORUS_JOB_SECRET"});
   if (!addr) {
     if (port) throwInvalid(port->name + " is set but neither CHORUS_ADDR nor MASTER_ADDR is");
     if (secret) throwInvalid("CHORUS_SECRET is set but neither CHORUS_ADDR nor MASTER_ADDR is");
@@ -260,7 +272,13 @@ EnvLaunch readEnvironment(Deadline deadline) {
   }
   if (secret) {
     launch.rendezvous.secret = parseSecret(*secret);  // the launcher runs the store
+  } else if (jobSecret) {
+    launch.rendezvous.secret = passphraseSecret(jobSecret->value);
+    launch.hostsStore = launch.rank == 0;
   } else {
+    logf(LogLevel::Info,
+         "no CHORUS_JOB_SECRET: the job secret is derived from the port and run id; set "
+         "CHORUS_JOB_SECRET on every rank to keep other local users out");
     launch.rendezvous.secret = derivedSecret(portNumber);
     launch.hostsStore = launch.rank == 0;
   }

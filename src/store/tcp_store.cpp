@@ -1,13 +1,16 @@
 // TcpStoreServer / TcpStoreClient.
 //
-// Wire format, both directions: u32 length of the rest, u8 type, u32 request id, payload.
-// Strings and byte strings are u32 length + bytes; integers are little-endian. The server
+// A connection starts with the mutual challenge-response of security/handshake.hpp keyed
+// by the job secret; then frames (store_wire.hpp) flow. The server
 // answers each request with the request's id; a rank-dead notice carries id 0 and may
 // arrive between a request and its answer, so the client stashes notices as it reads.
 // Request ids let a client skip the late answer to a get that it gave up on.
 #include "store/store.hpp"
 
 #include "errors.hpp"
+#include "log.hpp"
+#include "security/connection_auth.hpp"
+#include "store/store_wire.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -24,89 +27,15 @@
 #include <thread>
 
 namespace chorus {
+using namespace store_wire;
 namespace {
 
-enum Type : uint8_t {
-  kHello = 1,
-  kSet = 2,
-  kGet = 3,
-  kAdd = 4,
-  kGoodbye = 5,
-  kHelloOk = 101,
-  kSetOk = 102,
-  kValue = 103,
-  kAddResult = 104,
-  kGoodbyeOk = 105,
-  kRankDead = 110,
-};
-
-constexpr uint64_t kMagic = 0x3152'4f54'5353'4843ull;  // "CHSSTOR1"
-constexpr size_t kHeader = 4 + 1 + 4;
-constexpr uint32_t kMaxFrame = 1u << 30;
-constexpr uint32_t kMaxHelloFrame = 64;                    // before authentication
 constexpr auto kRequestTimeout = std::chrono::minutes(5);  // set/add: the server answers at once
 constexpr auto kHelloTimeout = std::chrono::seconds(30);
-
-void putInt(std::string& out, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void putBytes(std::string& out, const void* data, size_t n) {
-  putInt(out, n, 4);
-  out.append(static_cast<const char*>(data), n);
-}
-
-struct Reader {
-  const char* p;
-  size_t left;
-  uint64_t integer(int bytes) {
-    need(bytes);
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i) v |= uint64_t(static_cast<uint8_t>(p[i])) << (8 * i);
-    p += bytes, left -= bytes;
-    return v;
-  }
-  std::string bytes() {
-    size_t n = integer(4);
-    need(n);
-    std::string s(p, n);
-    p += n, left -= n;
-    return s;
-  }
-  void need(size_t n) const {
-    if (left < n) throw Error(Result::RemoteError, "store: malformed message");
-  }
-};
-
-struct Frame {
-  uint8_t type = 0;
-  uint32_t id = 0;
-  std::string payload;
-};
-
-std::string frame(uint8_t type, uint32_t id, const std::string& payload) {
-  std::string out;
-  putInt(out, 1 + 4 + payload.size(), 4);
-  out.push_back(static_cast<char>(type));
-  putInt(out, id, 4);
-  return out + payload;
-}
-
-// Pops one complete frame off the front of `in`, if there is one.
-std::optional<Frame> popFrame(std::string& in, uint32_t maxFrame) {
-  if (in.size() < 4) return std::nullopt;
-  Reader r{in.data(), in.size()};
-  uint32_t length = static_cast<uint32_t>(r.integer(4));
-  if (length < 5 || length > maxFrame)
-    throw Error(Result::RemoteError, "store: bad frame length " + std::to_string(length));
-  if (in.size() < 4 + size_t(length)) return std::nullopt;
-  Frame f;
-  f.type = static_cast<uint8_t>(in[4]);
-  Reader h{in.data() + 5, 4};
-  f.id = static_cast<uint32_t>(h.integer(4));
-  f.payload = in.substr(kHeader, length - 5);
-  in.erase(0, 4 + size_t(length));
-  return f;
-}
+// A stranger that connects and says nothing is dropped after this; a real client answers
+// within milliseconds.
+constexpr auto kAuthTimeout = std::chrono::seconds(10);
+constexpr size_t kMaxUnauthenticated = 256;  // beyond this the oldest is dropped
 
 // Appends whatever the socket has now; false on EOF/reset.
 bool readAvailable(int fd, std::string& in) {
@@ -131,6 +60,7 @@ bool readAvailable(int fd, std::string& in) {
 struct TcpStoreServer::Impl {
   struct Client {
     net::Socket socket;
+    std::optional<security::AcceptedConnection> auth;  // until the secret is proven
     std::string in, out;
     bool authenticated = false;
     bool saidGoodbye = false;
@@ -210,6 +140,12 @@ void TcpStoreServer::Impl::run() {
         if (it == clients.end()) continue;
         Client& c = it->second;
         if (fds[i + 2].revents & POLLOUT) flush(c);
+        if (c.auth && (fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) {
+          auto status = c.auth->step(c.socket.fd());
+          if (status == security::AcceptedConnection::Status::Refused) c.broken = true;
+          if (status != security::AcceptedConnection::Status::Accepted) continue;
+          c.auth.reset();  // proven: what follows is frames
+        }
         if (fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) {
           bool open = readAvailable(c.socket.fd(), c.in);
           try {
@@ -225,8 +161,12 @@ void TcpStoreServer::Impl::run() {
         }
       }
       auto now = Clock::now();
-      for (auto& [id, c] : clients)
+      for (auto& [id, c] : clients) {
+        if (c.auth &&
+            c.auth->expire(c.socket.fd(), now) == security::AcceptedConnection::Status::Refused)
+          c.broken = true;
         if (!c.authenticated && now - c.since > kHelloTimeout) c.broken = true;
+      }
       // Dropping one client notifies the others, which may break them in turn.
       for (bool again = true; again;) {
         std::vector<uint64_t> broken;
@@ -251,18 +191,30 @@ void TcpStoreServer::Impl::acceptAll() {
     Client c;
     c.socket = net::Socket(fd);
     c.socket.setNoDelay();
+    auto key = security::jobKey(secret);
+    c.auth.emplace(key, deadlineIn(kAuthTimeout), "store at " + bound.toString());
     clients.emplace(nextClient++, std::move(c));
+    // Many silent strangers must not exhaust our descriptors: drop the oldest (ids grow).
+    size_t unauthenticated = 0;
+    for (auto& [id, other] : clients) unauthenticated += other.auth && !other.broken;
+    for (auto it = clients.begin(); unauthenticated > kMaxUnauthenticated; ++it) {
+      if (!it->second.auth || it->second.broken) continue;
+      logf(LogLevel::Warn, "store at %s: too many unauthenticated connections, dropping one",
+           bound.toString().c_str());
+      it->second.broken = true;
+      --unauthenticated;
+    }
   }
 }
 
 void TcpStoreServer::Impl::handle(uint64_t id, Client& c, const Frame& f) {
-  Reader r{f.payload.data(), f.payload.size()};
+  Request q = parseRequest(f);
   if (!c.authenticated) {
-    if (f.type != kHello || r.integer(8) != kMagic || r.integer(8) != secret) {
-      c.broken = true;  // not one of ours: drop without a word
+    if (q.type != kHello) {
+      c.broken = true;  // the secret is proven, but this is no client of ours
       return;
     }
-    c.rank = static_cast<int32_t>(r.integer(4));
+    c.rank = q.rank;
     c.authenticated = true;
     std::string reply;
     putInt(reply, uint32_t(hostRank), 4);
@@ -274,37 +226,31 @@ void TcpStoreServer::Impl::handle(uint64_t id, Client& c, const Frame& f) {
     }
     return;
   }
-  switch (f.type) {
-    case kSet: {
-      std::string key = r.bytes();
-      data[key] = r.bytes();
+  switch (q.type) {
+    case kSet:
+      data[q.key] = std::move(q.value);
       send(c, kSetOk, f.id, {});
-      answerWaiters(key);
+      answerWaiters(q.key);
       return;
-    }
-    case kGet: {
-      std::string key = r.bytes();
-      if (auto it = data.find(key); it != data.end()) {
+    case kGet:
+      if (auto it = data.find(q.key); it != data.end()) {
         std::string reply;
         putBytes(reply, it->second.data(), it->second.size());
         send(c, kValue, f.id, reply);
       } else {
-        waiters[key].emplace_back(id, f.id);
+        waiters[q.key].emplace_back(id, f.id);
       }
       return;
-    }
     case kAdd: {
-      std::string key = r.bytes();
-      int64_t delta = static_cast<int64_t>(r.integer(8));
-      std::string& bytes = data[key];
+      std::string& bytes = data[q.key];
       int64_t value = 0;  // same representation as HashStore: a native int64
       if (bytes.size() == sizeof(value)) std::memcpy(&value, bytes.data(), sizeof(value));
-      value += delta;
+      value = int64_t(uint64_t(value) + uint64_t(q.delta));  // wraps, never UB
       bytes.assign(reinterpret_cast<const char*>(&value), sizeof(value));
       std::string reply;
       putInt(reply, uint64_t(value), 8);
       send(c, kAddResult, f.id, reply);
-      answerWaiters(key);
+      answerWaiters(q.key);
       return;
     }
     case kGoodbye:
@@ -312,7 +258,7 @@ void TcpStoreServer::Impl::handle(uint64_t id, Client& c, const Frame& f) {
       send(c, kGoodbyeOk, f.id, {});
       return;
     default:
-      throw Error(Result::RemoteError, "store: unknown request type");
+      throw Error(Result::RemoteError, "store: unexpected request");
   }
 }
 
@@ -391,7 +337,7 @@ struct TcpStoreClient::Impl {
   std::optional<Frame> takeFrames(uint32_t id) {
     while (auto f = popFrame(in, kMaxFrame)) {
       if (f->type == kRankDead)
-        dead.insert(static_cast<int32_t>(Reader{f->payload.data(), f->payload.size()}.integer(4)));
+        dead.insert(int(parseAnswer(*f).number));
       else if (id != 0 && f->id == id)
         return f;
     }
@@ -454,9 +400,11 @@ TcpStoreClient::TcpStoreClient(const net::SocketAddress& server, uint64_t secret
   impl_->server = server;
   impl_->socket = net::Socket::connect(server, deadline);
   impl_->socket.setNoDelay();
+  auto key = security::jobKey(secret);
+  security::authenticateConnection(impl_->socket, key, security::asBytes("chorus store"), deadline,
+                                   "the rendezvous store at " + server.toString());
   std::string hello;
   putInt(hello, kMagic, 8);
-  putInt(hello, secret, 8);
   putInt(hello, uint32_t(rank), 4);
   Frame f;
   try {
@@ -467,7 +415,7 @@ TcpStoreClient::TcpStoreClient(const net::SocketAddress& server, uint64_t secret
                                          " closed the connection during the handshake "
                                          "(wrong job secret, or not a Chorus store)");
   }
-  impl_->hostRank = static_cast<int32_t>(Reader{f.payload.data(), f.payload.size()}.integer(4));
+  impl_->hostRank = int(parseAnswer(f).number);
 }
 
 TcpStoreClient::~TcpStoreClient() = default;
@@ -485,7 +433,7 @@ std::vector<std::byte> TcpStoreClient::get(const std::string& key, Deadline dead
   std::string payload;
   putBytes(payload, key.data(), key.size());
   Frame f = impl_->request(kGet, payload, kValue, deadline, "waiting for key '" + key + "'");
-  std::string bytes = Reader{f.payload.data(), f.payload.size()}.bytes();
+  std::string bytes = parseAnswer(f).value;
   auto* p = reinterpret_cast<const std::byte*>(bytes.data());
   return {p, p + bytes.size()};
 }
@@ -497,7 +445,7 @@ int64_t TcpStoreClient::add(const std::string& key, int64_t delta) {
   putInt(payload, uint64_t(delta), 8);
   Frame f = impl_->request(kAdd, payload, kAddResult, deadlineIn(kRequestTimeout),
                            "adding to key '" + key + "'");
-  return static_cast<int64_t>(Reader{f.payload.data(), f.payload.size()}.integer(8));
+  return parseAnswer(f).number;
 }
 
 std::vector<int> TcpStoreClient::deadRanks() {

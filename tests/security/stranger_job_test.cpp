@@ -1,0 +1,283 @@
+// chorus_stranger_test: strangers knock on a running 3-rank job over tcp and are refused,
+// and the job completes correctly. Self-contained launcher:
+//   1. the driver hosts the store (it knows the secret, as chorus-run does) and starts
+//      three ranks (itself, re-executed); rank 0 holds back until told to go;
+//   2. strangers hit the store port: garbage, a wrong HMAC, silence;
+//   3. the driver stands in for rank 0's host record, so ranks 1 and 2 set up their tcp
+//      transport and listen for rank 0; strangers hit both listening ports the same way;
+//   4. rank 0 goes; every rank runs checked all-reduces. Pass: every rank exits 0, each
+//      loud stranger was disconnected, the refusals were logged (WARN, naming the address),
+//      and the silent store stranger is dropped by the store's handshake deadline.
+#include "bootstrap/bootstrap.hpp"
+#include "errors.hpp"
+#include "security/handshake.hpp"
+#include "store/store.hpp"
+
+#include <chorus/chorus.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace chorus;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int kRanks = 3;
+
+std::string text(const std::vector<std::byte>& b) {
+  return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
+
+int realStderr = 2;
+std::vector<pid_t> children;  // killed if the driver fails half-way  // the driver sends fd 2 to a
+                              // log file while it runs
+
+int fail(const std::string& why) {
+  ::dprintf(realStderr, "FAIL: %s\n", why.c_str());
+  return 1;
+}
+
+// --- a rank --------------------------------------------------------------------------
+
+int runRank(int rank) {
+  try {
+    if (rank == 0) {  // wait for the driver's go, as an observer of the store
+      auto launch = readEnvironment(deadlineIn(30s));
+      TcpStoreClient gate(launch.rendezvous.store, launch.rendezvous.secret, -1, deadlineIn(30s));
+      gate.get("security/go", deadlineIn(60s));
+      gate.goodbye();
+    }
+    auto comm = Communicator::initFromEnv();
+    const size_t count = 1 << 18;
+    for (int iteration = 0; iteration < 3; ++iteration) {
+      std::vector<float> data(count, float(rank + 1 + iteration)), out(count);
+      comm.allReduce(data.data(), out.data(), count, DataType::Float32, RedOp::Sum).wait();
+      float want = float(kRanks * (kRanks + 1) / 2 + kRanks * iteration);
+      for (size_t i = 0; i < count; ++i)
+        if (out[i] != want) {
+          std::fprintf(stderr, "rank %d: wrong result %g at %zu (want %g)\n", rank, out[i], i,
+                       want);
+          return 2;
+        }
+    }
+    std::printf("rank %d: 3 all-reduces over %s correct\n", rank, comm.transportName().c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+    return 3;
+  }
+}
+
+// --- strangers -----------------------------------------------------------------------
+
+// True when the other end closes (or resets) the connection within `limit`.
+bool closedWithin(net::Socket& s, std::chrono::milliseconds limit) {
+  auto deadline = Clock::now() + limit;
+  char buf[256];
+  while (Clock::now() < deadline) {
+    pollfd p{s.fd(), POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    ssize_t n = ::recv(s.fd(), buf, sizeof(buf), MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
+  }
+  return false;
+}
+
+struct Strangers {
+  std::vector<net::Socket> silent;  // held open until the job is over
+  std::string failures;
+};
+
+// Garbage, a wrong HMAC and silence against one listening port.
+void knock(const net::SocketAddress& address, const std::string& name, Strangers& out) {
+  auto deadline = deadlineIn(10s);
+  {
+    auto s = net::Socket::connect(address, deadline);
+    std::string junk(300, 'x');
+    s.sendAll(junk.data(), junk.size(), deadline);
+    if (!closedWithin(s, 5s)) out.failures += name + ": garbage was not refused; ";
+  }
+  {
+    // The full handshake with the wrong key: the challenge does not verify, and our
+    // made-up proof must be refused.
+    auto s = net::Socket::connect(address, deadline);
+    auto wrongKey = security::randomKey();
+    security::Initiator initiator(wrongKey, security::asBytes("stranger"));
+    auto hello = initiator.hello();
+    s.sendAll(hello.data(), hello.size(), deadline);
+    uint8_t challenge[security::kChallengeSize];
+    s.recvAll(challenge, sizeof(challenge), deadline);
+    if (initiator.answer(challenge))
+      out.failures += name + ": a challenge verified under a wrong key; ";
+    auto proof = security::randomKey();
+    s.sendAll(proof.data(), proof.size(), deadline);
+    if (!closedWithin(s, 5s)) out.failures += name + ": a wrong HMAC was not refused; ";
+  }
+  out.silent.push_back(net::Socket::connect(address, deadline));
+  std::printf("strangers: knocked on %s (%s)\n", name.c_str(), address.toString().c_str());
+}
+
+// "1.2.3.4:5", or the first of "nic=1.2.3.4:5,nic=[::1]:6" (one listener per rail).
+net::SocketAddress parseAddress(std::string t) {
+  t = t.substr(0, t.find(','));
+  if (auto eq = t.find('='); eq != std::string::npos) t = t.substr(eq + 1);
+  auto colon = t.rfind(':');
+  return net::SocketAddress::parse(t.substr(0, colon), uint16_t(std::stoi(t.substr(colon + 1))));
+}
+
+// --- the driver ----------------------------------------------------------------------
+
+// fork + execve of ourselves, with everything prepared before the fork (we have threads).
+pid_t startRank(int rank, uint16_t port, uint64_t secret, const std::string& log) {
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(secret));
+  std::vector<std::string> env = {"CHORUS_RANK=" + std::to_string(rank),
+                                  "CHORUS_WORLD_SIZE=" + std::to_string(kRanks),
+                                  "CHORUS_ADDR=127.0.0.1",
+                                  "CHORUS_PORT=" + std::to_string(port),
+                                  std::string("CHORUS_SECRET=") + hex,
+                                  "CHORUS_TRANSPORT=tcp",
+                                  "CHORUS_SOCKET_IFNAME=lo",
+                                  "CHORUS_DEBUG=WARN",
+                                  "CHORUS_STRANGER_RANK=" + std::to_string(rank)};
+  for (char** e = environ; *e; ++e)
+    if (std::string(*e).rfind("CHORUS_", 0) != 0) env.push_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  char arg0[] = "chorus_stranger_test";
+  char* argv[] = {arg0, nullptr};
+  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fd, 2);
+    ::execve("/proc/self/exe", argv, envp.data());
+    ::_exit(127);
+  }
+  ::close(fd);
+  return pid;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int drive() {
+  // Our own WARN lines (the store's refusals) go to a file we check, then echo.
+  std::string base = "/tmp/chorus-stranger-" + std::to_string(::getpid());
+  std::string driverLog = base + "-driver.log";
+  int savedErr = realStderr = ::dup(2);
+  int logFd = ::open(driverLog.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ::dup2(logFd, 2);
+  ::setenv("CHORUS_DEBUG", "WARN", 1);
+
+  uint64_t secret = randomSecret();
+  auto server =
+      std::make_unique<TcpStoreServer>(net::SocketAddress::parse("127.0.0.1", 0), secret, -1);
+  auto storeAddress = server->address();
+  Strangers strangers;
+  auto start = Clock::now();
+  knock(storeAddress, "the store", strangers);
+  auto silentStoreSince = Clock::now();
+  try {  // a would-be client with the wrong secret is turned away with a clear error
+    TcpStoreClient(storeAddress, secret ^ 1, 0, deadlineIn(5s));
+    strangers.failures += "a store client with the wrong secret was let in; ";
+  } catch (const Error& e) {
+    std::printf("strangers: wrong-secret store client refused: %s\n", e.what());
+  }
+
+  std::vector<pid_t>& pids = children;
+  std::vector<std::string> logs;
+  for (int r = 0; r < kRanks; ++r) {
+    logs.push_back(base + "-rank" + std::to_string(r) + ".log");
+    pids.push_back(startRank(r, storeAddress.port(), secret, logs.back()));
+  }
+  TcpStoreClient observer(storeAddress, secret, -1, deadlineIn(30s));
+  // Rank 0's host record, so that ranks 1 and 2 go on to listen for it.
+  std::string host = hostIdentity();
+  observer.set("comm0/host/0", std::as_bytes(std::span(host)));
+  for (int r = 1; r < kRanks; ++r) {
+    auto address = text(observer.get("comm0/tcp/" + std::to_string(r), deadlineIn(30s)));
+    knock(parseAddress(address), "rank " + std::to_string(r) + "'s tcp port", strangers);
+  }
+  observer.set("security/go", {});
+
+  std::string failures = strangers.failures;
+  for (int r = 0; r < kRanks; ++r) {
+    int status = 0;
+    auto deadline = Clock::now() + 60s;
+    pid_t got = 0;
+    while ((got = ::waitpid(pids[r], &status, WNOHANG)) == 0 && Clock::now() < deadline)
+      std::this_thread::sleep_for(20ms);
+    if (got == 0) {
+      for (pid_t p : pids) ::kill(p, SIGKILL);
+      failures += "rank " + std::to_string(r) + " hung; ";
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      failures += "rank " + std::to_string(r) + " failed (status " + std::to_string(status) + "); ";
+    }
+  }
+  auto jobSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+  // The silent store stranger goes at the store's handshake deadline (10 s).
+  auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(silentStoreSince + 15s - Clock::now());
+  if (!closedWithin(strangers.silent[0], std::max(left, std::chrono::milliseconds(200))))
+    failures += "the silent store stranger was never dropped; ";
+  strangers.silent.clear();
+  observer.goodbye();
+  server.reset();
+
+  ::dup2(savedErr, 2);
+  std::string driverText = slurp(driverLog);
+  std::fprintf(stderr, "--- driver (store) log:\n%s", driverText.c_str());
+  auto countRefusals = [](const std::string& t) {
+    size_t n = 0;
+    for (size_t at = 0;
+         (at = t.find("refused a connection from 127.0.0.1:", at)) != std::string::npos; ++at)
+      ++n;
+    return n;
+  };
+  if (countRefusals(driverText) < 3)  // garbage, wrong HMAC, wrong-secret client (+ silence)
+    failures += "the store logged fewer than 3 refusals; ";
+  for (int r = 0; r < kRanks; ++r) {
+    std::string t = slurp(logs[r]);
+    std::fprintf(stderr, "--- rank %d log:\n%s", r, t.c_str());
+    if (r > 0 && countRefusals(t) < 2)
+      failures += "rank " + std::to_string(r) +
+                  " logged fewer "
+                  "than 2 refusals; ";
+    ::unlink(logs[r].c_str());
+  }
+  ::unlink(driverLog.c_str());
+  std::printf("job with strangers: %.1f s\n", jobSeconds);
+  if (!failures.empty()) return fail(failures);
+  std::printf("PASS: every stranger refused and logged, the job completed correctly\n");
+  return 0;
+}
+
+}  // namespace
+
+int main() {
+  if (const char* r = std::getenv("CHORUS_STRANGER_RANK")) return runRank(std::atoi(r));
+  try {
+    return drive();
+  } catch (const std::exception& e) {
+    for (pid_t p : children) ::kill(p, SIGKILL);
+    for (pid_t p : children) ::waitpid(p, nullptr, 0);
+    return fail(e.what());  // the logs are left in /tmp for a look
+  }
+}

@@ -45,8 +45,8 @@ class Backend {
   // Variants of the library to compare in one run (runVariants), e.g. algorithms;
   // select() switches to one, picked() names what the library chose for a call.
   virtual std::vector<std::string> variants() const { return {}; }
-  virtual void select(const std::string& variant) {}
-  virtual std::string picked(const Call& call) const { return {}; }
+  virtual void select(const std::string& /*variant*/) {}
+  virtual std::string picked(const Call& /*call*/) const { return {}; }
 };
 
 // Runs the whole benchmark described by args. Returns the process exit status: 0, or 1

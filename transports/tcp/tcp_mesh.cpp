@@ -3,7 +3,9 @@
 #include "bootstrap/bootstrap.hpp"
 
 #include "errors.hpp"
+#include "security/connection_auth.hpp"
 #include "store/store.hpp"
+#include "transports/tcp/tcp_connect.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -19,11 +21,11 @@ namespace {
 
 constexpr uint64_t kMagic = 0x3170637453524843ull;  // "CHRStcp1"
 
-// First bytes on every connection, connector to acceptor. Carries the striping
+// The context of every connection's handshake (security/handshake.hpp), keyed by the
+// acceptor's random key, known only through the job's store. Carries the striping
 // parameters so that ranks started with different settings fail loudly, not silently.
 struct Hello {
   uint64_t magic;
-  uint64_t token;  // the acceptor's random token, known only through the job's store
   int32_t rank;
   int32_t stream;
   int32_t streams;
@@ -71,27 +73,68 @@ net::SocketAddress parseAddress(const std::string& text) {
                                    static_cast<uint16_t>(std::stoul(text.substr(colon + 1))));
 }
 
-// Connects config.streams times to `peer`, sending the hello on each.
-std::vector<net::Socket> connectTo(const TransportContext& ctx, const TcpConfig& config, int peer) {
-  std::string text;
+// A rank's listening NICs as published under "tcp/<rank>/nics":
+// "rail0=10.77.0.1:4000,rail1=10.77.1.1:4001" ("tcp/<rank>" keeps the first address).
+struct Nic {
+  std::string name;
+  std::string address;  // host:port
+};
+
+std::vector<Nic> parseNics(const std::string& text) {
+  std::vector<Nic> nics;
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = std::min(text.find(',', begin), text.size());
+    std::string item = text.substr(begin, end - begin);
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) throwInvalid("tcp: bad address list '" + text + "' in the store");
+    nics.push_back({item.substr(0, eq), item.substr(eq + 1)});
+    begin = end + 1;
+  }
+  if (nics.empty()) throwInvalid("tcp: empty address list in the store");
+  return nics;
+}
+
+std::vector<Nic> peerNics(const TransportContext& ctx, int peer) {
   try {
-    auto value = ctx.store->get("tcp/" + std::to_string(peer), ctx.deadline);
-    text.assign(reinterpret_cast<const char*>(value.data()), value.size());
+    auto value = ctx.store->get("tcp/" + std::to_string(peer) + "/nics", ctx.deadline);
+    return parseNics(std::string(reinterpret_cast<const char*>(value.data()), value.size()));
   } catch (const Error& e) {
     rethrowNaming(e, "tcp: rank " + std::to_string(ctx.rank) + " got no address from rank " +
                          std::to_string(peer) + " (rank " + std::to_string(peer) +
                          " never started?)");
   }
-  auto address = parseAddress(text);
-  uint64_t token = 0;
-  auto tokenBytes = ctx.store->get("tcp/" + std::to_string(peer) + "/token", ctx.deadline);
-  if (tokenBytes.size() == sizeof(token)) std::memcpy(&token, tokenBytes.data(), sizeof(token));
+}
+
+// Connections of a peer pair: config.streams per NIC of the side with more NICs.
+int pathCount(const TcpConfig& config, size_t localNics, size_t remoteNics) {
+  return config.streams * static_cast<int>(std::max(localNics, remoteNics));
+}
+
+// Connects to `peer`, spreading the connections over our NICs (each bound to its NIC's
+// address, to the peer's NIC of the same name when it has one: rails stay apart) and
+// sending the hello on each; `auth` gets the handshakes to finish once we have accepted
+// from below.
+std::vector<net::Socket> connectTo(const TransportContext& ctx, const TcpConfig& config, int peer,
+                                   const std::vector<net::Interface>& local,
+                                   std::vector<security::ConnectingAuth>& auth) {
+  auto remote = peerNics(ctx, peer);
+  auto key = ctx.store->get("tcp/" + std::to_string(peer) + "/token", ctx.deadline);
+  const int count = pathCount(config, local.size(), remote.size());
   std::vector<net::Socket> sockets;
-  for (int s = 0; s < config.streams; ++s) {
+  for (int s = 0; s < count; ++s) {
+    const net::Interface& from = local[size_t(s) % local.size()];
+    const Nic* to = &remote[size_t(s) % remote.size()];
+    for (const Nic& n : remote) {
+      if (n.name == from.name) to = &n;
+    }
+    const std::string& text = to->address;
     try {
-      auto socket = net::Socket::connect(address, ctx.deadline);
-      Hello hello{kMagic, token, ctx.rank, s, config.streams, ctx.nranks, config.block};
-      socket.sendAll(&hello, sizeof(hello), ctx.deadline);
+      // One NIC: routing chooses, as before; several: leave through this one.
+      auto socket =
+          connectFrom(parseAddress(text), local.size() > 1 ? &from.address : nullptr, ctx.deadline);
+      Hello hello{kMagic, ctx.rank, s, count, ctx.nranks, config.block};
+      auth.emplace_back(socket, security::asBytes(key),
+                        security::asBytes(std::as_bytes(std::span(&hello, 1))), ctx.deadline);
       tune(socket, config);
       sockets.push_back(std::move(socket));
     } catch (const Error& e) {
@@ -105,82 +148,103 @@ std::vector<net::Socket> connectTo(const TransportContext& ctx, const TcpConfig&
 // A connection accepted but whose hello is not complete yet.
 struct Pending {
   net::Socket socket;
-  Hello hello{};
-  size_t got = 0;
+  security::AcceptedConnection auth;
 };
 
 // Checks a complete hello; returns the slot it fills or nullptr to drop the connection.
-net::Socket* slotFor(const Hello& h, uint64_t token, const TransportContext& ctx,
-                     const TcpConfig& config, std::vector<std::vector<net::Socket>>& mesh) {
-  if (h.magic != kMagic || h.token != token || h.rank < 0 || h.rank >= ctx.rank || h.stream < 0 ||
-      h.stream >= config.streams)
-    return nullptr;
-  if (h.streams != config.streams || h.block != config.block || h.nranks != ctx.nranks) {
+net::Socket* slotFor(const Hello& h, const TransportContext& ctx, const TcpConfig& config,
+                     std::vector<std::vector<net::Socket>>& mesh) {
+  if (h.magic != kMagic || h.rank < 0 || h.rank >= ctx.rank || h.stream < 0) return nullptr;
+  // Connections for this pair: config.streams per NIC of the side with more NICs, as
+  // the connecting side counted them; its first hello sizes the slots.
+  auto& slots = mesh[h.rank];
+  const bool sane = h.streams >= config.streams && h.streams <= 64 * config.streams &&
+                    h.streams % config.streams == 0;
+  if (slots.empty() && sane) slots.resize(static_cast<size_t>(h.streams));
+  const int expected = static_cast<int>(slots.size());
+  if (h.streams != expected || h.block != config.block || h.nranks != ctx.nranks) {
     throw Error(Result::InvalidUsage,
                 "tcp: rank " + std::to_string(h.rank) + " uses nranks=" + std::to_string(h.nranks) +
                     " CHORUS_TCP_STREAMS=" + std::to_string(h.streams) +
                     " CHORUS_TCP_BLOCK=" + std::to_string(h.block) + " but rank " +
                     std::to_string(ctx.rank) + " uses " + std::to_string(ctx.nranks) + ", " +
-                    std::to_string(config.streams) + ", " + std::to_string(config.block));
+                    std::to_string(expected ? expected : config.streams) + ", " +
+                    std::to_string(config.block) + " (connections: CHORUS_TCP_STREAMS per NIC)");
   }
+  if (h.stream >= expected) return nullptr;
   auto& slot = mesh[h.rank][h.stream];
   return slot ? nullptr : &slot;  // a duplicate is dropped, the first one stays
 }
 
-// Accepts config.streams connections from every lower rank. Strangers, garbage and
-// duplicates are dropped; a silent connection never blocks the others.
-void acceptFromLower(net::Socket& listener, uint64_t token, const TransportContext& ctx,
-                     const TcpConfig& config, std::vector<std::vector<net::Socket>>& mesh) {
-  int missing = ctx.rank * config.streams;
+// Accepts the connections of every lower rank on any of our listeners (one per NIC);
+// each rank's first hello says how many it opens. Strangers, garbage and duplicates are
+// dropped; a silent connection never blocks the others, and hellos are answered while we
+// wait (nothing here waits on the store).
+void acceptFromLower(std::vector<net::Socket>& listeners, security::Bytes key,
+                     const TransportContext& ctx, const TcpConfig& config,
+                     std::vector<std::vector<net::Socket>>& mesh) {
+  auto incomplete = [&](int p) {
+    return mesh[p].empty() ||
+           std::any_of(mesh[p].begin(), mesh[p].end(), [](auto& s) { return !s; });
+  };
+  auto anyIncomplete = [&] {
+    for (int p = 0; p < ctx.rank; ++p)
+      if (incomplete(p)) return true;
+    return false;
+  };
   std::vector<Pending> pending;
   std::vector<pollfd> fds;
-  while (missing > 0) {
+  while (anyIncomplete()) {
     auto left = ctx.deadline - Clock::now();
     if (left <= Clock::duration::zero()) {
       std::string who;
-      for (int p = 0; p < ctx.rank; ++p) {
-        if (std::any_of(mesh[p].begin(), mesh[p].end(), [](auto& s) { return !s; }))
-          who += (who.empty() ? "" : ", ") + std::to_string(p);
-      }
+      for (int p = 0; p < ctx.rank; ++p)
+        if (incomplete(p)) who += (who.empty() ? "" : ", ") + std::to_string(p);
       throw Error(Result::Timeout, "tcp: rank " + std::to_string(ctx.rank) +
                                        " timed out waiting for rank(s) " + who +
                                        " to connect (never started, or died during set-up?)");
     }
-    fds.assign(1, pollfd{listener.fd(), POLLIN, 0});
+    fds.clear();
+    for (auto& l : listeners) fds.push_back(pollfd{l.fd(), POLLIN, 0});
+    const size_t L = listeners.size();
     for (auto& p : pending) fds.push_back(pollfd{p.socket.fd(), POLLIN, 0});
     auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
     int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(ms, 1000)));
     if (n < 0 && errno != EINTR) throwSystemError("tcp: poll while accepting");
     if (n <= 0) continue;
 
-    // Hellos first: fds[i + 1] belongs to pending[i]; the listener may append below.
+    // Hellos first: fds[L + i] belongs to pending[i]; the listeners may append below.
     size_t keep = 0;
     for (size_t i = 0; i < pending.size(); ++i) {
       Pending& p = pending[i];
       bool drop = false;
-      if (fds[i + 1].revents != 0) {
-        ssize_t got = ::recv(p.socket.fd(), reinterpret_cast<char*>(&p.hello) + p.got,
-                             sizeof(Hello) - p.got, MSG_DONTWAIT);
-        if (got > 0) p.got += static_cast<size_t>(got);
-        drop = got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-        if (!drop && p.got == sizeof(Hello)) {
-          if (net::Socket* slot = slotFor(p.hello, token, ctx, config, mesh)) {
+      if (fds[L + i].revents != 0) {
+        using Status = security::AcceptedConnection::Status;
+        auto status = p.auth.step(p.socket.fd());
+        drop = status == Status::Refused;
+        if (status == Status::Accepted) {
+          Hello hello{};
+          auto context = p.auth.context();
+          if (context.size() == sizeof(hello)) std::memcpy(&hello, context.data(), sizeof(hello));
+          if (net::Socket* slot = slotFor(hello, ctx, config, mesh)) {
             tune(p.socket, config);
             *slot = std::move(p.socket);
-            --missing;
           }
           drop = true;  // done with it either way
         }
       }
-      if (!drop) pending[keep++] = std::move(p);
+      if (!drop && keep++ != i) pending[keep - 1] = std::move(p);  // never a self-move
     }
-    pending.resize(keep);
+    pending.erase(pending.begin() + ptrdiff_t(keep), pending.end());
 
-    if (fds[0].revents != 0) {
+    for (size_t l = 0; l < L; ++l) {
+      if (fds[l].revents == 0) continue;
       for (;;) {
-        int fd = ::accept4(listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = ::accept4(listeners[l].fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) break;  // EAGAIN, or a connection aborted before we got to it
-        pending.push_back(Pending{net::Socket(fd)});
+        pending.push_back(Pending{net::Socket(fd),
+                                  security::AcceptedConnection(
+                                      key, ctx.deadline, "tcp: rank " + std::to_string(ctx.rank))});
       }
     }
   }
@@ -206,7 +270,6 @@ std::vector<std::vector<net::Socket>> connectMesh(const TransportContext& ctx,
   std::vector<std::vector<net::Socket>> mesh(ctx.nranks);
   if (ctx.nranks <= 1) return mesh;
   if (ctx.store == nullptr) throwInvalid("tcp: no store to rendezvous through");
-  for (int p = 0; p < ctx.rank; ++p) mesh[p].resize(config.streams);
 
   const char* spec = std::getenv("CHORUS_SOCKET_IFNAME");
   auto interfaces = net::findInterfaces(spec ? spec : "");
@@ -215,23 +278,45 @@ std::vector<std::vector<net::Socket>> connectMesh(const TransportContext& ctx,
                                                  "CHORUS_SOCKET_IFNAME='") +
                                          (spec ? spec : "") + "'");
   }
+  // Several NICs only when named: by default the same address may exist on every host
+  // (docker bridges), so only the first interface is used.
+  if (spec == nullptr || *spec == '\0') interfaces.resize(1);
+  // One address per NIC (the first: IPv4 before IPv6).
+  std::vector<net::Interface> nics;
+  for (auto& i : interfaces) {
+    if (std::none_of(nics.begin(), nics.end(), [&](auto& n) { return n.name == i.name; }))
+      nics.push_back(i);
+  }
+  interfaces = std::move(nics);
   int backlog = std::clamp(ctx.nranks * config.streams, 128, 4096);
-  auto listener = net::Socket::listen(interfaces[0].address, backlog);
-  listener.setNonBlocking(true);
-  std::string address = listener.localAddress().toString();
+  std::vector<net::Socket> listeners;
+  std::string nicList;  // "name=host:port,..."
+  for (const auto& nic : interfaces) {
+    listeners.push_back(net::Socket::listen(nic.address, backlog));
+    listeners.back().setNonBlocking(true);
+    nicList +=
+        (nicList.empty() ? "" : ",") + nic.name + "=" + listeners.back().localAddress().toString();
+  }
+  ctx.store->set("tcp/" + std::to_string(ctx.rank) + "/nics",
+                 std::as_bytes(std::span(nicList.data(), nicList.size())));
+  std::string address = listeners[0].localAddress().toString();
   ctx.store->set("tcp/" + std::to_string(ctx.rank),
                  std::as_bytes(std::span(address.data(), address.size())));
   // Only a process that can read the job's store (it knows the job secret) learns the
   // token, so a stray local process cannot take a peer's connection slot.
-  const uint64_t token = randomSecret();
-  ctx.store->set("tcp/" + std::to_string(ctx.rank) + "/token",
-                 std::as_bytes(std::span(&token, 1)));
+  const auto key = security::randomKey();
+  ctx.store->set("tcp/" + std::to_string(ctx.rank) + "/token", std::as_bytes(std::span(key)));
 
   // Connect upwards, then accept from below: the kernel completes connections in the
   // backlog before accept(), and the highest rank only accepts, so nothing waits in a
-  // cycle.
-  for (int p = ctx.rank + 1; p < ctx.nranks; ++p) mesh[p] = connectTo(ctx, config, p);
-  acceptFromLower(listener, token, ctx, config, mesh);
+  // cycle. Acceptors answer hellos as they come, so our handshakes upwards finish last.
+  std::vector<std::vector<security::ConnectingAuth>> auth(ctx.nranks);
+  for (int p = ctx.rank + 1; p < ctx.nranks; ++p)
+    mesh[p] = connectTo(ctx, config, p, interfaces, auth[p]);
+  acceptFromLower(listeners, key, ctx, config, mesh);
+  for (int p = ctx.rank + 1; p < ctx.nranks; ++p)
+    for (size_t s = 0; s < auth[p].size(); ++s)
+      auth[p][s].finish(mesh[p][s], ctx.deadline, "tcp: rank " + std::to_string(p));
   return mesh;
 }
 

@@ -10,11 +10,27 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
+#include <string>
 #include <vector>
 
 namespace chorus {
 namespace {
+
+// "rail0:41234": the interface that holds the connection's local address, and its port.
+std::string pathName(const net::Socket& socket) {
+  auto local = socket.localAddress();
+  std::string host = local.toString();
+  host = host.substr(0, host.rfind(':'));
+  std::string nic = host;
+  const char* spec = std::getenv("CHORUS_SOCKET_IFNAME");
+  for (const auto& i : net::findInterfaces(spec ? spec : "")) {
+    std::string a = i.address.toString();
+    if (a.substr(0, a.rfind(':')) == host) nic = i.name;
+  }
+  return nic + ":" + std::to_string(local.port());
+}
 
 class TcpTransport final : public Transport {
  public:
@@ -23,8 +39,16 @@ class TcpTransport final : public Transport {
     auto mesh = tcp::connectMesh(ctx, config);
     channels_.resize(nranks_);
     for (int p = 0; p < nranks_; ++p) {
-      if (p != rank_)
-        channels_[p] = std::make_unique<tcp::TcpChannel>(p, std::move(mesh[p]), config);
+      if (p == rank_) continue;
+      std::vector<std::string> names;
+      for (const auto& socket : mesh[p]) names.push_back(pathName(socket));
+      // Several paths: room for a few chunks each, so that fast paths keep going while a
+      // slow one brings an earlier chunk (unless CHORUS_TCP_BUFFER says otherwise).
+      auto perPeer = config;
+      if (std::getenv("CHORUS_TCP_BUFFER") == nullptr)
+        perPeer.buffer = std::max(config.buffer, 4 * mesh[p].size() * config.block);
+      channels_[p] = std::make_unique<tcp::TcpChannel>(rank_, p, std::move(mesh[p]),
+                                                       std::move(names), perPeer);
     }
   }
 

@@ -1,0 +1,44 @@
+// Counters of the striping layer, per channel and path: payload bytes each way and the
+// sender's current weight. Channels register here; stripeReport() reads the live ones
+// from any thread (relaxed atomics: a report is a snapshot, not a barrier).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace chorus::stripe {
+
+struct PathCounters {
+  std::atomic<uint64_t> sent{0};       // payload bytes sent on this path
+  std::atomic<uint64_t> received{0};   // payload bytes received on this path
+  std::atomic<uint32_t> weightPpm{0};  // the sender's share for this path, parts per million
+  std::atomic<uint64_t> rate{0};       // the sender's rate estimate, bytes/s
+};
+
+struct ChannelStats {
+  std::string transport;
+  int rank = 0;
+  int peer = 0;
+  std::vector<std::string> pathNames;  // "rail0:41234" (NIC and local port)
+  std::unique_ptr<PathCounters[]> paths;
+};
+
+// A new entry, reported while the returned pointer lives.
+std::shared_ptr<ChannelStats> registerChannel(std::string transport, int rank, int peer,
+                                              std::vector<std::string> pathNames);
+
+struct PathReport {
+  std::string transport;
+  int rank, peer, path;
+  std::string name;
+  uint64_t sent, received, rate;
+  double weight;
+};
+std::vector<PathReport> stripeReport();
+// One line per path, for logs and tools.
+std::string formatReport(const std::vector<PathReport>& report);
+
+}  // namespace chorus::stripe

@@ -2,6 +2,8 @@
 #include "comm/comm_impl.hpp"
 #include "env.hpp"
 #include "log.hpp"
+#include "net/socket.hpp"
+#include "topology/topology.hpp"
 #include "tuner/local_rates.hpp"
 
 #include <algorithm>
@@ -14,6 +16,26 @@ namespace {
 constexpr size_t kSmallProbe = 8;
 constexpr size_t kLargeProbe = 256 << 10;
 constexpr int kSmallRounds = 16, kLargeRounds = 4;  // after one warm-up round each
+
+// The line rate of the NICs this rank's TCP traffic may use (CHORUS_SOCKET_IFNAME, as the
+// transport picks them; sysfs or CHORUS_TOPO_FILE speeds), in bytes per us; 0 if unknown.
+double nicBytesPerUs() {
+  try {
+    const topo::Topology t = topo::detect();
+    const std::string spec = envString("CHORUS_SOCKET_IFNAME");
+    std::vector<std::string> names;  // each once (an interface has several addresses)
+    for (const net::Interface& i : net::findInterfaces(spec))
+      if (std::find(names.begin(), names.end(), i.name) == names.end()) names.push_back(i.name);
+    if (spec.empty() && names.size() > 1) names.resize(1);  // the transport uses the first
+    double mbps = 0;
+    for (const std::string& name : names)
+      for (const topo::Nic& nic : t.nics)
+        if (nic.name == name && nic.up && nic.speedMbps > 0) mbps += nic.speedMbps;
+    return mbps / 8;  // Mbit/s -> bytes per us
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
 
 }  // namespace
 
@@ -109,7 +131,13 @@ void CommImpl::setUpTuner(int localRanks, int cores) {
   if (plan == "probe") {
     const auto start = Clock::now();
     tuning.model = probeLink(rankAt(node, local ^ 1));
-    if (severalNodes) inter = probeLink(rankAt(node ^ 1, local));
+    if (severalNodes) {
+      inter = probeLink(rankAt(node ^ 1, local));
+      // A short probe fits in a rate limiter's burst (or a switch's buffers): the NICs'
+      // line rate, when known, bounds what it measured.
+      if (const double nic = nicBytesPerUs(); nic > 0 && inter->bytesPerUs > nic)
+        inter->bytesPerUs = nic;
+    }
     nextSequence_ = 0;  // the probe's sends are not the user's collectives
     if (rank_ == 0) {
       measureLocalRates(tuning, std::min(1.0, static_cast<double>(cores) / localRanks));

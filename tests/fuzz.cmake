@@ -1,0 +1,31 @@
+# Fuzzing, label `fuzz`: libFuzzer harnesses (fuzz/*_fuzz.cpp) for the store's frames
+# (server and client side), the unique id, the topology and tune files, the call
+# fingerprint check and the connection handshake. They need clang, so they live in their
+# own build (fuzz/run_fuzz.sh configures it with CHORUS_FUZZ=ON); the main build only
+# registers the CTest entries that drive that script: one build, then a short run each
+# (CHORUS_FUZZ_SECONDS, 15 s by default: 7 x 15 s).
+file(GLOB _chorus_fuzzers CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/*_fuzz.cpp)
+if(CHORUS_FUZZ)
+  add_custom_target(chorus_fuzzers)
+  foreach(_src ${_chorus_fuzzers})
+    get_filename_component(_name ${_src} NAME_WE)
+    add_executable(${_name} ${_src})
+    target_link_libraries(${_name} PRIVATE chorus_internal)
+    target_compile_options(${_name} PRIVATE -fsanitize=fuzzer)
+    target_link_options(${_name} PRIVATE -fsanitize=fuzzer)
+    add_dependencies(chorus_fuzzers ${_name})
+  endforeach()
+else()
+  set(CHORUS_FUZZ_SECONDS 15 CACHE STRING "Seconds of fuzzing per harness in `ctest -L fuzz`")
+  set(_script ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_fuzz.sh -B ${PROJECT_BINARY_DIR}/fuzz-build)
+  add_test(NAME fuzz.build COMMAND ${_script} build)
+  set_tests_properties(fuzz.build PROPERTIES LABELS fuzz TIMEOUT 1800 FIXTURES_SETUP chorus_fuzz
+                                             RESOURCE_LOCK chorus_multiproc)
+  foreach(_src ${_chorus_fuzzers})
+    get_filename_component(_name ${_src} NAME_WE)
+    string(REGEX REPLACE "_fuzz$" "" _name ${_name})
+    add_test(NAME fuzz.${_name} COMMAND ${_script} run ${_name} ${CHORUS_FUZZ_SECONDS})
+    set_tests_properties(fuzz.${_name} PROPERTIES LABELS fuzz TIMEOUT 300
+                         FIXTURES_REQUIRED chorus_fuzz RESOURCE_LOCK chorus_multiproc)
+  endforeach()
+endif()

@@ -28,7 +28,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kSizes[] = {8, 512, 8 << 10, 64 << 10, 512 << 10, 4 << 20, 16 << 20};
+constexpr size_t kSizes[] = {8, 64, 512, 4 << 10, 32 << 10, 256 << 10, 2 << 20, 16 << 20};
 
 // Iterations per batch: enough to average out a small call, few for a big one.
 int iterationsFor(size_t bytes) {
@@ -71,7 +71,10 @@ int calibrate(const std::string& path) {
   std::vector<chorus::Measurement> points;
   std::vector<float> in((16 << 20) / sizeof(float), 1.0f), out(in.size());
   for (const chorus::Algorithm& a : chorus::allAlgorithms()) {
-    if (a.collective != chorus::Collective::AllReduce) continue;
+    // hier* are the flat ring on one node: only worth timing across nodes.
+    if (a.collective != chorus::Collective::AllReduce ||
+        (std::string_view(a.name).starts_with("hier") && local == n))
+      continue;
     comm.setAlgorithm(std::string("allreduce:") + a.name);
     for (size_t bytes : kSizes) {
       const size_t count = bytes / sizeof(float);
@@ -86,6 +89,13 @@ int calibrate(const std::string& path) {
   const chorus::Fit fit = chorus::fitLink(points, tuning.model);
   tuning.model = fit.link;
   tuning.ranks = local;
+  // The fastest algorithm measured at each size: used where the model disagrees.
+  for (size_t bytes : kSizes) {
+    const chorus::Measurement* best = nullptr;
+    for (const chorus::Measurement& m : points)
+      if (m.count * m.elementSize == bytes && (!best || m.micros < best->micros)) best = &m;
+    if (best) tuning.measuredBest.emplace_back(bytes, best->algorithm->name);
+  }
   chorus::updateTuneFile(path, tuning);
 
   std::printf("# calibration: %d ranks (%d on this host) over %s -> %s\n", n, local,

@@ -5,6 +5,7 @@
 #include "tuner/cost_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace chorus {
@@ -33,6 +34,10 @@ const Algorithm& Tuner::choose(Collective collective, size_t count, DataType typ
                : candidates.front();
     why = mode_ == Mode::Static ? "static thresholds (CHORUS_TUNER=static)"
                                 : "static thresholds (too many ranks to replay)";
+  } else if (const Algorithm* measured =
+                 measuredChoice(collective, count * elementSize, candidates)) {
+    best = measured;
+    why = "measured fastest near this size by chorus-perf --calibrate (" + tuning_.source + ")";
   } else {
     const LinkModel link = tuning_.forType(type);
     double bestMicros = 0;
@@ -53,6 +58,26 @@ const Algorithm& Tuner::choose(Collective collective, size_t count, DataType typ
          count, toString(type), nranks_, best->name, why.c_str());
   choices_.emplace(key, best);
   return *best;
+}
+
+const Algorithm* Tuner::measuredChoice(Collective collective, size_t bytes,
+                                       std::span<const Algorithm* const> candidates) const {
+  // Only for what was measured: all-reduce on as many ranks, all on one node.
+  if (collective != Collective::AllReduce || tuning_.measuredBest.empty() ||
+      tuning_.ranks != nranks_ || inter_)
+    return nullptr;
+  const double want = std::log2(static_cast<double>(std::max<size_t>(bytes, 1)));
+  const std::pair<size_t, std::string>* nearest = nullptr;
+  for (const auto& entry : tuning_.measuredBest) {
+    const double d =
+        std::abs(std::log2(static_cast<double>(std::max<size_t>(entry.first, 1))) - want);
+    if (!nearest ||
+        d < std::abs(std::log2(static_cast<double>(std::max<size_t>(nearest->first, 1))) - want))
+      nearest = &entry;
+  }
+  for (const Algorithm* a : candidates)
+    if (nearest && nearest->second == a->name) return a;
+  return nullptr;  // excluded now: the model decides
 }
 
 Tuner::Mode tunerModeFromEnv() {

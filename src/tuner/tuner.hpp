@@ -45,6 +45,9 @@ class Tuner {
   Mode mode() const { return mode_; }
 
  private:
+  const Algorithm* measuredChoice(Collective collective, size_t bytes,
+                                  std::span<const Algorithm* const> candidates) const;
+
   int nranks_;
   Tuning tuning_;
   Mode mode_;

@@ -45,6 +45,11 @@ std::string Tuning::toLine() const {
                   " bytes_per_us=" + format(model.bytesPerUs) +
                   " copy_bytes_per_us=" + format(model.copyBytesPerUs) +
                   " reduce_bytes_per_us=" + format(model.reduceBytesPerUs);
+  if (!measuredBest.empty()) {
+    s += " best=";
+    for (size_t i = 0; i < measuredBest.size(); ++i)
+      s += (i ? "," : "") + std::to_string(measuredBest[i].first) + ":" + measuredBest[i].second;
+  }
   for (int t = 0; t < chorusNumTypes; ++t)
     if (reduceBytesPerUs[t] > 0)
       s += std::string(" reduce.") + toString(static_cast<DataType>(t)) + "=" +
@@ -77,6 +82,23 @@ std::vector<Tuning> parseTuneFile(std::string_view text, std::string_view name) 
       if (eq == std::string::npos || eq == 0 || eq + 1 == word.size())
         bad(name, number, "expected key=value, got '" + word + "'");
       std::string key = word.substr(0, eq), text = word.substr(eq + 1);
+      if (key == "best") {  // 8:oneshot,512:rd
+        for (size_t at = 0; at < text.size();) {
+          size_t comma = text.find(',', at);
+          std::string item =
+              text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+          size_t colon = item.find(':');
+          char* stop = nullptr;
+          const unsigned long long bytes =
+              colon == std::string::npos ? 0 : std::strtoull(item.c_str(), &stop, 10);
+          if (colon == std::string::npos || stop != item.c_str() + colon ||
+              colon + 1 == item.size())
+            bad(name, number, "'best' needs bytes:algorithm items, got '" + item + "'");
+          t.measuredBest.emplace_back(bytes, item.substr(colon + 1));
+          at = comma == std::string::npos ? text.size() : comma + 1;
+        }
+        continue;
+      }
       char* end = nullptr;
       double v = std::strtod(text.c_str(), &end);
       if (*end != '\0' || !std::isfinite(v) || v < 0)

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace chorus {
@@ -29,6 +30,11 @@ struct Tuning {
   // Bytes of result per us for each DataType (index = its value); 0: model.reduceBytesPerUs.
   std::array<double, chorusNumTypes> reduceBytesPerUs{};
   std::string source = "defaults";  // where the figures came from, for logs
+  // All-reduce: the fastest algorithm measured at these sizes (bytes) by
+  // `chorus-perf --calibrate` on `ranks` ranks; where the model and the measurement
+  // disagree, the measurement wins (nearest size on a log scale). Tune file:
+  // best=8:oneshot,512:rd,...
+  std::vector<std::pair<size_t, std::string>> measuredBest;
 
   // The model with the reduction rate of `type`.
   LinkModel forType(DataType type) const;

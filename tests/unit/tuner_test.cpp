@@ -155,3 +155,41 @@ TEST(Tuner, StaticModeKeepsTheFixedThresholds) {
 
 }  // namespace
 }  // namespace chorus
+
+namespace chorus {
+namespace {
+
+// A calibration's measured winners override the model near their sizes, for the rank
+// count they were measured on, and only among the allowed algorithms.
+TEST(Tuner, MeasuredWinnersOverrideTheModel) {
+  auto entries =
+      parseTuneFile("shm ranks=4 latency_us=1 best=8:oneshot,65536:rd,16777216:twoshot\n");
+  ASSERT_EQ(entries.at(0).measuredBest.size(), 3u);
+  EXPECT_NE(entries[0].toLine().find("best=8:oneshot,65536:rd,16777216:twoshot"),
+            std::string::npos);
+  EXPECT_THROW(parseTuneFile("shm best=8"), Error);
+  EXPECT_THROW(parseTuneFile("shm best=x:ring"), Error);
+  std::vector<const Algorithm*> all;
+  for (const Algorithm& a : allAlgorithms())
+    if (a.collective == Collective::AllReduce) all.push_back(&a);
+  Tuner tuner(4, entries[0], Tuner::Mode::Model);
+  auto pick = [&](size_t count, std::span<const Algorithm* const> from) {
+    tuner.reset();
+    return std::string(
+        tuner.choose(Collective::AllReduce, count, DataType::Float32, from, false).name);
+  };
+  EXPECT_EQ(pick(2, all), "oneshot");  // 8 B
+  EXPECT_EQ(pick(8192, all), "rd");    // 32 KiB: nearest is 64 KiB
+  EXPECT_EQ(pick(size_t{1} << 24, all), "twoshot");
+  std::vector<const Algorithm*> noRd;
+  for (const Algorithm* a : all)
+    if (std::string_view(a->name) != "rd") noRd.push_back(a);
+  EXPECT_NE(pick(16384, noRd), "rd");              // excluded: the model decides
+  Tuner other(8, entries[0], Tuner::Mode::Model);  // measured on 4 ranks, not 8
+  const auto ranked = rankAlgorithms(Collective::AllReduce, 8, 2, 4, entries[0].model);
+  EXPECT_EQ(&other.choose(Collective::AllReduce, 2, DataType::Float32, all, false),
+            ranked.front().algorithm);
+}
+
+}  // namespace
+}  // namespace chorus

@@ -47,6 +47,7 @@ void Sha256::block(const uint8_t* p) {
 void Sha256::update(Bytes data) {
   const uint8_t* p = data.data();
   size_t n = data.size();
+  if (n == 0) return;  // an empty span may carry a null pointer (memcpy must not see it)
   total_ += n;
   if (buffered_ > 0) {
     size_t take = std::min(n, buffer_.size() - buffered_);

@@ -147,12 +147,14 @@ void CommImpl::setUpTuner(int localRanks, int cores) {
            std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     }
   }
-  // Rank 0's figures for every rank: "<intra line>\n[<inter line>]\n<source>".
+  // Rank 0's figures for every rank: "<intra line>\n[<inter line>]\n<source>". Every
+  // rank, rank 0 included, decides from the parsed text: the text rounds the figures,
+  // and a choice between two algorithms predicted almost alike must not differ by rank.
+  std::string text;
   if (rank_ == 0) {
     Tuning between = tuning;
     if (inter) between.model = *inter;
-    std::string text =
-        tuning.toLine() + "\n" + (inter ? between.toLine() : "") + "\n" + tuning.source;
+    text = tuning.toLine() + "\n" + (inter ? between.toLine() : "") + "\n" + tuning.source;
     store_->set("tune/figures", std::as_bytes(std::span(text)));
     logf(LogLevel::Info, "tuning (%s): %s", tuning.source.c_str(), tuning.toLine().c_str());
     if (inter)
@@ -160,13 +162,14 @@ void CommImpl::setUpTuner(int localRanks, int cores) {
            between.toLine().c_str());
   } else {
     auto bytes = store_->get("tune/figures", Clock::now() + timeout_);
-    std::string text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    const size_t last = text.rfind('\n');
-    auto entries = parseTuneFile(text.substr(0, last), "rank 0's tuning");
-    tuning = entries.at(0);
-    tuning.source = text.substr(last + 1);
-    if (entries.size() > 1) inter = entries[1].model;
+    text.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   }
+  const size_t last = text.rfind('\n');
+  auto entries = parseTuneFile(text.substr(0, last), "rank 0's tuning");
+  tuning = entries.at(0);
+  tuning.source = text.substr(last + 1);
+  inter.reset();
+  if (entries.size() > 1) inter = entries[1].model;
   tuner_ = std::make_unique<Tuner>(nranks_, tuning, mode, &layout_, inter);
 }
 

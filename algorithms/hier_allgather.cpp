@@ -15,15 +15,14 @@ namespace chorus {
 
 Schedule hierAllGather(const CollectiveArgs& args) {
   using namespace steps;
-  const Layout* layout = args.layout;
-  const int L = layout && layout->nranks() == args.nranks ? layout->uniformLocalSize() : 0;
-  if (L == 0 || layout->nodes() == 1) return ringAllGather(args);
-  const int N = layout->nodes(), r = args.rank;
+  const Layout* layout = hierarchicalLayout(args.layout, args.nranks);
+  if (!layout) return ringAllGather(args);
+  const int N = layout->nodes(), L = layout->uniformLocalSize(), r = args.rank;
   const int i = layout->localIndex(r), node = layout->nodeOf(r);
   const size_t m = args.count;
   Schedule s;
   if (m == 0) return s;
-  auto rankAt = [&](int n, int j) { return layout->ranksOf(wrapRank(n, N))[wrapRank(j, L)]; };
+  auto rankAt = [&](int n, int j) { return layout->rankAt(n, j); };
   auto block = [&](int rank) { return out(static_cast<size_t>(rank) * m, m); };
   std::vector<int> writer(args.nranks, -1);  // the step that put each rank's block here
 

@@ -52,10 +52,9 @@ std::vector<int> appendInPlace(Schedule& s, const Schedule& sub, const std::vect
 template <ScheduleBuilder inter>
 Schedule hierAllReduce(const CollectiveArgs& args) {
   using namespace steps;
-  const Layout* layout = args.layout;
-  const int L = layout ? layout->uniformLocalSize() : 0;
-  const int N = L ? layout->nodes() : 0;
-  if (!layout || layout->nranks() != args.nranks || L == 0 || N == 1) return ringAllReduce(args);
+  const Layout* layout = hierarchicalLayout(args.layout, args.nranks);
+  if (!layout) return ringAllReduce(args);
+  const int L = layout->uniformLocalSize(), N = layout->nodes();
   const int r = args.rank, i = layout->localIndex(r), node = layout->nodeOf(r);
   std::vector<int> rail;  // the ranks with local index i, one per node
   for (int n = 0; n < N; ++n) rail.push_back(layout->ranksOf(n)[i]);

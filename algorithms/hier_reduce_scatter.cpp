@@ -16,15 +16,14 @@ namespace chorus {
 
 Schedule hierReduceScatter(const CollectiveArgs& args) {
   using namespace steps;
-  const Layout* layout = args.layout;
-  const int L = layout && layout->nranks() == args.nranks ? layout->uniformLocalSize() : 0;
-  if (L == 0 || layout->nodes() == 1) return ringReduceScatter(args);
-  const int N = layout->nodes(), r = args.rank;
+  const Layout* layout = hierarchicalLayout(args.layout, args.nranks);
+  if (!layout) return ringReduceScatter(args);
+  const int N = layout->nodes(), L = layout->uniformLocalSize(), r = args.rank;
   const int i = layout->localIndex(r), node = layout->nodeOf(r);
   const size_t m = args.count;
   Schedule s;
   if (m == 0) return s;
-  auto rankAt = [&](int n, int j) { return layout->ranksOf(wrapRank(n, N))[wrapRank(j, L)]; };
+  auto rankAt = [&](int n, int j) { return layout->rankAt(n, j); };
   auto inputBlock = [&](int rank) { return in(static_cast<size_t>(rank) * m, m); };
   const size_t rail = static_cast<size_t>(N) * m;  // elements of one rail's N blocks
 

@@ -27,6 +27,13 @@ class Layout {
   const std::vector<int>& ranksOf(int node) const { return ranksOf_[node]; }
   // Ranks per node when every node has the same number, else 0.
   int uniformLocalSize() const;
+  // The rank with local index `local` on node `node`, both taken modulo their range
+  // (a uniform layout).
+  int rankAt(int node, int local) const {
+    const auto& ranks = ranksOf_[((node % nodes()) + nodes()) % nodes()];
+    const int l = static_cast<int>(ranks.size());
+    return ranks[((local % l) + l) % l];
+  }
   bool sameNode(int a, int b) const { return nodeOf_[a] == nodeOf_[b]; }
   // The ring through every rank that crosses each node boundary once: node by node,
   // each node's ranks in order. ringRank(position) and ringPosition(rank) map both ways.
@@ -46,6 +53,15 @@ class Layout {
 }  // namespace chorus
 
 namespace chorus {
+
+// The layout a hierarchical algorithm can use for these ranks: same count on every node,
+// more than one node; nullptr otherwise (the algorithm falls back to a flat one).
+inline const Layout* hierarchicalLayout(const Layout* layout, int nranks) {
+  if (!layout || layout->nranks() != nranks || layout->uniformLocalSize() == 0 ||
+      layout->nodes() == 1)
+    return nullptr;
+  return layout;
+}
 
 // The ring order ring algorithms follow: the layout's (each node boundary crossed once)
 // or rank order without one.

@@ -1,7 +1,7 @@
 // chorus-run: starts N ranks of a program on this host around a rendezvous store, forwards
 // signals, and when one rank fails gives the others a grace period before killing them.
 //
-//   chorus-run -n N [--timeout SEC] [--tag-output] prog args...
+//   chorus-run -n N [--timeout SEC] [--tag-output] [--max-restarts K] prog args...
 //
 // Each rank runs in its own process group (so a kill reaches its helpers too), with stdin
 // from /dev/null and a parent-death signal, so that no rank outlives the launcher.
@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,10 +34,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
-    "usage: chorus-run -n N [--timeout SEC] [--tag-output] prog [args...]\n"
-    "  -n N           number of ranks to start on this host\n"
-    "  --timeout SEC  kill every rank after SEC seconds (exit status 124)\n"
-    "  --tag-output   prefix each line of output with [rank]\n"
+    "usage: chorus-run -n N [--timeout SEC] [--tag-output] [--max-restarts K] prog [args...]\n"
+    "  -n N             number of ranks to start on this host\n"
+    "  --timeout SEC    kill every rank after SEC seconds (exit status 124), per launch\n"
+    "  --tag-output     prefix each line of output with [rank]\n"
+    "  --max-restarts K when a rank fails, start the whole job again, up to K times, with\n"
+    "                   CHORUS_RESTART_COUNT=1..K and a fresh rendezvous (not after a\n"
+    "                   timeout or a signal to chorus-run)\n"
     "Each rank gets CHORUS_RANK, CHORUS_WORLD_SIZE, CHORUS_LOCAL_RANK, CHORUS_LOCAL_SIZE,\n"
     "CHORUS_ADDR, CHORUS_PORT and CHORUS_SECRET. When a rank fails the others get\n"
     "CHORUS_RUN_GRACE seconds (default 15) to finish before they are killed.\n";
@@ -58,6 +62,7 @@ struct Options {
   int n = 0;
   double timeout = 0;  // 0: none
   bool tagOutput = false;
+  int maxRestarts = 0;
   std::vector<std::string> command;
 };
 
@@ -89,6 +94,13 @@ Options parseArgs(int argc, char** argv) {
       o.timeout = parseSeconds("--timeout", value(a));
     } else if (a.rfind("--timeout=", 0) == 0) {
       o.timeout = parseSeconds("--timeout", a.substr(10));
+    } else if (a == "--max-restarts" || a.rfind("--max-restarts=", 0) == 0) {
+      std::string v = a == "--max-restarts" ? value(a) : a.substr(15);
+      char* end = nullptr;
+      long k = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || k < 0 || k > 1000000)
+        usage("--max-restarts wants a count of restarts, not '" + v + "'");
+      o.maxRestarts = int(k);
     } else if (a == "--tag-output") {
       o.tagOutput = true;
     } else {
@@ -146,8 +158,11 @@ struct Rank {
 
 class Launcher {
  public:
-  Launcher(Options options, double grace) : o_(std::move(options)), grace_(grace) {}
+  Launcher(Options options, double grace, int restart)
+      : o_(std::move(options)), grace_(grace), restart_(restart) {}
   int run();
+  // Whether chorus-run was told to stop (a signal) or timed out: no restart then.
+  bool stopped() const { return timedOut_ || interrupted_; }
 
  private:
   void start(const std::string& program, sigset_t oldMask);
@@ -159,6 +174,9 @@ class Launcher {
 
   Options o_;
   double grace_;
+  int restart_;
+  std::unique_ptr<chorus::TcpStoreServer> server_;  // a fresh one per launch
+  bool interrupted_ = false;
   std::string reportDir_;
   std::string collectReports();
   std::vector<Rank> ranks_;
@@ -171,8 +189,9 @@ class Launcher {
 
 void Launcher::start(const std::string& program, sigset_t oldMask) {
   uint64_t secret = chorus::randomSecret();
-  static chorus::TcpStoreServer server(chorus::net::SocketAddress::parse("127.0.0.1", 0), secret,
-                                       -1);
+  server_ = std::make_unique<chorus::TcpStoreServer>(
+      chorus::net::SocketAddress::parse("127.0.0.1", 0), secret, -1);
+  chorus::TcpStoreServer& server = *server_;
   // Our variables replace any inherited ones of the same name.
   std::vector<std::string> base;
   for (char** e = environ; *e; ++e) {
@@ -180,7 +199,7 @@ void Launcher::start(const std::string& program, sigset_t oldMask) {
     std::string name = entry.substr(0, entry.find('='));
     if (name != "CHORUS_RANK" && name != "CHORUS_WORLD_SIZE" && name != "CHORUS_LOCAL_RANK" &&
         name != "CHORUS_LOCAL_SIZE" && name != "CHORUS_ADDR" && name != "CHORUS_PORT" &&
-        name != "CHORUS_SECRET" && name != "CHORUS_REPORT_DIR")
+        name != "CHORUS_SECRET" && name != "CHORUS_REPORT_DIR" && name != "CHORUS_RESTART_COUNT")
       base.push_back(std::move(entry));
   }
   // Ranks leave their failure there (CommImpl::reportFailure); finish() prints them.
@@ -204,6 +223,7 @@ void Launcher::start(const std::string& program, sigset_t oldMask) {
     env.push_back("CHORUS_ADDR=127.0.0.1");
     env.push_back("CHORUS_PORT=" + std::to_string(server.address().port()));
     env.push_back("CHORUS_SECRET=" + std::string(hex));
+    env.push_back("CHORUS_RESTART_COUNT=" + std::to_string(restart_));
     if (!reportDir_.empty()) env.push_back("CHORUS_REPORT_DIR=" + reportDir_);
     std::vector<char*> envp;
     envp.reserve(env.size() + 1);
@@ -391,21 +411,27 @@ int Launcher::run() {
         int sig = int(info.ssi_signo);
         if (sig == SIGCHLD) {
           reap();
-        } else if (++interrupts == 1) {
-          writeAll(2, "chorus-run: got " + signalName(sig) + "; passing it to the ranks\n");
-          killAll(sig);
-          auto giveUp = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(grace_));
-          graceAt_ = std::min(graceAt_, giveUp);
         } else {
-          writeAll(2, "chorus-run: got " + signalName(sig) + " again; killing the ranks\n");
-          killAll(SIGKILL);
+          interrupted_ = true;
+          if (++interrupts == 1) {
+            writeAll(2, "chorus-run: got " + signalName(sig) + "; passing it to the ranks\n");
+            killAll(sig);
+            auto giveUp = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(grace_));
+            graceAt_ = std::min(graceAt_, giveUp);
+          } else {
+            writeAll(2, "chorus-run: got " + signalName(sig) + " again; killing the ranks\n");
+            killAll(SIGKILL);
+          }
         }
         pollfd again{sigfd, POLLIN, 0};
         if (::poll(&again, 1, 0) != 1) break;
       }
     }
   }
+  // As we found it, for the next launch of a restart.
+  ::close(sigfd);
+  ::sigprocmask(SIG_SETMASK, &oldMask, nullptr);
   return finish();
 }
 
@@ -460,7 +486,13 @@ int main(int argc, char** argv) {
   if (const char* g = std::getenv("CHORUS_RUN_GRACE"); g && *g)
     grace = parseSeconds("CHORUS_RUN_GRACE", g);
   try {
-    return Launcher(std::move(options), grace).run();
+    for (int restart = 0;; ++restart) {
+      Launcher launcher(options, grace, restart);
+      const int status = launcher.run();
+      if (status == 0 || launcher.stopped() || restart >= options.maxRestarts) return status;
+      std::fprintf(stderr, "chorus-run: restarting the job (restart %d of %d)\n", restart + 1,
+                   options.maxRestarts);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "chorus-run: %s\n", e.what());
     return 1;

@@ -85,6 +85,11 @@ struct Options {
   std::string transport;
   // Algorithm choice, NCCL-style: "ring", "allreduce:ring,broadcast:ring"; CHORUS_ALGO.
   std::string algorithm;
+  // Same shape, same algorithm and reduction order on every run and after a restart:
+  // the tuner's link probe, CHORUS_TUNE_FILE and cost model are left out and the fixed
+  // size thresholds decide (a forced algorithm still wins). CHORUS_DETERMINISTIC=1 also
+  // sets it. Every rank must agree.
+  bool deterministic = false;
 };
 
 namespace detail {

@@ -85,7 +85,9 @@ LinkModel CommImpl::probeLink(int peer) {
 
 void CommImpl::setUpTuner(int localRanks, int cores) {
   const LinkClass link = parseLinkClass(transport_->name()).value_or(LinkClass::Tcp);
-  const Tuner::Mode mode = tunerModeFromEnv();
+  // Deterministic: nothing measured may sway the choice, so the thresholds decide.
+  const bool deterministic = options_.deterministic || envInt("CHORUS_DETERMINISTIC", 0) != 0;
+  const Tuner::Mode mode = deterministic ? Tuner::Mode::Static : tunerModeFromEnv();
   tuner_ = std::make_unique<Tuner>(nranks_, defaultTuning(link), mode);
   if (mode == Tuner::Mode::Static || nranks_ == 1) return;
   // Probe partners: local index i^1 on this node, and the same local index on node a^1.

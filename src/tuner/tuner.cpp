@@ -32,7 +32,7 @@ const Algorithm& Tuner::choose(Collective collective, size_t count, DataType typ
     best = std::find(candidates.begin(), candidates.end(), &preferred) != candidates.end()
                ? &preferred
                : candidates.front();
-    why = mode_ == Mode::Static ? "static thresholds (CHORUS_TUNER=static)"
+    why = mode_ == Mode::Static ? "static thresholds (CHORUS_TUNER=static or CHORUS_DETERMINISTIC)"
                                 : "static thresholds (too many ranks to replay)";
   } else if (const Algorithm* measured =
                  measuredChoice(collective, count * elementSize, candidates)) {

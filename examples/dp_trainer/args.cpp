@@ -1,0 +1,132 @@
+#include "args.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <sstream>
+
+namespace trainer {
+namespace {
+
+constexpr const char* kUsage = R"(usage: chorus-train [flags]   (launch with chorus-run -n N, mpirun, or torchrun-style env)
+model and data
+  --model mlp               the MLP classifier (the transformer LM is not built yet)
+  --data PATH               digits CSV.gz (default: python3-sklearn's digits.csv.gz)
+  --hidden N --layers N     hidden width (1024) and hidden layer count (3)
+  --batch N                 samples per rank per step (64)
+  --steps N                 training steps (200)
+  --test-fraction F         held-out share (0.2); --eval-every N (50)
+  --seed N                  one seed for split, init and data order (1)
+optimizer
+  --optimizer adamw|sgd  --lr F (1e-3)  --momentum F (0.9)  --weight-decay F (0)
+  --warmup N (0)  --decay cosine|linear|none (cosine)  --min-lr-ratio F (0.1)
+communication
+  --bucket-mb F             gradient bucket size (1)
+  --no-deterministic        let the tuner choose algorithms (default: CHORUS_DETERMINISTIC)
+  --timeout-s N             deadline for any collective (120)
+checkpoints
+  --ckpt-dir DIR (<out>/ckpt)  --ckpt-every N (0: Young-Daly from --mtbf)  --mtbf SEC
+  --ckpt-keep K (3)  --ckpt-blocking  --no-resume
+failures
+  --fail-at-step S[,S..] --fail-rank R[,R..]   SIGKILL rank R at step S on restart i
+  --fail-random SEED --fail-count K            the same, K failures drawn from SEED
+output
+  --out DIR (chorus-train-out)  --save-final FILE  --trace-steps N (30)  --threads N (1)  --quiet
+)";
+
+[[noreturn]] void usage(const std::string& message) {
+  std::fprintf(stderr, "chorus-train: %s\n%s", message.c_str(), kUsage);
+  std::exit(2);
+}
+
+template <class T>
+T number(const std::string& flag, const std::string& text) {
+  std::istringstream in(text);
+  T v{};
+  if (!(in >> v) || !in.eof()) usage(flag + " wants a number, not '" + text + "'");
+  return v;
+}
+
+template <class T>
+std::vector<T> list(const std::string& flag, const std::string& text) {
+  std::vector<T> out;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(number<T>(flag, item));
+  return out;
+}
+
+}  // namespace
+
+Args parseArgs(int argc, char** argv) {
+  Args a;
+  OptimizerConfig& o = a.optimizer;
+  std::map<std::string, std::function<void(const std::string&)>> withValue = {
+      {"--model", [&](auto& v) { a.model = v; }},
+      {"--data", [&](auto& v) { a.data = v; }},
+      {"--hidden", [&](auto& v) { a.hidden = number<int>("--hidden", v); }},
+      {"--layers", [&](auto& v) { a.layers = number<int>("--layers", v); }},
+      {"--batch", [&](auto& v) { a.batch = number<int>("--batch", v); }},
+      {"--steps", [&](auto& v) { a.steps = number<int64_t>("--steps", v); }},
+      {"--test-fraction", [&](auto& v) { a.testFraction = number<double>("--test-fraction", v); }},
+      {"--eval-every", [&](auto& v) { a.evalEvery = number<int>("--eval-every", v); }},
+      {"--seed", [&](auto& v) { a.seed = number<uint64_t>("--seed", v); }},
+      {"--optimizer", [&](auto& v) { o.kind = v; }},
+      {"--lr", [&](auto& v) { o.lr = number<float>("--lr", v); }},
+      {"--momentum", [&](auto& v) { o.momentum = number<float>("--momentum", v); }},
+      {"--weight-decay", [&](auto& v) { o.weightDecay = number<float>("--weight-decay", v); }},
+      {"--warmup", [&](auto& v) { o.warmupSteps = number<int64_t>("--warmup", v); }},
+      {"--decay", [&](auto& v) { o.decay = v; }},
+      {"--min-lr-ratio", [&](auto& v) { o.minLrRatio = number<float>("--min-lr-ratio", v); }},
+      {"--bucket-mb", [&](auto& v) { a.bucketMb = number<double>("--bucket-mb", v); }},
+      {"--timeout-s", [&](auto& v) { a.timeoutS = number<int>("--timeout-s", v); }},
+      {"--ckpt-dir", [&](auto& v) { a.ckptDir = v; }},
+      {"--ckpt-every", [&](auto& v) { a.ckptEvery = number<int64_t>("--ckpt-every", v); }},
+      {"--mtbf", [&](auto& v) { a.mtbf = number<double>("--mtbf", v); }},
+      {"--ckpt-keep", [&](auto& v) { a.ckptKeep = number<int>("--ckpt-keep", v); }},
+      {"--fail-at-step", [&](auto& v) { a.failAtStep = list<int64_t>("--fail-at-step", v); }},
+      {"--fail-rank", [&](auto& v) { a.failRank = list<int>("--fail-rank", v); }},
+      {"--fail-random", [&](auto& v) { a.failRandomSeed = number<uint64_t>("--fail-random", v); }},
+      {"--fail-count", [&](auto& v) { a.failCount = number<int>("--fail-count", v); }},
+      {"--out", [&](auto& v) { a.out = v; }},
+      {"--save-final", [&](auto& v) { a.saveFinal = v; }},
+      {"--trace-steps", [&](auto& v) { a.traceSteps = number<int>("--trace-steps", v); }},
+      {"--threads", [&](auto& v) { a.threads = number<int>("--threads", v); }},
+  };
+  std::map<std::string, std::function<void()>> switches = {
+      {"--ckpt-blocking", [&] { a.ckptBlocking = true; }},
+      {"--no-resume", [&] { a.resume = false; }},
+      {"--no-deterministic", [&] { a.deterministic = false; }},
+      {"--quiet", [&] { a.quiet = true; }},
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i], value;
+    if (flag == "-h" || flag == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (auto eq = flag.find('='); eq != std::string::npos && flag.rfind("--", 0) == 0)
+      value = flag.substr(eq + 1), flag = flag.substr(0, eq);
+    if (auto s = switches.find(flag); s != switches.end()) {
+      s->second();
+    } else if (auto w = withValue.find(flag); w != withValue.end()) {
+      if (value.empty()) {
+        if (i + 1 >= argc) usage(flag + " needs a value");
+        value = argv[++i];
+      }
+      w->second(value);
+    } else {
+      usage("unknown flag '" + flag + "'");
+    }
+  }
+  if (a.model != "mlp") usage("--model " + a.model + ": only 'mlp' is built so far");
+  if (a.hidden < 1 || a.layers < 0 || a.batch < 1 || a.steps < 1 || a.bucketMb <= 0)
+    usage("--hidden, --batch, --steps and --bucket-mb must be positive");
+  if (a.failAtStep.size() != a.failRank.size())
+    usage("--fail-at-step and --fail-rank need as many entries each");
+  if (a.ckptDir.empty()) a.ckptDir = a.out + "/ckpt";
+  o.totalSteps = a.steps;
+  return a;
+}
+
+}  // namespace trainer

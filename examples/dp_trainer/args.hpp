@@ -1,0 +1,45 @@
+// chorus-train's command line.
+#pragma once
+
+#include "optimizer.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainer {
+
+struct Args {
+  std::string model = "mlp";
+  std::string data;  // default: the digits python3-sklearn ships
+  int hidden = 1024, layers = 3;
+  int batch = 64;  // per rank
+  int64_t steps = 200;
+  OptimizerConfig optimizer;
+  uint64_t seed = 1;
+  double testFraction = 0.2;
+  double bucketMb = 1.0;
+  int evalEvery = 50;
+  std::string out = "chorus-train-out";
+  std::string ckptDir;  // default <out>/ckpt
+  int64_t ckptEvery = 0;  // 0: Young-Daly when an MTBF is known, else none
+  double mtbf = 0;        // seconds
+  int ckptKeep = 3;
+  bool ckptBlocking = false;
+  bool resume = true;
+  std::vector<int64_t> failAtStep;  // the i-th one on restart i (CHORUS_RESTART_COUNT)
+  std::vector<int> failRank;
+  uint64_t failRandomSeed = 0;
+  int failCount = 0;
+  std::string saveFinal;
+  int threads = 1;
+  int timeoutS = 120;
+  int traceSteps = 30;
+  bool deterministic = true;
+  bool quiet = false;
+};
+
+// Exits with a usage message on a bad flag.
+Args parseArgs(int argc, char** argv);
+
+}  // namespace trainer

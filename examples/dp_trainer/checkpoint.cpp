@@ -1,0 +1,330 @@
+#include "checkpoint.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace trainer {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr char kShardMagic[8] = {'C', 'H', 'T', 'R', 'S', 'H', 'D', '1'};
+constexpr const char* kManifestHead = "chorus-train checkpoint 1";
+
+struct ShardHeader {
+  char magic[8];
+  uint64_t step;
+  uint32_t rank, nranks;
+  uint64_t offset, count;
+  uint32_t crc;  // CRC-32 of the floats
+  uint32_t reserved;
+};
+
+uint32_t crcOf(const void* data, size_t bytes) {
+  return static_cast<uint32_t>(
+      crc32_z(crc32_z(0L, Z_NULL, 0), static_cast<const Bytef*>(data), bytes));
+}
+
+std::string stepDirName(int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%08lld", static_cast<long long>(step));
+  return name;
+}
+
+std::string shardName(int rank, int nranks) {
+  return "shard-" + std::to_string(rank) + "-of-" + std::to_string(nranks) + ".bin";
+}
+
+[[noreturn]] void fail(const std::string& what) {
+  throw std::runtime_error(what + ": " + std::strerror(errno));
+}
+
+void fsyncPath(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) fail("open " + path);
+  ::fsync(fd);
+  ::close(fd);
+}
+
+// tmp file, write, fsync, rename, fsync the directory.
+void writeAtomically(const std::string& path, const void* a, size_t aBytes, const void* b,
+                     size_t bBytes) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("create " + tmp);
+  for (auto [data, bytes] : {std::pair{a, aBytes}, std::pair{b, bBytes}}) {
+    const char* p = static_cast<const char*>(data);
+    for (size_t done = 0; done < bytes;) {
+      ssize_t n = ::write(fd, p + done, bytes - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        ::close(fd);
+        fail("write " + tmp);
+      }
+      done += static_cast<size_t>(n);
+    }
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    fail("fsync " + tmp);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename " + tmp);
+  fsyncPath(fs::path(path).parent_path().string());
+}
+
+bool readHeader(const std::string& path, ShardHeader& h) {
+  std::ifstream in(path, std::ios::binary);
+  return in.read(reinterpret_cast<char*>(&h), sizeof h) &&
+         std::memcmp(h.magic, kShardMagic, sizeof kShardMagic) == 0;
+}
+
+std::string manifestBody(const CheckpointMeta& m, const std::vector<ShardHeader>& shards) {
+  std::ostringstream out;
+  out << kManifestHead << "\nstep " << m.step << "\nnranks " << m.nranks << "\nfloats "
+      << m.floats << "\nmodel " << m.model << "\ntime " << std::to_string(m.wallTime) << "\nsampler " << m.sampler.rng << ' '
+      << m.sampler.epoch << ' ' << m.sampler.cursor << ' ' << m.sampler.order.size() << "\norder";
+  for (uint32_t i : m.sampler.order) out << ' ' << i;
+  out << '\n';
+  for (const ShardHeader& h : shards)
+    out << "shard " << h.rank << ' ' << h.offset << ' ' << h.count << ' ' << h.crc << ' '
+        << shardName(static_cast<int>(h.rank), static_cast<int>(h.nranks)) << '\n';
+  return out.str();
+}
+
+// Parses and verifies a manifest; throws a reason.
+CheckpointMeta parseManifest(const std::string& text, std::vector<ShardHeader>& shards) {
+  const size_t last = text.rfind("crc32 ");
+  if (last == std::string::npos || (last > 0 && text[last - 1] != '\n'))
+    throw std::runtime_error("manifest has no checksum line (torn?)");
+  const std::string body = text.substr(0, last);
+  if (std::to_string(crcOf(body.data(), body.size())) + "\n" != text.substr(last + 6))
+    throw std::runtime_error("manifest checksum mismatch");
+  std::istringstream in(body);
+  std::string line, word;
+  std::getline(in, line);
+  if (line != kManifestHead) throw std::runtime_error("not a chorus-train manifest");
+  CheckpointMeta m;
+  size_t orderSize = 0;
+  while (in >> word) {
+    if (word == "step") in >> m.step;
+    else if (word == "nranks") in >> m.nranks;
+    else if (word == "floats") in >> m.floats;
+    else if (word == "model") in >> m.model;
+    else if (word == "time") in >> m.wallTime;
+    else if (word == "sampler") in >> m.sampler.rng >> m.sampler.epoch >> m.sampler.cursor >> orderSize;
+    else if (word == "order") {
+      m.sampler.order.resize(orderSize);
+      for (uint32_t& i : m.sampler.order) in >> i;
+    } else if (word == "shard") {
+      ShardHeader h{};
+      std::string file;
+      in >> h.rank >> h.offset >> h.count >> h.crc >> file;
+      h.nranks = static_cast<uint32_t>(m.nranks);
+      shards.push_back(h);
+    } else {
+      throw std::runtime_error("manifest: unknown entry '" + word + "'");
+    }
+    if (!in) throw std::runtime_error("manifest: bad entry '" + word + "'");
+  }
+  if (static_cast<int>(shards.size()) != m.nranks) throw std::runtime_error("manifest lists too few shards");
+  return m;
+}
+
+std::vector<std::pair<int64_t, fs::path>> stepDirs(const std::string& dir) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_directory() && name.rfind("step-", 0) == 0)
+      out.emplace_back(std::strtoll(name.c_str() + 5, nullptr, 10), e.path());
+  }
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  return out;
+}
+
+}  // namespace
+
+Checkpointer::Checkpointer(std::string dir, int rank, int nranks, int keep, bool async,
+                           Timeline& timeline)
+    : dir_(std::move(dir)), rank_(rank), nranks_(nranks), keep_(std::max(1, keep)),
+      async_(async), timeline_(timeline) {
+  fs::create_directories(dir_);
+  if (async_) writer_ = std::thread([this] { loop(); });
+}
+
+Checkpointer::~Checkpointer() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
+double Checkpointer::save(const CheckpointMeta& meta, std::span<const float> params,
+                          std::span<const float> optimizer) {
+  const auto start = Clock::now();
+  const uint64_t n = params.size() + optimizer.size();
+  const uint64_t lo = n * rank_ / nranks_, hi = n * (rank_ + 1) / nranks_;
+  auto slice = [&](std::vector<float>& out) {  // [lo, hi) of params ++ optimizer
+    out.resize(hi - lo);
+    for (uint64_t i = lo; i < hi;) {
+      const bool inParams = i < params.size();
+      const float* from = inParams ? params.data() + i : optimizer.data() + (i - params.size());
+      const uint64_t stop = inParams ? std::min<uint64_t>(hi, params.size()) : hi;
+      std::copy(from, from + (stop - i), out.data() + (i - lo));
+      i = stop;
+    }
+  };
+  if (!async_) {
+    Job job{meta, lo, {}};
+    slice(job.slice);
+    write(job);
+  } else {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return !busy_; });  // one write at a time
+    if (!error_.empty()) throw std::runtime_error(error_);
+    job_.emplace();
+    job_->meta = meta;
+    job_->offset = lo;
+    slice(job_->slice);  // the snapshot
+    busy_ = true;
+    lock.unlock();
+    changed_.notify_all();
+  }
+  const auto end = Clock::now();
+  timeline_.add(Timeline::kMain, "checkpoint pause", start, end);
+  return seconds(end - start);
+}
+
+void Checkpointer::drain() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [this] { return !busy_; });
+  if (!error_.empty()) throw std::runtime_error(error_);
+}
+
+void Checkpointer::loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [this] { return stop_ || busy_; });
+    if (!busy_) return;
+    lock.unlock();
+    std::string error;
+    try {
+      write(*job_);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    lock.lock();
+    if (!error.empty() && error_.empty()) error_ = error;
+    job_.reset();
+    busy_ = false;
+    changed_.notify_all();
+  }
+}
+
+void Checkpointer::write(const Job& job) {
+  const auto start = Clock::now();
+  const std::string stepDir = dir_ + "/" + stepDirName(job.meta.step);
+  fs::create_directories(stepDir);
+  ShardHeader h{};
+  std::memcpy(h.magic, kShardMagic, sizeof kShardMagic);
+  h.step = static_cast<uint64_t>(job.meta.step);
+  h.rank = static_cast<uint32_t>(rank_);
+  h.nranks = static_cast<uint32_t>(nranks_);
+  h.offset = job.offset;
+  h.count = job.slice.size();
+  h.crc = crcOf(job.slice.data(), job.slice.size() * sizeof(float));
+  writeAtomically(stepDir + "/" + shardName(rank_, nranks_), &h, sizeof h, job.slice.data(),
+                  job.slice.size() * sizeof(float));
+  if (rank_ == 0) writeManifest(job, stepDir);
+  const auto end = Clock::now();
+  lastWrite_ = seconds(end - start);
+  lastStep_ = job.meta.step;
+  timeline_.add(Timeline::kWriter, "checkpoint write step " + std::to_string(job.meta.step),
+                start, end);
+}
+
+void Checkpointer::writeManifest(const Job& job, const std::string& stepDir) {
+  // Every shard must be on disk (renamed into place) before the manifest names it.
+  std::vector<ShardHeader> shards(nranks_);
+  const auto giveUp = Clock::now() + std::chrono::seconds(120);
+  for (int r = 0; r < nranks_; ++r) {
+    const std::string path = stepDir + "/" + shardName(r, nranks_);
+    while (!readHeader(path, shards[r]) || shards[r].step != static_cast<uint64_t>(job.meta.step)) {
+      if (cancelled_ || Clock::now() > giveUp)
+        throw std::runtime_error("checkpoint step " + std::to_string(job.meta.step) +
+                                 ": shard of rank " + std::to_string(r) + " never appeared");
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  const std::string body = manifestBody(job.meta, shards);
+  const std::string text = body + "crc32 " + std::to_string(crcOf(body.data(), body.size())) + "\n";
+  writeAtomically(stepDir + "/manifest.txt", text.data(), text.size(), nullptr, 0);
+  prune();
+}
+
+void Checkpointer::prune() {
+  int good = 0;
+  for (const auto& [step, path] : stepDirs(dir_)) {
+    const bool complete = fs::exists(path / "manifest.txt");
+    if (good >= keep_) {  // older than the newest `keep` complete ones
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    } else {
+      good += complete;
+    }
+  }
+}
+
+std::optional<LoadedCheckpoint> Checkpointer::loadNewest(const std::string& dir,
+                                                         const std::string& model, FILE* log) {
+  for (const auto& [step, path] : stepDirs(dir)) {
+    try {
+      std::ifstream in(path / "manifest.txt", std::ios::binary);
+      if (!in) throw std::runtime_error("no manifest (incomplete)");
+      std::stringstream text;
+      text << in.rdbuf();
+      std::vector<ShardHeader> shards;
+      LoadedCheckpoint c;
+      c.meta = parseManifest(text.str(), shards);
+      if (c.meta.model != model)
+        throw std::runtime_error("made by another model or optimizer (" + c.meta.model + ")");
+      c.state.resize(c.meta.floats);
+      for (const ShardHeader& want : shards) {
+        const std::string file = (path / shardName(static_cast<int>(want.rank), c.meta.nranks)).string();
+        std::ifstream shard(file, std::ios::binary);
+        ShardHeader h{};
+        if (!shard.read(reinterpret_cast<char*>(&h), sizeof h) ||
+            std::memcmp(h.magic, kShardMagic, sizeof kShardMagic) != 0)
+          throw std::runtime_error(file + ": missing or not a shard");
+        if (h.offset != want.offset || h.count != want.count || h.crc != want.crc ||
+            h.step != static_cast<uint64_t>(c.meta.step) || h.offset + h.count > c.meta.floats)
+          throw std::runtime_error(file + ": header disagrees with the manifest");
+        if (!shard.read(reinterpret_cast<char*>(c.state.data() + h.offset), h.count * sizeof(float)))
+          throw std::runtime_error(file + ": truncated");
+        if (crcOf(c.state.data() + h.offset, h.count * sizeof(float)) != h.crc)
+          throw std::runtime_error(file + ": checksum mismatch (corrupt)");
+        if (shard.peek() != std::char_traits<char>::eof())
+          throw std::runtime_error(file + ": trailing bytes");
+      }
+      c.path = path.string();
+      return c;
+    } catch (const std::exception& e) {
+      if (log) std::fprintf(log, "chorus-train: checkpoint %s rejected: %s\n", path.c_str(), e.what());
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace trainer

@@ -1,0 +1,97 @@
+// Checkpoints of the full training state: parameters and optimizer state (one flat array,
+// each rank writing its 1/N slice, ZeRO-1 style), plus step and sampler (RNG state, epoch,
+// data position) in rank 0's manifest.
+//
+//   <dir>/step-00000042/shard-R-of-N.bin   header (step, slice, CRC-32) + floats
+//   <dir>/step-00000042/manifest.txt       written by rank 0 once every shard is on disk;
+//                                          lists each shard's CRC; ends with its own CRC
+//
+// Every file is written to a temporary name, fsync'ed, renamed and its directory fsync'ed,
+// so a crash leaves either the old file or the whole new one. A checkpoint counts only
+// when its manifest and every shard verify; loading takes the newest such and says why
+// any newer one was rejected. The last `keep` good ones are kept.
+//
+// Saving is asynchronous: the pause is copying this rank's slice into memory (after the
+// previous write has finished); a background thread writes it. Or blocking, to compare.
+#pragma once
+
+#include "digits.hpp"
+#include "timeline.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace trainer {
+
+struct CheckpointMeta {
+  int64_t step = 0;  // steps completed
+  int nranks = 0;
+  uint64_t floats = 0;  // length of the flat state (parameters then optimizer state)
+  std::string model;    // fingerprint of model and optimizer; a mismatch is refused
+  Sampler::State sampler;
+  double wallTime = 0;  // Unix seconds when the step completed (for the lost-work count)
+};
+
+struct LoadedCheckpoint {
+  CheckpointMeta meta;
+  std::vector<float> state;
+  std::string path;
+};
+
+class Checkpointer {
+ public:
+  Checkpointer(std::string dir, int rank, int nranks, int keep, bool async, Timeline& timeline);
+  ~Checkpointer();  // waits for a write in progress
+
+  // Snapshots this rank's slice of `state` and writes it (in the background when async).
+  // Returns the seconds the caller was held up: the pause.
+  // The flat state is `params` followed by `optimizer`.
+  double save(const CheckpointMeta& meta, std::span<const float> params,
+              std::span<const float> optimizer);
+  // Waits for the write in progress; rethrows its failure.
+  void drain();
+  // Stops waiting for other ranks' shards (they failed); the write in progress gives up.
+  void cancel() { cancelled_ = true; }
+  // Seconds the last completed write took (file, fsync, rename; rank 0 also the manifest).
+  double lastWriteSeconds() const { return lastWrite_; }
+  int64_t lastWrittenStep() const { return lastStep_; }
+
+  // The newest checkpoint under `dir` that verifies and matches `model`; reasons for the
+  // rejected ones go to `log`.
+  static std::optional<LoadedCheckpoint> loadNewest(const std::string& dir,
+                                                    const std::string& model, FILE* log);
+
+ private:
+  struct Job {
+    CheckpointMeta meta;
+    uint64_t offset = 0;
+    std::vector<float> slice;
+  };
+  void write(const Job& job);
+  void writeManifest(const Job& job, const std::string& stepDir);
+  void prune();
+  void loop();
+
+  std::string dir_;
+  int rank_, nranks_, keep_;
+  bool async_;
+  Timeline& timeline_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::optional<Job> job_;  // waiting for or being written
+  bool busy_ = false, stop_ = false;
+  std::string error_;
+  std::atomic<bool> cancelled_{false};
+  double lastWrite_ = 0;
+  int64_t lastStep_ = -1;
+  std::thread writer_;
+};
+
+}  // namespace trainer

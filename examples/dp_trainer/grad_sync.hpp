@@ -1,0 +1,51 @@
+// Gradient buckets, as PyTorch DDP forms them: consecutive layers from the last one back,
+// each bucket at least --bucket-mb; a bucket's all-reduce (RedOp::Avg, in place) starts as
+// soon as backward has produced all of its layers and runs while backward goes on.
+#pragma once
+
+#include "comm_thread.hpp"
+#include "mlp.hpp"
+#include "timeline.hpp"
+
+#include <future>
+#include <vector>
+
+namespace trainer {
+
+struct Bucket {
+  size_t begin = 0, end = 0;  // range of the flat gradient array
+  int lowLayer = 0, highLayer = 0;
+};
+
+// Buckets over `layers` (last first); the first bucket also takes `tail` extra floats
+// after the last layer (the trainer puts its loss there to average it for free).
+std::vector<Bucket> makeBuckets(const std::vector<Mlp::Layer>& layers, size_t bucketBytes,
+                                size_t tail);
+
+class GradSync {
+ public:
+  GradSync(CommThread& comm, std::vector<Bucket> buckets, Timeline& timeline);
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+  // Starts a step: `grads` is the flat array backward writes into.
+  void begin(float* grads);
+  // Called by backward when layer `layer`'s gradients are complete.
+  void layerReady(int layer);
+  // Waits for every bucket of the step and rethrows a failed one's error. Returns the
+  // seconds spent waiting (communication not hidden behind backward).
+  double finish();
+  // Seconds the all-reduces of the last step ran, end to end, summed over buckets.
+  double lastAllReduceSeconds() const { return allReduceSeconds_; }
+
+ private:
+  CommThread& comm_;
+  std::vector<Bucket> buckets_;
+  Timeline& timeline_;
+  std::vector<int> bucketOfLayer_;
+  std::vector<int> pending_;
+  std::vector<std::future<void>> inFlight_;
+  float* grads_ = nullptr;
+  double allReduceSeconds_ = 0;
+  std::vector<double> durations_;
+};
+
+}  // namespace trainer

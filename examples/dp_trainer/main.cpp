@@ -1,0 +1,351 @@
+// chorus-train: data-parallel training of a small real model over chorus::Communicator,
+// with overlapped bucketed all-reduce, asynchronous verified checkpoints at the Young-Daly
+// interval, failure injection and bit-exact resume. See README.md in this directory.
+#include "args.hpp"
+#include "checkpoint.hpp"
+#include "comm_thread.hpp"
+#include "digits.hpp"
+#include "grad_sync.hpp"
+#include "mlp.hpp"
+#include "optimizer.hpp"
+#include "report.hpp"
+#include "timeline.hpp"
+
+#include <cblas.h>
+#include <chorus/chorus.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+using namespace trainer;
+
+namespace {
+
+double unixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// This rank's best sgemm rate (FLOP/s) over square sizes 128..512, a few tries each,
+// measured with every rank running it at once so that shared cores count as they do in
+// training (the best size depends on the caches; the model's own GEMMs are smaller).
+double measurePeakGemm() {
+  double best = 0;
+  for (int n : {128, 256, 384, 512}) {
+    std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
+    for (int i = 0; i < 4; ++i) {
+      const auto t0 = Clock::now();
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n,
+                  b.data(), n, 0.0f, c.data(), n);
+      best = std::max(best, 2.0 * n * n * n / seconds(Clock::now() - t0));
+    }
+  }
+  return best;
+}
+
+struct Failure {
+  int64_t step = -1;
+  int rank = -1;
+};
+
+// The failure planned for this restart: the i-th of --fail-at-step/--fail-rank, or of
+// --fail-count failures drawn from --fail-random at increasing steps.
+Failure failureFor(const Args& a, int attempt, int nranks) {
+  if (attempt < static_cast<int>(a.failAtStep.size()))
+    return {a.failAtStep[attempt], a.failRank[attempt]};
+  if (attempt >= a.failCount) return {};
+  SplitMix64 rng{a.failRandomSeed};
+  const int64_t gap = std::max<int64_t>(1, a.steps / (a.failCount + 1));
+  Failure f;
+  for (int i = 0; i <= attempt; ++i) {
+    f.step = (i + 1) * gap + static_cast<int64_t>(rng.below(static_cast<uint64_t>((gap + 1) / 2)));
+    f.rank = static_cast<int>(rng.below(static_cast<uint64_t>(nranks)));
+  }
+  return f;
+}
+
+float heldOutAccuracy(Mlp& model, const float* params, const Dataset& test) {
+  int right = 0;
+  constexpr int kChunk = 256;
+  for (size_t i = 0; i < test.size(); i += kChunk) {
+    const int n = static_cast<int>(std::min<size_t>(kChunk, test.size() - i));
+    int correct = 0;
+    model.forward(params, test.x.data() + i * test.features, test.y.data() + i, n, &correct);
+    right += correct;
+  }
+  return static_cast<float>(right) / static_cast<float>(test.size());
+}
+
+void writeFinal(const std::string& path, const std::vector<float>& params) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(params.data()), params.size() * sizeof(float));
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const double processStart = unixNow();
+  const Args args = parseArgs(argc, argv);
+  const char* restartEnv = std::getenv("CHORUS_RESTART_COUNT");
+  const int attempt = restartEnv ? std::atoi(restartEnv) : 0;
+  openblas_set_num_threads(args.threads);
+
+  chorus::Options options;
+  options.deterministic = args.deterministic;
+  options.timeout = std::chrono::seconds(args.timeoutS);
+  chorus::Communicator comm;
+  try {
+    comm = chorus::Communicator::initFromEnv(options);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "chorus-train: cannot join the job: %s\n", e.what());
+    return 2;
+  }
+  const int rank = comm.rank(), nranks = comm.size();
+  const bool lead = rank == 0;
+  int64_t step = 0;
+  try {
+    Dataset all = loadDigits(args.data.empty() ? kDigitsPath : args.data), train, test;
+    splitHeldOut(all, args.testFraction, args.seed, train, test);
+    std::vector<int> sizes{train.features};
+    for (int i = 0; i < args.layers; ++i) sizes.push_back(args.hidden);
+    sizes.push_back(train.classes);
+    Mlp model(sizes);
+    const size_t P = model.parameterCount();
+    std::string fingerprint = "mlp";
+    for (int s : sizes) fingerprint += ":" + std::to_string(s);
+    fingerprint += ";" + args.optimizer.kind;
+
+    std::vector<float> params(P), grads(P + 1);  // grads[P]: this rank's loss, averaged too
+    model.initialize(params.data(), args.seed);
+    Optimizer opt(args.optimizer, P);
+    Sampler sampler(train.size(), args.seed ^ 0xda7aULL);
+    const auto buckets = makeBuckets(model.layers(), static_cast<size_t>(args.bucketMb * 1e6), 1);
+    std::string algorithm;
+    for (const Bucket& b : buckets)
+      algorithm += (algorithm.empty() ? "" : ",") +
+                   comm.algorithmFor("allreduce", b.end - b.begin, chorus::DataType::Float32);
+
+    CommThread ct(std::move(comm), std::chrono::seconds(args.timeoutS));
+    if (lead) std::filesystem::create_directories(args.out);
+    JobLog jobLog(args.out);
+
+    // Resume: rank 0 picks the newest good checkpoint and broadcasts it, so that every
+    // rank starts from the same one.
+    uint64_t found[6] = {0, 0, 0, 0, 0, 0};  // found, step, epoch, cursor, rng, order size
+    double ckptTime = 0;
+    std::optional<LoadedCheckpoint> loaded;
+    if (lead && args.resume) {
+      loaded = Checkpointer::loadNewest(args.ckptDir, fingerprint, stderr);
+      if (loaded) {
+        const CheckpointMeta& m = loaded->meta;
+        found[0] = 1, found[1] = m.step, found[2] = m.sampler.epoch, found[3] = m.sampler.cursor;
+        found[4] = m.sampler.rng, found[5] = m.sampler.order.size();
+        ckptTime = m.wallTime;
+      }
+    }
+    ct.run([&](chorus::Communicator& c) {
+      chorus::Work w = c.broadcast(found, found, 6, chorus::DataType::Uint64, 0);
+      ct.await(w, "broadcast of the checkpoint choice");
+    });
+    int64_t start = 0;
+    if (found[0]) {
+      Sampler::State s{found[4], found[2], found[3], std::vector<uint32_t>(found[5])};
+      std::vector<float> state(P + opt.state().size());
+      if (lead) {
+        if (loaded->state.size() != state.size()) throw std::runtime_error("checkpoint size mismatch");
+        state = loaded->state;
+        s.order = loaded->meta.sampler.order;
+      }
+      ct.run([&](chorus::Communicator& c) {
+        chorus::Work a = c.broadcast(state.data(), state.data(), state.size(), chorus::DataType::Float32, 0);
+        chorus::Work b = c.broadcast(s.order.data(), s.order.data(), s.order.size(), chorus::DataType::Uint32, 0);
+        ct.await(a, "broadcast of the checkpoint");
+        ct.await(b, "broadcast of the data order");
+      });
+      std::copy(state.begin(), state.begin() + P, params.begin());
+      std::copy(state.begin() + P, state.end(), opt.state().begin());
+      sampler.restore(std::move(s));
+      start = static_cast<int64_t>(found[1]);
+      if (lead) {
+        std::fprintf(stderr, "chorus-train: restart %d resumes from %s (step %lld)\n", attempt,
+                     loaded->path.c_str(), static_cast<long long>(start));
+        jobLog.resumed(attempt, start, ckptTime, unixNow());
+      }
+    } else if (lead) {
+      jobLog.startFresh(processStart);
+    }
+
+    // Peak GEMM rate of the job: every rank measures at once, the sum is the machine's.
+    ct.barrier();
+    double peak = measurePeakGemm();
+    ct.allReduce(&peak, 1, chorus::RedOp::Sum);
+
+    Timeline timeline(rank);
+    Checkpointer ckpt(args.ckptDir, rank, nranks, args.ckptKeep, !args.ckptBlocking, timeline);
+    GradSync sync(ct, buckets, timeline);
+    const Failure failure = failureFor(args, attempt, nranks);
+    const int64_t globalBatch = static_cast<int64_t>(args.batch) * nranks;
+
+    // Checkpoint interval: fixed, or Young-Daly once the first save has been measured.
+    double mtbf = args.mtbf;
+    if (mtbf <= 0 && lead && !jobLog.lost().empty())  // from the failures seen so far
+      mtbf = (unixNow() - jobLog.jobStart()) / static_cast<double>(jobLog.lost().size());
+    ct.allReduce(&mtbf, 1, chorus::RedOp::Max);
+    int64_t every = args.ckptEvery;
+    std::string policy = every > 0 ? "every " + std::to_string(every) + " steps (--ckpt-every)"
+                                   : "none (no --ckpt-every or --mtbf)";
+    const int64_t measureAt = every <= 0 && mtbf > 0 ? std::min(args.steps - 1, start + 3) : -1;
+
+    std::FILE* metrics = nullptr;
+    if (lead) {
+      const std::string path = args.out + "/metrics.csv";
+      const bool fresh = !std::filesystem::exists(path) || start == 0;
+      metrics = std::fopen(path.c_str(), fresh ? "w" : "a");
+      if (fresh) std::fprintf(metrics, "restart,step,loss,lr,step_seconds,held_out_accuracy\n");
+    }
+
+    std::vector<uint32_t> batchIdx;
+    std::vector<float> xb(static_cast<size_t>(args.batch) * train.features);
+    std::vector<int> yb(args.batch);
+    double tCompute = 0, tExposed = 0, tAllReduce = 0, tPause = 0, tWrite = 0;
+    int checkpoints = 0;
+    float loss = 0, accuracy = 0;
+    const auto loopStart = Clock::now();
+    for (step = start; step < args.steps; ++step) {
+      const bool failNow = failure.step == step && failure.rank == rank;
+      const auto t0 = Clock::now();
+      sampler.nextBatch(static_cast<size_t>(globalBatch), batchIdx);
+      for (int i = 0; i < args.batch; ++i) {
+        const uint32_t k = batchIdx[static_cast<size_t>(rank) * args.batch + i];
+        std::copy_n(train.x.begin() + static_cast<size_t>(k) * train.features, train.features,
+                    xb.begin() + static_cast<size_t>(i) * train.features);
+        yb[i] = train.y[k];
+      }
+      grads[P] = model.forward(params.data(), xb.data(), yb.data(), args.batch, nullptr);
+      const auto t1 = Clock::now();
+      sync.begin(grads.data());
+      model.backward(params.data(), grads.data(), [&](int layer) {
+        sync.layerReady(layer);
+        if (failNow) {  // mid-backward, with the first bucket's all-reduce under way
+          std::fprintf(stderr, "chorus-train: rank %d: injected failure at step %lld: SIGKILL\n",
+                       rank, static_cast<long long>(step));
+          std::fflush(stderr);
+          ::raise(SIGKILL);
+        }
+      });
+      const auto t2 = Clock::now();
+      const double exposed = sync.finish();
+      const auto t3 = Clock::now();
+      opt.step(params, std::span<const float>(grads.data(), P), step);
+      const auto t4 = Clock::now();
+      loss = grads[P];
+      double pause = 0;
+      if ((every > 0 && (step + 1) % every == 0 && step + 1 < args.steps) || step == measureAt) {
+        CheckpointMeta meta{step + 1, nranks, P + opt.state().size(), fingerprint,
+                            sampler.state(), unixNow()};
+        pause = ckpt.save(meta, params, opt.state());
+        ++checkpoints;
+        if (step == measureAt) {  // Young-Daly from this save's measured cost
+          ckpt.drain();
+          double cost[3] = {pause, ckpt.lastWriteSeconds(),
+                            seconds(Clock::now() - loopStart) / static_cast<double>(step + 1 - start)};
+          ct.allReduce(cost, 3, chorus::RedOp::Max);
+          const double interval = std::max(std::sqrt(2 * cost[0] * mtbf), cost[1]);
+          every = std::max<int64_t>(1, std::llround(interval / cost[2]));
+          char why[400];
+          std::snprintf(why, sizeof why,
+                        "every %lld steps (%.3f s): Young-Daly sqrt(2 x %.4f s pause x %.0f s MTBF%s) "
+                        "= %.3f s, at least the %.4f s background write; a blocking save "
+                        "(%.4f s) would give %.3f s",
+                        static_cast<long long>(every), interval, cost[0], mtbf,
+                        args.mtbf > 0 ? "" : " from failures seen", std::sqrt(2 * cost[0] * mtbf),
+                        cost[1], cost[0] + cost[1], std::sqrt(2 * (cost[0] + cost[1]) * mtbf));
+          policy = why;
+          if (lead) std::fprintf(stderr, "chorus-train: checkpoint %s\n", why);
+        }
+      }
+      const auto t5 = Clock::now();
+      tCompute += seconds(t1 - t0) + seconds(t2 - t1) + seconds(t4 - t3);
+      tExposed += exposed;
+      tAllReduce += sync.lastAllReduceSeconds();
+      tPause += pause;
+      if (step - start < args.traceSteps) {
+        timeline.add(Timeline::kMain, "forward", t0, t1);
+        timeline.add(Timeline::kMain, "backward", t1, t2);
+        timeline.add(Timeline::kMain, "optimizer", t3, t4);
+      }
+      const bool evalNow = args.evalEvery > 0 && (step + 1) % args.evalEvery == 0;
+      if (evalNow) accuracy = heldOutAccuracy(model, params.data(), test);
+      if (lead) {
+        jobLog.progress(step + 1, unixNow());
+        std::fprintf(metrics, "%d,%lld,%.6f,%.6g,%.6f,%s\n", attempt, static_cast<long long>(step + 1),
+                     loss, opt.lrAt(step), seconds(t5 - t0),
+                     evalNow ? std::to_string(accuracy).c_str() : "");
+        if (!args.quiet && (evalNow || step + 1 == args.steps))
+          std::printf("step %lld loss %.4f held-out accuracy %.2f%%\n",
+                      static_cast<long long>(step + 1), loss, accuracy * 100);
+      }
+    }
+    ckpt.drain();
+    if (checkpoints > 0) tWrite = ckpt.lastWriteSeconds();
+    const double loopSeconds = seconds(Clock::now() - loopStart);
+    accuracy = heldOutAccuracy(model, params.data(), test);
+    if (metrics) std::fclose(metrics);
+
+    // Per-step figures averaged over ranks.
+    const double stepsRun = static_cast<double>(args.steps - start);
+    double sums[6] = {tCompute, tExposed, tAllReduce, tPause, tWrite, loopSeconds};
+    ct.allReduce(sums, 6, chorus::RedOp::Avg);
+    if (lead) {
+      RunReport r;
+      r.nranks = nranks, r.attempt = attempt, r.steps = args.steps, r.startStep = start;
+      r.stepsRun = args.steps - start, r.globalBatch = globalBatch;
+      r.parameters = static_cast<double>(P), r.flopsPerSample = model.flopsPerSample();
+      r.seconds = sums[5];
+      const double n = std::max(1.0, stepsRun);
+      r.samplesPerSecond = stepsRun * static_cast<double>(globalBatch) / std::max(sums[5], 1e-9);
+      r.stepSeconds = sums[5] / n, r.computeSeconds = sums[0] / n;
+      r.exposedCommSeconds = sums[1] / n, r.allReduceSeconds = sums[2] / n;
+      r.checkpointPauseSeconds = sums[3] / n;
+      r.hiddenFraction = sums[2] > 0 ? std::clamp(1 - sums[1] / sums[2], 0.0, 1.0) : 0;
+      r.checkpoints = checkpoints;
+      r.pausePerCheckpoint = checkpoints ? sums[3] / checkpoints : 0;
+      r.writePerCheckpoint = sums[4];
+      r.checkpointPolicy = policy;
+      r.peakFlops = peak, r.achievedFlops = r.samplesPerSecond * r.flopsPerSample;
+      r.mfu = peak > 0 ? r.achievedFlops / peak : 0;
+      r.elapsedSeconds = unixNow() - jobLog.jobStart();
+      r.usefulSeconds = static_cast<double>(args.steps) * (sums[0] + sums[1]) / n;
+      r.effectiveTrainingTime = std::min(1.0, r.usefulSeconds / r.elapsedSeconds);
+      r.lost = jobLog.lost();
+      r.finalLoss = loss, r.heldOutAccuracy = accuracy;
+      r.algorithm = algorithm;
+      std::ofstream(args.out + "/report.json") << r.json();
+      if (!args.quiet) r.printTable(stdout);
+      if (!args.saveFinal.empty()) writeFinal(args.saveFinal, params);
+    }
+    std::ofstream(args.out + "/trace-rank-" + std::to_string(rank) + ".json") << timeline.chromeEvents();
+    ct.barrier();
+    if (lead) mergeTraces(args.out, nranks);
+    std::fflush(stdout);
+  } catch (const std::exception& e) {
+    // A failed peer: Chorus's error names it. Leave at once; a checkpoint write in
+    // progress leaves only a temporary file behind.
+    std::fprintf(stderr, "chorus-train: rank %d: step %lld: %s\n", rank,
+                 static_cast<long long>(step), e.what());
+    std::fflush(stderr);
+    std::fflush(stdout);
+    std::_Exit(3);
+  }
+  return 0;
+}

@@ -1,0 +1,64 @@
+// What a run reports: throughput, the split of a step, MFU, goodput and lost work, as JSON
+// and as a short table; plus the job log that carries lost work across restarts.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace trainer {
+
+struct LostWork {
+  int attempt = 0;           // the restart that recovered
+  int64_t furthestStep = 0;  // steps the failed attempt had completed
+  int64_t resumedFrom = 0;   // the checkpoint's step
+  double lostSeconds = 0;    // from that checkpoint's completion to the resumed start
+};
+
+// <out>/job.txt (rank 0): when the job began and each restart's lost work;
+// <out>/progress.txt: the last completed step, rewritten every step.
+class JobLog {
+ public:
+  explicit JobLog(std::string out) : out_(std::move(out)) {}
+  // A fresh job: truncates the log.
+  void startFresh(double now);
+  // A restart resumed from `step` (completed at `ckptTime`): records the lost work.
+  void resumed(int attempt, int64_t step, double ckptTime, double now);
+  void progress(int64_t step, double now);
+  double jobStart() const { return jobStart_; }
+  const std::vector<LostWork>& lost() const { return lost_; }
+
+ private:
+  void load();
+  std::string out_;
+  double jobStart_ = 0;
+  std::vector<LostWork> lost_;
+  FILE* progress_ = nullptr;
+};
+
+struct RunReport {
+  int nranks = 0, attempt = 0;
+  int64_t steps = 0, startStep = 0, stepsRun = 0;
+  int64_t globalBatch = 0;
+  double parameters = 0, flopsPerSample = 0;
+  double seconds = 0;         // this attempt's training loop
+  double samplesPerSecond = 0;
+  // per step, averaged over steps and ranks
+  double stepSeconds = 0, computeSeconds = 0, exposedCommSeconds = 0, allReduceSeconds = 0,
+         checkpointPauseSeconds = 0;
+  double hiddenFraction = 0;  // of all-reduce time, behind backward
+  int checkpoints = 0;
+  double pausePerCheckpoint = 0, writePerCheckpoint = 0;
+  std::string checkpointPolicy;
+  double peakFlops = 0, achievedFlops = 0, mfu = 0;
+  double elapsedSeconds = 0, usefulSeconds = 0, effectiveTrainingTime = 0;
+  std::vector<LostWork> lost;
+  double finalLoss = 0, heldOutAccuracy = 0;
+  std::string algorithm;
+
+  std::string json() const;
+  void printTable(FILE* out) const;
+};
+
+}  // namespace trainer

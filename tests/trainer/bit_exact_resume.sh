@@ -1,0 +1,58 @@
+#!/bin/bash
+# chorus-train survives SIGKILLed ranks and ends with the very same weights.
+#   1. reference: 2 ranks, 24 steps, no failures, no checkpoints
+#   2. rank 1 killed at step 7, rank 0 at step 15; chorus-run --max-restarts 3 relaunches,
+#      each launch resumes from the newest good checkpoint: final weights bit-identical
+#   3. a failed job leaves checkpoints 4, 8, 12; shard of 12 corrupted, manifest of 8
+#      torn: a new launch rejects both, resumes from 4 and ends bit-identical again
+set -u
+run=$1 train=$2
+work=$(mktemp -d /tmp/chorus-trainer-test.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+common=(--hidden 48 --layers 2 --batch 16 --steps 24 --eval-every 0 --bucket-mb 0.004
+        --lr 0.01 --warmup 3 --quiet --timeout-s 60)
+export CHORUS_RUN_GRACE=30
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$run" -n 2 --timeout 120 "$train" "${common[@]}" --out "$work/ref" --save-final "$work/ref.bin" \
+  >"$work/ref.log" 2>&1 || { cat "$work/ref.log"; fail "the reference run failed"; }
+[ -s "$work/ref.bin" ] || fail "no final weights from the reference run"
+
+# 2: two failures, two restarts.
+"$run" -n 2 --timeout 120 --max-restarts 3 "$train" "${common[@]}" --ckpt-every 4 \
+  --fail-at-step 7,15 --fail-rank 1,0 --out "$work/a" --save-final "$work/a.bin" >"$work/a.log" 2>&1
+status=$?
+cat "$work/a.log"
+[ $status = 0 ] || fail "the run with restarts exited with $status"
+restarts=$(grep -c "chorus-run: restarting the job" "$work/a.log")
+[ "$restarts" = 2 ] || fail "expected 2 restarts, saw $restarts"
+# The survivor got Chorus's error naming the killed rank.
+grep -q "chorus-train: rank 0: step 7: .*rank 1" "$work/a.log" || fail "rank 0 did not name dead rank 1"
+grep -q "chorus-train: rank 1: step 15: .*rank 0" "$work/a.log" || fail "rank 1 did not name dead rank 0"
+grep -q '"restart": 2' "$work/a/report.json" || fail "the report does not count the second failure"
+cmp "$work/ref.bin" "$work/a.bin" || fail "weights after two restarts differ from the reference"
+
+# 3: torn and corrupt checkpoints are skipped. Blocking saves, so that all of 4, 8 and 12
+# are complete when rank 1 dies at step 13.
+"$run" -n 2 --timeout 120 "$train" "${common[@]}" --ckpt-every 4 --ckpt-blocking \
+  --fail-at-step 13 --fail-rank 1 --out "$work/c" >"$work/c1.log" 2>&1 &&
+  fail "the job with a failure and no restarts succeeded"
+ck="$work/c/ckpt"
+for s in 4 8 12; do
+  [ -f "$ck/$(printf 'step-%08d' $s)/manifest.txt" ] || { cat "$work/c1.log"; ls -R "$ck"; fail "checkpoint $s missing"; }
+done
+shard="$ck/step-00000012/shard-1-of-2.bin"
+size=$(stat -c %s "$shard")
+printf '\x5a' | dd of="$shard" bs=1 seek=$((size - 3)) conv=notrunc status=none  # one byte
+manifest="$ck/step-00000008/manifest.txt"
+head -c $(($(stat -c %s "$manifest") / 2)) "$manifest" >"$manifest.cut" && mv "$manifest.cut" "$manifest"
+"$run" -n 2 --timeout 120 "$train" "${common[@]}" --ckpt-every 4 --out "$work/c" \
+  --save-final "$work/c.bin" >"$work/c2.log" 2>&1
+status=$?
+cat "$work/c2.log"
+[ $status = 0 ] || fail "the resumed run exited with $status"
+grep -q "step-00000012 rejected: .*checksum mismatch" "$work/c2.log" || fail "corrupt shard not reported"
+grep -q "step-00000008 rejected: .*checksum" "$work/c2.log" || fail "torn manifest not reported"
+grep -q "resumes from .*step-00000004 (step 4)" "$work/c2.log" || fail "did not resume from step 4"
+cmp "$work/ref.bin" "$work/c.bin" || fail "weights after resuming past bad checkpoints differ"
+echo "PASS: bit-identical weights after 2 restarts and after skipping a corrupt and a torn checkpoint"

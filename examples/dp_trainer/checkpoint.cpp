@@ -209,26 +209,51 @@ double Checkpointer::save(const CheckpointMeta& meta, std::span<const float> par
 
 void Checkpointer::drain() {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [this] { return !busy_; });
+  const bool done = changed_.wait_for(lock, std::chrono::seconds(120),
+                                      [this] { return !busy_ && owed_.empty(); });
   if (!error_.empty()) throw std::runtime_error(error_);
+  if (!done)
+    throw std::runtime_error("checkpoint step " + std::to_string(owed_.front().step) +
+                             ": some rank's shard never appeared");
 }
 
 void Checkpointer::loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [this] { return stop_ || busy_; });
-    if (!busy_) return;
-    lock.unlock();
+    // Poll for owed manifests every few ms; otherwise sleep until there is a job.
+    if (owed_.empty())
+      changed_.wait(lock, [this] { return stop_ || busy_; });
+    else
+      changed_.wait_for(lock, std::chrono::milliseconds(5), [this] { return stop_ || busy_; });
+    if (stop_ && !busy_) return;
     std::string error;
-    try {
-      write(*job_);
-    } catch (const std::exception& e) {
-      error = e.what();
+    if (busy_) {
+      lock.unlock();
+      try {
+        write(*job_);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      lock.lock();
+      if (error.empty() && rank_ == 0) owed_.push_back(job_->meta);
+      job_.reset();
+      busy_ = false;
     }
-    lock.lock();
+    for (size_t i = 0; i < owed_.size() && error.empty();) {
+      const CheckpointMeta meta = owed_[i];
+      lock.unlock();
+      bool written = false;
+      try {
+        written = completeManifest(meta, false);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      lock.lock();
+      if (written) owed_.erase(owed_.begin() + static_cast<long>(i));
+      else ++i;
+    }
     if (!error.empty() && error_.empty()) error_ = error;
-    job_.reset();
-    busy_ = false;
+    if (!error.empty()) owed_.clear();
     changed_.notify_all();
   }
 }
@@ -247,7 +272,7 @@ void Checkpointer::write(const Job& job) {
   h.crc = crcOf(job.slice.data(), job.slice.size() * sizeof(float));
   writeAtomically(stepDir + "/" + shardName(rank_, nranks_), &h, sizeof h, job.slice.data(),
                   job.slice.size() * sizeof(float));
-  if (rank_ == 0) writeManifest(job, stepDir);
+  if (rank_ == 0 && !async_) completeManifest(job.meta, true);
   const auto end = Clock::now();
   lastWrite_ = seconds(end - start);
   lastStep_ = job.meta.step;
@@ -255,23 +280,28 @@ void Checkpointer::write(const Job& job) {
                 start, end);
 }
 
-void Checkpointer::writeManifest(const Job& job, const std::string& stepDir) {
+bool Checkpointer::completeManifest(const CheckpointMeta& meta, bool wait) {
   // Every shard must be on disk (renamed into place) before the manifest names it.
+  const std::string stepDir = dir_ + "/" + stepDirName(meta.step);
   std::vector<ShardHeader> shards(nranks_);
   const auto giveUp = Clock::now() + std::chrono::seconds(120);
   for (int r = 0; r < nranks_; ++r) {
     const std::string path = stepDir + "/" + shardName(r, nranks_);
-    while (!readHeader(path, shards[r]) || shards[r].step != static_cast<uint64_t>(job.meta.step)) {
+    while (!readHeader(path, shards[r]) || shards[r].step != static_cast<uint64_t>(meta.step)) {
+      if (!wait) return false;
       if (cancelled_ || Clock::now() > giveUp)
-        throw std::runtime_error("checkpoint step " + std::to_string(job.meta.step) +
+        throw std::runtime_error("checkpoint step " + std::to_string(meta.step) +
                                  ": shard of rank " + std::to_string(r) + " never appeared");
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   }
-  const std::string body = manifestBody(job.meta, shards);
+  const auto start = Clock::now();
+  const std::string body = manifestBody(meta, shards);
   const std::string text = body + "crc32 " + std::to_string(crcOf(body.data(), body.size())) + "\n";
   writeAtomically(stepDir + "/manifest.txt", text.data(), text.size(), nullptr, 0);
   prune();
+  timeline_.add(Timeline::kWriter, "manifest step " + std::to_string(meta.step), start, Clock::now());
+  return true;
 }
 
 void Checkpointer::prune() {

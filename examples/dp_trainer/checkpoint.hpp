@@ -55,7 +55,7 @@ class Checkpointer {
   // The flat state is `params` followed by `optimizer`.
   double save(const CheckpointMeta& meta, std::span<const float> params,
               std::span<const float> optimizer);
-  // Waits for the write in progress; rethrows its failure.
+  // Waits for the write in progress (rank 0: and the manifests it owes); rethrows a failure.
   void drain();
   // Stops waiting for other ranks' shards (they failed); the write in progress gives up.
   void cancel() { cancelled_ = true; }
@@ -75,7 +75,9 @@ class Checkpointer {
     std::vector<float> slice;
   };
   void write(const Job& job);
-  void writeManifest(const Job& job, const std::string& stepDir);
+  // Rank 0: writes the manifest once every shard of that step is on disk. With `wait`,
+  // waits for them (blocking saves); without, returns false if one is still missing.
+  bool completeManifest(const CheckpointMeta& meta, bool wait);
   void prune();
   void loop();
 
@@ -87,6 +89,9 @@ class Checkpointer {
   std::condition_variable changed_;
   std::optional<Job> job_;  // waiting for or being written
   bool busy_ = false, stop_ = false;
+  // Rank 0: steps whose shards were written here but not yet by every rank. The writer
+  // looks at them between its own writes, so a slow or dead rank holds up nobody.
+  std::vector<CheckpointMeta> owed_;
   std::string error_;
   std::atomic<bool> cancelled_{false};
   double lastWrite_ = 0;

@@ -3,6 +3,7 @@
 #   1. reference: 2 ranks, 24 steps, no failures, no checkpoints
 #   2. rank 1 killed at step 7, rank 0 at step 15; chorus-run --max-restarts 3 relaunches,
 #      each launch resumes from the newest good checkpoint: final weights bit-identical
+#      (blocking saves: resumes at 4 and 12 exactly; asynchronous saves: wherever written)
 #   3. a failed job leaves checkpoints 4, 8, 12; shard of 12 corrupted, manifest of 8
 #      torn: a new launch rejects both, resumes from 4 and ends bit-identical again
 set -u
@@ -18,19 +19,27 @@ fail() { echo "FAIL: $*"; exit 1; }
   >"$work/ref.log" 2>&1 || { cat "$work/ref.log"; fail "the reference run failed"; }
 [ -s "$work/ref.bin" ] || fail "no final weights from the reference run"
 
-# 2: two failures, two restarts.
-"$run" -n 2 --timeout 120 --max-restarts 3 "$train" "${common[@]}" --ckpt-every 4 \
-  --fail-at-step 7,15 --fail-rank 1,0 --out "$work/a" --save-final "$work/a.bin" >"$work/a.log" 2>&1
-status=$?
-cat "$work/a.log"
-[ $status = 0 ] || fail "the run with restarts exited with $status"
-restarts=$(grep -c "chorus-run: restarting the job" "$work/a.log")
-[ "$restarts" = 2 ] || fail "expected 2 restarts, saw $restarts"
-# The survivor got Chorus's error naming the killed rank.
-grep -q "chorus-train: rank 0: step 7: .*rank 1" "$work/a.log" || fail "rank 0 did not name dead rank 1"
-grep -q "chorus-train: rank 1: step 15: .*rank 0" "$work/a.log" || fail "rank 1 did not name dead rank 0"
-grep -q '"restart": 2' "$work/a/report.json" || fail "the report does not count the second failure"
-cmp "$work/ref.bin" "$work/a.bin" || fail "weights after two restarts differ from the reference"
+# 2: two failures, two restarts, blocking saves (so the resume points are known) and then
+# asynchronous ones (resume from whichever checkpoint had been completed).
+for mode in blocking async; do
+  flag=$([ $mode = blocking ] && echo --ckpt-blocking)
+  "$run" -n 2 --timeout 120 --max-restarts 3 "$train" "${common[@]}" --ckpt-every 4 $flag \
+    --fail-at-step 7,15 --fail-rank 1,0 --out "$work/$mode" --save-final "$work/$mode.bin" \
+    >"$work/$mode.log" 2>&1
+  status=$?
+  cat "$work/$mode.log"
+  [ $status = 0 ] || fail "$mode: the run with restarts exited with $status"
+  restarts=$(grep -c "chorus-run: restarting the job" "$work/$mode.log")
+  [ "$restarts" = 2 ] || fail "$mode: expected 2 restarts, saw $restarts"
+  # The survivor got Chorus's error naming the killed rank.
+  grep -q "chorus-train: rank 0: step 7: .*rank 1 died" "$work/$mode.log" || fail "$mode: rank 0 did not name dead rank 1"
+  grep -q "chorus-train: rank 1: step 15: .*rank 0 died" "$work/$mode.log" || fail "$mode: rank 1 did not name dead rank 0"
+  grep -q '"restart": 2' "$work/$mode/report.json" || fail "$mode: the report does not count the second failure"
+  cmp "$work/ref.bin" "$work/$mode.bin" || fail "$mode: weights after two restarts differ from the reference"
+done
+grep -q "restart 1 resumes from .*step-00000004 (step 4)" "$work/blocking.log" || fail "restart 1 did not resume from step 4"
+grep -q "restart 2 resumes from .*step-00000012 (step 12)" "$work/blocking.log" || fail "restart 2 did not resume from step 12"
+[ "$(grep -o '"lost_steps": 3,' "$work/blocking/report.json" | wc -l)" = 2 ] || fail "lost work not 3 steps per failure"
 
 # 3: torn and corrupt checkpoints are skipped. Blocking saves, so that all of 4, 8 and 12
 # are complete when rank 1 dies at step 13.

@@ -5,3 +5,11 @@ if(TARGET chorus-train)
                    $<TARGET_FILE:chorus-run> $<TARGET_FILE:chorus-train>)
   set_tests_properties(trainer_bit_exact_resume PROPERTIES LABELS trainer TIMEOUT 300)
 endif()
+
+# The deterministic setting the trainer relies on (CHORUS_DETERMINISTIC, Options).
+add_executable(deterministic_choice_test ${CMAKE_CURRENT_LIST_DIR}/deterministic_choice.cpp)
+target_link_libraries(deterministic_choice_test PRIVATE chorus_internal)
+add_test(NAME trainer_deterministic_choice
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/deterministic_choice.sh
+                 $<TARGET_FILE:chorus-run> $<TARGET_FILE:deterministic_choice_test>)
+set_tests_properties(trainer_deterministic_choice PROPERTIES LABELS trainer TIMEOUT 120)

@@ -32,7 +32,7 @@ failures
   --fail-at-step S[,S..] --fail-rank R[,R..]   SIGKILL rank R at step S on restart i
   --fail-random SEED --fail-count K            the same, K failures drawn from SEED
 output
-  --out DIR (chorus-train-out)  --save-final FILE  --trace-steps N (30)  --threads N (1)  --quiet
+  --out DIR (chorus-train-out)  --save-final FILE  --dump-init FILE (raw float32 weights)  --trace-steps N (30)  --threads N (1)  --quiet
 )";
 
 [[noreturn]] void usage(const std::string& message) {
@@ -90,6 +90,7 @@ Args parseArgs(int argc, char** argv) {
       {"--fail-count", [&](auto& v) { a.failCount = number<int>("--fail-count", v); }},
       {"--out", [&](auto& v) { a.out = v; }},
       {"--save-final", [&](auto& v) { a.saveFinal = v; }},
+      {"--dump-init", [&](auto& v) { a.dumpInit = v; }},
       {"--trace-steps", [&](auto& v) { a.traceSteps = number<int>("--trace-steps", v); }},
       {"--threads", [&](auto& v) { a.threads = number<int>("--threads", v); }},
   };

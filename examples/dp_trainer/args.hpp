@@ -32,6 +32,7 @@ struct Args {
   uint64_t failRandomSeed = 0;
   int failCount = 0;
   std::string saveFinal;
+  std::string dumpInit;  // the initial parameters, raw float32 (for the PyTorch reference)
   int threads = 1;
   int timeoutS = 120;
   int traceSteps = 30;

@@ -81,7 +81,7 @@ float heldOutAccuracy(Mlp& model, const float* params, const Dataset& test) {
   return static_cast<float>(right) / static_cast<float>(test.size());
 }
 
-void writeFinal(const std::string& path, const std::vector<float>& params) {
+void writeRaw(const std::string& path, const std::vector<float>& params) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary);
@@ -127,6 +127,7 @@ int main(int argc, char** argv) {
 
     std::vector<float> params(P), grads(P + 1);  // grads[P]: this rank's loss, averaged too
     model.initialize(params.data(), args.seed);
+    if (lead && !args.dumpInit.empty()) writeRaw(args.dumpInit, params);
     Optimizer opt(args.optimizer, P);
     Sampler sampler(train.size(), args.seed ^ 0xda7aULL);
     const auto buckets = makeBuckets(model.layers(), static_cast<size_t>(args.bucketMb * 1e6), 1);
@@ -332,7 +333,7 @@ int main(int argc, char** argv) {
       r.algorithm = algorithm;
       std::ofstream(args.out + "/report.json") << r.json();
       if (!args.quiet) r.printTable(stdout);
-      if (!args.saveFinal.empty()) writeFinal(args.saveFinal, params);
+      if (!args.saveFinal.empty()) writeRaw(args.saveFinal, params);
     }
     std::ofstream(args.out + "/trace-rank-" + std::to_string(rank) + ".json") << timeline.chromeEvents();
     ct.barrier();

@@ -31,6 +31,9 @@ checkpoints
 failures
   --fail-at-step S[,S..] --fail-rank R[,R..]   SIGKILL rank R at step S on restart i
   --fail-random SEED --fail-count K            the same, K failures drawn from SEED
+  --on-failure exit|shrink  exit (chorus-run --max-restarts relaunches; default), or the
+                            survivors shrink() the communicator and carry on in place
+                            (set CHORUS_RUN_GRACE high so chorus-run lets them)
 output
   --out DIR (chorus-train-out)  --save-final FILE  --dump-init FILE (raw float32 weights)  --trace-steps N (30)  --threads N (1)  --quiet
 )";
@@ -88,6 +91,7 @@ Args parseArgs(int argc, char** argv) {
       {"--fail-rank", [&](auto& v) { a.failRank = list<int>("--fail-rank", v); }},
       {"--fail-random", [&](auto& v) { a.failRandomSeed = number<uint64_t>("--fail-random", v); }},
       {"--fail-count", [&](auto& v) { a.failCount = number<int>("--fail-count", v); }},
+      {"--on-failure", [&](auto& v) { a.onFailure = v; }},
       {"--out", [&](auto& v) { a.out = v; }},
       {"--save-final", [&](auto& v) { a.saveFinal = v; }},
       {"--dump-init", [&](auto& v) { a.dumpInit = v; }},
@@ -125,6 +129,7 @@ Args parseArgs(int argc, char** argv) {
     usage("--hidden, --batch, --steps and --bucket-mb must be positive");
   if (a.failAtStep.size() != a.failRank.size())
     usage("--fail-at-step and --fail-rank need as many entries each");
+  if (a.onFailure != "exit" && a.onFailure != "shrink") usage("--on-failure must be exit or shrink");
   if (a.ckptDir.empty()) a.ckptDir = a.out + "/ckpt";
   o.totalSteps = a.steps;
   return a;

@@ -29,6 +29,7 @@ struct Args {
   bool resume = true;
   std::vector<int64_t> failAtStep;  // the i-th one on restart i (CHORUS_RESTART_COUNT)
   std::vector<int> failRank;
+  std::string onFailure = "exit";  // or "shrink": survivors carry on without the dead rank
   uint64_t failRandomSeed = 0;
   int failCount = 0;
   std::string saveFinal;

@@ -195,6 +195,7 @@ double Checkpointer::save(const CheckpointMeta& meta, std::span<const float> par
     changed_.wait(lock, [this] { return !busy_; });  // one write at a time
     if (!error_.empty()) throw std::runtime_error(error_);
     job_.emplace();
+    job_->slice = std::move(spare_);
     job_->meta = meta;
     job_->offset = lo;
     slice(job_->slice);  // the snapshot
@@ -236,6 +237,7 @@ void Checkpointer::loop() {
       }
       lock.lock();
       if (error.empty() && rank_ == 0) owed_.push_back(job_->meta);
+      spare_ = std::move(job_->slice);
       job_.reset();
       busy_ = false;
     }

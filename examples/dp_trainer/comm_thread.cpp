@@ -52,6 +52,12 @@ void CommThread::await(chorus::Work& work, const std::string& what) const {
                               std::to_string(deadline_.count() / 1000) + " s");
 }
 
+void CommThread::shrink(const std::vector<int>& dead) {
+  run([&](chorus::Communicator& c) { c = c.shrink(dead); });
+  rank_ = comm_.rank();
+  size_ = comm_.size();
+}
+
 void CommThread::barrier() {
   double one = 1;
   allReduce(&one, 1, chorus::RedOp::Sum);

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace trainer {
 
@@ -34,6 +35,9 @@ class CommThread {
   void run(Task task) { post(std::move(task)).get(); }
   // For tasks: waits on `work` until done, or throws once `deadline` passes.
   void await(chorus::Work& work, const std::string& what) const;
+  // Replaces the communicator by one of the ranks not in `dead` (Communicator::shrink);
+  // call when no task is queued.
+  void shrink(const std::vector<int>& dead);
   // Small synchronous helpers.
   void barrier();
   void allReduce(double* values, size_t n, chorus::RedOp op);

@@ -63,6 +63,14 @@ void GradSync::layerReady(int layer) {
   }));
 }
 
+void GradSync::abandon() {
+  for (auto& f : inFlight_) try {
+      f.get();
+    } catch (const std::exception&) {
+    }
+  inFlight_.clear();
+}
+
 double GradSync::finish() {
   const auto start = Clock::now();
   for (auto& f : inFlight_) f.get();  // rethrows the bucket's chorus::Error

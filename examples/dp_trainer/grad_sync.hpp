@@ -33,6 +33,8 @@ class GradSync {
   // Waits for every bucket of the step and rethrows a failed one's error. Returns the
   // seconds spent waiting (communication not hidden behind backward).
   double finish();
+  // After finish() threw: waits out the step's other buckets, ignoring their errors.
+  void abandon();
   // Seconds the all-reduces of the last step ran, end to end, summed over buckets.
   double lastAllReduceSeconds() const { return allReduceSeconds_; }
 

@@ -8,6 +8,7 @@
 #include "grad_sync.hpp"
 #include "mlp.hpp"
 #include "optimizer.hpp"
+#include "recovery.hpp"
 #include "report.hpp"
 #include "timeline.hpp"
 
@@ -110,8 +111,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "chorus-train: cannot join the job: %s\n", e.what());
     return 2;
   }
-  const int rank = comm.rank(), nranks = comm.size();
-  const bool lead = rank == 0;
+  int rank = comm.rank(), nranks = comm.size();  // change when shrinking
+  const int launchRank = rank, launchSize = nranks;
+  bool lead = rank == 0;
   int64_t step = 0;
   try {
     Dataset all = loadDigits(args.data.empty() ? kDigitsPath : args.data), train, test;
@@ -192,10 +194,13 @@ int main(int argc, char** argv) {
     ct.allReduce(&peak, 1, chorus::RedOp::Sum);
 
     Timeline timeline(rank);
-    Checkpointer ckpt(args.ckptDir, rank, nranks, args.ckptKeep, !args.ckptBlocking, timeline);
+    auto ckpt = std::make_unique<Checkpointer>(args.ckptDir, rank, nranks, args.ckptKeep,
+                                               !args.ckptBlocking, timeline);
     GradSync sync(ct, buckets, timeline);
     const Failure failure = failureFor(args, attempt, nranks);
-    const int64_t globalBatch = static_cast<int64_t>(args.batch) * nranks;
+    int64_t globalBatch = static_cast<int64_t>(args.batch) * nranks;
+    double samples = 0;
+    std::vector<Shrink> shrinks;
 
     // Checkpoint interval: fixed, or Young-Daly once the first save has been measured.
     double mtbf = args.mtbf;
@@ -223,7 +228,7 @@ int main(int argc, char** argv) {
     float loss = 0, accuracy = 0;
     const auto loopStart = Clock::now();
     for (step = start; step < args.steps; ++step) {
-      const bool failNow = failure.step == step && failure.rank == rank;
+      const bool failNow = failure.step == step && failure.rank == launchRank;
       const auto t0 = Clock::now();
       sampler.nextBatch(static_cast<size_t>(globalBatch), batchIdx);
       for (int i = 0; i < args.batch; ++i) {
@@ -241,11 +246,45 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "chorus-train: rank %d: injected failure at step %lld: SIGKILL\n",
                        rank, static_cast<long long>(step));
           std::fflush(stderr);
+          std::ofstream(args.out + "/killed-at.txt") << std::to_string(unixNow()) << "\n";
           ::raise(SIGKILL);
         }
       });
       const auto t2 = Clock::now();
-      const double exposed = sync.finish();
+      double exposed = 0;
+      try {
+        exposed = sync.finish();
+      } catch (const chorus::Error& e) {
+        const std::vector<int> dead = deadRanksIn(e.what());
+        if (args.onFailure != "shrink" || dead.empty()) throw;
+        // In place: carry on with the survivors, no restart, no checkpoint read.
+        const double caught = unixNow();
+        sync.abandon();
+        Shrink s;
+        s.step = step;
+        s.dead = dead;
+        const int64_t redo = shrinkAndResync(ct, dead, step, params, opt.state(), sampler);
+        s.shrinkSeconds = unixNow() - caught;
+        double killedAt = 0;
+        std::ifstream(args.out + "/killed-at.txt") >> killedAt;
+        if (killedAt > 0) s.detectSeconds = caught - killedAt;
+        rank = ct.rank(), nranks = ct.size(), lead = rank == 0;
+        s.ranksAfter = nranks;
+        shrinks.push_back(s);
+        globalBatch = static_cast<int64_t>(args.batch) * nranks;
+        ckpt.reset();  // its shards were cut for the old ranks
+        ckpt = std::make_unique<Checkpointer>(args.ckptDir, rank, nranks, args.ckptKeep,
+                                              !args.ckptBlocking, timeline);
+        if (lead && !metrics) metrics = std::fopen((args.out + "/metrics.csv").c_str(), "a");
+        if (lead)
+          std::fprintf(stderr,
+                       "chorus-train: rank %d died in step %lld; the %d survivors shrank in "
+                       "%.3f s (the error came %.3f s after the kill) and redo step %lld\n",
+                       dead.front(), static_cast<long long>(step), nranks, s.shrinkSeconds,
+                       s.detectSeconds, static_cast<long long>(redo));
+        step = redo - 1;
+        continue;
+      }
       const auto t3 = Clock::now();
       opt.step(params, std::span<const float>(grads.data(), P), step);
       const auto t4 = Clock::now();
@@ -254,11 +293,11 @@ int main(int argc, char** argv) {
       if ((every > 0 && (step + 1) % every == 0 && step + 1 < args.steps) || step == measureAt) {
         CheckpointMeta meta{step + 1, nranks, P + opt.state().size(), fingerprint,
                             sampler.state(), unixNow()};
-        pause = ckpt.save(meta, params, opt.state());
+        pause = ckpt->save(meta, params, opt.state());
         ++checkpoints;
         if (step == measureAt) {  // Young-Daly from this save's measured cost
-          ckpt.drain();
-          double cost[3] = {pause, ckpt.lastWriteSeconds(),
+          ckpt->drain();
+          double cost[3] = {pause, ckpt->lastWriteSeconds(),
                             seconds(Clock::now() - loopStart) / static_cast<double>(step + 1 - start)};
           ct.allReduce(cost, 3, chorus::RedOp::Max);
           const double interval = std::max(std::sqrt(2 * cost[0] * mtbf), cost[1]);
@@ -276,6 +315,7 @@ int main(int argc, char** argv) {
         }
       }
       const auto t5 = Clock::now();
+      samples += static_cast<double>(globalBatch);
       tCompute += seconds(t1 - t0) + seconds(t2 - t1) + seconds(t4 - t3);
       tExposed += exposed;
       tAllReduce += sync.lastAllReduceSeconds();
@@ -297,8 +337,8 @@ int main(int argc, char** argv) {
                       static_cast<long long>(step + 1), loss, accuracy * 100);
       }
     }
-    ckpt.drain();
-    if (checkpoints > 0) tWrite = ckpt.lastWriteSeconds();
+    ckpt->drain();
+    if (checkpoints > 0) tWrite = ckpt->lastWriteSeconds();
     const double loopSeconds = seconds(Clock::now() - loopStart);
     accuracy = heldOutAccuracy(model, params.data(), test);
     if (metrics) std::fclose(metrics);
@@ -314,7 +354,7 @@ int main(int argc, char** argv) {
       r.parameters = static_cast<double>(P), r.flopsPerSample = model.flopsPerSample();
       r.seconds = sums[5];
       const double n = std::max(1.0, stepsRun);
-      r.samplesPerSecond = stepsRun * static_cast<double>(globalBatch) / std::max(sums[5], 1e-9);
+      r.samplesPerSecond = samples / std::max(sums[5], 1e-9);
       r.stepSeconds = sums[5] / n, r.computeSeconds = sums[0] / n;
       r.exposedCommSeconds = sums[1] / n, r.allReduceSeconds = sums[2] / n;
       r.checkpointPauseSeconds = sums[3] / n;
@@ -329,15 +369,17 @@ int main(int argc, char** argv) {
       r.usefulSeconds = static_cast<double>(args.steps) * (sums[0] + sums[1]) / n;
       r.effectiveTrainingTime = std::min(1.0, r.usefulSeconds / r.elapsedSeconds);
       r.lost = jobLog.lost();
+      r.shrinks = shrinks;
       r.finalLoss = loss, r.heldOutAccuracy = accuracy;
       r.algorithm = algorithm;
       std::ofstream(args.out + "/report.json") << r.json();
       if (!args.quiet) r.printTable(stdout);
       if (!args.saveFinal.empty()) writeRaw(args.saveFinal, params);
     }
-    std::ofstream(args.out + "/trace-rank-" + std::to_string(rank) + ".json") << timeline.chromeEvents();
+    std::ofstream(args.out + "/trace-rank-" + std::to_string(launchRank) + ".json")
+        << timeline.chromeEvents();
     ct.barrier();
-    if (lead) mergeTraces(args.out, nranks);
+    if (lead) mergeTraces(args.out, launchSize);
     std::fflush(stdout);
   } catch (const std::exception& e) {
     // A failed peer: Chorus's error names it. Leave at once; a checkpoint write in

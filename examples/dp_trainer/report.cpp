@@ -73,6 +73,14 @@ std::string RunReport::json() const {
       << ", \"furthest_step\": " << lost[i].furthestStep << ", \"resumed_from\": "
       << lost[i].resumedFrom << ", \"lost_steps\": " << lost[i].furthestStep - lost[i].resumedFrom
       << ", \"lost_seconds\": " << lost[i].lostSeconds << "}";
+  o << "],\n  \"shrinks\": [";
+  for (size_t i = 0; i < shrinks.size(); ++i) {
+    o << (i ? ", " : "") << "{\"step\": " << shrinks[i].step << ", \"dead\": [";
+    for (size_t k = 0; k < shrinks[i].dead.size(); ++k) o << (k ? ", " : "") << shrinks[i].dead[k];
+    o << "], \"detect_seconds\": " << shrinks[i].detectSeconds
+      << ", \"shrink_seconds\": " << shrinks[i].shrinkSeconds
+      << ", \"ranks_after\": " << shrinks[i].ranksAfter << "}";
+  }
   o << "],\n  \"final_loss\": " << finalLoss << ",\n  \"held_out_accuracy\": " << heldOutAccuracy
     << "\n}\n";
   return o.str();
@@ -100,6 +108,9 @@ void RunReport::printTable(FILE* out) const {
                  l.attempt, static_cast<long long>(l.furthestStep),
                  static_cast<long long>(l.resumedFrom),
                  static_cast<long long>(l.furthestStep - l.resumedFrom), l.lostSeconds);
+  for (const Shrink& s : shrinks)
+    std::fprintf(out, "  failure at step %lld -> shrank to %d ranks in %.3f s (error %.3f s after the kill)\n",
+                 static_cast<long long>(s.step), s.ranksAfter, s.shrinkSeconds, s.detectSeconds);
   std::fprintf(out, "  final loss %.4f, held-out accuracy %.2f%%\n", finalLoss, heldOutAccuracy * 100);
 }
 

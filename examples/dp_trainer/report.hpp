@@ -37,6 +37,14 @@ class JobLog {
   FILE* progress_ = nullptr;
 };
 
+struct Shrink {
+  int64_t step = 0;        // the step in which the survivors saw the failure
+  std::vector<int> dead;   // in the numbering before the shrink
+  double detectSeconds = -1;  // from the kill to the error (-1: unknown)
+  double shrinkSeconds = 0;   // shrink() and the state broadcast
+  int ranksAfter = 0;
+};
+
 struct RunReport {
   int nranks = 0, attempt = 0;
   int64_t steps = 0, startStep = 0, stepsRun = 0;
@@ -54,6 +62,7 @@ struct RunReport {
   double peakFlops = 0, achievedFlops = 0, mfu = 0;
   double elapsedSeconds = 0, usefulSeconds = 0, effectiveTrainingTime = 0;
   std::vector<LostWork> lost;
+  std::vector<Shrink> shrinks;
   double finalLoss = 0, heldOutAccuracy = 0;
   std::string algorithm;
 

@@ -13,3 +13,10 @@ add_test(NAME trainer_deterministic_choice
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/deterministic_choice.sh
                  $<TARGET_FILE:chorus-run> $<TARGET_FILE:deterministic_choice_test>)
 set_tests_properties(trainer_deterministic_choice PROPERTIES LABELS trainer TIMEOUT 120)
+
+if(TARGET chorus-train)
+  add_test(NAME trainer_shrink_in_place
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/shrink_in_place.sh
+                   $<TARGET_FILE:chorus-run> $<TARGET_FILE:chorus-train>)
+  set_tests_properties(trainer_shrink_in_place PROPERTIES LABELS trainer TIMEOUT 200)
+endif()

@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""chorus-train benchmarks (numbers for the report; never a timed test).
+
+  /usr/bin/python3 perf/trainer/bench.py BUILD_DIR [--reps 3] [--steps 20] [--out DIR]
+
+Alternating runs, medians:
+  1. throughput, 4 ranks vs 1 rank (default model and bucket size)
+  2. the fraction of all-reduce time hidden behind backward (from the 4-rank runs)
+  3. checkpoint pause, asynchronous vs blocking save of the same state (4 ranks)
+  4. PyTorch DDP with gloo, same model, data order, initial weights and AdamW schedule,
+     4 ranks: loss curves compared step by step, samples/s ratio
+"""
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(cmd):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        sys.exit("failed: " + " ".join(cmd) + "\n" + r.stdout[-3000:])
+    return r.stdout
+
+
+def losses(path):
+    with open(path) as f:
+        return {int(r["step"]): float(r["loss"]) for r in csv.DictReader(f)}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("build")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--out", default="/tmp/chorus-train-bench")
+    p.add_argument("--model", default="--hidden 1024 --layers 3 --batch 64")
+    a = p.parse_args()
+    launcher = os.path.join(a.build, "tools/chorus-run")
+    trainer = os.path.join(a.build, "examples/dp_trainer/chorus-train")
+    model = a.model.split()
+    common = model + ["--steps", str(a.steps), "--eval-every", "0", "--quiet"]
+    os.makedirs(a.out, exist_ok=True)
+
+    def train(n, name, extra=()):
+        out = os.path.join(a.out, name)
+        run(["rm", "-rf", out])
+        run([launcher, "-n", str(n), "--timeout", "900", trainer] + common + ["--out", out] + list(extra))
+        with open(os.path.join(out, "report.json")) as f:
+            return json.load(f)
+
+    init = os.path.join(a.out, "init.bin")
+    res = {"one": [], "four": [], "async": [], "blocking": [], "ddp": [], "chorus4": []}
+    for rep in range(a.reps):
+        res["one"].append(train(1, "one"))
+        res["four"].append(train(4, "four", ["--dump-init", init]))
+        ck = ["--ckpt-every", str(max(1, a.steps // 4))]
+        res["async"].append(train(4, "async", ck))
+        res["blocking"].append(train(4, "blocking", ck + ["--ckpt-blocking"]))
+        ddp_out = os.path.join(a.out, "ddp")
+        text = run(["/usr/bin/python3", os.path.join(HERE, "ddp_reference.py"), "--ranks", "4",
+                    "--init", init, "--out", ddp_out, "--steps", str(a.steps)] + model)
+        res["ddp"].append(float(text.split("samples/s")[1].split()[0]))
+        print(f"rep {rep + 1}/{a.reps} done", flush=True)
+
+    med = lambda xs: statistics.median(xs)
+    one = med([r["samples_per_second"] for r in res["one"]])
+    four = med([r["samples_per_second"] for r in res["four"]])
+    hidden = med([r["allreduce_hidden_fraction"] for r in res["four"]])
+    exposed = med([r["step_seconds"]["exposed_comm"] for r in res["four"]])
+    allreduce = med([r["allreduce_seconds_per_step"] for r in res["four"]])
+    pause_async = med([r["checkpoints"]["pause_seconds"] for r in res["async"]])
+    pause_block = med([r["checkpoints"]["pause_seconds"] for r in res["blocking"]])
+    ddp = med(res["ddp"])
+    ours = losses(os.path.join(a.out, "four", "metrics.csv"))
+    theirs = losses(os.path.join(a.out, "ddp", "metrics.csv"))
+    diff = max(abs(ours[s] - theirs[s]) / max(abs(theirs[s]), 1e-12) for s in theirs)
+    summary = {
+        "samples_per_second_1_rank": one, "samples_per_second_4_ranks": four,
+        "speedup_4_vs_1": four / one,
+        "allreduce_hidden_fraction_4_ranks": hidden,
+        "allreduce_ms_per_step": allreduce * 1e3, "exposed_comm_ms_per_step": exposed * 1e3,
+        "checkpoint_pause_ms_async": pause_async * 1e3, "checkpoint_pause_ms_blocking": pause_block * 1e3,
+        "async_pause_over_blocking": pause_async / pause_block,
+        "ddp_gloo_samples_per_second_4_ranks": ddp, "chorus_over_ddp": four / ddp,
+        "loss_max_relative_difference_vs_ddp": diff, "steps": a.steps, "reps": a.reps,
+        "model": a.model, "load_average": os.getloadavg()[0],
+    }
+    with open(os.path.join(a.out, "bench.json"), "w") as f:
+        json.dump({"summary": summary, "runs": res}, f, indent=1)
+    for k, v in summary.items():
+        print(f"{k:40s} {v:.4g}" if isinstance(v, float) else f"{k:40s} {v}")
+
+
+if __name__ == "__main__":
+    main()

@@ -11,9 +11,13 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: chorus-train [flags]   (launch with chorus-run -n N, mpirun, or torchrun-style env)
 model and data
-  --model mlp               the MLP classifier (the transformer LM is not built yet)
-  --data PATH               digits CSV.gz (default: python3-sklearn's digits.csv.gz)
-  --hidden N --layers N     hidden width (1024) and hidden layer count (3)
+  --model mlp|transformer   the MLP classifier on the digits (default), or a tiny
+                            decoder-only transformer LM on the texts of /usr/share/common-licenses
+  --data PATH               digits CSV.gz (default: python3-sklearn's digits.csv.gz), or a
+                            directory of text files for the transformer
+  --hidden N --layers N     MLP: hidden width (1024) and hidden layer count (3)
+  --dim N --heads N --context N --layers N   transformer: width (64), heads (4),
+                            context bytes (64), blocks (2)
   --batch N                 samples per rank per step (64)
   --steps N                 training steps (200)
   --test-fraction F         held-out share (0.2); --eval-every N (50)
@@ -68,6 +72,9 @@ Args parseArgs(int argc, char** argv) {
       {"--model", [&](auto& v) { a.model = v; }},
       {"--data", [&](auto& v) { a.data = v; }},
       {"--hidden", [&](auto& v) { a.hidden = number<int>("--hidden", v); }},
+      {"--dim", [&](auto& v) { a.dim = number<int>("--dim", v); }},
+      {"--heads", [&](auto& v) { a.heads = number<int>("--heads", v); }},
+      {"--context", [&](auto& v) { a.context = number<int>("--context", v); }},
       {"--layers", [&](auto& v) { a.layers = number<int>("--layers", v); }},
       {"--batch", [&](auto& v) { a.batch = number<int>("--batch", v); }},
       {"--steps", [&](auto& v) { a.steps = number<int64_t>("--steps", v); }},
@@ -124,9 +131,12 @@ Args parseArgs(int argc, char** argv) {
       usage("unknown flag '" + flag + "'");
     }
   }
-  if (a.model != "mlp") usage("--model " + a.model + ": only 'mlp' is built so far");
-  if (a.hidden < 1 || a.layers < 0 || a.batch < 1 || a.steps < 1 || a.bucketMb <= 0)
-    usage("--hidden, --batch, --steps and --bucket-mb must be positive");
+  if (a.model != "mlp" && a.model != "transformer") usage("--model must be mlp or transformer");
+  if (a.layers < 0) a.layers = a.model == "mlp" ? 3 : 2;
+  if (a.hidden < 1 || a.batch < 1 || a.steps < 1 || a.bucketMb <= 0 || a.dim < 1 ||
+      a.heads < 1 || a.context < 2)
+    usage("--hidden, --dim, --heads, --context, --batch, --steps and --bucket-mb must be positive");
+  if (a.dim % a.heads != 0) usage("--dim must be a multiple of --heads");
   if (a.failAtStep.size() != a.failRank.size())
     usage("--fail-at-step and --fail-rank need as many entries each");
   if (a.onFailure != "exit" && a.onFailure != "shrink") usage("--on-failure must be exit or shrink");

@@ -12,7 +12,8 @@ namespace trainer {
 struct Args {
   std::string model = "mlp";
   std::string data;  // default: the digits python3-sklearn ships
-  int hidden = 1024, layers = 3;
+  int hidden = 1024, layers = -1;  // layers: MLP hidden layers (3) or transformer blocks (2)
+  int dim = 64, heads = 4, context = 64;  // transformer
   int batch = 64;  // per rank
   int64_t steps = 200;
   OptimizerConfig optimizer;

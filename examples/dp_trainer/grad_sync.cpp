@@ -4,18 +4,18 @@
 
 namespace trainer {
 
-std::vector<Bucket> makeBuckets(const std::vector<Mlp::Layer>& layers, size_t bucketBytes,
+std::vector<Bucket> makeBuckets(const std::vector<ParamGroup>& layers, size_t bucketBytes,
                                 size_t tail) {
   std::vector<Bucket> buckets;
   Bucket open;
   bool empty = true;
   for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
-    const Mlp::Layer& l = layers[i];
+    const ParamGroup& l = layers[i];
     if (empty) {
-      open = Bucket{l.w, l.end() + (buckets.empty() ? tail : 0), i, i};
+      open = Bucket{l.begin, l.end + (buckets.empty() ? tail : 0), i, i};
       empty = false;
     } else {
-      open.begin = l.w;
+      open.begin = l.begin;
       open.lowLayer = i;
     }
     if ((open.end - open.begin) * sizeof(float) >= bucketBytes || i == 0) {

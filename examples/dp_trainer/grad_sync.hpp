@@ -4,7 +4,7 @@
 #pragma once
 
 #include "comm_thread.hpp"
-#include "mlp.hpp"
+#include "task.hpp"
 #include "timeline.hpp"
 
 #include <future>
@@ -17,9 +17,10 @@ struct Bucket {
   int lowLayer = 0, highLayer = 0;
 };
 
-// Buckets over `layers` (last first); the first bucket also takes `tail` extra floats
-// after the last layer (the trainer puts its loss there to average it for free).
-std::vector<Bucket> makeBuckets(const std::vector<Mlp::Layer>& layers, size_t bucketBytes,
+// Buckets over the parameter groups (last first; consecutive groups are contiguous); the
+// first bucket also takes `tail` extra floats after the last group (the trainer puts its
+// loss there to average it for free).
+std::vector<Bucket> makeBuckets(const std::vector<ParamGroup>& groups, size_t bucketBytes,
                                 size_t tail);
 
 class GradSync {

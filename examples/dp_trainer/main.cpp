@@ -4,12 +4,11 @@
 #include "args.hpp"
 #include "checkpoint.hpp"
 #include "comm_thread.hpp"
-#include "digits.hpp"
 #include "grad_sync.hpp"
-#include "mlp.hpp"
 #include "optimizer.hpp"
 #include "recovery.hpp"
 #include "report.hpp"
+#include "task.hpp"
 #include "timeline.hpp"
 
 #include <cblas.h>
@@ -70,18 +69,6 @@ Failure failureFor(const Args& a, int attempt, int nranks) {
   return f;
 }
 
-float heldOutAccuracy(Mlp& model, const float* params, const Dataset& test) {
-  int right = 0;
-  constexpr int kChunk = 256;
-  for (size_t i = 0; i < test.size(); i += kChunk) {
-    const int n = static_cast<int>(std::min<size_t>(kChunk, test.size() - i));
-    int correct = 0;
-    model.forward(params, test.x.data() + i * test.features, test.y.data() + i, n, &correct);
-    right += correct;
-  }
-  return static_cast<float>(right) / static_cast<float>(test.size());
-}
-
 void writeRaw(const std::string& path, const std::vector<float>& params) {
   const std::string tmp = path + ".tmp";
   {
@@ -116,23 +103,16 @@ int main(int argc, char** argv) {
   bool lead = rank == 0;
   int64_t step = 0;
   try {
-    Dataset all = loadDigits(args.data.empty() ? kDigitsPath : args.data), train, test;
-    splitHeldOut(all, args.testFraction, args.seed, train, test);
-    std::vector<int> sizes{train.features};
-    for (int i = 0; i < args.layers; ++i) sizes.push_back(args.hidden);
-    sizes.push_back(train.classes);
-    Mlp model(sizes);
-    const size_t P = model.parameterCount();
-    std::string fingerprint = "mlp";
-    for (int s : sizes) fingerprint += ":" + std::to_string(s);
-    fingerprint += ";" + args.optimizer.kind;
+    std::unique_ptr<Task> task = makeTask(args);
+    const size_t P = task->parameterCount();
+    const std::string fingerprint = task->fingerprint() + ";" + args.optimizer.kind;
 
     std::vector<float> params(P), grads(P + 1);  // grads[P]: this rank's loss, averaged too
-    model.initialize(params.data(), args.seed);
+    task->initialize(params.data(), args.seed);
     if (lead && !args.dumpInit.empty()) writeRaw(args.dumpInit, params);
     Optimizer opt(args.optimizer, P);
-    Sampler sampler(train.size(), args.seed ^ 0xda7aULL);
-    const auto buckets = makeBuckets(model.layers(), static_cast<size_t>(args.bucketMb * 1e6), 1);
+    Sampler sampler(task->trainSamples(), args.seed ^ 0xda7aULL);
+    const auto buckets = makeBuckets(task->groups(), static_cast<size_t>(args.bucketMb * 1e6), 1);
     std::string algorithm;
     for (const Bucket& b : buckets)
       algorithm += (algorithm.empty() ? "" : ",") +
@@ -184,6 +164,8 @@ int main(int argc, char** argv) {
                      loaded->path.c_str(), static_cast<long long>(start));
         jobLog.resumed(attempt, start, ckptTime, unixNow());
       }
+    } else if (lead && attempt > 0) {  // a restart with no good checkpoint: all is lost
+      jobLog.resumed(attempt, 0, 0, unixNow());
     } else if (lead) {
       jobLog.startFresh(processStart);
     }
@@ -217,30 +199,24 @@ int main(int argc, char** argv) {
       const std::string path = args.out + "/metrics.csv";
       const bool fresh = !std::filesystem::exists(path) || start == 0;
       metrics = std::fopen(path.c_str(), fresh ? "w" : "a");
-      if (fresh) std::fprintf(metrics, "restart,step,loss,lr,step_seconds,held_out_accuracy\n");
+      if (fresh) std::fprintf(metrics, "restart,step,loss,lr,step_seconds,held_out\n");
     }
 
     std::vector<uint32_t> batchIdx;
-    std::vector<float> xb(static_cast<size_t>(args.batch) * train.features);
-    std::vector<int> yb(args.batch);
     double tCompute = 0, tExposed = 0, tAllReduce = 0, tPause = 0, tWrite = 0;
     int checkpoints = 0;
-    float loss = 0, accuracy = 0;
+    float loss = 0;
+    double heldOut = 0;
     const auto loopStart = Clock::now();
     for (step = start; step < args.steps; ++step) {
       const bool failNow = failure.step == step && failure.rank == launchRank;
       const auto t0 = Clock::now();
       sampler.nextBatch(static_cast<size_t>(globalBatch), batchIdx);
-      for (int i = 0; i < args.batch; ++i) {
-        const uint32_t k = batchIdx[static_cast<size_t>(rank) * args.batch + i];
-        std::copy_n(train.x.begin() + static_cast<size_t>(k) * train.features, train.features,
-                    xb.begin() + static_cast<size_t>(i) * train.features);
-        yb[i] = train.y[k];
-      }
-      grads[P] = model.forward(params.data(), xb.data(), yb.data(), args.batch, nullptr);
+      grads[P] = task->forward(params.data(), std::span<const uint32_t>(batchIdx).subspan(
+                                                  static_cast<size_t>(rank) * args.batch, args.batch));
       const auto t1 = Clock::now();
       sync.begin(grads.data());
-      model.backward(params.data(), grads.data(), [&](int layer) {
+      task->backward(params.data(), grads.data(), [&](int layer) {
         sync.layerReady(layer);
         if (failNow) {  // mid-backward, with the first bucket's all-reduce under way
           std::fprintf(stderr, "chorus-train: rank %d: injected failure at step %lld: SIGKILL\n",
@@ -326,21 +302,21 @@ int main(int argc, char** argv) {
         timeline.add(Timeline::kMain, "optimizer", t3, t4);
       }
       const bool evalNow = args.evalEvery > 0 && (step + 1) % args.evalEvery == 0;
-      if (evalNow) accuracy = heldOutAccuracy(model, params.data(), test);
+      if (evalNow) heldOut = task->evaluate(params.data());
       if (lead) {
         jobLog.progress(step + 1, unixNow());
         std::fprintf(metrics, "%d,%lld,%.6f,%.6g,%.6f,%s\n", attempt, static_cast<long long>(step + 1),
                      loss, opt.lrAt(step), seconds(t5 - t0),
-                     evalNow ? std::to_string(accuracy).c_str() : "");
-        if (!args.quiet && (evalNow || step + 1 == args.steps))
-          std::printf("step %lld loss %.4f held-out accuracy %.2f%%\n",
-                      static_cast<long long>(step + 1), loss, accuracy * 100);
+                     evalNow ? std::to_string(heldOut).c_str() : "");
+        if (!args.quiet && evalNow)
+          std::printf("step %lld loss %.4f held-out %s %.4f\n", static_cast<long long>(step + 1),
+                      loss, task->metricName(), heldOut);
       }
     }
     ckpt->drain();
     if (checkpoints > 0) tWrite = ckpt->lastWriteSeconds();
     const double loopSeconds = seconds(Clock::now() - loopStart);
-    accuracy = heldOutAccuracy(model, params.data(), test);
+    heldOut = task->evaluate(params.data());
     if (metrics) std::fclose(metrics);
 
     // Per-step figures averaged over ranks.
@@ -351,7 +327,7 @@ int main(int argc, char** argv) {
       RunReport r;
       r.nranks = nranks, r.attempt = attempt, r.steps = args.steps, r.startStep = start;
       r.stepsRun = args.steps - start, r.globalBatch = globalBatch;
-      r.parameters = static_cast<double>(P), r.flopsPerSample = model.flopsPerSample();
+      r.parameters = static_cast<double>(P), r.flopsPerSample = task->flopsPerSample();
       r.seconds = sums[5];
       const double n = std::max(1.0, stepsRun);
       r.samplesPerSecond = samples / std::max(sums[5], 1e-9);
@@ -370,7 +346,7 @@ int main(int argc, char** argv) {
       r.effectiveTrainingTime = std::min(1.0, r.usefulSeconds / r.elapsedSeconds);
       r.lost = jobLog.lost();
       r.shrinks = shrinks;
-      r.finalLoss = loss, r.heldOutAccuracy = accuracy;
+      r.finalLoss = loss, r.heldOut = heldOut, r.heldOutMetric = task->metricName();
       r.algorithm = algorithm;
       std::ofstream(args.out + "/report.json") << r.json();
       if (!args.quiet) r.printTable(stdout);

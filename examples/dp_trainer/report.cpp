@@ -27,7 +27,8 @@ void JobLog::load() {
 
 void JobLog::resumed(int attempt, int64_t step, double ckptTime, double now) {
   load();
-  if (jobStart_ == 0) jobStart_ = ckptTime;  // no log: count from the checkpoint
+  if (jobStart_ == 0) jobStart_ = ckptTime > 0 ? ckptTime : now;  // no log
+  if (ckptTime == 0) ckptTime = jobStart_;  // resumed from nothing
   LostWork l;
   l.attempt = attempt;
   l.resumedFrom = step;
@@ -81,7 +82,7 @@ std::string RunReport::json() const {
       << ", \"shrink_seconds\": " << shrinks[i].shrinkSeconds
       << ", \"ranks_after\": " << shrinks[i].ranksAfter << "}";
   }
-  o << "],\n  \"final_loss\": " << finalLoss << ",\n  \"held_out_accuracy\": " << heldOutAccuracy
+  o << "],\n  \"final_loss\": " << finalLoss << ",\n  \"held_out_" << heldOutMetric << "\": " << heldOut
     << "\n}\n";
   return o.str();
 }
@@ -111,7 +112,10 @@ void RunReport::printTable(FILE* out) const {
   for (const Shrink& s : shrinks)
     std::fprintf(out, "  failure at step %lld -> shrank to %d ranks in %.3f s (error %.3f s after the kill)\n",
                  static_cast<long long>(s.step), s.ranksAfter, s.shrinkSeconds, s.detectSeconds);
-  std::fprintf(out, "  final loss %.4f, held-out accuracy %.2f%%\n", finalLoss, heldOutAccuracy * 100);
+  if (heldOutMetric == "accuracy")
+    std::fprintf(out, "  final loss %.4f, held-out accuracy %.2f%%\n", finalLoss, heldOut * 100);
+  else
+    std::fprintf(out, "  final loss %.4f, held-out %s %.3f\n", finalLoss, heldOutMetric.c_str(), heldOut);
 }
 
 }  // namespace trainer

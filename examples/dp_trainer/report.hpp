@@ -23,7 +23,8 @@ class JobLog {
   explicit JobLog(std::string out) : out_(std::move(out)) {}
   // A fresh job: truncates the log.
   void startFresh(double now);
-  // A restart resumed from `step` (completed at `ckptTime`): records the lost work.
+  // A restart resumed from `step` (completed at `ckptTime`; 0: from scratch, lost
+  // since the job started): records the lost work.
   void resumed(int attempt, int64_t step, double ckptTime, double now);
   void progress(int64_t step, double now);
   double jobStart() const { return jobStart_; }
@@ -63,7 +64,8 @@ struct RunReport {
   double elapsedSeconds = 0, usefulSeconds = 0, effectiveTrainingTime = 0;
   std::vector<LostWork> lost;
   std::vector<Shrink> shrinks;
-  double finalLoss = 0, heldOutAccuracy = 0;
+  double finalLoss = 0, heldOut = 0;
+  std::string heldOutMetric = "accuracy";
   std::string algorithm;
 
   std::string json() const;

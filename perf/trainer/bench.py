@@ -40,6 +40,7 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--out", default="/tmp/chorus-train-bench")
     p.add_argument("--model", default="--hidden 1024 --layers 3 --batch 64")
+    p.add_argument("--parts", default="scaling,ckpt,ddp", help="any of scaling,ckpt,ddp")
     a = p.parse_args()
     launcher = os.path.join(a.build, "tools/chorus-run")
     trainer = os.path.join(a.build, "examples/dp_trainer/chorus-train")
@@ -56,41 +57,51 @@ def main():
 
     init = os.path.join(a.out, "init.bin")
     res = {"one": [], "four": [], "async": [], "blocking": [], "ddp": [], "chorus4": []}
+    parts = a.parts.split(",")
     for rep in range(a.reps):
-        res["one"].append(train(1, "one"))
-        res["four"].append(train(4, "four", ["--dump-init", init]))
-        ck = ["--ckpt-every", str(max(1, a.steps // 4))]
-        res["async"].append(train(4, "async", ck))
-        res["blocking"].append(train(4, "blocking", ck + ["--ckpt-blocking"]))
-        ddp_out = os.path.join(a.out, "ddp")
-        text = run(["/usr/bin/python3", os.path.join(HERE, "ddp_reference.py"), "--ranks", "4",
-                    "--init", init, "--out", ddp_out, "--steps", str(a.steps)] + model)
-        res["ddp"].append(float(text.split("samples/s")[1].split()[0]))
+        if "scaling" in parts or "ddp" in parts:
+            res["four"].append(train(4, "four", ["--dump-init", init]))
+        if "scaling" in parts:
+            res["one"].append(train(1, "one"))
+        if "ckpt" in parts:
+            ck = ["--ckpt-every", str(max(1, a.steps // 4))]
+            res["async"].append(train(4, "async", ck))
+            res["blocking"].append(train(4, "blocking", ck + ["--ckpt-blocking"]))
+        if "ddp" in parts:
+            ddp_out = os.path.join(a.out, "ddp")
+            text = run(["/usr/bin/python3", os.path.join(HERE, "ddp_reference.py"), "--ranks", "4",
+                        "--init", init, "--out", ddp_out, "--steps", str(a.steps)] + model)
+            res["ddp"].append(float(text.split("samples/s")[1].split()[0]))
         print(f"rep {rep + 1}/{a.reps} done", flush=True)
 
     med = lambda xs: statistics.median(xs)
-    one = med([r["samples_per_second"] for r in res["one"]])
-    four = med([r["samples_per_second"] for r in res["four"]])
-    hidden = med([r["allreduce_hidden_fraction"] for r in res["four"]])
-    exposed = med([r["step_seconds"]["exposed_comm"] for r in res["four"]])
-    allreduce = med([r["allreduce_seconds_per_step"] for r in res["four"]])
-    pause_async = med([r["checkpoints"]["pause_seconds"] for r in res["async"]])
-    pause_block = med([r["checkpoints"]["pause_seconds"] for r in res["blocking"]])
-    ddp = med(res["ddp"])
-    ours = losses(os.path.join(a.out, "four", "metrics.csv"))
-    theirs = losses(os.path.join(a.out, "ddp", "metrics.csv"))
-    diff = max(abs(ours[s] - theirs[s]) / max(abs(theirs[s]), 1e-12) for s in theirs)
-    summary = {
-        "samples_per_second_1_rank": one, "samples_per_second_4_ranks": four,
-        "speedup_4_vs_1": four / one,
-        "allreduce_hidden_fraction_4_ranks": hidden,
-        "allreduce_ms_per_step": allreduce * 1e3, "exposed_comm_ms_per_step": exposed * 1e3,
-        "checkpoint_pause_ms_async": pause_async * 1e3, "checkpoint_pause_ms_blocking": pause_block * 1e3,
-        "async_pause_over_blocking": pause_async / pause_block,
-        "ddp_gloo_samples_per_second_4_ranks": ddp, "chorus_over_ddp": four / ddp,
-        "loss_max_relative_difference_vs_ddp": diff, "steps": a.steps, "reps": a.reps,
-        "model": a.model, "load_average": os.getloadavg()[0],
-    }
+    summary = {"steps": a.steps, "reps": a.reps, "model": a.model}
+    if res["four"]:
+        four = med([r["samples_per_second"] for r in res["four"]])
+        summary["samples_per_second_4_ranks"] = four
+        summary["allreduce_hidden_fraction_4_ranks"] = med([r["allreduce_hidden_fraction"] for r in res["four"]])
+        summary["allreduce_ms_per_step"] = 1e3 * med([r["allreduce_seconds_per_step"] for r in res["four"]])
+        summary["exposed_comm_ms_per_step"] = 1e3 * med([r["step_seconds"]["exposed_comm"] for r in res["four"]])
+    if res["one"]:
+        one = med([r["samples_per_second"] for r in res["one"]])
+        summary["samples_per_second_1_rank"] = one
+        summary["speedup_4_vs_1"] = four / one
+    if res["async"]:
+        pause_async = med([r["checkpoints"]["pause_seconds"] for r in res["async"]])
+        pause_block = med([r["checkpoints"]["pause_seconds"] for r in res["blocking"]])
+        summary["checkpoint_pause_ms_async"] = pause_async * 1e3
+        summary["checkpoint_pause_ms_blocking"] = pause_block * 1e3
+        summary["async_pause_over_blocking"] = pause_async / pause_block
+        summary["checkpoint_write_ms_async"] = 1e3 * med([r["checkpoints"]["write_seconds"] for r in res["async"]])
+    if res["ddp"]:
+        ddp = med(res["ddp"])
+        ours = losses(os.path.join(a.out, "four", "metrics.csv"))
+        theirs = losses(os.path.join(a.out, "ddp", "metrics.csv"))
+        summary["ddp_gloo_samples_per_second_4_ranks"] = ddp
+        summary["chorus_over_ddp"] = four / ddp
+        summary["loss_max_relative_difference_vs_ddp"] = max(
+            abs(ours[s] - theirs[s]) / max(abs(theirs[s]), 1e-12) for s in theirs)
+    summary["load_average"] = os.getloadavg()[0]
     with open(os.path.join(a.out, "bench.json"), "w") as f:
         json.dump({"summary": summary, "runs": res}, f, indent=1)
     for k, v in summary.items():

@@ -139,7 +139,7 @@ def rank_main(a):
         os.makedirs(a.out, exist_ok=True)
         with open(os.path.join(a.out, "metrics.csv"), "w") as f:
             w = csv.writer(f)
-            w.writerow(["restart", "step", "loss", "lr", "step_seconds", "held_out_accuracy"])
+            w.writerow(["restart", "step", "loss", "lr", "step_seconds", "held_out"])
             for s, l, t in rows:
                 w.writerow([0, s, f"{l:.6f}", "", f"{t:.6f}", ""])
         print(f"ddp-gloo: {world} ranks, {a.steps} steps, samples/s {a.steps * a.batch * world / seconds:.1f}")

@@ -15,6 +15,15 @@ add_test(NAME trainer_deterministic_choice
 set_tests_properties(trainer_deterministic_choice PROPERTIES LABELS trainer TIMEOUT 120)
 
 if(TARGET chorus-train)
+  # The models' backward passes against finite differences.
+  add_executable(trainer_grad_check ${CMAKE_CURRENT_LIST_DIR}/grad_check.cpp
+    ${PROJECT_SOURCE_DIR}/examples/dp_trainer/mlp.cpp
+    ${PROJECT_SOURCE_DIR}/examples/dp_trainer/transformer.cpp)
+  target_include_directories(trainer_grad_check PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(trainer_grad_check PRIVATE PkgConfig::OPENBLAS)
+  add_test(NAME trainer_grad_check COMMAND trainer_grad_check)
+  set_tests_properties(trainer_grad_check PROPERTIES LABELS trainer TIMEOUT 60)
+
   add_test(NAME trainer_shrink_in_place
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/shrink_in_place.sh
                    $<TARGET_FILE:chorus-run> $<TARGET_FILE:chorus-train>)

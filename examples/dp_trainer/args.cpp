@@ -9,7 +9,8 @@
 namespace trainer {
 namespace {
 
-constexpr const char* kUsage = R"(usage: chorus-train [flags]   (launch with chorus-run -n N, mpirun, or torchrun-style env)
+constexpr const char* kUsage =
+    R"(usage: chorus-train [flags]   (launch with chorus-run -n N, mpirun, or torchrun-style env)
 model and data
   --model mlp|transformer   the MLP classifier on the digits (default), or a tiny
                             decoder-only transformer LM on the texts of /usr/share/common-licenses
@@ -133,13 +134,14 @@ Args parseArgs(int argc, char** argv) {
   }
   if (a.model != "mlp" && a.model != "transformer") usage("--model must be mlp or transformer");
   if (a.layers < 0) a.layers = a.model == "mlp" ? 3 : 2;
-  if (a.hidden < 1 || a.batch < 1 || a.steps < 1 || a.bucketMb <= 0 || a.dim < 1 ||
-      a.heads < 1 || a.context < 2)
+  if (a.hidden < 1 || a.batch < 1 || a.steps < 1 || a.bucketMb <= 0 || a.dim < 1 || a.heads < 1 ||
+      a.context < 2)
     usage("--hidden, --dim, --heads, --context, --batch, --steps and --bucket-mb must be positive");
   if (a.dim % a.heads != 0) usage("--dim must be a multiple of --heads");
   if (a.failAtStep.size() != a.failRank.size())
     usage("--fail-at-step and --fail-rank need as many entries each");
-  if (a.onFailure != "exit" && a.onFailure != "shrink") usage("--on-failure must be exit or shrink");
+  if (a.onFailure != "exit" && a.onFailure != "shrink")
+    usage("--on-failure must be exit or shrink");
   if (a.ckptDir.empty()) a.ckptDir = a.out + "/ckpt";
   o.totalSteps = a.steps;
   return a;

@@ -11,10 +11,10 @@ namespace trainer {
 
 struct Args {
   std::string model = "mlp";
-  std::string data;  // default: the digits python3-sklearn ships
-  int hidden = 1024, layers = -1;  // layers: MLP hidden layers (3) or transformer blocks (2)
+  std::string data;                       // default: the digits python3-sklearn ships
+  int hidden = 1024, layers = -1;         // layers: MLP hidden layers (3) or transformer blocks (2)
   int dim = 64, heads = 4, context = 64;  // transformer
-  int batch = 64;  // per rank
+  int batch = 64;                         // per rank
   int64_t steps = 200;
   OptimizerConfig optimizer;
   uint64_t seed = 1;
@@ -22,7 +22,7 @@ struct Args {
   double bucketMb = 1.0;
   int evalEvery = 50;
   std::string out = "chorus-train-out";
-  std::string ckptDir;  // default <out>/ckpt
+  std::string ckptDir;    // default <out>/ckpt
   int64_t ckptEvery = 0;  // 0: Young-Daly when an MTBF is known, else none
   double mtbf = 0;        // seconds
   int ckptKeep = 3;

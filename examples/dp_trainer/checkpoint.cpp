@@ -90,9 +90,10 @@ bool readHeader(const std::string& path, ShardHeader& h) {
 
 std::string manifestBody(const CheckpointMeta& m, const std::vector<ShardHeader>& shards) {
   std::ostringstream out;
-  out << kManifestHead << "\nstep " << m.step << "\nnranks " << m.nranks << "\nfloats "
-      << m.floats << "\nmodel " << m.model << "\ntime " << std::to_string(m.wallTime) << "\nsampler " << m.sampler.rng << ' '
-      << m.sampler.epoch << ' ' << m.sampler.cursor << ' ' << m.sampler.order.size() << "\norder";
+  out << kManifestHead << "\nstep " << m.step << "\nnranks " << m.nranks << "\nfloats " << m.floats
+      << "\nmodel " << m.model << "\ntime " << std::to_string(m.wallTime) << "\nsampler "
+      << m.sampler.rng << ' ' << m.sampler.epoch << ' ' << m.sampler.cursor << ' '
+      << m.sampler.order.size() << "\norder";
   for (uint32_t i : m.sampler.order) out << ' ' << i;
   out << '\n';
   for (const ShardHeader& h : shards)
@@ -116,12 +117,18 @@ CheckpointMeta parseManifest(const std::string& text, std::vector<ShardHeader>& 
   CheckpointMeta m;
   size_t orderSize = 0;
   while (in >> word) {
-    if (word == "step") in >> m.step;
-    else if (word == "nranks") in >> m.nranks;
-    else if (word == "floats") in >> m.floats;
-    else if (word == "model") in >> m.model;
-    else if (word == "time") in >> m.wallTime;
-    else if (word == "sampler") in >> m.sampler.rng >> m.sampler.epoch >> m.sampler.cursor >> orderSize;
+    if (word == "step")
+      in >> m.step;
+    else if (word == "nranks")
+      in >> m.nranks;
+    else if (word == "floats")
+      in >> m.floats;
+    else if (word == "model")
+      in >> m.model;
+    else if (word == "time")
+      in >> m.wallTime;
+    else if (word == "sampler")
+      in >> m.sampler.rng >> m.sampler.epoch >> m.sampler.cursor >> orderSize;
     else if (word == "order") {
       m.sampler.order.resize(orderSize);
       for (uint32_t& i : m.sampler.order) in >> i;
@@ -136,7 +143,8 @@ CheckpointMeta parseManifest(const std::string& text, std::vector<ShardHeader>& 
     }
     if (!in) throw std::runtime_error("manifest: bad entry '" + word + "'");
   }
-  if (static_cast<int>(shards.size()) != m.nranks) throw std::runtime_error("manifest lists too few shards");
+  if (static_cast<int>(shards.size()) != m.nranks)
+    throw std::runtime_error("manifest lists too few shards");
   return m;
 }
 
@@ -156,8 +164,12 @@ std::vector<std::pair<int64_t, fs::path>> stepDirs(const std::string& dir) {
 
 Checkpointer::Checkpointer(std::string dir, int rank, int nranks, int keep, bool async,
                            Timeline& timeline)
-    : dir_(std::move(dir)), rank_(rank), nranks_(nranks), keep_(std::max(1, keep)),
-      async_(async), timeline_(timeline) {
+    : dir_(std::move(dir)),
+      rank_(rank),
+      nranks_(nranks),
+      keep_(std::max(1, keep)),
+      async_(async),
+      timeline_(timeline) {
   fs::create_directories(dir_);
   if (async_) writer_ = std::thread([this] { loop(); });
 }
@@ -251,8 +263,10 @@ void Checkpointer::loop() {
         error = e.what();
       }
       lock.lock();
-      if (written) owed_.erase(owed_.begin() + static_cast<long>(i));
-      else ++i;
+      if (written)
+        owed_.erase(owed_.begin() + static_cast<long>(i));
+      else
+        ++i;
     }
     if (!error.empty() && error_.empty()) error_ = error;
     if (!error.empty()) owed_.clear();
@@ -278,8 +292,8 @@ void Checkpointer::write(const Job& job) {
   const auto end = Clock::now();
   lastWrite_ = seconds(end - start);
   lastStep_ = job.meta.step;
-  timeline_.add(Timeline::kWriter, "checkpoint write step " + std::to_string(job.meta.step),
-                start, end);
+  timeline_.add(Timeline::kWriter, "checkpoint write step " + std::to_string(job.meta.step), start,
+                end);
 }
 
 bool Checkpointer::completeManifest(const CheckpointMeta& meta, bool wait) {
@@ -302,7 +316,8 @@ bool Checkpointer::completeManifest(const CheckpointMeta& meta, bool wait) {
   const std::string text = body + "crc32 " + std::to_string(crcOf(body.data(), body.size())) + "\n";
   writeAtomically(stepDir + "/manifest.txt", text.data(), text.size(), nullptr, 0);
   prune();
-  timeline_.add(Timeline::kWriter, "manifest step " + std::to_string(meta.step), start, Clock::now());
+  timeline_.add(Timeline::kWriter, "manifest step " + std::to_string(meta.step), start,
+                Clock::now());
   return true;
 }
 
@@ -334,7 +349,8 @@ std::optional<LoadedCheckpoint> Checkpointer::loadNewest(const std::string& dir,
         throw std::runtime_error("made by another model or optimizer (" + c.meta.model + ")");
       c.state.resize(c.meta.floats);
       for (const ShardHeader& want : shards) {
-        const std::string file = (path / shardName(static_cast<int>(want.rank), c.meta.nranks)).string();
+        const std::string file =
+            (path / shardName(static_cast<int>(want.rank), c.meta.nranks)).string();
         std::ifstream shard(file, std::ios::binary);
         ShardHeader h{};
         if (!shard.read(reinterpret_cast<char*>(&h), sizeof h) ||
@@ -343,7 +359,8 @@ std::optional<LoadedCheckpoint> Checkpointer::loadNewest(const std::string& dir,
         if (h.offset != want.offset || h.count != want.count || h.crc != want.crc ||
             h.step != static_cast<uint64_t>(c.meta.step) || h.offset + h.count > c.meta.floats)
           throw std::runtime_error(file + ": header disagrees with the manifest");
-        if (!shard.read(reinterpret_cast<char*>(c.state.data() + h.offset), h.count * sizeof(float)))
+        if (!shard.read(reinterpret_cast<char*>(c.state.data() + h.offset),
+                        h.count * sizeof(float)))
           throw std::runtime_error(file + ": truncated");
         if (crcOf(c.state.data() + h.offset, h.count * sizeof(float)) != h.crc)
           throw std::runtime_error(file + ": checksum mismatch (corrupt)");
@@ -353,7 +370,8 @@ std::optional<LoadedCheckpoint> Checkpointer::loadNewest(const std::string& dir,
       c.path = path.string();
       return c;
     } catch (const std::exception& e) {
-      if (log) std::fprintf(log, "chorus-train: checkpoint %s rejected: %s\n", path.c_str(), e.what());
+      if (log)
+        std::fprintf(log, "chorus-train: checkpoint %s rejected: %s\n", path.c_str(), e.what());
     }
   }
   return std::nullopt;

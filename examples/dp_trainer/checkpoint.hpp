@@ -87,7 +87,7 @@ class Checkpointer {
   Timeline& timeline_;
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::optional<Job> job_;  // waiting for or being written
+  std::optional<Job> job_;    // waiting for or being written
   std::vector<float> spare_;  // the last snapshot's memory, reused: no page faults in the pause
   bool busy_ = false, stop_ = false;
   // Rank 0: steps whose shards were written here but not yet by every rank. The writer

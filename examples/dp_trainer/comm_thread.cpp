@@ -47,9 +47,9 @@ void CommThread::await(chorus::Work& work, const std::string& what) const {
   // bounds the whole wait as well.
   while (!work.wait(std::chrono::milliseconds(200)))
     if (std::chrono::steady_clock::now() > giveUp)
-      throw chorus::Error(chorus::Result::Timeout,
-                          what + " still running after " +
-                              std::to_string(deadline_.count() / 1000) + " s");
+      throw chorus::Error(
+          chorus::Result::Timeout,
+          what + " still running after " + std::to_string(deadline_.count() / 1000) + " s");
 }
 
 void CommThread::shrink(const std::vector<int>& dead) {

@@ -14,6 +14,7 @@
 #include <cblas.h>
 #include <chorus/chorus.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <csignal>
@@ -21,7 +22,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 using namespace trainer;
 
@@ -40,8 +40,8 @@ double measurePeakGemm() {
     std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
     for (int i = 0; i < 4; ++i) {
       const auto t0 = Clock::now();
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n,
-                  b.data(), n, 0.0f, c.data(), n);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
+                  n, 0.0f, c.data(), n);
       best = std::max(best, 2.0 * n * n * n / seconds(Clock::now() - t0));
     }
   }
@@ -114,9 +114,10 @@ int main(int argc, char** argv) {
     Sampler sampler(task->trainSamples(), args.seed ^ 0xda7aULL);
     const auto buckets = makeBuckets(task->groups(), static_cast<size_t>(args.bucketMb * 1e6), 1);
     std::string algorithm;
-    for (const Bucket& b : buckets)
-      algorithm += (algorithm.empty() ? "" : ",") +
-                   comm.algorithmFor("allreduce", b.end - b.begin, chorus::DataType::Float32);
+    for (const Bucket& b : buckets) {
+      if (!algorithm.empty()) algorithm += ',';
+      algorithm += comm.algorithmFor("allreduce", b.end - b.begin, chorus::DataType::Float32);
+    }
 
     CommThread ct(std::move(comm), std::chrono::seconds(args.timeoutS));
     if (lead) std::filesystem::create_directories(args.out);
@@ -145,13 +146,16 @@ int main(int argc, char** argv) {
       Sampler::State s{found[4], found[2], found[3], std::vector<uint32_t>(found[5])};
       std::vector<float> state(P + opt.state().size());
       if (lead) {
-        if (loaded->state.size() != state.size()) throw std::runtime_error("checkpoint size mismatch");
+        if (loaded->state.size() != state.size())
+          throw std::runtime_error("checkpoint size mismatch");
         state = loaded->state;
         s.order = loaded->meta.sampler.order;
       }
       ct.run([&](chorus::Communicator& c) {
-        chorus::Work a = c.broadcast(state.data(), state.data(), state.size(), chorus::DataType::Float32, 0);
-        chorus::Work b = c.broadcast(s.order.data(), s.order.data(), s.order.size(), chorus::DataType::Uint32, 0);
+        chorus::Work a =
+            c.broadcast(state.data(), state.data(), state.size(), chorus::DataType::Float32, 0);
+        chorus::Work b = c.broadcast(s.order.data(), s.order.data(), s.order.size(),
+                                     chorus::DataType::Uint32, 0);
         ct.await(a, "broadcast of the checkpoint");
         ct.await(b, "broadcast of the data order");
       });
@@ -212,8 +216,9 @@ int main(int argc, char** argv) {
       const bool failNow = failure.step == step && failure.rank == launchRank;
       const auto t0 = Clock::now();
       sampler.nextBatch(static_cast<size_t>(globalBatch), batchIdx);
-      grads[P] = task->forward(params.data(), std::span<const uint32_t>(batchIdx).subspan(
-                                                  static_cast<size_t>(rank) * args.batch, args.batch));
+      grads[P] =
+          task->forward(params.data(), std::span<const uint32_t>(batchIdx).subspan(
+                                           static_cast<size_t>(rank) * args.batch, args.batch));
       const auto t1 = Clock::now();
       sync.begin(grads.data());
       task->backward(params.data(), grads.data(), [&](int layer) {
@@ -267,25 +272,27 @@ int main(int argc, char** argv) {
       loss = grads[P];
       double pause = 0;
       if ((every > 0 && (step + 1) % every == 0 && step + 1 < args.steps) || step == measureAt) {
-        CheckpointMeta meta{step + 1, nranks, P + opt.state().size(), fingerprint,
-                            sampler.state(), unixNow()};
+        CheckpointMeta meta{step + 1,    nranks,          P + opt.state().size(),
+                            fingerprint, sampler.state(), unixNow()};
         pause = ckpt->save(meta, params, opt.state());
         ++checkpoints;
         if (step == measureAt) {  // Young-Daly from this save's measured cost
           ckpt->drain();
-          double cost[3] = {pause, ckpt->lastWriteSeconds(),
-                            seconds(Clock::now() - loopStart) / static_cast<double>(step + 1 - start)};
+          double cost[3] = {
+              pause, ckpt->lastWriteSeconds(),
+              seconds(Clock::now() - loopStart) / static_cast<double>(step + 1 - start)};
           ct.allReduce(cost, 3, chorus::RedOp::Max);
           const double interval = std::max(std::sqrt(2 * cost[0] * mtbf), cost[1]);
           every = std::max<int64_t>(1, std::llround(interval / cost[2]));
           char why[400];
-          std::snprintf(why, sizeof why,
-                        "every %lld steps (%.3f s): Young-Daly sqrt(2 x %.4f s pause x %.0f s MTBF%s) "
-                        "= %.3f s, at least the %.4f s background write; a blocking save "
-                        "(%.4f s) would give %.3f s",
-                        static_cast<long long>(every), interval, cost[0], mtbf,
-                        args.mtbf > 0 ? "" : " from failures seen", std::sqrt(2 * cost[0] * mtbf),
-                        cost[1], cost[0] + cost[1], std::sqrt(2 * (cost[0] + cost[1]) * mtbf));
+          std::snprintf(
+              why, sizeof why,
+              "every %lld steps (%.3f s): Young-Daly sqrt(2 x %.4f s pause x %.0f s MTBF%s) "
+              "= %.3f s, at least the %.4f s background write; a blocking save "
+              "(%.4f s) would give %.3f s",
+              static_cast<long long>(every), interval, cost[0], mtbf,
+              args.mtbf > 0 ? "" : " from failures seen", std::sqrt(2 * cost[0] * mtbf), cost[1],
+              cost[0] + cost[1], std::sqrt(2 * (cost[0] + cost[1]) * mtbf));
           policy = why;
           if (lead) std::fprintf(stderr, "chorus-train: checkpoint %s\n", why);
         }
@@ -305,8 +312,8 @@ int main(int argc, char** argv) {
       if (evalNow) heldOut = task->evaluate(params.data());
       if (lead) {
         jobLog.progress(step + 1, unixNow());
-        std::fprintf(metrics, "%d,%lld,%.6f,%.6g,%.6f,%s\n", attempt, static_cast<long long>(step + 1),
-                     loss, opt.lrAt(step), seconds(t5 - t0),
+        std::fprintf(metrics, "%d,%lld,%.6f,%.6g,%.6f,%s\n", attempt,
+                     static_cast<long long>(step + 1), loss, opt.lrAt(step), seconds(t5 - t0),
                      evalNow ? std::to_string(heldOut).c_str() : "");
         if (!args.quiet && evalNow)
           std::printf("step %lld loss %.4f held-out %s %.4f\n", static_cast<long long>(step + 1),

@@ -17,7 +17,8 @@ Optimizer::Optimizer(OptimizerConfig config, size_t parameters)
 
 float Optimizer::lrAt(int64_t step) const {
   const double base = config_.lr;
-  if (step < config_.warmupSteps) return static_cast<float>(base * (step + 1) / config_.warmupSteps);
+  if (step < config_.warmupSteps)
+    return static_cast<float>(base * (step + 1) / config_.warmupSteps);
   if (config_.decay == "none") return static_cast<float>(base);
   const double span = std::max<int64_t>(1, config_.totalSteps - config_.warmupSteps);
   const double t = std::min(1.0, static_cast<double>(step - config_.warmupSteps) / span);

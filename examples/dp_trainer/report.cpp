@@ -28,7 +28,7 @@ void JobLog::load() {
 void JobLog::resumed(int attempt, int64_t step, double ckptTime, double now) {
   load();
   if (jobStart_ == 0) jobStart_ = ckptTime > 0 ? ckptTime : now;  // no log
-  if (ckptTime == 0) ckptTime = jobStart_;  // resumed from nothing
+  if (ckptTime == 0) ckptTime = jobStart_;                        // resumed from nothing
   LostWork l;
   l.attempt = attempt;
   l.resumedFrom = step;
@@ -53,17 +53,19 @@ void JobLog::progress(int64_t step, double now) {
 std::string RunReport::json() const {
   std::ostringstream o;
   o.precision(6);
-  o << "{\n  \"ranks\": " << nranks << ",\n  \"attempt\": " << attempt << ",\n  \"steps\": " << steps
-    << ",\n  \"start_step\": " << startStep << ",\n  \"steps_run\": " << stepsRun
-    << ",\n  \"global_batch\": " << globalBatch << ",\n  \"parameters\": " << parameters
-    << ",\n  \"flops_per_sample\": " << flopsPerSample << ",\n  \"seconds\": " << seconds
-    << ",\n  \"samples_per_second\": " << samplesPerSecond
+  o << "{\n  \"ranks\": " << nranks << ",\n  \"attempt\": " << attempt
+    << ",\n  \"steps\": " << steps << ",\n  \"start_step\": " << startStep
+    << ",\n  \"steps_run\": " << stepsRun << ",\n  \"global_batch\": " << globalBatch
+    << ",\n  \"parameters\": " << parameters << ",\n  \"flops_per_sample\": " << flopsPerSample
+    << ",\n  \"seconds\": " << seconds << ",\n  \"samples_per_second\": " << samplesPerSecond
     << ",\n  \"step_seconds\": {\"total\": " << stepSeconds << ", \"compute\": " << computeSeconds
     << ", \"exposed_comm\": " << exposedCommSeconds
-    << ", \"checkpoint_pause\": " << checkpointPauseSeconds << "},\n  \"allreduce_seconds_per_step\": "
-    << allReduceSeconds << ",\n  \"allreduce_hidden_fraction\": " << hiddenFraction
-    << ",\n  \"allreduce_algorithm\": \"" << algorithm << "\",\n  \"checkpoints\": {\"count\": "
-    << checkpoints << ", \"pause_seconds\": " << pausePerCheckpoint
+    << ", \"checkpoint_pause\": " << checkpointPauseSeconds
+    << "},\n  \"allreduce_seconds_per_step\": " << allReduceSeconds
+    << ",\n  \"allreduce_hidden_fraction\": " << hiddenFraction
+    << ",\n  \"allreduce_algorithm\": \"" << algorithm
+    << "\",\n  \"checkpoints\": {\"count\": " << checkpoints
+    << ", \"pause_seconds\": " << pausePerCheckpoint
     << ", \"write_seconds\": " << writePerCheckpoint << ", \"policy\": \"" << checkpointPolicy
     << "\"},\n  \"peak_gemm_flops\": " << peakFlops << ",\n  \"achieved_flops\": " << achievedFlops
     << ",\n  \"mfu\": " << mfu << ",\n  \"elapsed_seconds\": " << elapsedSeconds
@@ -71,8 +73,9 @@ std::string RunReport::json() const {
     << ",\n  \"effective_training_time\": " << effectiveTrainingTime << ",\n  \"failures\": [";
   for (size_t i = 0; i < lost.size(); ++i)
     o << (i ? ", " : "") << "{\"restart\": " << lost[i].attempt
-      << ", \"furthest_step\": " << lost[i].furthestStep << ", \"resumed_from\": "
-      << lost[i].resumedFrom << ", \"lost_steps\": " << lost[i].furthestStep - lost[i].resumedFrom
+      << ", \"furthest_step\": " << lost[i].furthestStep
+      << ", \"resumed_from\": " << lost[i].resumedFrom
+      << ", \"lost_steps\": " << lost[i].furthestStep - lost[i].resumedFrom
       << ", \"lost_seconds\": " << lost[i].lostSeconds << "}";
   o << "],\n  \"shrinks\": [";
   for (size_t i = 0; i < shrinks.size(); ++i) {
@@ -82,40 +85,44 @@ std::string RunReport::json() const {
       << ", \"shrink_seconds\": " << shrinks[i].shrinkSeconds
       << ", \"ranks_after\": " << shrinks[i].ranksAfter << "}";
   }
-  o << "],\n  \"final_loss\": " << finalLoss << ",\n  \"held_out_" << heldOutMetric << "\": " << heldOut
-    << "\n}\n";
+  o << "],\n  \"final_loss\": " << finalLoss << ",\n  \"held_out_" << heldOutMetric
+    << "\": " << heldOut << "\n}\n";
   return o.str();
 }
 
 void RunReport::printTable(FILE* out) const {
-  std::fprintf(out,
-               "chorus-train: %d ranks, steps %lld..%lld, global batch %lld, %.0f parameters\n"
-               "  samples/s           %10.1f\n"
-               "  step time (ms)      %10.3f = compute %.3f + exposed comm %.3f + checkpoint pause %.3f\n"
-               "  all-reduce (ms)     %10.3f per step, %.1f%% hidden behind backward (%s)\n"
-               "  checkpoints         %10d  pause %.3f ms, write %.3f ms each; %s\n"
-               "  MFU                 %9.1f%%  (%.2f GFLOP/s of %.2f measured peak GEMM)\n"
-               "  effective training  %9.1f%%  (useful %.2f s of %.2f s elapsed)\n",
-               nranks, static_cast<long long>(startStep), static_cast<long long>(steps),
-               static_cast<long long>(globalBatch), parameters, samplesPerSecond,
-               stepSeconds * 1e3, computeSeconds * 1e3, exposedCommSeconds * 1e3,
-               checkpointPauseSeconds * 1e3, allReduceSeconds * 1e3, hiddenFraction * 100,
-               algorithm.c_str(), checkpoints, pausePerCheckpoint * 1e3,
-               writePerCheckpoint * 1e3, checkpointPolicy.c_str(), mfu * 100,
-               achievedFlops / 1e9, peakFlops / 1e9, effectiveTrainingTime * 100, usefulSeconds,
-               elapsedSeconds);
+  std::fprintf(
+      out,
+      "chorus-train: %d ranks, steps %lld..%lld, global batch %lld, %.0f parameters\n"
+      "  samples/s           %10.1f\n"
+      "  step time (ms)      %10.3f = compute %.3f + exposed comm %.3f + checkpoint pause %.3f\n"
+      "  all-reduce (ms)     %10.3f per step, %.1f%% hidden behind backward (%s)\n"
+      "  checkpoints         %10d  pause %.3f ms, write %.3f ms each; %s\n"
+      "  MFU                 %9.1f%%  (%.2f GFLOP/s of %.2f measured peak GEMM)\n"
+      "  effective training  %9.1f%%  (useful %.2f s of %.2f s elapsed)\n",
+      nranks, static_cast<long long>(startStep), static_cast<long long>(steps),
+      static_cast<long long>(globalBatch), parameters, samplesPerSecond, stepSeconds * 1e3,
+      computeSeconds * 1e3, exposedCommSeconds * 1e3, checkpointPauseSeconds * 1e3,
+      allReduceSeconds * 1e3, hiddenFraction * 100, algorithm.c_str(), checkpoints,
+      pausePerCheckpoint * 1e3, writePerCheckpoint * 1e3, checkpointPolicy.c_str(), mfu * 100,
+      achievedFlops / 1e9, peakFlops / 1e9, effectiveTrainingTime * 100, usefulSeconds,
+      elapsedSeconds);
   for (const LostWork& l : lost)
-    std::fprintf(out, "  failure -> restart %d: reached step %lld, resumed from %lld, lost %lld steps, %.2f s\n",
-                 l.attempt, static_cast<long long>(l.furthestStep),
-                 static_cast<long long>(l.resumedFrom),
-                 static_cast<long long>(l.furthestStep - l.resumedFrom), l.lostSeconds);
+    std::fprintf(
+        out,
+        "  failure -> restart %d: reached step %lld, resumed from %lld, lost %lld steps, %.2f s\n",
+        l.attempt, static_cast<long long>(l.furthestStep), static_cast<long long>(l.resumedFrom),
+        static_cast<long long>(l.furthestStep - l.resumedFrom), l.lostSeconds);
   for (const Shrink& s : shrinks)
-    std::fprintf(out, "  failure at step %lld -> shrank to %d ranks in %.3f s (error %.3f s after the kill)\n",
-                 static_cast<long long>(s.step), s.ranksAfter, s.shrinkSeconds, s.detectSeconds);
+    std::fprintf(
+        out,
+        "  failure at step %lld -> shrank to %d ranks in %.3f s (error %.3f s after the kill)\n",
+        static_cast<long long>(s.step), s.ranksAfter, s.shrinkSeconds, s.detectSeconds);
   if (heldOutMetric == "accuracy")
     std::fprintf(out, "  final loss %.4f, held-out accuracy %.2f%%\n", finalLoss, heldOut * 100);
   else
-    std::fprintf(out, "  final loss %.4f, held-out %s %.3f\n", finalLoss, heldOutMetric.c_str(), heldOut);
+    std::fprintf(out, "  final loss %.4f, held-out %s %.3f\n", finalLoss, heldOutMetric.c_str(),
+                 heldOut);
 }
 
 }  // namespace trainer

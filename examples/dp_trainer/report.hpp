@@ -39,8 +39,8 @@ class JobLog {
 };
 
 struct Shrink {
-  int64_t step = 0;        // the step in which the survivors saw the failure
-  std::vector<int> dead;   // in the numbering before the shrink
+  int64_t step = 0;           // the step in which the survivors saw the failure
+  std::vector<int> dead;      // in the numbering before the shrink
   double detectSeconds = -1;  // from the kill to the error (-1: unknown)
   double shrinkSeconds = 0;   // shrink() and the state broadcast
   int ranksAfter = 0;
@@ -51,7 +51,7 @@ struct RunReport {
   int64_t steps = 0, startStep = 0, stepsRun = 0;
   int64_t globalBatch = 0;
   double parameters = 0, flopsPerSample = 0;
-  double seconds = 0;         // this attempt's training loop
+  double seconds = 0;  // this attempt's training loop
   double samplesPerSecond = 0;
   // per step, averaged over steps and ranks
   double stepSeconds = 0, computeSeconds = 0, exposedCommSeconds = 0, allReduceSeconds = 0,

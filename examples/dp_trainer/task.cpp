@@ -54,8 +54,8 @@ class MlpTask : public Task {
   const char* metricName() const override { return "accuracy"; }
   std::string fingerprint() const override {
     std::string f = "mlp";
-    for (const Mlp::Layer& l : model_.layers()) f += ":" + std::to_string(l.in);
-    return f + ":" + std::to_string(model_.layers().back().out);
+    for (const Mlp::Layer& l : model_.layers()) f.append(":").append(std::to_string(l.in));
+    return f.append(":").append(std::to_string(model_.layers().back().out));
   }
 
  private:
@@ -126,7 +126,8 @@ class LmTask : public Task {
     std::vector<uint32_t> chunk;
     for (size_t w = 0; w < windows; w += 16) {
       chunk.clear();
-      for (size_t k = w; k < std::min(windows, w + 16); ++k) chunk.push_back(static_cast<uint32_t>(k));
+      for (size_t k = w; k < std::min(windows, w + 16); ++k)
+        chunk.push_back(static_cast<uint32_t>(k));
       gather(test_, chunk);
       loss += model_.forward(params, tokens_.data(), static_cast<int>(chunk.size())) * chunk.size();
     }

@@ -16,9 +16,7 @@ constexpr float kLnEps = 1e-5f;
 
 // GELU, tanh form (GPT-2), and its derivative.
 constexpr float kGeluC = 0.7978845608f;  // sqrt(2 / pi)
-float gelu(float x) {
-  return 0.5f * x * (1.0f + std::tanh(kGeluC * (x + 0.044715f * x * x * x)));
-}
+float gelu(float x) { return 0.5f * x * (1.0f + std::tanh(kGeluC * (x + 0.044715f * x * x * x))); }
 float geluGrad(float x) {
   const float t = std::tanh(kGeluC * (x + 0.044715f * x * x * x));
   return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluC * (1.0f + 3 * 0.044715f * x * x);
@@ -27,18 +25,21 @@ float geluGrad(float x) {
 // y[n x out] = x[n x in] W^T + b   (W is out x in)
 void linear(const float* x, int n, int in, int out, const float* w, const float* b, float* y) {
   for (int r = 0; r < n; ++r) std::copy(b, b + out, y + static_cast<size_t>(r) * out);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, 1.0f, y, out);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, 1.0f, y,
+              out);
 }
 
 // dW = dy^T x, db = column sums of dy, dx = dy W (when dx is given).
 void linearBackward(const float* x, const float* dy, int n, int in, int out, const float* w,
                     float* dw, float* db, float* dx) {
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, dy, out, x, in, 0.0f, dw, in);
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, dy, out, x, in, 0.0f, dw,
+              in);
   std::fill(db, db + out, 0.0f);
   for (int r = 0; r < n; ++r)
     for (int c = 0; c < out; ++c) db[c] += dy[static_cast<size_t>(r) * out + c];
   if (dx)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, dy, out, w, in, 0.0f,
+                dx, in);
 }
 
 void layerNorm(const float* x, int n, int d, const float* g, const float* b, float* y, float* mean,
@@ -122,7 +123,8 @@ void Transformer::initialize(float* p, uint64_t seed) const {
   SplitMix64 rng{seed};
   const double a = 0.02 * std::sqrt(3.0);  // uniform with std 0.02, as GPT-2's normal
   auto fill = [&](size_t at, size_t n, double scale) {
-    for (size_t i = 0; i < n; ++i) p[at + i] = static_cast<float>((2 * rng.uniform() - 1) * a * scale);
+    for (size_t i = 0; i < n; ++i)
+      p[at + i] = static_cast<float>((2 * rng.uniform() - 1) * a * scale);
   };
   auto set = [&](size_t at, size_t n, float v) { std::fill(p + at, p + at + n, v); };
   const size_t d = c_.dim;
@@ -205,15 +207,16 @@ float Transformer::forward(const float* p, const int* tokens, int batch) {
   x_.assign(static_cast<size_t>(n) * d, 0.0f);
   for (int r = 0; r < n; ++r)
     for (int i = 0; i < d; ++i)
-      x_[static_cast<size_t>(r) * d + i] =
-          p[wte_ + static_cast<size_t>(inputs_[r]) * d + i] + p[wpe_ + static_cast<size_t>(r % T) * d + i];
+      x_[static_cast<size_t>(r) * d + i] = p[wte_ + static_cast<size_t>(inputs_[r]) * d + i] +
+                                           p[wpe_ + static_cast<size_t>(r % T) * d + i];
   for (int l = 0; l < c_.layers; ++l) {
     const Block& B = blocks_[l];
     BlockCache& k = cache_[l];
     const size_t nd = static_cast<size_t>(n) * d;
     k.in = x_;
     k.ln1.resize(nd), k.mean1.resize(n), k.rstd1.resize(n);
-    layerNorm(k.in.data(), n, d, p + B.ln1g, p + B.ln1b, k.ln1.data(), k.mean1.data(), k.rstd1.data());
+    layerNorm(k.in.data(), n, d, p + B.ln1g, p + B.ln1b, k.ln1.data(), k.mean1.data(),
+              k.rstd1.data());
     k.qkv.resize(3 * nd);
     linear(k.ln1.data(), n, d, 3 * d, p + B.wqkv, p + B.bqkv, k.qkv.data());
     k.probs.resize(static_cast<size_t>(batch) * H * T * T), k.att.resize(nd);
@@ -222,7 +225,8 @@ float Transformer::forward(const float* p, const int* tokens, int batch) {
     linear(k.att.data(), n, d, d, p + B.wo, p + B.bo, k.mid.data());
     for (size_t i = 0; i < nd; ++i) k.mid[i] += k.in[i];
     k.ln2.resize(nd), k.mean2.resize(n), k.rstd2.resize(n);
-    layerNorm(k.mid.data(), n, d, p + B.ln2g, p + B.ln2b, k.ln2.data(), k.mean2.data(), k.rstd2.data());
+    layerNorm(k.mid.data(), n, d, p + B.ln2g, p + B.ln2b, k.ln2.data(), k.mean2.data(),
+              k.rstd2.data());
     k.h.resize(4 * nd), k.hAct.resize(4 * nd);
     linear(k.ln2.data(), n, d, 4 * d, p + B.w1, p + B.b1, k.h.data());
     for (size_t i = 0; i < 4 * nd; ++i) k.hAct[i] = gelu(k.h[i]);
@@ -253,9 +257,10 @@ void Transformer::backward(const float* p, float* g, const std::function<void(in
   for (int r = 0; r < n; ++r) dLogits[static_cast<size_t>(r) * V + targets_[r]] -= 1.0f;
   for (float& v : dLogits) v /= static_cast<float>(n);
   std::vector<float> dLnf(nd), dX(nd, 0.0f);
-  linearBackward(lnf_.data(), dLogits.data(), n, d, V, p + head_, g + head_, g + bhead_, dLnf.data());
-  layerNormBackward(x_.data(), dLnf.data(), n, d, p + lnfg_, meanf_.data(), rstdf_.data(), g + lnfg_,
-                    g + lnfb_, dX.data());
+  linearBackward(lnf_.data(), dLogits.data(), n, d, V, p + head_, g + head_, g + bhead_,
+                 dLnf.data());
+  layerNormBackward(x_.data(), dLnf.data(), n, d, p + lnfg_, meanf_.data(), rstdf_.data(),
+                    g + lnfg_, g + lnfb_, dX.data());
   ready(c_.layers + 1);
   std::vector<float> dH(4 * nd), dLn(nd), dAtt(nd), dQkv(3 * nd);
   for (int l = c_.layers - 1; l >= 0; --l) {
@@ -269,7 +274,8 @@ void Transformer::backward(const float* p, float* g, const std::function<void(in
                       g + B.ln2g, g + B.ln2b, dMid.data());
     linearBackward(k.att.data(), dMid.data(), n, d, d, p + B.wo, g + B.wo, g + B.bo, dAtt.data());
     attentionBackward(k.qkv.data(), k.probs.data(), dAtt.data(), dQkv.data());
-    linearBackward(k.ln1.data(), dQkv.data(), n, d, 3 * d, p + B.wqkv, g + B.wqkv, g + B.bqkv, dLn.data());
+    linearBackward(k.ln1.data(), dQkv.data(), n, d, 3 * d, p + B.wqkv, g + B.wqkv, g + B.bqkv,
+                   dLn.data());
     dX = dMid;
     layerNormBackward(k.in.data(), dLn.data(), n, d, p + B.ln1g, k.mean1.data(), k.rstd1.data(),
                       g + B.ln1g, g + B.ln1b, dX.data());

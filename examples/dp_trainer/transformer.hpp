@@ -37,7 +37,8 @@ class Transformer {
     std::vector<float> in, ln1, mean1, rstd1, qkv, probs, att, mid, ln2, mean2, rstd2, h, hAct;
   };
   void attention(const float* qkv, float* out, float* probs) const;
-  void attentionBackward(const float* qkv, const float* probs, const float* dOut, float* dQkv) const;
+  void attentionBackward(const float* qkv, const float* probs, const float* dOut,
+                         float* dQkv) const;
 
   Config c_;
   size_t wte_ = 0, wpe_ = 0, lnfg_ = 0, lnfb_ = 0, head_ = 0, bhead_ = 0, total_ = 0;

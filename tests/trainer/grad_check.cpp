@@ -21,7 +21,8 @@ constexpr int kSlices = 4;
 int check(const char* name, std::vector<float> params,
           const std::vector<std::pair<size_t, size_t>>& groups,
           const std::function<float(const std::vector<float>&)>& loss,
-          const std::function<void(const std::vector<float>&, std::vector<float>&, std::vector<int>&)>& grad) {
+          const std::function<void(const std::vector<float>&, std::vector<float>&,
+                                   std::vector<int>&)>& grad) {
   std::vector<float> g(params.size(), 0.0f);
   std::vector<int> readyOrder;
   grad(params, g, readyOrder);
@@ -57,8 +58,8 @@ int check(const char* name, std::vector<float> params,
     const double noise = 4 * std::abs(lossPlus) * FLT_EPSILON / (2.0 * eps);
     const double err = std::abs(numeric - predicted) / std::max(1e-3, std::abs(numeric));
     const bool ok = std::abs(numeric - predicted) <= 0.02 * std::abs(numeric) + noise;
-    std::printf("%s group %zu slice %zu: analytic %.6g numeric %.6g (%.2g%%) %s\n", name, k / kSlices, k % kSlices, predicted,
-                numeric, err * 100, ok ? "ok" : "WRONG");
+    std::printf("%s group %zu slice %zu: analytic %.6g numeric %.6g (%.2g%%) %s\n", name,
+                k / kSlices, k % kSlices, predicted, numeric, err * 100, ok ? "ok" : "WRONG");
     bad += !ok;
   }
   return bad;
@@ -80,7 +81,9 @@ int main() {
     for (const auto& l : mlp.layers()) groups.emplace_back(l.w, l.end());
     bad += check(
         "mlp", p, groups,
-        [&](const std::vector<float>& q) { return mlp.forward(q.data(), x.data(), y.data(), 4, nullptr); },
+        [&](const std::vector<float>& q) {
+          return mlp.forward(q.data(), x.data(), y.data(), 4, nullptr);
+        },
         [&](const std::vector<float>& q, std::vector<float>& g, std::vector<int>& order) {
           mlp.forward(q.data(), x.data(), y.data(), 4, nullptr);
           mlp.backward(q.data(), g.data(), [&](int l) { order.push_back(l); });

@@ -56,20 +56,20 @@ def main():
     fig, ax = plt.subplots(figsize=(7, 4))
     steps = [int(r["step"]) for r in rows]
     secs = [float(r["step_seconds"]) for r in rows]
-    if batch:
-        ax.plot(steps, [batch / s for s in secs])
-        ax.set_ylabel("samples/s")
-    else:
-        ax.plot(steps, [s * 1e3 for s in secs])
-        ax.set_ylabel("step time (ms)")
+    values = [batch / s for s in secs] if batch else [s * 1e3 for s in secs]
+    ax.plot(steps, values, alpha=0.35, label="per step")
+    window = 15  # a running median: single steps are noisy on shared cores
+    smooth = [sorted(values[max(0, i - window + 1): i + 1])[len(values[max(0, i - window + 1): i + 1]) // 2]
+              for i in range(len(values))]
+    ax.plot(steps, smooth, label=f"median of {window}")
+    ax.set_ylabel("samples/s" if batch else "step time (ms)")
     restarts = sorted({int(r["restart"]) for r in rows})
     for k in restarts[1:]:
         first = min(int(r["step"]) for r in rows if int(r["restart"]) == k)
         ax.axvline(first, color="red", linestyle=":", label=f"resumed (restart {k})")
     ax.set_xlabel("step")
     ax.set_title(f"throughput, {report.get('ranks', '?')} ranks")
-    if len(restarts) > 1:
-        ax.legend()
+    ax.legend()
     fig.tight_layout()
     fig.savefig(os.path.join(a.out, "throughput.png"), dpi=120)
     print("wrote", os.path.join(a.out, "loss.png"), "and", os.path.join(a.out, "throughput.png"))

@@ -40,7 +40,7 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--out", default="/tmp/chorus-train-bench")
     p.add_argument("--model", default="--hidden 1024 --layers 3 --batch 64")
-    p.add_argument("--parts", default="scaling,ckpt,ddp", help="any of scaling,ckpt,ddp")
+    p.add_argument("--parts", default="scaling,ckpt,ddp,curve", help="any of scaling,ckpt,ddp,curve")
     a = p.parse_args()
     launcher = os.path.join(a.build, "tools/chorus-run")
     trainer = os.path.join(a.build, "examples/dp_trainer/chorus-train")
@@ -48,15 +48,21 @@ def main():
     common = model + ["--steps", str(a.steps), "--eval-every", "0", "--quiet"]
     os.makedirs(a.out, exist_ok=True)
 
-    def train(n, name, extra=()):
+    pauses = {"async": [], "blocking": []}  # every rank's every checkpoint pause (trace)
+
+    def train(n, name, extra=(), args=None):
         out = os.path.join(a.out, name)
         run(["rm", "-rf", out])
-        run([launcher, "-n", str(n), "--timeout", "900", trainer] + common + ["--out", out] + list(extra))
+        run([launcher, "-n", str(n), "--timeout", "900", trainer] + (args or common) + ["--out", out] + list(extra))
+        if name in pauses:
+            with open(os.path.join(out, "trace.json")) as f:
+                pauses[name] += [e["dur"] / 1e3 for e in json.load(f)["traceEvents"]
+                                 if e.get("name") == "checkpoint pause"]
         with open(os.path.join(out, "report.json")) as f:
             return json.load(f)
 
     init = os.path.join(a.out, "init.bin")
-    res = {"one": [], "four": [], "async": [], "blocking": [], "ddp": [], "chorus4": []}
+    res = {"one": [], "four": [], "async": [], "blocking": [], "ddp": []}
     parts = a.parts.split(",")
     for rep in range(a.reps):
         if "scaling" in parts or "ddp" in parts:
@@ -67,6 +73,13 @@ def main():
             ck = ["--ckpt-every", str(max(1, a.steps // 4))]
             res["async"].append(train(4, "async", ck))
             res["blocking"].append(train(4, "blocking", ck + ["--ckpt-blocking"]))
+        if "curve" in parts and rep == 0:  # a longer loss curve, smaller model
+            curve = ["--hidden", "256", "--layers", "2", "--batch", "32", "--steps", "300",
+                     "--eval-every", "0", "--quiet", "--dump-init", init + ".curve"]
+            res["curve"] = train(4, "curve", args=curve)
+            run(["/usr/bin/python3", os.path.join(HERE, "ddp_reference.py"), "--ranks", "4",
+                 "--init", init + ".curve", "--out", os.path.join(a.out, "curve-ddp"), "--hidden", "256",
+                 "--layers", "2", "--batch", "32", "--steps", "300"])
         if "ddp" in parts:
             ddp_out = os.path.join(a.out, "ddp")
             text = run(["/usr/bin/python3", os.path.join(HERE, "ddp_reference.py"), "--ranks", "4",
@@ -92,6 +105,9 @@ def main():
         summary["checkpoint_pause_ms_async"] = pause_async * 1e3
         summary["checkpoint_pause_ms_blocking"] = pause_block * 1e3
         summary["async_pause_over_blocking"] = pause_async / pause_block
+        summary["checkpoint_pause_ms_async_all_median"] = statistics.median(pauses["async"])
+        summary["checkpoint_pause_ms_async_all_min"] = min(pauses["async"])
+        summary["checkpoint_pause_ms_blocking_all_median"] = statistics.median(pauses["blocking"])
         summary["checkpoint_write_ms_async"] = 1e3 * med([r["checkpoints"]["write_seconds"] for r in res["async"]])
     if res["ddp"]:
         ddp = med(res["ddp"])
@@ -101,6 +117,15 @@ def main():
         summary["chorus_over_ddp"] = four / ddp
         summary["loss_max_relative_difference_vs_ddp"] = max(
             abs(ours[s] - theirs[s]) / max(abs(theirs[s]), 1e-12) for s in theirs)
+    if "curve" in res:
+        ours = losses(os.path.join(a.out, "curve", "metrics.csv"))
+        theirs = losses(os.path.join(a.out, "curve-ddp", "metrics.csv"))
+        rel = [abs(ours[s] - theirs[s]) / max(abs(theirs[s]), 1e-12) for s in sorted(theirs)]
+        summary["curve_steps"] = len(rel)
+        summary["curve_loss_max_relative_difference"] = max(rel)
+        summary["curve_loss_median_relative_difference"] = statistics.median(rel)
+        summary["curve_final_loss_chorus"] = ours[max(ours)]
+        summary["curve_final_loss_ddp"] = theirs[max(theirs)]
     summary["load_average"] = os.getloadavg()[0]
     with open(os.path.join(a.out, "bench.json"), "w") as f:
         json.dump({"summary": summary, "runs": res}, f, indent=1)

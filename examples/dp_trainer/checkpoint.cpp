@@ -1,6 +1,7 @@
 #include "checkpoint.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -231,6 +232,9 @@ void Checkpointer::drain() {
 }
 
 void Checkpointer::loop() {
+  // Below the training thread: on busy cores the write must not take the CPU from it
+  // (a thread's own nice value, Linux).
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
   std::unique_lock lock(mutex_);
   for (;;) {
     // Poll for owed manifests every few ms; otherwise sleep until there is a job.

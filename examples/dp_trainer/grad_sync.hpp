@@ -36,6 +36,8 @@ class GradSync {
   double finish();
   // After finish() threw: waits out the step's other buckets, ignoring their errors.
   void abandon();
+  // Buckets of this step whose all-reduce has been started.
+  size_t started() const { return inFlight_.size(); }
   // Seconds the all-reduces of the last step ran, end to end, summed over buckets.
   double lastAllReduceSeconds() const { return allReduceSeconds_; }
 

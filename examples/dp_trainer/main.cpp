@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
       sync.begin(grads.data());
       task->backward(params.data(), grads.data(), [&](int layer) {
         sync.layerReady(layer);
-        if (failNow) {  // mid-backward, with the first bucket's all-reduce under way
+        if (failNow && sync.started() > 0) {  // mid-backward, the first all-reduce in flight
           std::fprintf(stderr, "chorus-train: rank %d: injected failure at step %lld: SIGKILL\n",
                        rank, static_cast<long long>(step));
           std::fflush(stderr);

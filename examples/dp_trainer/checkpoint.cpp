@@ -188,20 +188,10 @@ double Checkpointer::save(const CheckpointMeta& meta, std::span<const float> par
                           std::span<const float> optimizer) {
   const auto start = Clock::now();
   const uint64_t n = params.size() + optimizer.size();
-  const uint64_t lo = n * rank_ / nranks_, hi = n * (rank_ + 1) / nranks_;
-  auto slice = [&](std::vector<float>& out) {  // [lo, hi) of params ++ optimizer
-    out.resize(hi - lo);
-    for (uint64_t i = lo; i < hi;) {
-      const bool inParams = i < params.size();
-      const float* from = inParams ? params.data() + i : optimizer.data() + (i - params.size());
-      const uint64_t stop = inParams ? std::min<uint64_t>(hi, params.size()) : hi;
-      std::copy(from, from + (stop - i), out.data() + (i - lo));
-      i = stop;
-    }
-  };
+  const Source source{params, optimizer, n * rank_ / nranks_, n * (rank_ + 1) / nranks_};
   if (!async_) {
-    Job job{meta, lo, {}};
-    slice(job.slice);
+    Job job{meta, source.lo, {}};
+    snapshot(source, job.slice);
     write(job);
   } else {
     std::unique_lock lock(mutex_);
@@ -210,14 +200,40 @@ double Checkpointer::save(const CheckpointMeta& meta, std::span<const float> par
     job_.emplace();
     job_->slice = std::move(spare_);
     job_->meta = meta;
-    job_->offset = lo;
-    slice(job_->slice);  // the snapshot
+    job_->offset = source.lo;
+    source_ = source;  // the writer copies it before anything else
+    snapshotPending_ = true;
     busy_ = true;
     lock.unlock();
     changed_.notify_all();
   }
   const auto end = Clock::now();
   timeline_.add(Timeline::kMain, "checkpoint pause", start, end);
+  return seconds(end - start);
+}
+
+void Checkpointer::snapshot(const Source& s, std::vector<float>& out) {
+  const auto start = Clock::now();
+  out.resize(s.hi - s.lo);  // [lo, hi) of params ++ optimizer
+  for (uint64_t i = s.lo; i < s.hi;) {
+    const bool inParams = i < s.params.size();
+    const float* from = inParams ? s.params.data() + i : s.optimizer.data() + (i - s.params.size());
+    const uint64_t stop = inParams ? std::min<uint64_t>(s.hi, s.params.size()) : s.hi;
+    std::copy(from, from + (stop - i), out.data() + (i - s.lo));
+    i = stop;
+  }
+  lastSnapshot_ = seconds(Clock::now() - start);
+  timeline_.add(async_ ? Timeline::kWriter : Timeline::kMain, "snapshot", start, Clock::now());
+}
+
+double Checkpointer::awaitSnapshot() {
+  if (!async_) return 0;
+  const auto start = Clock::now();
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [this] { return !snapshotPending_; });
+  const auto end = Clock::now();
+  if (end - start > std::chrono::microseconds(20))
+    timeline_.add(Timeline::kMain, "checkpoint pause (snapshot)", start, end);
   return seconds(end - start);
 }
 
@@ -245,6 +261,13 @@ void Checkpointer::loop() {
     if (stop_ && !busy_) return;
     std::string error;
     if (busy_) {
+      if (snapshotPending_) {  // training waits for this before its next optimizer step
+        lock.unlock();
+        snapshot(source_, job_->slice);
+        lock.lock();
+        snapshotPending_ = false;
+        changed_.notify_all();
+      }
       lock.unlock();
       try {
         write(*job_);

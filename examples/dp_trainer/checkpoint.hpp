@@ -11,8 +11,11 @@
 // when its manifest and every shard verify; loading takes the newest such and says why
 // any newer one was rejected. The last `keep` good ones are kept.
 //
-// Saving is asynchronous: the pause is copying this rank's slice into memory (after the
-// previous write has finished); a background thread writes it. Or blocking, to compare.
+// Saving is asynchronous: a background thread copies this rank's slice into memory (the
+// snapshot), then writes it. The copy runs while the next step's forward and backward only
+// read the parameters; the next optimizer step waits for it (awaitSnapshot): that wait,
+// and a save that must wait for this rank's previous write, are the only pause. Or
+// blocking, to compare.
 #pragma once
 
 #include "digits.hpp"
@@ -50,11 +53,16 @@ class Checkpointer {
   Checkpointer(std::string dir, int rank, int nranks, int keep, bool async, Timeline& timeline);
   ~Checkpointer();  // waits for a write in progress
 
-  // Snapshots this rank's slice of `state` and writes it (in the background when async).
-  // Returns the seconds the caller was held up: the pause.
-  // The flat state is `params` followed by `optimizer`.
+  // Snapshots this rank's slice of the flat state (`params` then `optimizer`) and writes
+  // it: in the background when async, when the spans must stay unchanged until
+  // awaitSnapshot() returns. Returns the seconds the caller was held up.
   double save(const CheckpointMeta& meta, std::span<const float> params,
               std::span<const float> optimizer);
+  // Before changing the parameters or optimizer state: waits for a snapshot in progress.
+  // Returns the seconds waited (part of the pause).
+  double awaitSnapshot();
+  // Seconds the last snapshot copy took (the most the pause can be, async).
+  double lastSnapshotSeconds() const { return lastSnapshot_; }
   // Waits for the write in progress (rank 0: and the manifests it owes); rethrows a failure.
   void drain();
   // Stops waiting for other ranks' shards (they failed); the write in progress gives up.
@@ -74,6 +82,11 @@ class Checkpointer {
     uint64_t offset = 0;
     std::vector<float> slice;
   };
+  struct Source {
+    std::span<const float> params, optimizer;
+    uint64_t lo = 0, hi = 0;  // this rank's slice of params ++ optimizer
+  };
+  void snapshot(const Source& source, std::vector<float>& out);
   void write(const Job& job);
   // Rank 0: writes the manifest once every shard of that step is on disk. With `wait`,
   // waits for them (blocking saves); without, returns false if one is still missing.
@@ -90,6 +103,9 @@ class Checkpointer {
   std::optional<Job> job_;    // waiting for or being written
   std::vector<float> spare_;  // the last snapshot's memory, reused: no page faults in the pause
   bool busy_ = false, stop_ = false;
+  Source source_;
+  bool snapshotPending_ = false;
+  double lastSnapshot_ = 0;
   // Rank 0: steps whose shards were written here but not yet by every rank. The writer
   // looks at them between its own writes, so a slow or dead rank holds up nobody.
   std::vector<CheckpointMeta> owed_;

@@ -232,7 +232,7 @@ int main(int argc, char** argv) {
         }
       });
       const auto t2 = Clock::now();
-      double exposed = 0;
+      double exposed = 0, pause = 0;
       try {
         exposed = sync.finish();
       } catch (const chorus::Error& e) {
@@ -241,6 +241,7 @@ int main(int argc, char** argv) {
         // In place: carry on with the survivors, no restart, no checkpoint read.
         const double caught = unixNow();
         sync.abandon();
+        ckpt->awaitSnapshot();  // the state is about to be overwritten
         Shrink s;
         s.step = step;
         s.dead = dead;
@@ -266,20 +267,20 @@ int main(int argc, char** argv) {
         step = redo - 1;
         continue;
       }
+      pause += ckpt->awaitSnapshot();  // the last save's copy must be complete
       const auto t3 = Clock::now();
       opt.step(params, std::span<const float>(grads.data(), P), step);
       const auto t4 = Clock::now();
       loss = grads[P];
-      double pause = 0;
       if ((every > 0 && (step + 1) % every == 0 && step + 1 < args.steps) || step == measureAt) {
         CheckpointMeta meta{step + 1,    nranks,          P + opt.state().size(),
                             fingerprint, sampler.state(), unixNow()};
-        pause = ckpt->save(meta, params, opt.state());
+        pause += ckpt->save(meta, params, opt.state());
         ++checkpoints;
         if (step == measureAt) {  // Young-Daly from this save's measured cost
-          ckpt->drain();
+          ckpt->drain();          // the snapshot copy is what the pause can grow to
           double cost[3] = {
-              pause, ckpt->lastWriteSeconds(),
+              std::max(pause, ckpt->lastSnapshotSeconds()), ckpt->lastWriteSeconds(),
               seconds(Clock::now() - loopStart) / static_cast<double>(step + 1 - start)};
           ct.allReduce(cost, 3, chorus::RedOp::Max);
           const double interval = std::max(std::sqrt(2 * cost[0] * mtbf), cost[1]);

@@ -54,10 +54,16 @@ def main():
         out = os.path.join(a.out, name)
         run(["rm", "-rf", out])
         run([launcher, "-n", str(n), "--timeout", "900", trainer] + (args or common) + ["--out", out] + list(extra))
-        if name in pauses:
+        if name in pauses:  # per rank and checkpoint: the save plus the wait for its snapshot
             with open(os.path.join(out, "trace.json")) as f:
-                pauses[name] += [e["dur"] / 1e3 for e in json.load(f)["traceEvents"]
-                                 if e.get("name") == "checkpoint pause"]
+                events = sorted((e for e in json.load(f)["traceEvents"]
+                                 if e.get("name", "").startswith("checkpoint pause")),
+                                key=lambda e: (e["pid"], e["ts"]))
+            for e in events:
+                if e["name"] == "checkpoint pause":
+                    pauses[name].append(e["dur"] / 1e3)
+                elif pauses[name]:
+                    pauses[name][-1] += e["dur"] / 1e3
         with open(os.path.join(out, "report.json")) as f:
             return json.load(f)
 

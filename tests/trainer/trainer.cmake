@@ -29,3 +29,7 @@ if(TARGET chorus-train)
                    $<TARGET_FILE:chorus-run> $<TARGET_FILE:chorus-train>)
   set_tests_properties(trainer_shrink_in_place PROPERTIES LABELS trainer TIMEOUT 200)
 endif()
+
+add_test(NAME trainer_chorus_run_restarts
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/chorus_run_restarts.sh $<TARGET_FILE:chorus-run>)
+set_tests_properties(trainer_chorus_run_restarts PROPERTIES LABELS "trainer;multiproc" TIMEOUT 120)

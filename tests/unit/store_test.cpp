@@ -1,3 +1,4 @@
+#include "time_bounds.hpp"
 #include "store/store.hpp"
 #include "errors.hpp"
 #include "net/socket.hpp"
@@ -111,7 +112,7 @@ TEST(TcpStore, GetTimesOutNamingTheKeyAndStaysUsable) {
   Error e = expectError([&] { client->get("never", deadlineIn(200ms)); });
   EXPECT_EQ(e.code(), Result::Timeout);
   EXPECT_NE(std::string(e.what()).find("'never'"), std::string::npos);
-  EXPECT_LT(Clock::now() - start, 3s);
+  EXPECT_LT(Clock::now() - start, chorus::test::within(3s));
   // The late answer to the abandoned get must not be taken for the next answer.
   client->set("never", bytes("late"));
   client->set("other", bytes("right"));
@@ -223,7 +224,7 @@ TEST(TcpStore, LosingALauncherServerIsARemoteError) {
               std::string::npos);
   }
   stop.join();
-  EXPECT_LT(Clock::now() - start, 5s);
+  EXPECT_LT(Clock::now() - start, chorus::test::within(5s));
 }
 
 TEST(TcpStore, ServerStopsPromptlyWithClientsWaiting) {
@@ -233,7 +234,7 @@ TEST(TcpStore, ServerStopsPromptlyWithClientsWaiting) {
   std::this_thread::sleep_for(100ms);
   auto start = Clock::now();
   server.reset();
-  EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_LT(Clock::now() - start, chorus::test::within(2s));
   waiter.join();
 }
 

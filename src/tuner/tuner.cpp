@@ -1,6 +1,6 @@
 #include "tuner/tuner.hpp"
 
-#include "env.hpp"
+#include "settings/settings.hpp"
 #include "log.hpp"
 #include "tuner/cost_model.hpp"
 
@@ -81,7 +81,7 @@ const Algorithm* Tuner::measuredChoice(Collective collective, size_t bytes,
 }
 
 Tuner::Mode tunerModeFromEnv() {
-  const std::string mode = envString("CHORUS_TUNER", "model");
+  const std::string mode = settings::text("CHORUS_TUNER");
   if (mode == "model") return Tuner::Mode::Model;
   if (mode == "static") return Tuner::Mode::Static;
   throw Error(Result::InvalidArgument,

@@ -10,7 +10,7 @@
 #include "transports/ib/ib_config.hpp"
 #include "transports/ib/ib_device.hpp"
 
-#include "env.hpp"
+#include "settings/settings.hpp"
 #include "errors.hpp"
 #include "log.hpp"
 #include "store/barrier.hpp"
@@ -29,7 +29,7 @@ namespace chorus {
 
 bool ibDeviceAvailable() {
   try {
-    return ib::anyActivePort(envString("CHORUS_IB_HCA"));
+    return ib::anyActivePort(settings::text("CHORUS_IB_HCA"));
   } catch (const std::exception&) {
     return false;
   }

@@ -121,9 +121,11 @@ bool probablyRankZero() {
   return true;
 }
 
-// "Rank 3", or the host and pid while no rank is known yet.
-std::string who(int rank) {
-  return rank >= 0 ? "Rank " + std::to_string(rank) : chorus::settings::processName();
+// "Rank 3: ", or the host and pid while no rank is known yet (unless the error has them).
+std::string who(int rank, const char* what) {
+  if (rank >= 0) return "Rank " + std::to_string(rank) + ": ";
+  const std::string process = chorus::settings::processName();
+  return std::string(what).rfind(process, 0) == 0 ? "" : process + ": ";
 }
 
 }  // namespace
@@ -167,10 +169,10 @@ int main(int argc, char** argv) {
     return perf::runBenchmark(args, backend,
                               std::string("chorus-perf ") + perf::collName(args.coll));
   } catch (const chorus::Error& e) {
-    std::fprintf(stderr, "# %s: chorus error %s: %s\n", who(rank).c_str(), chorus::toString(e.code()),
-                 e.what());
+    std::fprintf(stderr, "# %schorus error %s: %s\n", who(rank, e.what()).c_str(),
+                 chorus::toString(e.code()), e.what());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "# %s: error: %s\n", who(rank).c_str(), e.what());
+    std::fprintf(stderr, "# %serror: %s\n", who(rank, e.what()).c_str(), e.what());
   }
   if (comm) comm.abort();
   return 1;

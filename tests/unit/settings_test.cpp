@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -227,3 +229,71 @@ TEST(Settings, MarkdownTableListsEverySettingUsersSet) {
 
 }  // namespace
 }  // namespace chorus::settings
+
+namespace chorus {
+namespace {
+
+// Restores the named variables when it goes out of scope.
+class SavedEnv {
+ public:
+  explicit SavedEnv(std::vector<std::string> names) : names_(std::move(names)) {
+    for (const auto& n : names_)
+      if (const char* v = std::getenv(n.c_str())) saved_[n] = v;
+  }
+  ~SavedEnv() {
+    for (const auto& n : names_) {
+      auto it = saved_.find(n);
+      if (it == saved_.end())
+        ::unsetenv(n.c_str());
+      else
+        ::setenv(n.c_str(), it->second.c_str(), 1);
+    }
+  }
+
+ private:
+  std::vector<std::string> names_;
+  std::map<std::string, std::string> saved_;
+};
+
+std::string initError(bool fromEnv) {
+  try {
+    if (fromEnv)
+      Communicator::initFromEnv();
+    else
+      Communicator::init(0, 1, getUniqueId());
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Result::InvalidArgument);
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SettingsAtCreation, BadValueFailsCommunicatorCreationNamingIt) {
+  SavedEnv saved({"CHORUS_TIMEOUT", "CHORUS_SHM_FIFO_BYTES"});
+  ::setenv("CHORUS_TIMEOUT", "abc", 1);
+  std::string error = initError(false);
+  EXPECT_NE(error.find("CHORUS_TIMEOUT='abc' is not accepted: expected a duration"),
+            std::string::npos)
+      << error;
+  ::unsetenv("CHORUS_TIMEOUT");
+  ::setenv("CHORUS_SHM_FIFO_BYTES", "12", 1);
+  error = initError(true);
+  EXPECT_NE(error.find("CHORUS_SHM_FIFO_BYTES='12' is not accepted: expected a size from 4K to 1G"),
+            std::string::npos)
+      << error;
+}
+
+TEST(SettingsAtCreation, ErrorBeforeTheRankIsKnownNamesHostAndPidAndWhatToSet) {
+  const std::vector<std::string> launch = {"CHORUS_RANK", "RANK", "OMPI_COMM_WORLD_RANK",
+                                           "CHORUS_WORLD_SIZE", "WORLD_SIZE"};
+  SavedEnv saved(launch);
+  for (const auto& n : launch) ::unsetenv(n.c_str());
+  const std::string error = initError(true);
+  EXPECT_EQ(error.rfind("host ", 0), 0u) << error;
+  EXPECT_NE(error.find("pid " + std::to_string(::getpid()) + ": "), std::string::npos) << error;
+  EXPECT_NE(error.find("set CHORUS_RANK, CHORUS_WORLD_SIZE"), std::string::npos) << error;
+  EXPECT_EQ(error.find("-1"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace chorus

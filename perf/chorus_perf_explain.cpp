@@ -4,9 +4,9 @@
 #include "chorus_perf_explain.hpp"
 
 #include "algorithms/schedule.hpp"
+#include "settings/settings.hpp"
 #include "tuner/cost_model.hpp"
 #include "tuner/tuning.hpp"
-#include "settings/settings.hpp"
 
 #include <cstdio>
 #include <cstdlib>

@@ -135,8 +135,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::vector<Row> rows = settingRows();
-  const std::vector<std::string> warnings =
-      settings::unknownWarnings(settings::environmentNames());
+  const std::vector<std::string> warnings = settings::unknownWarnings(settings::environmentNames());
   const info::HostInfo host = info::hostInfo();
   if (form == Form::Json)
     std::printf("%s\n", toJson(host, rows, warnings).dump(2).c_str());

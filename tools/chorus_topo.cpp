@@ -4,8 +4,8 @@
 //   chorus-topo [--json] [--sysfs ROOT] [--xml FILE] [--topo-file FILE]
 //   chorus-run -n 4 --timeout 60 chorus-topo --cluster
 #include "bootstrap/bootstrap.hpp"
-#include "topology/topology.hpp"
 #include "settings/settings.hpp"
+#include "topology/topology.hpp"
 
 #include <chorus/chorus.hpp>
 

@@ -3,8 +3,8 @@
 #include "bootstrap/bootstrap.hpp"
 
 #include "errors.hpp"
-#include "store/store.hpp"
 #include "settings/settings.hpp"
+#include "store/store.hpp"
 
 #include <netinet/in.h>
 #include <sys/random.h>

@@ -1,9 +1,9 @@
 // Communicator set-up and the submission path of every collective.
 #include "comm/comm_impl.hpp"
 
-#include "settings/settings.hpp"
 #include "errors.hpp"
 #include "log.hpp"
+#include "settings/settings.hpp"
 #include "store/barrier.hpp"
 #include "topology/topology.hpp"
 #include "tuner/cost_model.hpp"
@@ -113,8 +113,8 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   // Oversubscribed ranks poll with sched_yield, which hands the core straight to a peer
   // with work; 200 us of that keeps small-message latency low (perf/compare.sh) before
   // the rank sleeps on a futex and stops costing anything.
-  config.spin =
-      std::chrono::microseconds(settings::integer("CHORUS_SPIN_US", config.yieldWhileSpinning ? 200 : 50));
+  config.spin = std::chrono::microseconds(
+      settings::integer("CHORUS_SPIN_US", config.yieldWhileSpinning ? 200 : 50));
   config.sliceBytes =
       static_cast<size_t>(std::max<int64_t>(4096, settings::integer("CHORUS_SLICE_BYTES")));
   TcpStoreClient* client = c->storeClient_.get();

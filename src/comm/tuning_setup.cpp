@@ -1,8 +1,8 @@
 // How a communicator gets the figures its tuner works from (see tuner/tuning.hpp).
 #include "comm/comm_impl.hpp"
-#include "settings/settings.hpp"
 #include "log.hpp"
 #include "net/socket.hpp"
+#include "settings/settings.hpp"
 #include "topology/topology.hpp"
 #include "tuner/local_rates.hpp"
 

@@ -42,11 +42,13 @@ namespace {
 std::vector<Feature> buildOptions() {
   return {
       {"cuda", CHORUS_BUILT_WITH_CUDA != 0,
-       CHORUS_BUILT_WITH_CUDA ? "nvcc found at configure time" : "no CUDA compiler at configure time"},
+       CHORUS_BUILT_WITH_CUDA ? "nvcc found at configure time"
+                              : "no CUDA compiler at configure time"},
       {"verbs", kVerbs, kVerbs ? "ib transport built" : "libibverbs-dev missing at configure time"},
       {"ucx", kUcx, kUcx ? "ucx transport built" : "libucx-dev missing at configure time"},
       {"mpi", CHORUS_BUILT_WITH_MPI != 0,
-       CHORUS_BUILT_WITH_MPI ? "MPI launch tests and compare_mpi built" : "no MPI at configure time"},
+       CHORUS_BUILT_WITH_MPI ? "MPI launch tests and compare_mpi built"
+                             : "no MPI at configure time"},
   };
 }
 
@@ -62,7 +64,8 @@ std::vector<Feature> kernelIsas() {
 std::vector<Feature> transports() {
   std::vector<Feature> out;
   const bool shm = ::access("/dev/shm", W_OK) == 0;
-  out.push_back({"shm", shm, shm ? "ranks on this host, /dev/shm writable" : "/dev/shm not writable"});
+  out.push_back(
+      {"shm", shm, shm ? "ranks on this host, /dev/shm writable" : "/dev/shm not writable"});
   try {
     const std::string spec = settings::text("CHORUS_SOCKET_IFNAME");
     std::string names;
@@ -119,8 +122,8 @@ HostInfo hostInfo() {
     }
     h.topologySummary = "host " + t.hostname + ": " + std::to_string(t.packages) + " package(s), " +
                         std::to_string(t.cores) + " cores, " + std::to_string(t.pus) + " PUs, " +
-                        std::to_string(t.numaNodes.size()) + " NUMA node(s); NICs: " +
-                        (nics.empty() ? "none" : nics) + "; GPUs: " +
+                        std::to_string(t.numaNodes.size()) +
+                        " NUMA node(s); NICs: " + (nics.empty() ? "none" : nics) + "; GPUs: " +
                         (t.gpus.empty() ? "none detected" : std::to_string(t.gpus.size()));
   } catch (const std::exception& e) {
     h.topologySummary = std::string("detection failed: ") + e.what();

@@ -20,34 +20,50 @@ std::string choiceList(std::string_view choices, const char* quote) {
 
 std::string_view typeName(Type type) {
   switch (type) {
-    case Type::Integer: return "integer";
-    case Type::Size: return "size";
-    case Type::Duration: return "duration";
-    case Type::Boolean: return "boolean";
-    case Type::Enum: return "enum";
-    case Type::List: return "list";
-    case Type::String: return "string";
-    case Type::Path: return "path";
+    case Type::Integer:
+      return "integer";
+    case Type::Size:
+      return "size";
+    case Type::Duration:
+      return "duration";
+    case Type::Boolean:
+      return "boolean";
+    case Type::Enum:
+      return "enum";
+    case Type::List:
+      return "list";
+    case Type::String:
+      return "string";
+    case Type::Path:
+      return "path";
   }
   return "?";
 }
 
 std::string_view scopeName(Scope scope) {
   switch (scope) {
-    case Scope::Library: return "library";
-    case Scope::Launcher: return "launcher";
-    case Scope::Tool: return "tool";
-    case Scope::Launch: return "launch";
-    case Scope::Test: return "test";
+    case Scope::Library:
+      return "library";
+    case Scope::Launcher:
+      return "launcher";
+    case Scope::Tool:
+      return "tool";
+    case Scope::Launch:
+      return "launch";
+    case Scope::Test:
+      return "test";
   }
   return "?";
 }
 
 std::string_view sourceName(Source source) {
   switch (source) {
-    case Source::Default: return "default";
-    case Source::Environment: return "environment";
-    case Source::Alias: return "alias";
+    case Source::Default:
+      return "default";
+    case Source::Environment:
+      return "environment";
+    case Source::Alias:
+      return "alias";
   }
   return "?";
 }

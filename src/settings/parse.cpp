@@ -1,16 +1,16 @@
 // Parsing and reading settings: each type's syntax, the alias rule, the accessors.
-#include "settings/settings.hpp"
 #include "settings/format.hpp"
+#include "settings/settings.hpp"
 
 #include "errors.hpp"
 
 #include <unistd.h>
 
+#include <strings.h>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
-#include <strings.h>
 
 namespace chorus::settings {
 namespace {
@@ -47,9 +47,20 @@ bool parseSize(std::string_view text, int64_t& out) {
   int64_t value = std::stoll(std::string(text.substr(0, digits)));
   const std::string_view unit = text.substr(digits);
   int shift = -1;
-  for (auto [suffix, bits] : {std::pair{"", 0}, {"B", 0}, {"K", 10}, {"KB", 10}, {"KiB", 10},
-                              {"M", 20}, {"MB", 20}, {"MiB", 20}, {"G", 30}, {"GB", 30},
-                              {"GiB", 30}, {"T", 40}, {"TB", 40}, {"TiB", 40}})
+  for (auto [suffix, bits] : {std::pair{"", 0},
+                              {"B", 0},
+                              {"K", 10},
+                              {"KB", 10},
+                              {"KiB", 10},
+                              {"M", 20},
+                              {"MB", 20},
+                              {"MiB", 20},
+                              {"G", 30},
+                              {"GB", 30},
+                              {"GiB", 30},
+                              {"T", 40},
+                              {"TB", 40},
+                              {"TiB", 40}})
     if (equalsIgnoringCase(unit, suffix)) shift = bits;
   if (shift < 0 || value > (INT64_MAX >> shift)) return false;
   out = value << shift;
@@ -66,8 +77,12 @@ bool parseDuration(std::string_view text, int64_t& out) {
   if (errno != 0 || end == s.c_str() || !std::isfinite(v)) return false;
   const std::string_view unit(end);
   double perUnit = -1;
-  for (auto [suffix, ms] : {std::pair{"", 1000.0}, {"s", 1000.0}, {"ms", 1.0}, {"m", 60'000.0},
-                            {"min", 60'000.0}, {"h", 3'600'000.0}})
+  for (auto [suffix, ms] : {std::pair{"", 1000.0},
+                            {"s", 1000.0},
+                            {"ms", 1.0},
+                            {"m", 60'000.0},
+                            {"min", 60'000.0},
+                            {"h", 3'600'000.0}})
     if (unit == suffix) perUnit = ms;
   if (perUnit < 0 || v * perUnit > 9e15) return false;
   out = static_cast<int64_t>(std::llround(v * perUnit));

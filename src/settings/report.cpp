@@ -108,8 +108,8 @@ std::string markdownTable() {
       if (!keep(s.scope)) continue;
       std::string name = "`" + std::string(s.name) + "`";
       if (!s.alias.empty()) name += " (`" + std::string(s.alias) + "`)";
-      out += "| " + name + " | " + std::string(typeName(s.type)) + " | " + shownDefault(s) +
-             " | " + acceptedShort(s) + " | " + std::string(s.help) + " |\n";
+      out += "| " + name + " | " + std::string(typeName(s.type)) + " | " + shownDefault(s) + " | " +
+             acceptedShort(s) + " | " + std::string(s.help) + " |\n";
     }
     return out;
   };

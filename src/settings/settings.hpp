@@ -32,8 +32,8 @@ struct Spec {
   std::string_view choices;  // Enum: "a|b|c"; "alias=canonical" accepts a synonym
   std::string_view alias;    // NCCL's name for it, if NCCL has one
   Scope scope = Scope::Library;
-  bool secret = false;             // its value is never printed
-  std::string_view shownDefault;   // what the docs say when the default depends on the run
+  bool secret = false;            // its value is never printed
+  std::string_view shownDefault;  // what the docs say when the default depends on the run
 };
 
 const std::vector<Spec>& all();
@@ -47,10 +47,10 @@ std::string_view sourceName(Source source);
 struct Value {
   const Spec* spec = nullptr;
   Source source = Source::Default;
-  std::string variable;   // the variable it came from (the alias for Source::Alias)
-  std::string raw;        // as written ("" when unset)
-  std::string text;       // canonical: enum choices lowered, synonyms resolved
-  int64_t number = 0;     // Integer; Size in bytes; Duration in ms; Boolean 0/1
+  std::string variable;     // the variable it came from (the alias for Source::Alias)
+  std::string raw;          // as written ("" when unset)
+  std::string text;         // canonical: enum choices lowered, synonyms resolved
+  int64_t number = 0;       // Integer; Size in bytes; Duration in ms; Boolean 0/1
   bool overridden = false;  // both names set: the Chorus one won over the alias
 };
 

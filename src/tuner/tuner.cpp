@@ -1,7 +1,7 @@
 #include "tuner/tuner.hpp"
 
-#include "settings/settings.hpp"
 #include "log.hpp"
+#include "settings/settings.hpp"
 #include "tuner/cost_model.hpp"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // The settings registry: every declared setting rejects a bad value with an error naming
 // the variable, the value and what is accepted; units, aliases, typo warnings.
-#include "settings/format.hpp"
 #include "settings/settings.hpp"
+#include "settings/format.hpp"
 
 #include <chorus/chorus.hpp>
 
@@ -117,8 +117,9 @@ TEST(Settings, TimeoutTakesDurationsAndRefusesText) {
   EXPECT_EQ(valueOf("CHORUS_TIMEOUT", {{"CHORUS_TIMEOUT", "2m"}}).number, 120'000);
   EXPECT_EQ(valueOf("CHORUS_TIMEOUT", {{"CHORUS_TIMEOUT", "1h"}}).number, 3'600'000);
   const std::string error = errorFor({{"CHORUS_TIMEOUT", "abc"}});
-  EXPECT_NE(error.find("CHORUS_TIMEOUT='abc' is not accepted: expected a duration from 1ms to 720h"),
-            std::string::npos)
+  EXPECT_NE(
+      error.find("CHORUS_TIMEOUT='abc' is not accepted: expected a duration from 1ms to 720h"),
+      std::string::npos)
       << error;
   EXPECT_NE(errorFor({{"CHORUS_TIMEOUT", "0"}}), "");  // no wait may be unbounded by accident
 }

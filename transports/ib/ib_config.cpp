@@ -1,7 +1,7 @@
 #include "transports/ib/ib_config.hpp"
 
-#include "settings/settings.hpp"
 #include "errors.hpp"
+#include "settings/settings.hpp"
 
 #include <algorithm>
 #include <cstdlib>

@@ -10,9 +10,9 @@
 #include "transports/ib/ib_config.hpp"
 #include "transports/ib/ib_device.hpp"
 
-#include "settings/settings.hpp"
 #include "errors.hpp"
 #include "log.hpp"
+#include "settings/settings.hpp"
 #include "store/barrier.hpp"
 #include "store/store.hpp"
 #include "transports/transport.hpp"

@@ -6,8 +6,8 @@
 #include "transports/shm/doorbell.hpp"
 #include "transports/shm/fifo.hpp"
 
-#include "settings/settings.hpp"
 #include "errors.hpp"
+#include "settings/settings.hpp"
 #include "store/barrier.hpp"
 #include "store/store.hpp"
 #include "transports/transport.hpp"

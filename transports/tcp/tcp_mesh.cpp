@@ -4,9 +4,9 @@
 
 #include "errors.hpp"
 #include "security/connection_auth.hpp"
+#include "settings/settings.hpp"
 #include "store/store.hpp"
 #include "transports/tcp/tcp_connect.hpp"
-#include "settings/settings.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>

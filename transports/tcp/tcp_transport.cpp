@@ -1,10 +1,10 @@
 // The TCP transport: a full mesh of striped connections (tcp_mesh.cpp), one TcpChannel
 // per peer, and a poll()-based wait.
 #include "errors.hpp"
+#include "settings/settings.hpp"
 #include "transports/tcp/tcp_channel.hpp"
 #include "transports/tcp/tcp_mesh.hpp"
 #include "transports/transport.hpp"
-#include "settings/settings.hpp"
 
 #include <poll.h>
 

@@ -1,7 +1,7 @@
 #include "transports/ucx/ucx_channel.hpp"
 
-#include "settings/settings.hpp"
 #include "errors.hpp"
+#include "settings/settings.hpp"
 
 #include <algorithm>
 #include <cstring>

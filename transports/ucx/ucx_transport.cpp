@@ -2,8 +2,8 @@
 // UcxChannel per peer (worker addresses exchanged through the store), a wait that sleeps
 // on the worker's event fd (ucp_worker_arm + poll) until the deadline, and a progress
 // thread for the time the engine is away (ucx_progress.hpp).
-#include "settings/settings.hpp"
 #include "errors.hpp"
+#include "settings/settings.hpp"
 #include "store/store.hpp"
 #include "transports/transport.hpp"
 #include "transports/ucx/ucx_channel.hpp"

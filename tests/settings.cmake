@@ -15,6 +15,13 @@ if(TARGET chorus-info AND nlohmann_json_FOUND)
                         nlohmann_json::nlohmann_json)
   target_compile_definitions(chorus_info_test PRIVATE CHORUS_INFO_PATH="$<TARGET_FILE:chorus-info>")
   add_dependencies(chorus_info_test chorus-info)
+  if(TARGET chorus-perf)  # the end-to-end checks launch chorus-perf with chorus-run
+    target_compile_definitions(chorus_info_test PRIVATE
+                               CHORUS_RUN_PATH="$<TARGET_FILE:chorus-run>"
+                               CHORUS_PERF_PATH="$<TARGET_FILE:chorus-perf>")
+    add_dependencies(chorus_info_test chorus-run chorus-perf)
+  endif()
   add_test(NAME chorus_info_output COMMAND chorus_info_test)
-  set_tests_properties(chorus_info_output PROPERTIES LABELS "unit;settings" TIMEOUT 60)
+  set_tests_properties(chorus_info_output PROPERTIES LABELS "unit;settings" TIMEOUT 120
+                       RESOURCE_LOCK chorus_multiproc)
 endif()

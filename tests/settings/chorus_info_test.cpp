@@ -129,3 +129,69 @@ TEST(ChorusInfo, BadValueIsListedWithItsErrorAndExitsOne) {
 }
 
 }  // namespace
+
+#ifdef CHORUS_PERF_PATH
+namespace {
+
+// The settings as the programs see them: chorus-run and chorus-perf refuse a bad value,
+// and CHORUS_DEBUG=INFO lists what differs from the defaults when a communicator starts.
+Output launch(const std::string& env, const std::string& program) {
+  const std::string command = "env -i PATH=/usr/bin:/bin " + env + " " + CHORUS_RUN_PATH +
+                              " -n 2 --timeout 120 " + program + " 2>&1";
+  Output run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return run;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) run.out.append(buf, n);
+  const int status = ::pclose(pipe);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+const std::string kPerf = std::string(CHORUS_PERF_PATH) + " -b 8 -e 8 -n 1 -w 0 -c 1";
+
+TEST(SettingsEndToEnd, InfoListsNonDefaultSettingsAndTyposAtCreation) {
+  Output run = launch(
+      "CHORUS_DEBUG=INFO CHORUS_TCP_STREAMS=3 NCCL_IB_TC=5 CHORUS_TIMOUT=1 "
+      "CHORUS_TUNE_PROBE=0",
+      kPerf);
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("CHORUS INFO setting CHORUS_TCP_STREAMS=3 (environment)"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("CHORUS INFO setting CHORUS_IB_TC=5 (alias NCCL_IB_TC)"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("CHORUS WARN CHORUS_TIMOUT is not a Chorus setting and is ignored; did "
+                         "you mean CHORUS_TIMEOUT?"),
+            std::string::npos)
+      << run.out;
+  EXPECT_EQ(run.out.find("setting CHORUS_TIMEOUT="), std::string::npos) << "a default was listed";
+}
+
+TEST(SettingsEndToEnd, LauncherAndBenchmarkRefuseABadValue) {
+  Output run = launch("CHORUS_TIMEOUT=abc", kPerf);
+  EXPECT_EQ(run.status, 2) << run.out;  // chorus-run's own check, before any rank starts
+  EXPECT_NE(run.out.find("chorus-run: host "), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("CHORUS_TIMEOUT='abc' is not accepted: expected a duration"),
+            std::string::npos)
+      << run.out;
+  // chorus-perf alone (its modes that start no communicator check too).
+  const std::string command = std::string("env -i PATH=/usr/bin:/bin CHORUS_SHM_FIFO_BYTES=12 ") +
+                              CHORUS_PERF_PATH + " --explain 4 --link shm 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  const int status = ::pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(status), 2) << out;
+  EXPECT_NE(out.find("CHORUS_SHM_FIFO_BYTES='12' is not accepted: expected a size from 4K to 1G"),
+            std::string::npos)
+      << out;
+}
+
+}  // namespace
+#endif

@@ -46,8 +46,6 @@ std::string_view scopeName(Scope scope) {
       return "library";
     case Scope::Launcher:
       return "launcher";
-    case Scope::Tool:
-      return "tool";
     case Scope::Launch:
       return "launch";
     case Scope::Test:

@@ -18,9 +18,11 @@
 namespace chorus::settings {
 
 enum class Type { Integer, Size, Duration, Boolean, Enum, List, String, Path };
-// Who reads it: the library, the launcher (chorus-run), the tools, the launch environment
-// (what a launcher hands each rank), or test harnesses only (known, so never "unknown").
-enum class Scope { Library, Launcher, Tool, Launch, Test };
+// Who reads it: the library (and the tools through it), the launcher (chorus-run), the
+// launch environment (what a launcher hands each rank; src/bootstrap/environment.cpp reads
+// it with the torchrun and mpirun names), or test harnesses only (declared so that they
+// are never "unknown").
+enum class Scope { Library, Launcher, Launch, Test };
 
 struct Spec {
   std::string_view name;

@@ -135,7 +135,8 @@ std::string shownDefault(const Spec& s) {
 
 std::string shownValue(const Value& v) {
   if (v.spec && v.spec->secret && v.source != Source::Default) return "<secret>";
-  if (v.source == Source::Default && v.text.empty()) return "(unset)";
+  if (v.source == Source::Default && v.text.empty())
+    return v.spec && !v.spec->shownDefault.empty() ? "(auto)" : "(unset)";
   return v.text;
 }
 

@@ -6,6 +6,7 @@
 // Each rank runs in its own process group (so a kill reaches its helpers too), with stdin
 // from /dev/null and a parent-death signal, so that no rank outlives the launcher.
 #include "bootstrap/bootstrap.hpp"
+#include "settings/settings.hpp"
 #include "store/store.hpp"
 
 #include <fcntl.h>
@@ -457,8 +458,13 @@ int Launcher::finish() {
 int main(int argc, char** argv) {
   Options options = parseArgs(argc, argv);
   double grace = 15;
-  if (const char* g = std::getenv("CHORUS_RUN_GRACE"); g && *g)
-    grace = parseSeconds("CHORUS_RUN_GRACE", g);
+  try {
+    chorus::settings::validateProcess();  // the ranks inherit this environment: check it once
+    grace = chorus::settings::duration("CHORUS_RUN_GRACE").count() / 1000.0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "chorus-run: %s\n", e.what());
+    return 2;
+  }
   try {
     return Launcher(std::move(options), grace).run();
   } catch (const std::exception& e) {

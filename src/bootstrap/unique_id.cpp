@@ -3,6 +3,7 @@
 #include "bootstrap/bootstrap.hpp"
 
 #include "errors.hpp"
+#include "settings/settings.hpp"
 #include "store/store.hpp"
 
 #include <netinet/in.h>
@@ -89,7 +90,7 @@ Rendezvous startProcessStore(int hostRank) {
   static std::mutex mutex;
   static std::vector<std::unique_ptr<TcpStoreServer>> servers;
 
-  const char* spec = std::getenv("CHORUS_SOCKET_IFNAME");
+  const char* spec = settings::cstr("CHORUS_SOCKET_IFNAME");
   auto interfaces = net::findInterfaces(spec ? spec : "");
   if (interfaces.empty()) {
     throwInvalid(

@@ -1,14 +1,14 @@
-// Unique ids (the store's address and the job secret in 128 bytes), the per-process
-// store servers behind them, and job secrets.
+// Unique ids (the store's address and the job secret in 128 bytes) and the per-process
+// store servers behind them.
 #include "bootstrap/bootstrap.hpp"
 
 #include "errors.hpp"
 #include "store/store.hpp"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/random.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -18,10 +18,28 @@ namespace chorus {
 namespace {
 
 // Layout (little-endian): magic[8] | u16 version | u16 family | u16 port | u16 zero |
-// address[16] | u32 IPv6 scope | u64 secret | zeros up to 128 bytes.
+// address[16] | u32 IPv6 scope | secret[32] | host[8] | zeros up to 128 bytes. `host`
+// tells a loopback store's host (and network namespace) apart from another's.
 constexpr char kMagic[8] = {'C', 'H', 'O', 'R', 'U', 'S', 'I', 'D'};
-constexpr uint16_t kVersion = 1;
-constexpr size_t kFamily = 10, kPort = 12, kAddress = 16, kScope = 32, kSecret = 36;
+constexpr uint16_t kVersion = 2;
+constexpr size_t kFamily = 10, kPort = 12, kAddress = 16, kScope = 32, kSecret = 36, kHost = 68;
+static_assert(kHost + 8 <= sizeof(UniqueId::bytes));
+
+// The first 8 bytes of HMAC(hostIdentity): boot id, hostname and network namespace.
+std::array<uint8_t, 8> hostFingerprint() {
+  auto mac = security::hmacSha256(security::asBytes("chorus host"),
+                                  {security::asBytes(hostIdentity())});
+  std::array<uint8_t, 8> out;
+  std::copy_n(mac.begin(), out.size(), out.begin());
+  return out;
+}
+
+bool isLoopback(const net::SocketAddress& a) {
+  if (a.family() == AF_INET)
+    return (ntohl(reinterpret_cast<const sockaddr_in*>(&a.storage)->sin_addr.s_addr) >> 24) == 127;
+  return a.family() == AF_INET6 &&
+         IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(&a.storage)->sin6_addr);
+}
 
 void put(UniqueId& id, size_t at, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) id.bytes[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
@@ -51,7 +69,9 @@ UniqueId encodeUniqueId(const Rendezvous& rendezvous) {
   } else {
     throwInvalid("encodeUniqueId: the store address is neither IPv4 nor IPv6");
   }
-  put(id, kSecret, rendezvous.secret, 8);
+  std::memcpy(&id.bytes[kSecret], rendezvous.secret.bytes.data(), rendezvous.secret.bytes.size());
+  auto host = hostFingerprint();
+  std::memcpy(&id.bytes[kHost], host.data(), host.size());
   return id;
 }
 
@@ -80,40 +100,40 @@ Rendezvous decodeUniqueId(const UniqueId& id) {
     throwInvalid("Chorus unique id with an unknown address family " + std::to_string(family));
   }
   r.store.setPort(port);
-  r.secret = get(id, kSecret, 8);
+  std::memcpy(r.secret.bytes.data(), &id.bytes[kSecret], r.secret.bytes.size());
+  auto host = hostFingerprint();
+  if (isLoopback(r.store) && std::memcmp(&id.bytes[kHost], host.data(), host.size()) != 0) {
+    throwInvalid("the Chorus unique id's store listens on loopback (" + r.store.toString() +
+                 ") of another host or network namespace: set CHORUS_SOCKET_IFNAME (e.g. "
+                 "=eth0) in the process that calls getUniqueId() for a job across hosts");
+  }
   return r;
 }
 
-Rendezvous startProcessStore(int hostRank) {
+Rendezvous startProcessStore(int hostRank, bool singleHost) {
   // Servers live until exit; each call makes a new one with its own secret.
   static std::mutex mutex;
   static std::vector<std::unique_ptr<TcpStoreServer>> servers;
 
   const char* spec = std::getenv("CHORUS_SOCKET_IFNAME");
-  auto interfaces = net::findInterfaces(spec ? spec : "");
-  if (interfaces.empty()) {
-    throwInvalid(
-        "no usable network interface for the rendezvous store" +
-        (spec ? " matches CHORUS_SOCKET_IFNAME='" + std::string(spec) + "'" : std::string()));
+  net::SocketAddress address = net::SocketAddress::parse("127.0.0.1", 0);
+  if (spec != nullptr && *spec != '\0' && !singleHost) {
+    auto interfaces = net::findInterfaces(spec);
+    if (interfaces.empty()) {
+      throwInvalid("no usable network interface for the rendezvous store matches "
+                   "CHORUS_SOCKET_IFNAME='" + std::string(spec) + "'");
+    }
+    address = interfaces.front().address;
   }
   Rendezvous r;
-  r.secret = randomSecret();
-  auto server = std::make_unique<TcpStoreServer>(interfaces.front().address, r.secret, hostRank);
+  r.secret = security::JobSecret::random();
+  auto server = std::make_unique<TcpStoreServer>(address, r.secret, hostRank);
   r.store = server->address();
   std::lock_guard lock(mutex);
   servers.push_back(std::move(server));
   return r;
 }
 
-UniqueId getUniqueId() { return encodeUniqueId(startProcessStore(-1)); }
-
-uint64_t randomSecret() {
-  uint64_t v = 0;
-  while (v == 0) {  // 0 looks like "unset"; never hand it out
-    ssize_t n = ::getrandom(&v, sizeof(v), 0);
-    if (n < 0 && errno != EINTR) throwSystemError("getrandom");
-  }
-  return v;
-}
+UniqueId getUniqueId() { return encodeUniqueId(startProcessStore(-1, false)); }
 
 }  // namespace chorus

@@ -24,7 +24,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr uint64_t kSecret = 0x5eed'5eed'5eed'5eedull;
+const security::JobSecret kSecret = security::JobSecret::fromHex("5eed5eed5eed5eed", "test");
+const security::JobSecret kOtherSecret = security::JobSecret::fromHex("5eed5eed5eed5eee", "test");
 
 bool closedWithin(net::Socket& s, std::chrono::milliseconds limit) {
   auto deadline = Clock::now() + limit;
@@ -83,8 +84,7 @@ TEST(Exposure, SilentAndGarbageStrangersDoNotStallTheStore) {
   garbage.sendAll(junk.data(), junk.size(), deadlineIn(5s));
   // A half-finished hello, then nothing.
   auto half = net::Socket::connect(server.address(), deadlineIn(5s));
-  auto key = security::jobKey(kSecret);
-  auto hello = security::Initiator(key, {}).hello();
+  auto hello = security::Initiator(kSecret.key(), {}).hello();
   half.sendAll(hello.data(), 5, deadlineIn(5s));
 
   auto start = Clock::now();
@@ -95,7 +95,7 @@ TEST(Exposure, SilentAndGarbageStrangersDoNotStallTheStore) {
   EXPECT_LT(Clock::now() - start, 2s);
   EXPECT_TRUE(closedWithin(garbage, 5s));
   // A client that does not know the secret is told so, and the store keeps serving.
-  EXPECT_THROW(TcpStoreClient(server.address(), kSecret + 1, 1, deadlineIn(5s)), Error);
+  EXPECT_THROW(TcpStoreClient(server.address(), kOtherSecret, 1, deadlineIn(5s)), Error);
   EXPECT_EQ(client.add("n", 2), 2);
   client.goodbye();
 }
@@ -133,7 +133,7 @@ TEST(Exposure, MpirunRendezvousFileIs0600) {
   ::setenv("OMPI_MCA_ess_base_jobid", job.c_str(), 1);
   ::setenv("CHORUS_SOCKET_IFNAME", "lo", 1);
   auto launch = readEnvironment(deadlineIn(5s));
-  std::string path = "/tmp/chorus-" + job + ".rdv";
+  std::string path = rendezvousDirectory() + "/" + job + ".rdv";
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
   EXPECT_EQ(st.st_mode & 07777, 0600u);
@@ -148,7 +148,7 @@ TEST(Exposure, MpirunRendezvousFileIs0600) {
 
 TEST(Exposure, ListenersBindTheChosenInterface) {
   ::setenv("CHORUS_SOCKET_IFNAME", "lo", 1);
-  auto r = startProcessStore(-1);
+  auto r = startProcessStore(-1, false);
   EXPECT_EQ(r.store.toString().rfind("127.0.0.1:", 0), 0u) << r.store.toString();
   HashStore store;
   std::vector<std::thread> threads;

@@ -5,7 +5,9 @@
 //   2. strangers hit the store port: garbage, a wrong HMAC, silence;
 //   3. the driver stands in for rank 0's host record, so ranks 1 and 2 set up their tcp
 //      transport and listen for rank 0; strangers hit both listening ports the same way;
-//   4. rank 0 goes; every rank runs checked all-reduces. Pass: every rank exits 0, each
+//   4. insiders (the secret, but not the rank) try to claim rank 1 and to change rank 1's
+//      keys, and are refused;
+//   5. rank 0 goes; every rank runs checked all-reduces. Pass: every rank exits 0, each
 //      loud stranger was disconnected, the refusals were logged (WARN, naming the address),
 //      and the silent store stranger is dropped by the store's handshake deadline.
 #include "bootstrap/bootstrap.hpp"
@@ -129,6 +131,33 @@ void knock(const net::SocketAddress& address, const std::string& name, Strangers
   std::printf("strangers: knocked on %s (%s)\n", name.c_str(), address.toString().c_str());
 }
 
+// Clients that know the secret but act for a rank that is not theirs: another process
+// claiming rank 1 (held by the running rank 1), and overwrites of rank 1's keys. Each is
+// refused with a clear error, and the job goes on.
+void insiders(const net::SocketAddress& store, const security::JobSecret& secret,
+              TcpStoreClient& observer, Strangers& out) {
+  auto expectRefused = [&](const std::string& what, const std::string& want, auto&& f) {
+    try {
+      f();
+      out.failures += what + " was allowed; ";
+    } catch (const Error& e) {
+      std::printf("insiders: %s refused: %s\n", what.c_str(), e.what());
+      if (e.code() != Result::InvalidUsage || std::string(e.what()).find(want) == std::string::npos)
+        out.failures += what + " failed in the wrong way: " + e.what() + "; ";
+    }
+  };
+  expectRefused("another process claiming rank 1", "rank 1 is already held", [&] {
+    TcpStoreClient(store, secret, 1, deadlineIn(10s));
+  });
+  std::string token(32, 'x');
+  expectRefused("overwriting rank 1's tcp token", "belongs to rank 1", [&] {
+    observer.set("comm0/tcp/1/token", std::as_bytes(std::span(token)));
+  });
+  expectRefused("adding to rank 1's address", "not a counter", [&] {
+    observer.add("comm0/tcp/1", 1);
+  });
+}
+
 // "1.2.3.4:5", or the first of "nic=1.2.3.4:5,nic=[::1]:6" (one listener per rail).
 net::SocketAddress parseAddress(std::string t) {
   t = t.substr(0, t.find(','));
@@ -140,9 +169,9 @@ net::SocketAddress parseAddress(std::string t) {
 // --- the driver ----------------------------------------------------------------------
 
 // fork + execve of ourselves, with everything prepared before the fork (we have threads).
-pid_t startRank(int rank, uint16_t port, uint64_t secret, const std::string& log) {
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(secret));
+pid_t startRank(int rank, uint16_t port, const security::JobSecret& secret,
+                const std::string& log) {
+  const std::string hex = secret.hex();
   std::vector<std::string> env = {"CHORUS_RANK=" + std::to_string(rank),
                                   "CHORUS_WORLD_SIZE=" + std::to_string(kRanks),
                                   "CHORUS_ADDR=127.0.0.1",
@@ -186,7 +215,7 @@ int drive() {
   ::dup2(logFd, 2);
   ::setenv("CHORUS_DEBUG", "WARN", 1);
 
-  uint64_t secret = randomSecret();
+  auto secret = security::JobSecret::random();
   auto server =
       std::make_unique<TcpStoreServer>(net::SocketAddress::parse("127.0.0.1", 0), secret, -1);
   auto storeAddress = server->address();
@@ -195,7 +224,9 @@ int drive() {
   knock(storeAddress, "the store", strangers);
   auto silentStoreSince = Clock::now();
   try {  // a would-be client with the wrong secret is turned away with a clear error
-    TcpStoreClient(storeAddress, secret ^ 1, 0, deadlineIn(5s));
+    auto wrong = secret;
+    wrong.bytes[31] ^= 1;
+    TcpStoreClient(storeAddress, wrong, 0, deadlineIn(5s));
     strangers.failures += "a store client with the wrong secret was let in; ";
   } catch (const Error& e) {
     std::printf("strangers: wrong-secret store client refused: %s\n", e.what());
@@ -215,6 +246,7 @@ int drive() {
     auto address = text(observer.get("comm0/tcp/" + std::to_string(r), deadlineIn(30s)));
     knock(parseAddress(address), "rank " + std::to_string(r) + "'s tcp port", strangers);
   }
+  insiders(storeAddress, secret, observer, strangers);
   observer.set("security/go", {});
 
   std::string failures = strangers.failures;

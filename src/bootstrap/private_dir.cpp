@@ -31,8 +31,9 @@ std::string makePrivate(const std::string& path) {
     return std::string("cannot create it: ") + std::strerror(errno);
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
-    return errno == ENOTDIR || errno == ELOOP ? "it is not a directory (or is a symlink)"
-                                              : std::string("cannot open it: ") + std::strerror(errno);
+    return errno == ENOTDIR || errno == ELOOP
+               ? "it is not a directory (or is a symlink)"
+               : std::string("cannot open it: ") + std::strerror(errno);
   struct stat st {};
   std::string why;
   if (::fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode)) {

@@ -74,7 +74,7 @@ struct TcpStoreServer::Impl {
   struct Client {
     net::Socket socket;
     std::optional<security::AcceptedConnection> auth;  // until the secret is proven
-    std::string context;                                // the hello the proof covered
+    std::string context;                               // the hello the proof covered
     std::string in, out;
     bool authenticated = false;
     bool saidGoodbye = false;
@@ -123,8 +123,8 @@ struct TcpStoreServer::Impl {
   void answerWaiters(const std::string& key);
 };
 
-TcpStoreServer::TcpStoreServer(const net::SocketAddress& address,
-                               const security::JobSecret& secret, int hostRank)
+TcpStoreServer::TcpStoreServer(const net::SocketAddress& address, const security::JobSecret& secret,
+                               int hostRank)
     : impl_(std::make_unique<Impl>()) {
   impl_->listener = net::Socket::listen(address);
   impl_->listener.setNonBlocking(true);

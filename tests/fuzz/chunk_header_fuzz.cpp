@@ -19,7 +19,8 @@ using namespace chorus::stripe;
 
 class Paths final : public PathIo {
  public:
-  Paths(int n, const uint8_t* sizes, size_t count) : queues(size_t(n)), sizes_(sizes), count_(count) {}
+  Paths(int n, const uint8_t* sizes, size_t count)
+      : queues(size_t(n)), sizes_(sizes), count_(count) {}
   std::vector<std::deque<uint8_t>> queues;
   ssize_t write(int, const iovec*, int) override { return kWouldBlock; }
   ssize_t read(int path, const iovec* iov, int count) override {

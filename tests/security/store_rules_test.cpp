@@ -16,8 +16,8 @@
 
 #include <cstdlib>
 #include <functional>
-#include <thread>
 #include <string>
+#include <thread>
 
 using namespace chorus;
 using namespace std::chrono_literals;
@@ -119,7 +119,8 @@ TEST(StoreRules, ARankBelongsToTheProcessThatClaimedIt) {
             }),
             0);
   auto deadline = deadlineIn(10s);
-  while (observer->deadRanks().empty() && Clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  while (observer->deadRanks().empty() && Clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
   EXPECT_EQ(observer->deadRanks(), std::vector<int>{2});
   EXPECT_EQ(inChild([&] { return claimFails(at, 2, "rank 2 died"); }), 0);
 }

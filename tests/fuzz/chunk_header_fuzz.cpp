@@ -9,6 +9,7 @@
 #include "striping/chunk_header.hpp"
 #include "striping/stripe_receiver.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <vector>

@@ -59,8 +59,8 @@ struct Receiver {
   // Everything in order so far, consumed.
   std::vector<uint8_t> drain() {
     auto span = receiver.peek();
-    std::vector<uint8_t> out(span.size());
-    std::memcpy(out.data(), span.data(), span.size());
+    std::vector<uint8_t> out(reinterpret_cast<const uint8_t*>(span.data()),
+                             reinterpret_cast<const uint8_t*>(span.data()) + span.size());
     receiver.consume(span.size());
     return out;
   }

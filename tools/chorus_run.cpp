@@ -171,7 +171,7 @@ class Launcher {
 };
 
 void Launcher::start(const std::string& program, sigset_t oldMask) {
-  uint64_t secret = chorus::randomSecret();
+  const auto secret = chorus::security::JobSecret::random();
   static chorus::TcpStoreServer server(chorus::net::SocketAddress::parse("127.0.0.1", 0), secret,
                                        -1);
   // Our variables replace any inherited ones of the same name.
@@ -187,8 +187,7 @@ void Launcher::start(const std::string& program, sigset_t oldMask) {
   // Ranks leave their failure there (CommImpl::reportFailure); finish() prints them.
   char dir[] = "/tmp/chorus-run-XXXXXX";
   if (::mkdtemp(dir)) reportDir_ = dir;
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(secret));
+  const std::string hex = secret.hex();
   std::vector<char*> argv;
   for (auto& a : o_.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

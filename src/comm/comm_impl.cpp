@@ -27,9 +27,9 @@ std::chrono::milliseconds defaultTimeout() {
 
 // Several communicators may share one store: each gets its own key prefix, numbered in
 // creation order (the same on every rank).
-std::string nextPrefix(uint64_t secret) {
+std::string nextPrefix(const security::JobSecret& secret) {
   static std::mutex mutex;
-  static std::map<uint64_t, int> created;
+  static std::map<security::JobSecret, int> created;
   std::lock_guard lock(mutex);
   return "comm" + std::to_string(created[secret]++) + "/";
 }

@@ -15,7 +15,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr uint64_t kSecret = 0x1234'5678'9abc'def0ull;
+const security::JobSecret kSecret = security::JobSecret::fromHex("123456789abcdef0", "test");
+const security::JobSecret kOtherSecret = security::JobSecret::fromHex("123456789abcdef1", "test");
 
 std::unique_ptr<TcpStoreServer> makeServer(int hostRank = -1) {
   return std::make_unique<TcpStoreServer>(net::SocketAddress::parse("127.0.0.1", 0), kSecret,
@@ -132,7 +133,7 @@ TEST(TcpStore, PrefixStoreSeparatesNamespaces) {
 
 TEST(TcpStore, WrongSecretIsRejected) {
   auto server = makeServer();
-  Error e = expectError([&] { TcpStoreClient(server->address(), kSecret + 1, 0, deadlineIn(5s)); });
+  Error e = expectError([&] { TcpStoreClient(server->address(), kOtherSecret, 0, deadlineIn(5s)); });
   EXPECT_EQ(e.code(), Result::RemoteError);
   EXPECT_NE(std::string(e.what()).find("secret"), std::string::npos);
   // A connection speaking nonsense is dropped too, and the server keeps serving.

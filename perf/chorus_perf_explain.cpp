@@ -4,6 +4,7 @@
 #include "chorus_perf_explain.hpp"
 
 #include "algorithms/schedule.hpp"
+#include "settings/settings.hpp"
 #include "tuner/cost_model.hpp"
 #include "tuner/tuning.hpp"
 
@@ -55,7 +56,7 @@ std::optional<int> runExplain(int argc, char** argv) {
   // The figures the tuner would use: CHORUS_TUNE_FILE's entry for this link and rank
   // count when there is one, else the defaults.
   chorus::Tuning tuning = chorus::defaultTuning(*linkClass);
-  if (const char* file = std::getenv("CHORUS_TUNE_FILE"); file && *file) {
+  if (const char* file = chorus::settings::cstr("CHORUS_TUNE_FILE"); file && *file) {
     try {
       if (auto entry = chorus::pickTuning(chorus::readTuneFile(file), *linkClass, nranks))
         tuning = *entry, tuning.source = file;

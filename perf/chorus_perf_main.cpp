@@ -9,6 +9,7 @@
 #include <chorus/chorus.hpp>
 
 #include "algorithms/algorithms.hpp"
+#include "settings/settings.hpp"
 
 #include <cctype>
 #include <cstdio>
@@ -120,9 +121,22 @@ bool probablyRankZero() {
   return true;
 }
 
+// "Rank 3: ", or the host and pid while no rank is known yet (unless the error has them).
+std::string who(int rank, const char* what) {
+  if (rank >= 0) return "Rank " + std::to_string(rank) + ": ";
+  const std::string process = chorus::settings::processName();
+  return std::string(what).rfind(process, 0) == 0 ? "" : process + ": ";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  try {
+    chorus::settings::validateProcess();  // a bad CHORUS_* value fails every mode at once
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "chorus-perf: %s\n", e.what());
+    return 2;
+  }
   if (auto status = perf::runExplain(argc, argv)) return *status;
   if (auto status = perf::runCalibrate(argc, argv)) return *status;
   const perf::ArgsSpec spec{"chorus-perf", true};
@@ -155,10 +169,10 @@ int main(int argc, char** argv) {
     return perf::runBenchmark(args, backend,
                               std::string("chorus-perf ") + perf::collName(args.coll));
   } catch (const chorus::Error& e) {
-    std::fprintf(stderr, "# Rank %d: chorus error %s: %s\n", rank, chorus::toString(e.code()),
-                 e.what());
+    std::fprintf(stderr, "# %schorus error %s: %s\n", who(rank, e.what()).c_str(),
+                 chorus::toString(e.code()), e.what());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "# Rank %d: error: %s\n", rank, e.what());
+    std::fprintf(stderr, "# %serror: %s\n", who(rank, e.what()).c_str(), e.what());
   }
   if (comm) comm.abort();
   return 1;

@@ -1,31 +1,28 @@
-// Typed reads of environment variables with defaults.
+// Kept for code written before the settings registry: these forward to it, so the name
+// must be declared in src/settings/registry.cpp and a bad value throws. New code calls
+// settings::integer / text / bytes / duration directly.
 #pragma once
 
+#include "settings/settings.hpp"
+
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 namespace chorus {
 
 inline std::string envString(const char* name, const std::string& fallback = {}) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) : fallback;
+  return settings::text(name, fallback);
 }
 
 inline int64_t envInt(const char* name, int64_t fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  long long parsed = std::strtoll(v, &end, 10);
-  return end && *end == '\0' ? parsed : fallback;
+  return settings::integer(name, fallback);
 }
 
 inline double envDouble(const char* name, double fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  double parsed = std::strtod(v, &end);
-  return end && *end == '\0' ? parsed : fallback;
+  const auto* spec = settings::find(name);
+  if (spec && spec->type == settings::Type::Duration)
+    return settings::isSet(name) ? settings::duration(name).count() / 1000.0 : fallback;
+  return static_cast<double>(settings::integer(name, static_cast<int64_t>(fallback)));
 }
 
 }  // namespace chorus

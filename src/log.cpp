@@ -1,5 +1,9 @@
 #include "log.hpp"
 
+#include "settings/settings.hpp"
+
+#include <chorus/chorus.hpp>
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -9,11 +13,15 @@ namespace chorus {
 
 LogLevel logLevel() {
   static const LogLevel level = [] {
-    const char* v = std::getenv("CHORUS_DEBUG");
-    if (!v) return LogLevel::Warn;
-    if (!strcasecmp(v, "INFO")) return LogLevel::Info;
-    if (!strcasecmp(v, "TRACE")) return LogLevel::Trace;
-    if (!strcasecmp(v, "NONE")) return LogLevel::None;
+    std::string v;
+    try {
+      v = settings::text("CHORUS_DEBUG");  // WARN unless set (or NCCL_DEBUG is)
+    } catch (const Error&) {
+      return LogLevel::Warn;  // validateProcess fails the communicator naming the value
+    }
+    if (v == "INFO") return LogLevel::Info;
+    if (v == "TRACE") return LogLevel::Trace;
+    if (v == "NONE") return LogLevel::None;
     return LogLevel::Warn;
   }();
   return level;

@@ -1,9 +1,11 @@
 # Fuzzing, label `fuzz`: libFuzzer harnesses (fuzz/*_fuzz.cpp) for the store's frames
 # (server and client side), the unique id, the topology and tune files, the call
-# fingerprint check and the connection handshake. They need clang, so they live in their
-# own build (fuzz/run_fuzz.sh configures it with CHORUS_FUZZ=ON); the main build only
-# registers the CTest entries that drive that script: one build, then a short run each
-# (CHORUS_FUZZ_SECONDS, 15 s by default: 7 x 15 s).
+# fingerprint check, the connection handshake (the tcp transport's and the store's
+# hello), the striped stream's chunk headers (the tcp transport's data framing) and the
+# ib transport's connection record. They need clang, so they live in their own build
+# (fuzz/run_fuzz.sh configures it with CHORUS_FUZZ=ON); the main build only registers the
+# CTest entries that drive that script: one build, then a short run each
+# (CHORUS_FUZZ_SECONDS, 15 s by default: 9 x 15 s).
 file(GLOB _chorus_fuzzers CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/*_fuzz.cpp)
 if(CHORUS_FUZZ)
   add_custom_target(chorus_fuzzers)
@@ -11,6 +13,14 @@ if(CHORUS_FUZZ)
     get_filename_component(_name ${_src} NAME_WE)
     add_executable(${_name} ${_src})
     target_link_libraries(${_name} PRIVATE chorus_internal)
+    if(_name STREQUAL "ib_record_fuzz")  # the decoder alone, without the ib transport
+      if(NOT (IBVERBS_LIBRARY AND IBVERBS_INCLUDE))
+        message(FATAL_ERROR "ib_record_fuzz needs libibverbs-dev")
+      endif()
+      target_sources(${_name} PRIVATE ${PROJECT_SOURCE_DIR}/transports/ib/ib_qp.cpp)
+      target_include_directories(${_name} PRIVATE ${IBVERBS_INCLUDE})
+      target_link_libraries(${_name} PRIVATE ${IBVERBS_LIBRARY})
+    endif()
     target_compile_options(${_name} PRIVATE -fsanitize=fuzzer)
     target_link_options(${_name} PRIVATE -fsanitize=fuzzer)
     add_dependencies(chorus_fuzzers ${_name})

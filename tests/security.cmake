@@ -1,8 +1,11 @@
-# Security tests, label `security`: SHA-256/HMAC vectors, the challenge-response handshake,
-# what a stranger on the host can reach (store port, shm segments, rendezvous file,
-# listeners), and strangers knocking on a running 3-rank job (tcp).
+# Security tests, label `security`: HMAC vectors (libcrypto's wiring), the challenge-response
+# handshake, what a stranger on the host can reach (store port, shm segments, rendezvous
+# file, listeners), the store's rules (rank claims, key owners, caps, the uid check),
+# striping chunk headers, and strangers and insiders knocking on a running 3-rank job (tcp).
 add_executable(chorus_security_tests ${CMAKE_CURRENT_SOURCE_DIR}/security/crypto_test.cpp
-                                     ${CMAKE_CURRENT_SOURCE_DIR}/security/exposure_test.cpp)
+                                     ${CMAKE_CURRENT_SOURCE_DIR}/security/exposure_test.cpp
+                                     ${CMAKE_CURRENT_SOURCE_DIR}/security/framing_test.cpp
+                                     ${CMAKE_CURRENT_SOURCE_DIR}/security/store_rules_test.cpp)
 target_link_libraries(chorus_security_tests PRIVATE chorus_internal GTest::gtest GTest::gtest_main)
 gtest_discover_tests(chorus_security_tests TEST_PREFIX security.
                      PROPERTIES LABELS security TIMEOUT 120 DISCOVERY_TIMEOUT 60)

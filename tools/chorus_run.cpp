@@ -6,6 +6,7 @@
 // Each rank runs in its own process group (so a kill reaches its helpers too), with stdin
 // from /dev/null and a parent-death signal, so that no rank outlives the launcher.
 #include "bootstrap/bootstrap.hpp"
+#include "settings/settings.hpp"
 #include "store/store.hpp"
 
 #include <fcntl.h>
@@ -188,7 +189,7 @@ class Launcher {
 };
 
 void Launcher::start(const std::string& program, sigset_t oldMask) {
-  uint64_t secret = chorus::randomSecret();
+  const auto secret = chorus::security::JobSecret::random();
   server_ = std::make_unique<chorus::TcpStoreServer>(
       chorus::net::SocketAddress::parse("127.0.0.1", 0), secret, -1);
   chorus::TcpStoreServer& server = *server_;
@@ -205,8 +206,7 @@ void Launcher::start(const std::string& program, sigset_t oldMask) {
   // Ranks leave their failure there (CommImpl::reportFailure); finish() prints them.
   char dir[] = "/tmp/chorus-run-XXXXXX";
   if (::mkdtemp(dir)) reportDir_ = dir;
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(secret));
+  const std::string hex = secret.hex();
   std::vector<char*> argv;
   for (auto& a : o_.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -483,8 +483,13 @@ int Launcher::finish() {
 int main(int argc, char** argv) {
   Options options = parseArgs(argc, argv);
   double grace = 15;
-  if (const char* g = std::getenv("CHORUS_RUN_GRACE"); g && *g)
-    grace = parseSeconds("CHORUS_RUN_GRACE", g);
+  try {
+    chorus::settings::validateProcess();  // the ranks inherit this environment: check it once
+    grace = chorus::settings::duration("CHORUS_RUN_GRACE").count() / 1000.0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "chorus-run: %s\n", e.what());
+    return 2;
+  }
   try {
     for (int restart = 0;; ++restart) {
       Launcher launcher(options, grace, restart);

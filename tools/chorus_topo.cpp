@@ -4,6 +4,7 @@
 //   chorus-topo [--json] [--sysfs ROOT] [--xml FILE] [--topo-file FILE]
 //   chorus-run -n 4 --timeout 60 chorus-topo --cluster
 #include "bootstrap/bootstrap.hpp"
+#include "settings/settings.hpp"
 #include "topology/topology.hpp"
 
 #include <chorus/chorus.hpp>
@@ -80,7 +81,7 @@ int main(int argc, char** argv) {
   try {
     chorus::topo::Topology t = chorus::topo::detect(options);
     if (asCluster) {
-      const char* env = std::getenv("CHORUS_TOPO_FILE");
+      const char* env = chorus::settings::cstr("CHORUS_TOPO_FILE");
       return cluster(t, options.topoFile ? *options.topoFile : (env ? env : ""));
     }
     std::fputs((json ? chorus::topo::toJson(t) : chorus::topo::toText(t)).c_str(), stdout);

@@ -2,6 +2,7 @@
 // the best instruction set this CPU supports (chosen once).
 #include "kernels/cpu/kernel_table.hpp"
 #include "kernels/reduce.hpp"
+#include "settings/settings.hpp"
 
 #include <chorus/chorus.hpp>
 
@@ -60,7 +61,7 @@ const KernelTable* kernelTable(const char* isa) {
 // compare, or to rule a kernel out), and an unknown or unsupported value is ignored.
 const KernelTable& activeKernels() {
   static const KernelTable* const active = [] {
-    const char* cap = std::getenv("CHORUS_KERNEL_ISA");
+    const char* cap = settings::cstr("CHORUS_KERNEL_ISA");
     bool allowed = !cap || !kernelTable(cap);
     for (const char* isa : {"avx512", "avx2"}) {
       allowed = allowed || std::strcmp(cap, isa) == 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "net/socket.hpp"
+#include "security/job_secret.hpp"
 
 #include <chorus/chorus.hpp>
 
@@ -17,16 +18,18 @@ class TcpStoreServer;
 
 struct Rendezvous {
   net::SocketAddress store;  // where the TcpStoreServer listens
-  uint64_t secret = 0;
+  security::JobSecret secret;
 };
 
 UniqueId encodeUniqueId(const Rendezvous& rendezvous);
-// Throws Error(InvalidArgument) if the bytes are not a Chorus unique id.
+// Throws Error(InvalidArgument) if the bytes are not a Chorus unique id, or if its store
+// listens on loopback of another host (or network namespace) than this process's.
 Rendezvous decodeUniqueId(const UniqueId& id);
 
-// Starts a store server on the interface chosen by CHORUS_SOCKET_IFNAME (any free port)
-// and keeps it alive until the process exits; returns its rendezvous.
-Rendezvous startProcessStore(int hostRank);
+// Starts a store server (any free port) and keeps it alive until the process exits;
+// returns its rendezvous. It listens on the interface CHORUS_SOCKET_IFNAME selects, or
+// on loopback when that is not set or `singleHost` says every rank is on this host.
+Rendezvous startProcessStore(int hostRank, bool singleHost);
 
 struct EnvLaunch {
   int rank = 0;
@@ -35,7 +38,7 @@ struct EnvLaunch {
   Rendezvous rendezvous;
   // True on the rank that must start the store server at rendezvous.store itself
   // (rank 0 under torchrun-style variables); the secret is then CHORUS_JOB_SECRET hashed,
-  // or derived from the port and run id when none is given.
+  // or derived from the port and run id when none is given (secret.derived).
   bool hostsStore = false;
   std::string source;  // "chorus", "torchrun" or "mpirun", for messages
 };
@@ -44,13 +47,17 @@ struct EnvLaunch {
 // CHORUS_PORT, CHORUS_SECRET (hex, set by chorus-run, whose store it is) and
 // CHORUS_JOB_SECRET (any text; rank 0 hosts the store) take precedence over RANK, WORLD_SIZE, LOCAL_RANK,
 // MASTER_ADDR, MASTER_PORT; Open MPI's OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK} are used when
-// neither gives a rank, with a file rendezvous in /tmp keyed by the MPI job id when no
-// address is given. Throws Error(InvalidArgument) with a clear message when incomplete.
+// neither gives a rank, with a file rendezvous keyed by the MPI job id in a private
+// directory (rendezvousDirectory) when no address is given. Throws Error(InvalidArgument) with a clear message when incomplete.
 EnvLaunch readEnvironment(Deadline deadline);
 
 // Identity of the host as seen for shared memory: boot id + hostname + network namespace.
 std::string hostIdentity();
 
-uint64_t randomSecret();
+// The private directory for the mpirun file rendezvous: the first of
+// $XDG_RUNTIME_DIR/chorus, ${TMPDIR:-/tmp}/chorus-<uid>, ${XDG_CACHE_HOME:-$HOME/.cache}/chorus
+// that is (or can be made) a real directory owned by this uid with mode 0700; one that
+// another user made first is skipped. Throws Error(SystemError) when none is.
+std::string rendezvousDirectory();
 
 }  // namespace chorus

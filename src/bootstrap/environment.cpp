@@ -1,11 +1,11 @@
 // readEnvironment: who am I and where is the store, as chorus-run, torchrun or mpirun
-// tell it. Under mpirun without an address, rank 0 publishes its store in a file in /tmp
-// (so this path works only when every rank shares the host).
+// tell it. Under mpirun without an address, rank 0 publishes its store in a file in a
+// private directory (so this path works only when every rank shares the host, and its
+// store listens on loopback).
 #include "bootstrap/bootstrap.hpp"
 
 #include "errors.hpp"
 #include "log.hpp"
-#include "security/sha256.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -50,38 +50,20 @@ int64_t parseInt(const Var& v, int64_t min, int64_t max) {
   return x;
 }
 
-uint64_t parseSecret(const Var& v) {
-  std::string s = v.value;
-  if (s.rfind("0x", 0) == 0 || s.rfind("0X", 0) == 0) s.erase(0, 2);
-  errno = 0;
-  char* end = nullptr;
-  unsigned long long x = std::strtoull(s.c_str(), &end, 16);
-  if (s.empty() || s.size() > 16 || errno != 0 || *end != '\0')
-    throwInvalid(v.name + " must be up to 16 hexadecimal digits, not '" + v.value + "'");
-  return x;
-}
+security::JobSecret parseSecret(const Var& v) { return security::JobSecret::fromHex(v.value, v.name); }
 
 // No secret was handed out (torchrun): every rank derives the same one from what they all
-// see. It only keeps jobs apart; it is no protection against a hostile process.
-uint64_t derivedSecret(uint16_t port) {
+// see. It only keeps jobs apart; it is no protection against a hostile process, so it is
+// marked `derived` and the store then admits local peers of the job's uid only.
+security::JobSecret derivedSecret(uint16_t port) {
   const char* run = std::getenv("TORCHELASTIC_RUN_ID");
   std::string text =
       std::string("chorus:") + (run && *run ? run : "chorus") + ":" + std::to_string(port);
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, then a splitmix64 finish
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
-  h ^= h >> 30, h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27, h *= 0x94d049bb133111ebull;
-  h ^= h >> 31;
-  return h ? h : 1;
-}
-
-// CHORUS_JOB_SECRET: any text the user hands every rank (a passphrase, a hex string), so
-// that a job hosted by rank 0 has a secret strangers cannot derive.
-uint64_t passphraseSecret(const std::string& text) {
-  auto digest = security::sha256(security::asBytes("chorus job secret:" + text));
-  uint64_t h = 0;
-  for (int i = 0; i < 8; ++i) h |= uint64_t(digest[size_t(i)]) << (8 * i);
-  return h ? h : 1;
+  security::JobSecret s;
+  s.bytes = security::hmacSha256(security::asBytes("chorus derived secret"),
+                                 {security::asBytes(text)});
+  s.derived = true;
+  return s;
 }
 
 uint64_t bootTimeNs() {
@@ -115,13 +97,7 @@ std::string rendezvousPath() {
   std::string id;
   for (char c : job->value)
     id += (std::isalnum(static_cast<unsigned char>(c)) || c == '-') ? c : '_';
-  return "/tmp/chorus-" + id + ".rdv";
-}
-
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return buf;
+  return rendezvousDirectory() + "/" + id + ".rdv";
 }
 
 void publishRendezvous(const std::string& path, const Rendezvous& r, int nranks) {
@@ -132,7 +108,7 @@ void publishRendezvous(const std::string& path, const Rendezvous& r, int nranks)
   published = path;
 
   std::string text = "chorus-rendezvous 1\naddress " + r.store.toString() + "\nsecret " +
-                     hex(r.secret) + "\nnranks " + std::to_string(nranks) + "\npid " +
+                     r.secret.hex() + "\nnranks " + std::to_string(nranks) + "\npid " +
                      std::to_string(::getpid()) + "\nwritten " + std::to_string(bootTimeNs()) +
                      "\n";
   std::string temp = path + ".tmp." + std::to_string(::getpid());
@@ -181,16 +157,21 @@ std::optional<Rendezvous> readRendezvous(const std::string& path, int nranks, ui
   Rendezvous r;
   r.store = net::SocketAddress::parse(address.substr(0, colon),
                                       uint16_t(std::stoul(address.substr(colon + 1))));
-  r.secret = parseSecret({"secret in " + path, secret});
+  try {
+    r.secret = parseSecret({"secret in " + path, secret});
+  } catch (const Error&) {
+    return std::nullopt;  // not ours after all
+  }
   return r;
 }
 
 Rendezvous fileRendezvous(int rank, int nranks, Deadline deadline) {
   std::string path = rendezvousPath();
   if (rank == 0) {
+    // Only this uid can write in the directory: what is there is a stale file of ours.
     if (::unlink(path.c_str()) != 0 && errno != ENOENT)
       throwSystemError("mpirun rendezvous: cannot remove the stale " + path);
-    Rendezvous r = startProcessStore(0);
+    Rendezvous r = startProcessStore(0, true);
     publishRendezvous(path, r, nranks);
     return r;
   }
@@ -255,7 +236,7 @@ EnvLaunch readEnvironment(Deadline deadline) {
     if (launch.source == "mpirun") {
       launch.rendezvous = fileRendezvous(launch.rank, launch.nranks, deadline);
     } else if (launch.nranks == 1) {
-      launch.rendezvous = startProcessStore(0);  // alone: our own store, already running
+      launch.rendezvous = startProcessStore(0, true);  // alone: our own store, already running
     } else {
       throwInvalid(rank->name + " and " + size->name +
                    " are set but the rendezvous address is not: set CHORUS_ADDR and "
@@ -273,12 +254,13 @@ EnvLaunch readEnvironment(Deadline deadline) {
   if (secret) {
     launch.rendezvous.secret = parseSecret(*secret);  // the launcher runs the store
   } else if (jobSecret) {
-    launch.rendezvous.secret = passphraseSecret(jobSecret->value);
+    launch.rendezvous.secret = security::JobSecret::fromPassphrase(jobSecret->value);
     launch.hostsStore = launch.rank == 0;
   } else {
     logf(LogLevel::Info,
-         "no CHORUS_JOB_SECRET: the job secret is derived from the port and run id; set "
-         "CHORUS_JOB_SECRET on every rank to keep other local users out");
+         "no CHORUS_JOB_SECRET: the job secret is derived from the port and run id, and the "
+         "store admits local connections of this uid only; set CHORUS_JOB_SECRET on every "
+         "rank to keep strangers on other hosts out too");
     launch.rendezvous.secret = derivedSecret(portNumber);
     launch.hostsStore = launch.rank == 0;
   }

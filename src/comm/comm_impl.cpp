@@ -1,9 +1,9 @@
 // Communicator set-up and the submission path of every collective.
 #include "comm/comm_impl.hpp"
 
-#include "env.hpp"
 #include "errors.hpp"
 #include "log.hpp"
+#include "settings/settings.hpp"
 #include "store/barrier.hpp"
 #include "topology/topology.hpp"
 #include "tuner/cost_model.hpp"
@@ -20,16 +20,16 @@ namespace chorus::detail {
 namespace {
 
 std::chrono::milliseconds defaultTimeout() {
-  double seconds = envDouble("CHORUS_TIMEOUT", 300.0);
+  double seconds = settings::duration("CHORUS_TIMEOUT").count() / 1000.0;
   if (seconds <= 0) seconds = 300.0;
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
 // Several communicators may share one store: each gets its own key prefix, numbered in
 // creation order (the same on every rank).
-std::string nextPrefix(uint64_t secret) {
+std::string nextPrefix(const security::JobSecret& secret) {
   static std::mutex mutex;
-  static std::map<uint64_t, int> created;
+  static std::map<security::JobSecret, int> created;
   std::lock_guard lock(mutex);
   return "comm" + std::to_string(created[secret]++) + "/";
 }
@@ -49,7 +49,7 @@ std::string asString(const std::vector<std::byte>& bytes) {
 // otherwise (node rules by rank or host), e.g. to describe a cluster or to try the
 // hierarchical algorithms on one machine.
 Layout nodeLayout(const std::vector<std::string>& hosts) {
-  const std::string path = envString("CHORUS_TOPO_FILE");
+  const std::string path = settings::text("CHORUS_TOPO_FILE");
   std::optional<topo::TopologyFile> file;
   if (!path.empty()) file = topo::loadTopologyFile(path);
   const topo::ClusterTopology cluster = topo::clusterFromHostIds(hosts, file ? &*file : nullptr);
@@ -61,6 +61,7 @@ Layout nodeLayout(const std::vector<std::string>& hosts) {
 std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvous& rendezvous,
                                            bool hostsStore, const Options& options,
                                            const Parent* parent) {
+  settings::validateProcess();
   if (nranks < 1) throwInvalid("communicator: nranks must be >= 1, got " + std::to_string(nranks));
   if (rank < 0 || rank >= nranks)
     throwInvalid("communicator: rank " + std::to_string(rank) + " out of range [0, " +
@@ -68,9 +69,9 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   std::shared_ptr<CommImpl> c(new CommImpl(rank, nranks));
   c->timeout_ = options.timeout.count() > 0 ? options.timeout : defaultTimeout();
   c->rendezvous_ = rendezvous;
-  c->launchRank_ = static_cast<int>(envInt("CHORUS_RANK", rank));
+  c->launchRank_ = static_cast<int>(settings::integer("CHORUS_RANK", rank));
   c->options_ = options;
-  c->algorithms_.apply(envString("CHORUS_ALGO"));
+  c->algorithms_.apply(settings::text("CHORUS_ALGO"));
   c->algorithms_.apply(options.algorithm);
   const Deadline deadline = Clock::now() + c->timeout_;
 
@@ -97,9 +98,9 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   // CHORUS_TRANSPORT forces one transport for every peer; otherwise shared memory when
   // every rank is on this host, else the network transport (CHORUS_NET: ib, ucx, tcp).
   std::string kind =
-      options.transport.empty() ? envString("CHORUS_TRANSPORT", "auto") : options.transport;
+      options.transport.empty() ? settings::text("CHORUS_TRANSPORT") : options.transport;
   if (kind == "auto")
-    kind = localRanks == nranks ? "shm" : envString("CHORUS_NET", defaultNetTransport());
+    kind = localRanks == nranks ? "shm" : settings::text("CHORUS_NET", defaultNetTransport());
   TransportContext ctx{rank, nranks, &store, host, deadline};
   c->transport_ = makeTransport(kind, ctx);
 
@@ -112,10 +113,10 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   // Oversubscribed ranks poll with sched_yield, which hands the core straight to a peer
   // with work; 200 us of that keeps small-message latency low (perf/compare.sh) before
   // the rank sleeps on a futex and stops costing anything.
-  config.spin =
-      std::chrono::microseconds(envInt("CHORUS_SPIN_US", config.yieldWhileSpinning ? 200 : 50));
+  config.spin = std::chrono::microseconds(
+      settings::integer("CHORUS_SPIN_US", config.yieldWhileSpinning ? 200 : 50));
   config.sliceBytes =
-      static_cast<size_t>(std::max<int64_t>(4096, envInt("CHORUS_SLICE_BYTES", 256 << 10)));
+      static_cast<size_t>(std::max<int64_t>(4096, settings::integer("CHORUS_SLICE_BYTES")));
   TcpStoreClient* client = c->storeClient_.get();
   std::vector<int> parentRanks = parent ? parent->ranks : std::vector<int>{};
   c->parentRanks_ = parentRanks;

@@ -1,5 +1,6 @@
 // The public C++ API: thin wrappers over CommImpl.
 #include "comm/comm_impl.hpp"
+#include "settings/settings.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -13,9 +14,15 @@ Communicator Communicator::init(int rank, int nranks, const UniqueId& id, const 
 }
 
 Communicator Communicator::initFromEnv(const Options& options) {
+  settings::validateProcess();  // a bad setting fails here, before any rendezvous
   std::chrono::milliseconds limit =
-      options.timeout.count() > 0 ? options.timeout : std::chrono::milliseconds(300000);
-  EnvLaunch launch = readEnvironment(Clock::now() + limit);
+      options.timeout.count() > 0 ? options.timeout : settings::duration("CHORUS_TIMEOUT");
+  EnvLaunch launch;
+  try {
+    launch = readEnvironment(Clock::now() + limit);
+  } catch (const Error& e) {  // no rank yet: say which process speaks
+    throw Error(e.code(), settings::processName() + ": " + e.what());
+  }
   return Communicator(
       CommImpl::create(launch.rank, launch.nranks, launch.rendezvous, launch.hostsStore, options));
 }

@@ -2,6 +2,7 @@
 // fails leaves "failed/<rank>"; a rank stuck at its deadline leaves "stuck/<rank>" and
 // reads what the peers it waits for are doing.
 #include "comm/comm_impl.hpp"
+#include "settings/settings.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -35,7 +36,7 @@ void CommImpl::reportFailure(const std::string& cause) {
   const std::string report = "rank " + std::to_string(rank_) + ": " + cause;
   // For the launcher first (chorus-run sets CHORUS_REPORT_DIR and prints these when the
   // job fails): the store may be gone with the rank that hosts it.
-  if (const char* dir = std::getenv("CHORUS_REPORT_DIR"); dir && *dir && !reportedToLauncher_) {
+  if (const char* dir = settings::cstr("CHORUS_REPORT_DIR"); dir && *dir && !reportedToLauncher_) {
     reportedToLauncher_ = true;  // the first failure of this process is the one to show
     const std::string path = std::string(dir) + "/rank-" + std::to_string(launchRank_) + ".txt";
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

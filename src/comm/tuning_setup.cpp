@@ -1,8 +1,8 @@
 // How a communicator gets the figures its tuner works from (see tuner/tuning.hpp).
 #include "comm/comm_impl.hpp"
-#include "env.hpp"
 #include "log.hpp"
 #include "net/socket.hpp"
+#include "settings/settings.hpp"
 #include "topology/topology.hpp"
 #include "tuner/local_rates.hpp"
 
@@ -22,7 +22,7 @@ constexpr int kSmallRounds = 16, kLargeRounds = 4;  // after one warm-up round e
 double nicBytesPerUs() {
   try {
     const topo::Topology t = topo::detect();
-    const std::string spec = envString("CHORUS_SOCKET_IFNAME");
+    const std::string spec = settings::text("CHORUS_SOCKET_IFNAME");
     std::vector<std::string> names;  // each once (an interface has several addresses)
     for (const net::Interface& i : net::findInterfaces(spec))
       if (std::find(names.begin(), names.end(), i.name) == names.end()) names.push_back(i.name);
@@ -86,7 +86,7 @@ LinkModel CommImpl::probeLink(int peer) {
 void CommImpl::setUpTuner(int localRanks, int cores) {
   const LinkClass link = parseLinkClass(transport_->name()).value_or(LinkClass::Tcp);
   // Deterministic: nothing measured may sway the choice, so the thresholds decide.
-  const bool deterministic = options_.deterministic || envInt("CHORUS_DETERMINISTIC", 0) != 0;
+  const bool deterministic = options_.deterministic || settings::boolean("CHORUS_DETERMINISTIC");
   const Tuner::Mode mode = deterministic ? Tuner::Mode::Static : tunerModeFromEnv();
   tuner_ = std::make_unique<Tuner>(nranks_, defaultTuning(link), mode);
   if (mode == Tuner::Mode::Static || nranks_ == 1) return;
@@ -101,8 +101,8 @@ void CommImpl::setUpTuner(int localRanks, int cores) {
   std::optional<LinkModel> inter;
   if (severalNodes) inter = defaultLinkModel(link);
 
-  const std::string file = envString("CHORUS_TUNE_FILE");
-  const bool probe = envInt("CHORUS_TUNE_PROBE", 1) != 0;
+  const std::string file = settings::text("CHORUS_TUNE_FILE");
+  const bool probe = settings::boolean("CHORUS_TUNE_PROBE");
   // Rank 0 decides where the figures come from; every rank learns it from the store so
   // that all take part in the probe or none does.
   std::string plan;

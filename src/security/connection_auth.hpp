@@ -6,17 +6,11 @@
 #include "clock.hpp"
 #include "net/socket.hpp"
 #include "security/handshake.hpp"
+#include "security/job_secret.hpp"
 
 #include <string>
 
 namespace chorus::security {
-
-// The 64-bit job secret (unique id, CHORUS_SECRET, CHORUS_JOB_SECRET) as an HMAC key.
-inline std::array<uint8_t, 8> jobKey(uint64_t secret) {
-  std::array<uint8_t, 8> key;
-  for (int i = 0; i < 8; ++i) key[size_t(i)] = uint8_t(secret >> (8 * i));
-  return key;
-}
 
 // Proves `key` to the acceptor at the other end of `socket` and checks that it knows it
 // too. Throws Error(RemoteError) when the peer closes or fails to prove the key,

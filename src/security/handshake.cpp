@@ -2,10 +2,7 @@
 
 #include "errors.hpp"
 
-#include <sys/random.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 namespace chorus::security {
@@ -19,20 +16,13 @@ constexpr std::string_view kInitiatorLabel = "chorus initiator";
 
 Nonce randomNonce() {
   Nonce n;
-  size_t got = 0;
-  while (got < n.size()) {
-    ssize_t r = ::getrandom(n.data() + got, n.size() - got, 0);
-    if (r > 0) got += size_t(r);
-    if (r < 0 && errno != EINTR) throwSystemError("getrandom");
-  }
+  randomBytes(n);
   return n;
 }
 
 std::array<uint8_t, 32> randomKey() {
   std::array<uint8_t, 32> key;
-  Nonce a = randomNonce(), b = randomNonce();
-  std::copy(a.begin(), a.end(), key.begin());
-  std::copy(b.begin(), b.end(), key.begin() + 16);
+  randomBytes(key);
   return key;
 }
 

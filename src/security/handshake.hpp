@@ -9,7 +9,7 @@
 // the other's proof.
 #pragma once
 
-#include "security/sha256.hpp"
+#include "security/crypto.hpp"
 
 #include <optional>
 #include <string>
@@ -18,8 +18,8 @@
 namespace chorus::security {
 
 using Nonce = std::array<uint8_t, 16>;
-Nonce randomNonce();  // getrandom(2)
-std::array<uint8_t, 32> randomKey();
+Nonce randomNonce();                  // getrandom(2)
+std::array<uint8_t, 32> randomKey();  // getrandom(2)
 
 constexpr size_t kMaxContext = 256;
 constexpr size_t kHelloHeader = 8 + 2 + 16;

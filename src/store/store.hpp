@@ -1,10 +1,21 @@
 // The rendezvous store: set/get/add with deadlines, shared by every rank of a job.
 // TcpStoreServer also watches its clients: a client that disconnects without saying
 // goodbye is a dead rank, and the server tells every other client at once.
+//
+// Who may do what (TcpStoreServer): a client proves the job secret, and the rank it
+// names is bound into that proof. A rank belongs to the first process that claims it (a
+// process may open several clients for its rank, one per communicator); another process
+// claiming it is refused, so nobody can stand in for a live rank or report it dead. A
+// key belongs to the client identity (rank and process) that first set it: nobody else
+// may change it (setting the same bytes again is allowed), nor add to it unless it is a
+// counter (made by add). Frames, keys,
+// values and what one client may hold on the server are capped (store_wire.hpp,
+// store_server.cpp); a request over a cap is refused with a clear error.
 #pragma once
 
 #include "clock.hpp"
 #include "net/socket.hpp"
+#include "security/job_secret.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -47,7 +58,10 @@ class TcpStoreServer {
  public:
   // Listens on `address` (port 0: any free port) and serves in a background thread.
   // `hostRank` is the rank of the process hosting the server, -1 if none (a launcher).
-  TcpStoreServer(const net::SocketAddress& address, uint64_t secret, int hostRank);
+  // With a derived secret (secret.derived), a connection from this host is accepted only
+  // from a process of this process's uid.
+  TcpStoreServer(const net::SocketAddress& address, const security::JobSecret& secret,
+                 int hostRank);
   ~TcpStoreServer();
   net::SocketAddress address() const;  // the bound address, real port filled in
 
@@ -59,10 +73,14 @@ class TcpStoreServer {
 class TcpStoreClient : public Store {
  public:
   // Connects (retrying until the deadline), proves the secret and registers `rank`
-  // (-1: an observer that is never reported dead).
-  TcpStoreClient(const net::SocketAddress& server, uint64_t secret, int rank, Deadline deadline);
+  // (-1: an observer that is never reported dead). Throws Error(InvalidUsage) when the
+  // server refuses the rank (another process holds it).
+  TcpStoreClient(const net::SocketAddress& server, const security::JobSecret& secret, int rank,
+                 Deadline deadline);
   ~TcpStoreClient() override;
 
+  // These throw Error(InvalidUsage) with the server's reason when it refuses the request
+  // (a key another client owns, a value over the cap, ...).
   void set(const std::string& key, std::span<const std::byte> value) override;
   std::vector<std::byte> get(const std::string& key, Deadline deadline) override;
   int64_t add(const std::string& key, int64_t delta) override;

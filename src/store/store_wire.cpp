@@ -15,8 +15,10 @@ struct Reader {
     p += bytes, left -= size_t(bytes);
     return v;
   }
-  std::string bytes() {
+  std::string bytes(size_t max) {
     size_t n = integer(4);
+    if (n > max) throw Error(Result::RemoteError, "store: a field of " + std::to_string(n) +
+                                                      " bytes (at most " + std::to_string(max) + ")");
     need(n);
     std::string s(p, n);
     p += n, left -= n;
@@ -46,6 +48,14 @@ std::string frame(uint8_t type, uint32_t id, const std::string& payload) {
   return out + payload;
 }
 
+std::string helloPayload(int32_t rank, const std::string& incarnation) {
+  std::string out;
+  putInt(out, kMagic, 8);
+  putInt(out, uint32_t(rank), 4);
+  out += incarnation;
+  return out;
+}
+
 std::optional<Frame> popFrame(std::string& in, uint32_t maxFrame) {
   if (in.size() < 4) return std::nullopt;
   Reader r{in.data(), in.size()};
@@ -70,16 +80,18 @@ Request parseRequest(const Frame& f) {
     case kHello:
       if (r.integer(8) != kMagic) throw Error(Result::RemoteError, "store: bad hello magic");
       q.rank = static_cast<int32_t>(r.integer(4));
+      r.need(kIncarnation);
+      q.incarnation.assign(r.p, kIncarnation);
       break;
     case kSet:
-      q.key = r.bytes();
-      q.value = r.bytes();
+      q.key = r.bytes(kMaxKey);
+      q.value = r.bytes(kMaxValue);
       break;
     case kGet:
-      q.key = r.bytes();
+      q.key = r.bytes(kMaxKey);
       break;
     case kAdd:
-      q.key = r.bytes();
+      q.key = r.bytes(kMaxKey);
       q.delta = static_cast<int64_t>(r.integer(8));
       break;
     case kGoodbye:
@@ -100,7 +112,10 @@ Answer parseAnswer(const Frame& f) {
       a.number = static_cast<int32_t>(r.integer(4));
       break;
     case kValue:
-      a.value = r.bytes();
+      a.value = r.bytes(kMaxValue);
+      break;
+    case kRefused:
+      a.value = r.bytes(kMaxKey);
       break;
     case kAddResult:
       a.number = static_cast<int64_t>(r.integer(8));

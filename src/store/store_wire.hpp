@@ -1,6 +1,7 @@
 // The TcpStore wire format, both directions: u32 length of the rest, u8 type, u32 request
 // id, payload. Strings and byte strings are u32 length + bytes; integers are
-// little-endian. Parsing is kept apart from the sockets so that it can be fuzzed: every
+// little-endian. Hello: magic u64 | rank i32 | incarnation[16] (the same bytes the
+// handshake bound into its MACs). Parsing is kept apart from the sockets so that it can be fuzzed: every
 // parse function throws Error(RemoteError) on malformed input, never reads past its end.
 #pragma once
 
@@ -21,13 +22,21 @@ enum Type : uint8_t {
   kValue = 103,
   kAddResult = 104,
   kGoodbyeOk = 105,
+  kRefused = 106,  // the request broke a rule (reason as a string); the client throws
   kRankDead = 110,
 };
 
-constexpr uint64_t kMagic = 0x3152'4f54'5353'4843ull;  // "CHSSTOR1"
+constexpr uint64_t kMagic = 0x3252'4f54'5353'4843ull;  // "CHSSTOR2"
 constexpr size_t kHeader = 4 + 1 + 4;
-constexpr uint32_t kMaxFrame = 1u << 30;
-constexpr uint32_t kMaxHelloFrame = 64;  // before the hello frame is accepted
+constexpr size_t kIncarnation = 16;  // the client process's random id
+constexpr size_t kHelloPayload = 8 + 4 + kIncarnation;
+// What the protocol needs: keys are short paths ("comm0/tcp/3/nics"), values are
+// addresses, tokens, figures and reports (a few KiB; a topology of thousands of ranks
+// stays far below the cap).
+constexpr size_t kMaxKey = 4096;
+constexpr size_t kMaxValue = 16u << 20;
+constexpr uint32_t kMaxFrame = 1 + 4 + 4 + kMaxKey + 4 + kMaxValue;  // a set, the largest
+constexpr uint32_t kMaxHelloFrame = 1 + 4 + kHelloPayload;  // before the hello is accepted
 
 void putInt(std::string& out, uint64_t v, int bytes);
 void putBytes(std::string& out, const void* data, size_t n);
@@ -39,23 +48,26 @@ struct Frame {
 };
 
 std::string frame(uint8_t type, uint32_t id, const std::string& payload);
+std::string helloPayload(int32_t rank, const std::string& incarnation);
 // Pops one complete frame off the front of `in`, if there is one; throws on a length
 // outside [5, maxFrame].
 std::optional<Frame> popFrame(std::string& in, uint32_t maxFrame);
 
-// A client's request, as the server reads it.
+// A client's request, as the server reads it. Keys over kMaxKey and values over kMaxValue
+// are malformed.
 struct Request {
   uint8_t type = 0;
   std::string key, value;  // set: both; get, add: key
   int64_t delta = 0;       // add
   int32_t rank = -1;       // hello
+  std::string incarnation;  // hello: kIncarnation bytes
 };
 Request parseRequest(const Frame& f);
 
 // An answer or notice, as the client reads it.
 struct Answer {
   uint8_t type = 0;
-  std::string value;   // kValue
+  std::string value;   // kValue; kRefused: the reason
   int64_t number = 0;  // kAddResult: the sum; kHelloOk: host rank; kRankDead: the rank
 };
 Answer parseAnswer(const Frame& f);

@@ -4,15 +4,17 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 namespace chorus::stripe {
 
 StripeReceiver::StripeReceiver(int peer, int paths, size_t ringBytes, PathIo& io,
-                               ChannelStats* stats)
+                               ChannelStats* stats, size_t maxChunk)
     : peer_(peer),
       io_(io),
       stats_(stats),
       ringSize_(ringBytes),
+      maxChunk_(std::clamp<size_t>(maxChunk, 8, UINT32_MAX)),  // as StripeSender clamps
       paths_(static_cast<size_t>(paths)) {
   if (ringBytes < 8 || ringBytes % 8 != 0)
     throwInvalid("striping: ring of " + std::to_string(ringBytes) + " bytes");
@@ -74,13 +76,13 @@ void StripeReceiver::drainStage(int index) {
       ChunkHeader h;
       std::memcpy(&h, p.stage.get() + p.stageBegin, sizeof(h));
       p.stageBegin += sizeof(h);
-      if (!h.valid() || h.offset < contiguous_) {
+      if (!h.intact() || !placeable(h, p)) {
         fail(p, EPROTO);
         return;
       }
       p.inChunk = true;
       p.chunkStart = p.chunkPos = h.offset;
-      p.chunkEnd = h.offset + h.length;
+      p.chunkEnd = p.pathEnd = h.offset + h.length;
       continue;
     }
     size_t room = p.chunkPos < window() ? window() - p.chunkPos : 0;
@@ -97,6 +99,21 @@ void StripeReceiver::drainStage(int index) {
     p.stageEnd -= p.stageBegin;
     p.stageBegin = 0;
   }
+}
+
+// The sender cuts the stream in order and gives each chunk to one path, so a chunk starts
+// after everything received in order, after its path's previous chunk, and overlaps no
+// chunk that another path has (partly) delivered.
+bool StripeReceiver::placeable(const ChunkHeader& h, const Path& p) const {
+  const uint64_t begin = h.offset, end = h.offset + h.length;  // intact(): no overflow
+  if (h.length > maxChunk_ || begin < contiguous_ || begin < p.pathEnd) return false;
+  auto next = done_.lower_bound(begin);  // done_: complete chunks beyond the prefix
+  if (next != done_.end() && next->first < end) return false;
+  if (next != done_.begin() && std::prev(next)->second > begin) return false;
+  for (const Path& other : paths_)
+    if (&other != &p && other.inChunk && other.chunkStart < end && begin < other.chunkEnd)
+      return false;
+  return true;
 }
 
 void StripeReceiver::place(Path& p, const std::byte* data, size_t bytes) {

@@ -4,7 +4,10 @@
 // payloads are read straight into the ring; headers and small payloads come through a
 // small per-path stage, so a small message costs one read. A path reads only what fits
 // in the ring (consumed + ring size): a slow path's missing chunk stops the others
-// (TCP flow control), never overflows memory. Not thread-safe.
+// (TCP flow control), never overflows memory. A header that fails its check, or places
+// its chunk where no chunk can be (before what has arrived, over another chunk, out of
+// order on its path, longer than the sender's chunks), breaks the path: peek() then
+// throws PeerError naming the peer. Not thread-safe.
 #pragma once
 
 #include "striping/chunk_header.hpp"
@@ -27,7 +30,9 @@ class StripeReceiver {
   static constexpr size_t kStage = 4096;
 
   // ringBytes: a multiple of 8 (the wrap point never splits an aligned 8-byte unit).
-  StripeReceiver(int peer, int paths, size_t ringBytes, PathIo& io, ChannelStats* stats);
+  // maxChunk: the sender's chunk size (StripeSender's `chunk`); a longer chunk is malformed.
+  StripeReceiver(int peer, int paths, size_t ringBytes, PathIo& io, ChannelStats* stats,
+                 size_t maxChunk = UINT32_MAX);
 
   // Reads what `path` has and the ring has room for; never throws (failures are raised
   // by peek once nothing is left to hand out).
@@ -45,6 +50,7 @@ class StripeReceiver {
     size_t stageBegin = 0, stageEnd = 0;  // bytes read ahead, not placed yet
     bool inChunk = false;
     uint64_t chunkStart = 0, chunkPos = 0, chunkEnd = 0;  // stream offsets
+    uint64_t pathEnd = 0;  // end of this path's last chunk: the next starts at or after it
     int error = 0;                                        // errno once broken; -1: end of stream
   };
   struct Free {
@@ -53,6 +59,7 @@ class StripeReceiver {
 
   uint64_t window() const { return consumed_ + ringSize_; }
   void drainStage(int path);  // parses headers, copies staged payload into the ring
+  bool placeable(const ChunkHeader& h, const Path& p) const;
   void place(Path& p, const std::byte* data, size_t bytes);  // at p.chunkPos
   void advance(int path, size_t bytes);  // p received `bytes` of payload in place
   void endChunk(Path& p);
@@ -64,6 +71,7 @@ class StripeReceiver {
   PathIo& io_;
   ChannelStats* stats_;
   uint64_t ringSize_;
+  uint64_t maxChunk_;
   std::unique_ptr<std::byte, Free> ring_;
   std::vector<Path> paths_;
   std::map<uint64_t, uint64_t> done_;  // complete chunks beyond the contiguous prefix

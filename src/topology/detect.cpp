@@ -1,5 +1,5 @@
 // detect(): hwloc, then sysfs, then GPUs, then the topology file on top.
-#include "env.hpp"
+#include "settings/settings.hpp"
 #include "topology/detect_parts.hpp"
 
 #include <hwloc.h>
@@ -32,7 +32,7 @@ Topology detect(const DetectOptions& options) {
     char host[256] = {};
     if (::gethostname(host, sizeof(host) - 1) == 0) t.hostname = host;
   }
-  std::string file = options.topoFile ? *options.topoFile : envString("CHORUS_TOPO_FILE");
+  std::string file = options.topoFile ? *options.topoFile : settings::text("CHORUS_TOPO_FILE");
   if (!file.empty()) {
     applyTopologyFile(t, loadTopologyFile(file));
     t.sources.push_back("file " + file);

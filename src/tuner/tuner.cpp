@@ -1,7 +1,7 @@
 #include "tuner/tuner.hpp"
 
-#include "env.hpp"
 #include "log.hpp"
+#include "settings/settings.hpp"
 #include "tuner/cost_model.hpp"
 
 #include <algorithm>
@@ -81,7 +81,7 @@ const Algorithm* Tuner::measuredChoice(Collective collective, size_t bytes,
 }
 
 Tuner::Mode tunerModeFromEnv() {
-  const std::string mode = envString("CHORUS_TUNER", "model");
+  const std::string mode = settings::text("CHORUS_TUNER");
   if (mode == "model") return Tuner::Mode::Model;
   if (mode == "static") return Tuner::Mode::Static;
   throw Error(Result::InvalidArgument,

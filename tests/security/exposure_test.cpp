@@ -1,7 +1,8 @@
 // What a stranger on the same host could reach: the store's port (refused without the
 // secret, and never stalled by a silent connection), shared memory segments and the mpirun
-// rendezvous file (mode 0600, unlinked when done), and listening sockets (bound to the
-// chosen interface, not the wildcard address).
+// rendezvous file (mode 0600 in a private directory; files and directories another user
+// planted first do not stop the job), and listening sockets (bound to the chosen
+// interface, not the wildcard address; the unique id's store on loopback by default).
 #include "bootstrap/bootstrap.hpp"
 #include "errors.hpp"
 #include "security/connection_auth.hpp"
@@ -10,13 +11,17 @@
 #include "transports/transport.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <optional>
 #include <thread>
 
 using namespace chorus;
@@ -24,7 +29,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr uint64_t kSecret = 0x5eed'5eed'5eed'5eedull;
+const security::JobSecret kSecret = security::JobSecret::fromHex("5eed5eed5eed5eed", "test");
+const security::JobSecret kOtherSecret = security::JobSecret::fromHex("5eed5eed5eed5eee", "test");
 
 bool closedWithin(net::Socket& s, std::chrono::milliseconds limit) {
   auto deadline = Clock::now() + limit;
@@ -83,8 +89,7 @@ TEST(Exposure, SilentAndGarbageStrangersDoNotStallTheStore) {
   garbage.sendAll(junk.data(), junk.size(), deadlineIn(5s));
   // A half-finished hello, then nothing.
   auto half = net::Socket::connect(server.address(), deadlineIn(5s));
-  auto key = security::jobKey(kSecret);
-  auto hello = security::Initiator(key, {}).hello();
+  auto hello = security::Initiator(kSecret.key(), {}).hello();
   half.sendAll(hello.data(), 5, deadlineIn(5s));
 
   auto start = Clock::now();
@@ -95,7 +100,7 @@ TEST(Exposure, SilentAndGarbageStrangersDoNotStallTheStore) {
   EXPECT_LT(Clock::now() - start, 2s);
   EXPECT_TRUE(closedWithin(garbage, 5s));
   // A client that does not know the secret is told so, and the store keeps serving.
-  EXPECT_THROW(TcpStoreClient(server.address(), kSecret + 1, 1, deadlineIn(5s)), Error);
+  EXPECT_THROW(TcpStoreClient(server.address(), kOtherSecret, 1, deadlineIn(5s)), Error);
   EXPECT_EQ(client.add("n", 2), 2);
   client.goodbye();
 }
@@ -133,7 +138,7 @@ TEST(Exposure, MpirunRendezvousFileIs0600) {
   ::setenv("OMPI_MCA_ess_base_jobid", job.c_str(), 1);
   ::setenv("CHORUS_SOCKET_IFNAME", "lo", 1);
   auto launch = readEnvironment(deadlineIn(5s));
-  std::string path = "/tmp/chorus-" + job + ".rdv";
+  std::string path = rendezvousDirectory() + "/" + job + ".rdv";
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
   EXPECT_EQ(st.st_mode & 07777, 0600u);
@@ -148,7 +153,7 @@ TEST(Exposure, MpirunRendezvousFileIs0600) {
 
 TEST(Exposure, ListenersBindTheChosenInterface) {
   ::setenv("CHORUS_SOCKET_IFNAME", "lo", 1);
-  auto r = startProcessStore(-1);
+  auto r = startProcessStore(-1, false);
   EXPECT_EQ(r.store.toString().rfind("127.0.0.1:", 0), 0u) << r.store.toString();
   HashStore store;
   std::vector<std::thread> threads;
@@ -167,5 +172,128 @@ TEST(Exposure, ListenersBindTheChosenInterface) {
     auto v = store.get("tcp/" + std::to_string(rank), deadlineIn(1s));
     std::string address(reinterpret_cast<char*>(v.data()), v.size());
     EXPECT_EQ(address.rfind("127.0.0.1:", 0), 0u) << address;
+  }
+}
+
+namespace {
+
+// Sets a variable for one test and puts the old value back.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    value ? ::setenv(name, value, 1) : ::unsetenv(name);
+  }
+  ~ScopedEnv() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+// Another user cannot abort an mpirun job by creating its rendezvous file first: not at
+// the old predictable /tmp path, not by taking the private directory's name (nor by a
+// symlink there). The job finds a directory of its own, and both ranks meet.
+TEST(Exposure, HostileRendezvousFilesDoNotAbortTheJob) {
+  if (::getuid() != 0) {
+    if (std::getenv("CI")) FAIL() << "needs root to create files of another uid (CI=true)";
+    GTEST_SKIP() << "needs root to create files of another uid";
+  }
+  const uid_t nobody = 65534;
+  char scratch[] = "/tmp/chorus-exposure-XXXXXX";
+  ASSERT_NE(::mkdtemp(scratch), nullptr);
+  ASSERT_EQ(::chmod(scratch, 0755), 0);  // the stranger must reach tmp/ inside
+  const std::string tmp = std::string(scratch) + "/tmp", home = std::string(scratch) + "/home";
+  ASSERT_EQ(::mkdir(tmp.c_str(), 01777), 0);
+  ASSERT_EQ(::chmod(tmp.c_str(), 01777), 0);  // like /tmp: anybody creates, sticky
+  ASSERT_EQ(::mkdir(home.c_str(), 0700), 0);
+  std::string job = "hostile-" + std::to_string(::getpid());
+  for (const char* v : {"CHORUS_RANK", "RANK", "CHORUS_ADDR", "MASTER_ADDR", "CHORUS_PORT",
+                        "MASTER_PORT", "CHORUS_SECRET", "CHORUS_JOB_SECRET", "XDG_CACHE_HOME"})
+    ::unsetenv(v);
+  ScopedEnv run("XDG_RUNTIME_DIR", nullptr), t("TMPDIR", tmp.c_str()), h("HOME", home.c_str());
+  ScopedEnv size("OMPI_COMM_WORLD_SIZE", "2"), id("OMPI_MCA_ess_base_jobid", job.c_str());
+  ScopedEnv ifname("CHORUS_SOCKET_IFNAME", "lo");
+
+  // The stranger's traps: the old fixed path, and the private directory's name, taken.
+  const std::string oldPath = "/tmp/chorus-" + job + ".rdv";
+  const std::string squat = tmp + "/chorus-" + std::to_string(::getuid());
+  pid_t stranger = ::fork();
+  if (stranger == 0) {
+    if (::setgid(nobody) != 0 || ::setuid(nobody) != 0) ::_exit(1);
+    int fd = ::open(oldPath.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    bool ok = fd >= 0 && ::write(fd, "chorus-rendezvous 1\naddress 127.0.0.1:1\n", 40) == 40;
+    ok = ok && ::mkdir(squat.c_str(), 0777) == 0 && ::chmod(squat.c_str(), 0777) == 0;
+    ::_exit(ok ? 0 : 2);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(stranger, &status, 0), stranger);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the stranger could not set up";
+
+  std::string dir = rendezvousDirectory();
+  EXPECT_EQ(dir, home + "/.cache/chorus");  // the squatted one is skipped
+  struct stat st {};
+  ASSERT_EQ(::lstat(dir.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_uid, ::getuid());
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+
+  // Both ranks of the job meet through it.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t rank1 = ::fork();
+  if (rank1 == 0) {
+    ::setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+    std::string out = "error";
+    try {
+      auto l = readEnvironment(deadlineIn(20s));
+      out = l.rendezvous.store.toString() + " " + l.rendezvous.secret.hex();
+    } catch (const std::exception& e) {
+      out = e.what();
+    }
+    (void)!::write(fds[1], out.data(), out.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  ScopedEnv rank("OMPI_COMM_WORLD_RANK", "0");
+  std::string mine = "rank 0 failed";
+  try {
+    auto l = readEnvironment(deadlineIn(20s));
+    mine = l.rendezvous.store.toString() + " " + l.rendezvous.secret.hex();
+    struct stat file {};
+    ASSERT_EQ(::lstat((dir + "/" + job + ".rdv").c_str(), &file), 0);
+    EXPECT_EQ(file.st_mode & 07777, 0600u);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "rank 0: " << e.what();
+  }
+  char buf[512] = {};
+  pollfd p{fds[0], POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 30000), 1) << "rank 1 never answered";
+  ASSERT_GT(::read(fds[0], buf, sizeof(buf) - 1), 0);
+  ::close(fds[0]);
+  ::waitpid(rank1, nullptr, 0);
+  EXPECT_EQ(std::string(buf), mine);  // the same store, the same secret
+
+  // A symlink in the private directory's place is not followed either.
+  ASSERT_EQ(::rmdir(squat.c_str()), 0);
+  ASSERT_EQ(::symlink(home.c_str(), squat.c_str()), 0);
+  EXPECT_EQ(rendezvousDirectory(), home + "/.cache/chorus");
+  ::unlink(oldPath.c_str());
+  std::filesystem::remove_all(scratch);
+}
+
+// getUniqueId's store listens on loopback unless CHORUS_SOCKET_IFNAME says otherwise, and
+// an id made on another host (or network namespace) says so instead of hanging.
+TEST(Exposure, UniqueIdStoreIsOnLoopbackAndSaysWhenFarAway) {
+  ScopedEnv none("CHORUS_SOCKET_IFNAME", nullptr);
+  UniqueId id = getUniqueId();
+  Rendezvous r = decodeUniqueId(id);
+  EXPECT_EQ(r.store.toString().rfind("127.0.0.1:", 0), 0u) << r.store.toString();
+  id.bytes[68] ^= 1;  // the creator's host fingerprint
+  try {
+    decodeUniqueId(id);
+    ADD_FAILURE() << "a loopback id from another host was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Result::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("CHORUS_SOCKET_IFNAME"), std::string::npos) << e.what();
   }
 }

@@ -5,7 +5,12 @@
 //   2. strangers hit the store port: garbage, a wrong HMAC, silence;
 //   3. the driver stands in for rank 0's host record, so ranks 1 and 2 set up their tcp
 //      transport and listen for rank 0; strangers hit both listening ports the same way;
-//   4. rank 0 goes; every rank runs checked all-reduces. Pass: every rank exits 0, each
+//   4. insiders (the secret, but not the rank) try to claim rank 1 and to change rank 1's
+//      keys, and are refused;
+//   5. rank 0 goes; every rank runs checked all-reduces;
+//   6. a second job, torchrun-style without a secret (rank 0 hosts the store, the secret
+//      is derived from the port): a process of another uid that derives it too is refused
+//      by the store, and the job completes. Pass: every rank exits 0, each
 //      loud stranger was disconnected, the refusals were logged (WARN, naming the address),
 //      and the silent store stranger is dropped by the store's handshake deadline.
 #include "bootstrap/bootstrap.hpp"
@@ -53,7 +58,7 @@ int fail(const std::string& why) {
 
 int runRank(int rank) {
   try {
-    if (rank == 0) {  // wait for the driver's go, as an observer of the store
+    if (rank == 0 && std::getenv("CHORUS_SECRET")) {  // wait for the driver's go
       auto launch = readEnvironment(deadlineIn(30s));
       TcpStoreClient gate(launch.rendezvous.store, launch.rendezvous.secret, -1, deadlineIn(30s));
       gate.get("security/go", deadlineIn(60s));
@@ -129,6 +134,33 @@ void knock(const net::SocketAddress& address, const std::string& name, Strangers
   std::printf("strangers: knocked on %s (%s)\n", name.c_str(), address.toString().c_str());
 }
 
+// Clients that know the secret but act for a rank that is not theirs: another process
+// claiming rank 1 (held by the running rank 1), and overwrites of rank 1's keys. Each is
+// refused with a clear error, and the job goes on.
+void insiders(const net::SocketAddress& store, const security::JobSecret& secret,
+              TcpStoreClient& observer, Strangers& out) {
+  auto expectRefused = [&](const std::string& what, const std::string& want, auto&& f) {
+    try {
+      f();
+      out.failures += what + " was allowed; ";
+    } catch (const Error& e) {
+      std::printf("insiders: %s refused: %s\n", what.c_str(), e.what());
+      if (e.code() != Result::InvalidUsage || std::string(e.what()).find(want) == std::string::npos)
+        out.failures += what + " failed in the wrong way: " + e.what() + "; ";
+    }
+  };
+  expectRefused("another process claiming rank 1", "rank 1 is already held", [&] {
+    TcpStoreClient(store, secret, 1, deadlineIn(10s));
+  });
+  std::string token(32, 'x');
+  expectRefused("overwriting rank 1's tcp token", "belongs to rank 1", [&] {
+    observer.set("comm0/tcp/1/token", std::as_bytes(std::span(token)));
+  });
+  expectRefused("adding to rank 1's address", "not a counter", [&] {
+    observer.add("comm0/tcp/1", 1);
+  });
+}
+
 // "1.2.3.4:5", or the first of "nic=1.2.3.4:5,nic=[::1]:6" (one listener per rail).
 net::SocketAddress parseAddress(std::string t) {
   t = t.substr(0, t.find(','));
@@ -140,9 +172,9 @@ net::SocketAddress parseAddress(std::string t) {
 // --- the driver ----------------------------------------------------------------------
 
 // fork + execve of ourselves, with everything prepared before the fork (we have threads).
-pid_t startRank(int rank, uint16_t port, uint64_t secret, const std::string& log) {
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(secret));
+pid_t startRank(int rank, uint16_t port, const security::JobSecret& secret,
+                const std::string& log) {
+  const std::string hex = secret.hex();
   std::vector<std::string> env = {"CHORUS_RANK=" + std::to_string(rank),
                                   "CHORUS_WORLD_SIZE=" + std::to_string(kRanks),
                                   "CHORUS_ADDR=127.0.0.1",
@@ -170,6 +202,58 @@ pid_t startRank(int rank, uint16_t port, uint64_t secret, const std::string& log
   return pid;
 }
 
+// A rank of the torchrun-style job: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, no secret.
+pid_t startTorchRank(int rank, uint16_t port, const std::string& log) {
+  std::vector<std::string> env = {"RANK=" + std::to_string(rank),
+                                  "WORLD_SIZE=" + std::to_string(kRanks),
+                                  "MASTER_ADDR=127.0.0.1",
+                                  "MASTER_PORT=" + std::to_string(port),
+                                  "CHORUS_TRANSPORT=tcp",
+                                  "CHORUS_SOCKET_IFNAME=lo",
+                                  "CHORUS_DEBUG=WARN",
+                                  "CHORUS_STRANGER_RANK=" + std::to_string(rank)};
+  for (char** e = environ; *e; ++e) {
+    std::string v = *e;
+    if (v.rfind("CHORUS_", 0) != 0 && v.rfind("RANK=", 0) != 0 && v.rfind("WORLD_SIZE=", 0) != 0 &&
+        v.rfind("MASTER_", 0) != 0 && v.rfind("TORCHELASTIC_", 0) != 0)
+      env.push_back(v);
+  }
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  char arg0[] = "chorus_stranger_test";
+  char* argv[] = {arg0, nullptr};
+  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fd, 2);
+    ::execve("/proc/self/exe", argv, envp.data());
+    ::_exit(127);
+  }
+  ::close(fd);
+  return pid;
+}
+
+// Waits for every rank; "" when all exited 0.
+std::string reap(const std::vector<pid_t>& pids, const std::string& job) {
+  std::string failures;
+  for (size_t r = 0; r < pids.size(); ++r) {
+    int status = 0;
+    auto deadline = Clock::now() + 60s;
+    pid_t got = 0;
+    while ((got = ::waitpid(pids[r], &status, WNOHANG)) == 0 && Clock::now() < deadline)
+      std::this_thread::sleep_for(20ms);
+    if (got == 0) {
+      for (pid_t p : pids) ::kill(p, SIGKILL);
+      failures += job + " rank " + std::to_string(r) + " hung; ";
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      failures += job + " rank " + std::to_string(r) + " failed (status " +
+                  std::to_string(status) + "); ";
+    }
+  }
+  return failures;
+}
+
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -186,7 +270,7 @@ int drive() {
   ::dup2(logFd, 2);
   ::setenv("CHORUS_DEBUG", "WARN", 1);
 
-  uint64_t secret = randomSecret();
+  auto secret = security::JobSecret::random();
   auto server =
       std::make_unique<TcpStoreServer>(net::SocketAddress::parse("127.0.0.1", 0), secret, -1);
   auto storeAddress = server->address();
@@ -195,7 +279,9 @@ int drive() {
   knock(storeAddress, "the store", strangers);
   auto silentStoreSince = Clock::now();
   try {  // a would-be client with the wrong secret is turned away with a clear error
-    TcpStoreClient(storeAddress, secret ^ 1, 0, deadlineIn(5s));
+    auto wrong = secret;
+    wrong.bytes[31] ^= 1;
+    TcpStoreClient(storeAddress, wrong, 0, deadlineIn(5s));
     strangers.failures += "a store client with the wrong secret was let in; ";
   } catch (const Error& e) {
     std::printf("strangers: wrong-secret store client refused: %s\n", e.what());
@@ -215,6 +301,7 @@ int drive() {
     auto address = text(observer.get("comm0/tcp/" + std::to_string(r), deadlineIn(30s)));
     knock(parseAddress(address), "rank " + std::to_string(r) + "'s tcp port", strangers);
   }
+  insiders(storeAddress, secret, observer, strangers);
   observer.set("security/go", {});
 
   std::string failures = strangers.failures;
@@ -271,10 +358,70 @@ int drive() {
 
 }  // namespace
 
+// Phase 6: no secret. Rank 0 starts alone and hosts the store; a stranger process of
+// another uid, with the same variables (so the same derived secret), tries to join as
+// rank 1 and is refused; then ranks 1 and 2 join and the job completes.
+int driveWithoutSecret() {
+  if (::getuid() != 0) {
+    if (std::getenv("CI")) return fail("needs root to start a process of another uid (CI=true)");
+    std::printf("SKIP phase 6: needs root to start a process of another uid\n");
+    return 0;
+  }
+  uint16_t port;
+  {
+    auto probe = net::Socket::listen(net::SocketAddress::parse("127.0.0.1", 0));
+    port = probe.localAddress().port();
+  }
+  std::string base = "/tmp/chorus-stranger-" + std::to_string(::getpid()) + "-nosecret";
+  std::vector<std::string> logs;
+  for (int r = 0; r < kRanks; ++r) logs.push_back(base + "-rank" + std::to_string(r) + ".log");
+  children.push_back(startTorchRank(0, port, logs[0]));
+  auto store = net::SocketAddress::parse("127.0.0.1", port);
+  { net::Socket::connect(store, deadlineIn(30s)); }  // rank 0's store is up
+
+  std::string failures;
+  pid_t stranger = ::fork();
+  if (stranger == 0) {
+    int rc = 3;
+    try {
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(4);
+      ::setenv("RANK", "1", 1), ::setenv("WORLD_SIZE", "3", 1);
+      ::setenv("MASTER_ADDR", "127.0.0.1", 1), ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      auto launch = readEnvironment(deadlineIn(10s));  // derives the job's secret
+      TcpStoreClient(launch.rendezvous.store, launch.rendezvous.secret, 1, deadlineIn(10s));
+      rc = 1;  // let in
+    } catch (const Error& e) {
+      rc = e.code() == Result::RemoteError ? 0 : 2;
+    }
+    ::_exit(rc);
+  }
+  int status = 0;
+  ::waitpid(stranger, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    failures += "the other-uid stranger was not refused (status " + std::to_string(status) + "); ";
+  else
+    std::printf("strangers: a process of uid 65534 with the derived secret was refused\n");
+  for (int r = 1; r < kRanks; ++r) children.push_back(startTorchRank(r, port, logs[r]));
+  failures += reap(children, "no-secret job");
+  std::string rank0 = slurp(logs[0]);
+  if (rank0.find("refused a local connection from a process of uid 65534") == std::string::npos)
+    failures += "rank 0's store did not log the refusal; ";
+  for (int r = 0; r < kRanks; ++r) {
+    std::fprintf(stderr, "--- no-secret job, rank %d log:\n%s", r, slurp(logs[r]).c_str());
+    ::unlink(logs[r].c_str());
+  }
+  children.clear();
+  if (!failures.empty()) return fail(failures);
+  std::printf("PASS: without a secret, a stranger of another uid was refused and the job completed\n");
+  return 0;
+}
+
 int main() {
   if (const char* r = std::getenv("CHORUS_STRANGER_RANK")) return runRank(std::atoi(r));
   try {
-    return drive();
+    int rc = drive();
+    children.clear();
+    return rc != 0 ? rc : driveWithoutSecret();
   } catch (const std::exception& e) {
     for (pid_t p : children) ::kill(p, SIGKILL);
     for (pid_t p : children) ::waitpid(p, nullptr, 0);

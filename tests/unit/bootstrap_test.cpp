@@ -76,7 +76,7 @@ TEST(UniqueId, RoundTripsIpv4AndIpv6) {
   for (const char* host : {"127.0.0.1", "::1", "fd00::1234"}) {
     Rendezvous r;
     r.store = net::SocketAddress::parse(host, 4242);
-    r.secret = 0xfedcba9876543210ull;
+    r.secret = security::JobSecret::random();
     UniqueId id = encodeUniqueId(r);
     EXPECT_EQ(std::string(id.bytes.data(), 8), "CHORUSID");
     Rendezvous back = decodeUniqueId(id);
@@ -115,10 +115,10 @@ TEST_F(Env, GetUniqueIdStartsAWorkingStore) {
 
 TEST_F(Env, ProcessStoreFollowsSocketIfname) {
   set("CHORUS_SOCKET_IFNAME", "=lo");
-  Rendezvous r = startProcessStore(2);
+  Rendezvous r = startProcessStore(2, false);
   EXPECT_EQ(r.store.toString().rfind("127.0.0.1:", 0), 0u) << r.store.toString();
   set("CHORUS_SOCKET_IFNAME", "=nosuchif9");
-  Error e = expectError([] { startProcessStore(0); });
+  Error e = expectError([] { startProcessStore(0, false); });
   EXPECT_EQ(e.code(), Result::InvalidArgument);
   EXPECT_TRUE(contains(e, "nosuchif9"));
 }
@@ -141,7 +141,8 @@ TEST_F(Env, ChorusVariablesTakePrecedence) {
   EXPECT_EQ(l.nranks, 4);
   EXPECT_EQ(l.localRank, 1);
   EXPECT_EQ(l.rendezvous.store.toString(), "127.0.0.1:1234");
-  EXPECT_EQ(l.rendezvous.secret, 0xffu);
+  EXPECT_EQ(l.rendezvous.secret.hex(), std::string(62, '0') + "ff");
+  EXPECT_FALSE(l.rendezvous.secret.derived);
   EXPECT_FALSE(l.hostsStore);
   EXPECT_EQ(l.source, "chorus");
 }
@@ -155,7 +156,8 @@ TEST_F(Env, TorchrunStyleRankZeroHostsWithADerivedSecret) {
   EnvLaunch r0 = readEnvironment(deadlineIn(5s));
   EXPECT_EQ(r0.source, "torchrun");
   EXPECT_TRUE(r0.hostsStore);
-  EXPECT_NE(r0.rendezvous.secret, 0u);
+  EXPECT_NE(r0.rendezvous.secret, security::JobSecret{});
+  EXPECT_TRUE(r0.rendezvous.secret.derived);  // so the store checks local peers' uid
   set("RANK", "1");
   set("LOCAL_RANK", "1");
   EnvLaunch r1 = readEnvironment(deadlineIn(5s));
@@ -222,7 +224,7 @@ TEST_F(Env, MpirunWithoutAJobIdIsAClearError) {
 
 TEST_F(Env, MpirunFileRendezvousSharesRankZerosStore) {
   std::string job = "chorus-test-" + std::to_string(::getpid());
-  std::string path = "/tmp/chorus-" + job + ".rdv";
+  std::string path = rendezvousDirectory() + "/" + job + ".rdv";
   set("OMPI_MCA_ess_base_jobid", job);
   set("OMPI_COMM_WORLD_SIZE", "2");
   set("CHORUS_SOCKET_IFNAME", "=lo");
@@ -244,7 +246,7 @@ TEST_F(Env, MpirunFileRendezvousSharesRankZerosStore) {
     std::string out;
     try {
       EnvLaunch l = readEnvironment(deadlineIn(20s));
-      out = l.rendezvous.store.toString() + " " + std::to_string(l.rendezvous.secret) + " " +
+      out = l.rendezvous.store.toString() + " " + l.rendezvous.secret.hex() + " " +
             l.source + " " + std::to_string(l.rank);
     } catch (const std::exception& ex) {
       out = std::string("error: ") + ex.what();
@@ -268,7 +270,7 @@ TEST_F(Env, MpirunFileRendezvousSharesRankZerosStore) {
   int status = 0;
   ::waitpid(child, &status, 0);
   EXPECT_EQ(std::string(buf), r0.rendezvous.store.toString() + " " +
-                                  std::to_string(r0.rendezvous.secret) + " mpirun 1");
+                                  r0.rendezvous.secret.hex() + " mpirun 1");
   TcpStoreClient client(r0.rendezvous.store, r0.rendezvous.secret, 1, deadlineIn(5s));
   EXPECT_EQ(client.add("k", 1), 1);
   client.goodbye();
@@ -285,4 +287,17 @@ TEST(HostIdentity, IsStableAndNamesTheHost) {
   EXPECT_GT(a.size(), 36u);  // the boot id alone is a 36-character UUID
 }
 
-TEST(RandomSecret, Differs) { EXPECT_NE(randomSecret(), randomSecret()); }
+TEST(JobSecret, RandomDiffersAndHexRoundTrips) {
+  auto a = security::JobSecret::random(), b = security::JobSecret::random();
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a.hex().size(), 64u);
+  EXPECT_EQ(security::JobSecret::fromHex(a.hex(), "x"), a);
+  EXPECT_EQ(security::JobSecret::fromHex("0x1", "x").bytes[31], 1);
+  EXPECT_EQ(security::JobSecret::fromHex("abc", "x").bytes[30], 0x0a);
+  EXPECT_EQ(expectError([] { security::JobSecret::fromHex(std::string(65, '1'), "S"); }).code(),
+            Result::InvalidArgument);
+  EXPECT_EQ(expectError([] { security::JobSecret::fromHex("12g4", "S"); }).code(),
+            Result::InvalidArgument);
+  // A passphrase gives 256 bits that depend on every character.
+  EXPECT_NE(security::JobSecret::fromPassphrase("pass1"), security::JobSecret::fromPassphrase("pass2"));
+}

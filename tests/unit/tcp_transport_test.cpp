@@ -2,6 +2,7 @@
 #include "errors.hpp"
 #include "net/socket.hpp"
 #include "store/hash_store.hpp"
+#include "time_bounds.hpp"
 #include "transports/transport.hpp"
 
 #include <gtest/gtest.h>
@@ -293,7 +294,7 @@ TEST(TcpTransport, PeerDiesMidStream) {
     EXPECT_EQ(blamed[r], victim) << "rank " << r << ": " << seen[r];
     EXPECT_NE(seen[r].find("rank 2"), std::string::npos) << seen[r];
     auto delay = Clock::duration(caughtAt[r] - diedAt.load());
-    EXPECT_LT(delay, 1s) << "rank " << r;
+    EXPECT_LT(delay, chorus::test::within(1s)) << "rank " << r;
   }
 }
 
@@ -335,7 +336,7 @@ void deathWhileBlocked(bool sending) {
   victim.join();
   EXPECT_EQ(blamed, 1) << seen;
   EXPECT_NE(seen.find("rank 1"), std::string::npos) << seen;
-  EXPECT_LT(Clock::duration(caughtAt - diedAt.load()), 1s);
+  EXPECT_LT(Clock::duration(caughtAt - diedAt.load()), chorus::test::within(1s));
 }
 
 TEST(TcpTransport, PeerDiesWhileWeSend) { deathWhileBlocked(true); }
@@ -358,12 +359,13 @@ TEST(TcpTransport, WaitKeepsItsDeadline) {
       t.wait(t.prepareWait(), deadline);
       auto now = Clock::now();
       EXPECT_GE(now, deadline);
-      EXPECT_LT(now - deadline, 50ms) << "wait overshot a " << d.count() << " ms deadline";
+      EXPECT_LT(now - deadline, chorus::test::within(50ms))
+          << "wait overshot a " << d.count() << " ms deadline";
     }
     // Data wakes it up early.
     auto start = Clock::now();
     t.wait(t.prepareWait(), deadlineIn(5s));
-    EXPECT_LT(Clock::now() - start, 1s);
+    EXPECT_LT(Clock::now() - start, chorus::test::within(1s));
     // The data was pulled in, so the next wait sleeps instead of returning at once.
     auto deadline = deadlineIn(100ms);
     t.wait(t.prepareWait(), deadline);
@@ -395,7 +397,7 @@ TEST(TcpTransport, SetupTimesOutNamingTheMissingRank) {
     });
   }
   for (auto& th : threads) th.join();
-  EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_LT(Clock::now() - start, chorus::test::within(2s));
   for (int r = 0; r < 2; ++r) EXPECT_NE(seen[r].find("rank 2"), std::string::npos) << seen[r];
 
   // The higher rank waits for a lower one that never connects.

@@ -1,7 +1,7 @@
 #include "transports/ib/ib_config.hpp"
 
-#include "env.hpp"
 #include "errors.hpp"
+#include "settings/settings.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,24 +9,8 @@
 namespace chorus::ib {
 namespace {
 
-// "131072", "128K", "4M", "1G" (binary units).
-size_t envBytes(const char* name, size_t fallback) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  unsigned long long value = std::strtoull(text, &end, 10);
-  int shift = -1;
-  std::string unit = end;
-  if (unit.empty() || unit == "B") shift = 0;
-  if (unit == "K" || unit == "KiB" || unit == "KB") shift = 10;
-  if (unit == "M" || unit == "MiB" || unit == "MB") shift = 20;
-  if (unit == "G" || unit == "GiB" || unit == "GB") shift = 30;
-  if (end == text || shift < 0) throwInvalid(std::string(name) + "='" + text + "' is not a size");
-  return static_cast<size_t>(value << shift);
-}
-
 int envRange(const char* name, int fallback, int lo, int hi) {
-  int64_t v = envInt(name, fallback);
+  int64_t v = settings::integer(name);  // fallback: the registry holds the default
   if (v < lo || v > hi)
     throwInvalid(std::string(name) + "=" + std::to_string(v) + " is outside " + std::to_string(lo) +
                  ".." + std::to_string(hi));
@@ -37,20 +21,20 @@ int envRange(const char* name, int fallback, int lo, int hi) {
 
 IbConfig IbConfig::fromEnv() {
   IbConfig c;
-  c.hca = envString("CHORUS_IB_HCA");
+  c.hca = settings::text("CHORUS_IB_HCA");
   c.gidIndex = envRange("CHORUS_IB_GID_INDEX", -1, -1, 1 << 16);
   c.trafficClass = envRange("CHORUS_IB_TC", 0, 0, 255);
   c.serviceLevel = envRange("CHORUS_IB_SL", 0, 0, 15);
   c.qps = envRange("CHORUS_IB_QPS_PER_CONNECTION", 1, 1, 128);
   c.timeout = envRange("CHORUS_IB_TIMEOUT", 20, 1, 31);
   c.retryCnt = envRange("CHORUS_IB_RETRY_CNT", 7, 0, 7);
-  c.block = std::clamp<size_t>(envBytes("CHORUS_IB_BLOCK", c.block), 4096, size_t{1} << 30);
+  c.block = std::clamp<size_t>(settings::bytes("CHORUS_IB_BLOCK"), 4096, size_t{1} << 30);
   c.block = (c.block + 4095) & ~size_t{4095};
   // Room for two blocks per QP keeps every QP busy while the receiver drains the ring.
-  size_t ring = std::max(envBytes("CHORUS_IB_BUFFER", c.ring), 2 * c.block * c.qps);
+  size_t ring = std::max(settings::bytes("CHORUS_IB_BUFFER"), 2 * c.block * c.qps);
   c.ring = (ring + c.block - 1) / c.block * c.block;  // block boundaries meet the wrap
   if (c.ring >= (size_t{1} << 31)) throwInvalid("CHORUS_IB_BUFFER: the ring must be < 2 GiB");
-  c.regCache = envBytes("CHORUS_IB_REG_CACHE", c.regCache);
+  c.regCache = settings::bytes("CHORUS_IB_REG_CACHE");
   return c;
 }
 

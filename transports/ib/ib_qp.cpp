@@ -29,14 +29,16 @@ std::vector<std::byte> PeerInfo::encode() const {
   std::memcpy(h.gid, gid, 16);
   std::vector<std::byte> out(sizeof(h) + qps.size() * sizeof(QpAddress));
   std::memcpy(out.data(), &h, sizeof(h));
-  std::memcpy(out.data() + sizeof(h), qps.data(), qps.size() * sizeof(QpAddress));
+  if (!qps.empty())  // memcpy from an empty vector's null data() is undefined
+    std::memcpy(out.data() + sizeof(h), qps.data(), qps.size() * sizeof(QpAddress));
   return out;
 }
 
 PeerInfo PeerInfo::decode(std::span<const std::byte> bytes, int peer) {
   Header h{};
   if (bytes.size() >= sizeof(h)) std::memcpy(&h, bytes.data(), sizeof(h));
-  if (bytes.size() < sizeof(h) || h.magic != kMagic ||
+  // 1..128 QPs (CHORUS_IB_QPS_PER_CONNECTION); the size must match exactly.
+  if (bytes.size() < sizeof(h) || h.magic != kMagic || h.qps == 0 || h.qps > 128 ||
       bytes.size() != sizeof(h) + h.qps * sizeof(QpAddress))
     throw Error(Result::InvalidUsage,
                 "ib: malformed connection record from rank " + std::to_string(peer));

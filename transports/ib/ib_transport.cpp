@@ -10,9 +10,9 @@
 #include "transports/ib/ib_config.hpp"
 #include "transports/ib/ib_device.hpp"
 
-#include "env.hpp"
 #include "errors.hpp"
 #include "log.hpp"
+#include "settings/settings.hpp"
 #include "store/barrier.hpp"
 #include "store/store.hpp"
 #include "transports/transport.hpp"
@@ -29,7 +29,7 @@ namespace chorus {
 
 bool ibDeviceAvailable() {
   try {
-    return ib::anyActivePort(envString("CHORUS_IB_HCA"));
+    return ib::anyActivePort(settings::text("CHORUS_IB_HCA"));
   } catch (const std::exception&) {
     return false;
   }

@@ -6,8 +6,8 @@
 #include "transports/shm/doorbell.hpp"
 #include "transports/shm/fifo.hpp"
 
-#include "env.hpp"
 #include "errors.hpp"
+#include "settings/settings.hpp"
 #include "store/barrier.hpp"
 #include "store/store.hpp"
 #include "transports/transport.hpp"
@@ -155,7 +155,7 @@ class ShmTransport : public Transport {
                     "shm transport: rank " + std::to_string(r) + " is on another host");
     }
     size_t fifoBytes = std::bit_ceil(
-        static_cast<size_t>(std::max<int64_t>(4096, envInt("CHORUS_SHM_FIFO_BYTES", 1 << 20))));
+        static_cast<size_t>(std::max<int64_t>(4096, settings::integer("CHORUS_SHM_FIFO_BYTES"))));
     std::string token;
     if (rank_ == 0) {
       std::random_device rd;

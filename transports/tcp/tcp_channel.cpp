@@ -15,7 +15,7 @@ TcpChannel::TcpChannel(int rank, int peer, std::vector<net::Socket> sockets,
     : sockets_(std::move(sockets)),
       stats_(stripe::registerChannel("tcp", rank, peer, std::move(names))),
       sender_(peer, streams(), config.block, *this, stats_.get()),
-      receiver_(peer, streams(), config.buffer, *this, stats_.get()) {}
+      receiver_(peer, streams(), config.buffer, *this, stats_.get(), config.block) {}
 
 TcpChannel::~TcpChannel() {
   if (logLevel() >= LogLevel::Info && streams() > 1) {

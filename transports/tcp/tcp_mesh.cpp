@@ -4,6 +4,7 @@
 
 #include "errors.hpp"
 #include "security/connection_auth.hpp"
+#include "settings/settings.hpp"
 #include "store/store.hpp"
 #include "transports/tcp/tcp_connect.hpp"
 
@@ -32,22 +33,6 @@ struct Hello {
   int32_t nranks;
   uint64_t block;
 };
-
-// Reads a size from the environment: "131072", "128K", "4MiB", "1G".
-size_t envSize(const char* name, size_t fallback) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  unsigned long long value = std::strtoull(text, &end, 10);
-  std::string unit = end;
-  const std::pair<const char*, int> units[] = {{"", 0},     {"B", 0},   {"K", 10},  {"KB", 10},
-                                               {"KiB", 10}, {"M", 20},  {"MB", 20}, {"MiB", 20},
-                                               {"G", 30},   {"GB", 30}, {"GiB", 30}};
-  for (auto [suffix, shift] : units) {
-    if (end != text && unit == suffix) return static_cast<size_t>(value << shift);
-  }
-  throwInvalid(std::string(name) + "='" + text + "' is not a size");
-}
 
 size_t roundUp8(size_t n) { return (n + 7) & ~size_t{7}; }
 
@@ -254,14 +239,14 @@ void acceptFromLower(std::vector<net::Socket>& listeners, security::Bytes key,
 
 TcpConfig TcpConfig::fromEnv() {
   TcpConfig c;
-  c.streams = static_cast<int>(std::clamp<size_t>(envSize("CHORUS_TCP_STREAMS", 2), 1, 16));
-  c.block = std::clamp<size_t>(roundUp8(envSize("CHORUS_TCP_BLOCK", c.block)), 8, 1 << 30);
+  c.streams = static_cast<int>(std::clamp<size_t>(settings::bytes("CHORUS_TCP_STREAMS"), 1, 16));
+  c.block = std::clamp<size_t>(roundUp8(settings::bytes("CHORUS_TCP_BLOCK")), 8, 1 << 30);
   // The ring holds only what the engine has not consumed yet (the sockets buffer what is
   // in flight), so 1 MiB is plenty; it needs room for a block per stream to fill them
   // in parallel, and at least one block to make progress at all.
   size_t ring = std::max<size_t>(1 << 20, 2 * static_cast<size_t>(c.streams) * c.block);
-  c.buffer = std::max(roundUp8(envSize("CHORUS_TCP_BUFFER", ring)), c.block);
-  c.socketBuffer = envSize("CHORUS_TCP_SOCKBUF", 0);
+  c.buffer = std::max(roundUp8(settings::bytes("CHORUS_TCP_BUFFER", ring)), c.block);
+  c.socketBuffer = settings::bytes("CHORUS_TCP_SOCKBUF");
   return c;
 }
 
@@ -271,7 +256,7 @@ std::vector<std::vector<net::Socket>> connectMesh(const TransportContext& ctx,
   if (ctx.nranks <= 1) return mesh;
   if (ctx.store == nullptr) throwInvalid("tcp: no store to rendezvous through");
 
-  const char* spec = std::getenv("CHORUS_SOCKET_IFNAME");
+  const char* spec = settings::cstr("CHORUS_SOCKET_IFNAME");
   auto interfaces = net::findInterfaces(spec ? spec : "");
   if (interfaces.empty()) {
     throw Error(Result::SystemError, std::string("tcp: no network interface matches "

@@ -1,6 +1,7 @@
 // The TCP transport: a full mesh of striped connections (tcp_mesh.cpp), one TcpChannel
 // per peer, and a poll()-based wait.
 #include "errors.hpp"
+#include "settings/settings.hpp"
 #include "transports/tcp/tcp_channel.hpp"
 #include "transports/tcp/tcp_mesh.hpp"
 #include "transports/transport.hpp"
@@ -24,7 +25,7 @@ std::string pathName(const net::Socket& socket) {
   std::string host = local.toString();
   host = host.substr(0, host.rfind(':'));
   std::string nic = host;
-  const char* spec = std::getenv("CHORUS_SOCKET_IFNAME");
+  const char* spec = settings::cstr("CHORUS_SOCKET_IFNAME");
   for (const auto& i : net::findInterfaces(spec ? spec : "")) {
     std::string a = i.address.toString();
     if (a.substr(0, a.rfind(':')) == host) nic = i.name;
@@ -45,7 +46,7 @@ class TcpTransport final : public Transport {
       // Several paths: room for a few chunks each, so that fast paths keep going while a
       // slow one brings an earlier chunk (unless CHORUS_TCP_BUFFER says otherwise).
       auto perPeer = config;
-      if (std::getenv("CHORUS_TCP_BUFFER") == nullptr)
+      if (!settings::isSet("CHORUS_TCP_BUFFER"))
         perPeer.buffer = std::max(config.buffer, 4 * mesh[p].size() * config.block);
       channels_[p] = std::make_unique<tcp::TcpChannel>(rank_, p, std::move(mesh[p]),
                                                        std::move(names), perPeer);

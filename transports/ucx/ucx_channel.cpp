@@ -1,7 +1,7 @@
 #include "transports/ucx/ucx_channel.hpp"
 
-#include "env.hpp"
 #include "errors.hpp"
+#include "settings/settings.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -29,10 +29,10 @@ constexpr int kCreditIn = 2;  // creditSlots_[kCreditIn] is the posted credit re
 
 UcxConfig UcxConfig::fromEnv() {
   UcxConfig c;
-  int64_t block = envInt("CHORUS_UCX_BLOCK", static_cast<int64_t>(c.block));
+  int64_t block = settings::integer("CHORUS_UCX_BLOCK");
   c.block = static_cast<size_t>(std::clamp<int64_t>((block + 7) & ~int64_t{7}, 8, 64 << 20));
-  c.window = static_cast<int>(std::clamp<int64_t>(envInt("CHORUS_UCX_WINDOW", c.window), 2, 1024));
-  std::string mode = envString("CHORUS_UCX_ERR_MODE", "peer");
+  c.window = static_cast<int>(std::clamp<int64_t>(settings::integer("CHORUS_UCX_WINDOW"), 2, 1024));
+  std::string mode = settings::text("CHORUS_UCX_ERR_MODE");
   if (mode != "peer" && mode != "none")
     throwInvalid("CHORUS_UCX_ERR_MODE='" + mode + "': expected peer or none");
   c.peerErrors = mode == "peer";

@@ -2,8 +2,8 @@
 // UcxChannel per peer (worker addresses exchanged through the store), a wait that sleeps
 // on the worker's event fd (ucp_worker_arm + poll) until the deadline, and a progress
 // thread for the time the engine is away (ucx_progress.hpp).
-#include "env.hpp"
 #include "errors.hpp"
+#include "settings/settings.hpp"
 #include "store/store.hpp"
 #include "transports/transport.hpp"
 #include "transports/ucx/ucx_channel.hpp"
@@ -75,7 +75,7 @@ class UcxTransport final : public Transport {
     }
     // CHORUS_UCX_PROGRESS_THREAD=0 turns the thread off (to measure without it); bytes
     // then move only while the engine calls in.
-    if (envInt("CHORUS_UCX_PROGRESS_THREAD", 1) != 0) progress_.start();
+    if (settings::boolean("CHORUS_UCX_PROGRESS_THREAD")) progress_.start();
   }
 
   ~UcxTransport() override { close(); }

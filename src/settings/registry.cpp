@@ -1,0 +1,147 @@
+// The declaration of every setting. The README's environment table is generated from this
+// list (chorus-info --markdown); tests/settings_readme_test.sh fails when they differ.
+#include "settings/settings.hpp"
+
+// Specs leave the fields they do not need to their defaults.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace chorus::settings {
+namespace {
+
+constexpr int64_t K = 1 << 10, M = 1 << 20, G = int64_t{1} << 30;
+constexpr int64_t kSecond = 1000;  // durations are kept in milliseconds
+
+using enum Type;
+
+const std::vector<Spec> kSpecs = {
+    // --- the library -----------------------------------------------------------------
+    {"CHORUS_TIMEOUT", Duration, "300s",
+     "longest any wait may go without progress before it fails (a bare number is seconds)", 1,
+     30 * 24 * 3600 * kSecond},
+    {"CHORUS_TRANSPORT", Enum, "auto",
+     "`auto`: shm when all ranks share the host, else `CHORUS_NET`; or force one for every peer", 0,
+     0, "auto|shm|tcp|ib|ucx"},
+    {"CHORUS_NET", Enum, "", "transport between nodes (`socket` is `tcp`)", 0, 0,
+     "ib|ucx|tcp|socket=tcp", "NCCL_NET", Scope::Library, false,
+     "`ib` when an active RDMA device exists, else `tcp`"},
+    {"CHORUS_TUNER", Enum, "model",
+     "`model`: a cost model picks each call's algorithm; `static`: fixed thresholds", 0, 0,
+     "model|static"},
+    {"CHORUS_DETERMINISTIC", Boolean, "0",
+     "`1`: a given shape always runs the same algorithm and reduction order, on every run and "
+     "after a restart (no probe, tune file or cost model; `Options::deterministic` too)"},
+    {"CHORUS_TUNE_FILE", Path, "",
+     "figures for the cost model, written by `chorus-perf --calibrate FILE`"},
+    {"CHORUS_TUNE_PROBE", Boolean, "1",
+     "measure the links and kernels for a few ms at creation (`0`: use the defaults)"},
+    {"CHORUS_TOPO_FILE", Path, "",
+     "topology file: which ranks form a node, NICs, GPU links (format in "
+     "`src/topology/topo_file.cpp`)"},
+    {"CHORUS_ALGO", List, "", "force or exclude algorithms: `ring`, `allreduce:ring`, `^ring`", 0,
+     0, "", "NCCL_ALGO"},
+    {"CHORUS_SOCKET_IFNAME", List, "",
+     "interfaces for TCP and the store (`getUniqueId` stores listen on loopback when unset): `eth`, `^docker`, `=eth0`", 0, 0, "", "NCCL_SOCKET_IFNAME",
+     Scope::Library, false, "the first interface that is up"},
+    {"CHORUS_TCP_STREAMS", Integer, "2", "TCP connections per peer and NIC (striped in blocks)", 1,
+     16},
+    {"CHORUS_TCP_BLOCK", Size, "128K", "bytes of each striping block across the TCP streams", 8, G},
+    {"CHORUS_TCP_BUFFER", Size, "", "bytes of each peer's TCP receive ring", 8, 4 * G, "", "",
+     Scope::Library, false, "1M, or more to hold 2 blocks per stream"},
+    {"CHORUS_TCP_SOCKBUF", Size, "0", "socket send and receive buffer bytes (`0`: the kernel's)", 0,
+     G},
+    {"CHORUS_SHM_FIFO_BYTES", Size, "1M",
+     "bytes of each shared-memory FIFO (rounded up to a power of 2)", 4 * K, G},
+    {"CHORUS_SPIN_US", Integer, "", "microseconds of polling before sleeping on a futex or poll", 0,
+     10'000'000, "", "", Scope::Library, false, "50, or 200 when ranks outnumber cores"},
+    {"CHORUS_SLICE_BYTES", Size, "256K", "most bytes one step moves per engine pass", 4 * K, G},
+    {"CHORUS_KERNEL_ISA", Enum, "", "cap the reduction kernels' instruction set", 0, 0,
+     "avx512|avx2|generic", "", Scope::Library, false, "the best the CPU has"},
+    {"CHORUS_DEBUG", Enum, "WARN",
+     "log level on stderr: `INFO` adds set-up and each new shape's algorithm", 0, 0,
+     "NONE|VERSION|WARN|INFO|TRACE", "NCCL_DEBUG"},
+    {"CHORUS_DEBUG_SUBSYS", List, "",
+     "accepted for NCCL compatibility; Chorus does not filter its log by subsystem yet", 0, 0, "",
+     "NCCL_DEBUG_SUBSYS"},
+    {"CHORUS_COMM_ID", String, "",
+     "accepted for NCCL compatibility; not used yet (the unique id carries the store's address)", 0,
+     0, "", "NCCL_COMM_ID"},
+    // --- verbs, as NCCL's NCCL_IB_* -------------------------------------------------------
+    {"CHORUS_IB_HCA", List, "", "RDMA devices and ports: `mlx5_0:1`, `^mlx5_1`, `=rxe0`", 0, 0, "",
+     "NCCL_IB_HCA", Scope::Library, false, "every active port"},
+    {"CHORUS_IB_GID_INDEX", Integer, "-1", "GID index (`-1`: a RoCE v2 IPv4 GID, else the first)",
+     -1, 65536, "", "NCCL_IB_GID_INDEX"},
+    {"CHORUS_IB_TC", Integer, "0", "traffic class of the queue pairs", 0, 255, "", "NCCL_IB_TC"},
+    {"CHORUS_IB_SL", Integer, "0", "service level of the queue pairs", 0, 15, "", "NCCL_IB_SL"},
+    {"CHORUS_IB_QPS_PER_CONNECTION", Integer, "1", "queue pairs per peer (striped in blocks)", 1,
+     128, "", "NCCL_IB_QPS_PER_CONNECTION"},
+    {"CHORUS_IB_TIMEOUT", Integer, "20", "verbs ACK timeout exponent (4.096 us x 2^n)", 1, 31, "",
+     "NCCL_IB_TIMEOUT"},
+    {"CHORUS_IB_RETRY_CNT", Integer, "7", "verbs retransmissions before a queue pair fails", 0, 7,
+     "", "NCCL_IB_RETRY_CNT"},
+    {"CHORUS_IB_BLOCK", Size, "128K", "bytes of each striping block across the queue pairs", 4 * K,
+     G},
+    {"CHORUS_IB_BUFFER", Size, "2M", "bytes of each peer's receive ring (at least 2 blocks per QP)",
+     4 * K, 2 * G - 1},
+    {"CHORUS_IB_REG_CACHE", Size, "256M", "registered user-buffer bytes kept when idle", 0,
+     1024 * G},
+    // --- UCX --------------------------------------------------------------------------------
+    {"CHORUS_UCX_BLOCK", Size, "256K", "bytes per UCX message", 8, 64 * M},
+    {"CHORUS_UCX_WINDOW", Integer, "8", "UCX blocks in flight per peer", 2, 1024},
+    {"CHORUS_UCX_ERR_MODE", Enum, "peer",
+     "`peer`: dead peers detected (over tcp); `none`: also shared memory", 0, 0, "peer|none"},
+    {"CHORUS_UCX_PROGRESS_THREAD", Boolean, "1", "a thread drives UCX progress between calls"},
+    // --- chorus-run -------------------------------------------------------------------------
+    {"CHORUS_RUN_GRACE", Duration, "15s",
+     "chorus-run: how long the other ranks get to finish after one fails", 0,
+     30 * 24 * 3600 * kSecond, "", "", Scope::Launcher},
+    // --- the launch environment (chorus-run sets these; torchrun and mpirun names also work)
+    {"CHORUS_RANK", Integer, "", "this process's rank (else RANK, OMPI_COMM_WORLD_RANK)", 0,
+     1 << 30, "", "", Scope::Launch},
+    {"CHORUS_WORLD_SIZE", Integer, "", "number of ranks (else WORLD_SIZE, OMPI_COMM_WORLD_SIZE)", 1,
+     1 << 30, "", "", Scope::Launch},
+    {"CHORUS_LOCAL_RANK", Integer, "", "rank among this host's (else LOCAL_RANK)", 0, 1 << 30, "",
+     "", Scope::Launch},
+    {"CHORUS_LOCAL_SIZE", Integer, "", "ranks on this host", 1, 1 << 30, "", "", Scope::Launch},
+    {"CHORUS_ADDR", String, "", "rendezvous store address (else MASTER_ADDR)", 0, 0, "", "",
+     Scope::Launch},
+    {"CHORUS_PORT", Integer, "", "rendezvous store port (else MASTER_PORT)", 1, 65535, "", "",
+     Scope::Launch},
+    {"CHORUS_SECRET", String, "", "job secret of a launcher-run store (up to 64 hex digits, 256 bits)", 0, 0, "",
+     "", Scope::Launch, true},
+    {"CHORUS_JOB_SECRET", String, "", "passphrase every rank of a torchrun-style job shares (see Security); keeps other users out",
+     0, 0, "", "", Scope::Launch, true},
+    {"CHORUS_RESTART_COUNT", Integer, "",
+     "how many times `chorus-run --max-restarts` restarted the job", 0, 1 << 30, "", "",
+     Scope::Launch},
+    {"CHORUS_REPORT_DIR", Path, "", "where each rank leaves its failure for chorus-run", 0, 0, "",
+     "", Scope::Launch},
+    // --- read by test harnesses only (declared so they are never "unknown") ---------------
+    {"CHORUS_SCHEDULE_TABLE", String, "", "tests: print the schedule table", 0, 0, "", "",
+     Scope::Test},
+    {"CHORUS_SCHEDULE_TIMES", String, "", "tests: print schedule timings", 0, 0, "", "",
+     Scope::Test},
+    {"CHORUS_STRANGER_RANK", String, "", "tests: the stranger job's rank", 0, 0, "", "",
+     Scope::Test},
+    {"CHORUS_BED_NODE", String, "", "tests: the test bed's node", 0, 0, "", "", Scope::Test},
+    {"CHORUS_BED_STATE", String, "", "tests: the test bed's state dir", 0, 0, "", "", Scope::Test},
+    {"CHORUS_BED_GRACE", String, "", "tests: the test bed's grace", 0, 0, "", "", Scope::Test},
+    {"CHORUS_MPIRUN", String, "", "tests: the mpirun to use", 0, 0, "", "", Scope::Test},
+    {"CHORUS_SOFTROCE_WORK", String, "", "tests: the Soft-RoCE guest's work dir", 0, 0, "", "",
+     Scope::Test},
+    {"CHORUS_FUZZ_SECONDS", String, "", "tests: fuzzing time", 0, 0, "", "", Scope::Test},
+    {"CHORUS_FUZZ_JOBS", String, "", "tests: fuzzing jobs", 0, 0, "", "", Scope::Test},
+    {"CHORUS_SANITIZE_JOBS", String, "", "tests: sanitizer build jobs", 0, 0, "", "", Scope::Test},
+    {"CHORUS_BUILD_DIR", String, "", "tests: the build directory", 0, 0, "", "", Scope::Test},
+};
+
+}  // namespace
+
+const std::vector<Spec>& all() { return kSpecs; }
+
+const Spec* find(std::string_view name) {
+  for (const Spec& s : kSpecs)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+}  // namespace chorus::settings

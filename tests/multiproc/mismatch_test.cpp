@@ -120,9 +120,11 @@ int main(int argc, char** argv) {
     const bool named = what.find("mismatched calls") != std::string::npos &&
                        what.find(expect.odd) != std::string::npos &&
                        what.find(expect.even) != std::string::npos;
-    std::printf("rank %d: %s%s: %s (%.1f ms)\n", rank,
-                named ? "" : "FAIL (both calls not named): ", chorus::toString(e.code()),
+    const bool inTime = ms < 10000;
+    std::printf("rank %d: %s%s%s: %s (%.1f ms)\n", rank,
+                named ? "" : "FAIL (both calls not named): ",
+                inTime ? "" : "FAIL (not within 10 s): ", chorus::toString(e.code()),
                 what.c_str(), ms);
-    return named && ms < 10000 ? 0 : 1;
+    return named && inTime ? 0 : 1;
   }
 }

@@ -149,8 +149,13 @@ class Communicator {
   // tuner: collective "allreduce", "allgather", "reducescatter", "broadcast", "reduce",
   // "alltoall"; count as the call takes it.
   std::string algorithmFor(std::string_view collective, size_t count, DataType type);
-  // Name of the transport in use ("shm" or "tcp").
+  // Name of the transport in use ("shm", "tcp", "ib" or "ucx").
   std::string transportName() const;
+  // Which ranks share a node, as this communicator groups them (host identity, or
+  // CHORUS_TOPO_FILE; every rank agrees with rank 0 at creation): "2 nodes: 0-1 | 2-3".
+  // The hierarchical algorithms need more than one node with equal rank counts; without
+  // that, algorithmFor names the flat algorithm that runs in their place.
+  std::string layout() const;
   // Marks the communicator failed; collectives in flight and later ones throw. Safe to
   // call from another thread: a wait in progress returns within ~100 ms.
   void abort();

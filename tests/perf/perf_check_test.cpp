@@ -1,0 +1,164 @@
+// chorus-perf's correctness check (perf/chorus_perf_data.cpp) and options, on their own:
+// the #wrong column is only worth something if the check can fail. Label `unit`.
+#include "chorus_perf_args.hpp"
+#include "chorus_perf_data.hpp"
+#include "chorus_perf_half.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using perf::DataSpec;
+using perf::Op;
+using perf::Type;
+
+// E4M3 ("fn") and E5M2 codes from the OCP FP8 specification's tables.
+TEST(PerfCheck, Fp8KnownEncodings) {
+  EXPECT_EQ(perf::doubleToFp8e4m3(1.0), 0x38);
+  EXPECT_EQ(perf::doubleToFp8e4m3(-2.0), 0xc0);
+  EXPECT_EQ(perf::doubleToFp8e4m3(448.0), 0x7e);         // the largest
+  EXPECT_EQ(perf::doubleToFp8e4m3(0x1p-9), 0x01);        // the smallest subnormal
+  EXPECT_EQ(perf::doubleToFp8e4m3(17.0), 0x58);          // 17 ties to 16 (even code)
+  EXPECT_EQ(perf::doubleToFp8e4m3(19.0), 0x5a);          // 19 ties to 20 (even code)
+  EXPECT_EQ(perf::doubleToFp8e4m3(512.0) & 0x7f, 0x7f);  // no inf: NaN
+  EXPECT_TRUE(std::isnan(perf::fp8e4m3ToDouble(0x7f)));
+  EXPECT_EQ(perf::fp8e4m3ToDouble(0x7e), 448.0);
+  EXPECT_EQ(perf::doubleToFp8e5m2(1.0), 0x3c);
+  EXPECT_EQ(perf::doubleToFp8e5m2(57344.0), 0x7b);  // the largest
+  EXPECT_EQ(perf::doubleToFp8e5m2(65536.0), 0x7c);  // inf
+  EXPECT_EQ(perf::doubleToFp8e5m2(0x1p-16), 0x01);  // the smallest subnormal
+  EXPECT_EQ(perf::doubleToFp8e5m2(-0.0), 0x80);
+  EXPECT_TRUE(std::isinf(perf::fp8e5m2ToDouble(0x7c)));
+  for (int c = 0; c < 256; ++c) {  // every finite code round-trips
+    const double e4 = perf::fp8e4m3ToDouble(static_cast<uint8_t>(c));
+    if (!std::isnan(e4)) EXPECT_EQ(perf::doubleToFp8e4m3(e4), c) << c;
+    const double e5 = perf::fp8e5m2ToDouble(static_cast<uint8_t>(c));
+    if (!std::isnan(e5)) EXPECT_EQ(perf::doubleToFp8e5m2(e5), c) << c;
+  }
+}
+
+// Sum of rank inputs for one element, in double (the inputs make it exact).
+double exactSum(const DataSpec& spec, size_t index, double (*decode)(const void*)) {
+  double sum = 0;
+  unsigned char buf[8];
+  for (int r = 0; r < spec.nranks; ++r) {
+    perf::fillInput(spec, r, buf, 1, index);
+    sum += decode(buf);
+  }
+  return sum;
+}
+
+double decodeFloat(const void* p) {
+  float f;
+  std::memcpy(&f, p, 4);
+  return f;
+}
+
+// An exact result checks bit for bit: a -0 where the reference is +0 is wrong.
+TEST(PerfCheck, SignedZeroIsWrong) {
+  const DataSpec spec{Type::Float32, Op::Sum, 4, 7};
+  const size_t n = 20000;
+  bool tested = false;
+  for (size_t i = 0; i < n && !tested; ++i) {
+    if (exactSum(spec, i, decodeFloat) != 0) continue;
+    float plus = 0.0f, minus = -0.0f;
+    EXPECT_EQ(perf::countWrongReduced(spec, &plus, 1, i), 0u);
+    EXPECT_EQ(perf::countWrongReduced(spec, &minus, 1, i), 1u) << "-0 passed for +0";
+    tested = true;
+  }
+  EXPECT_TRUE(tested) << "no element sums to 0";
+}
+
+// Avg: the correctly rounded quotient and 1 ULP either side pass; 2 ULP and a result
+// 2.0 away (the old absolute tolerance) fail, for float and every narrow type.
+TEST(PerfCheck, AvgToleranceIsOneUlp) {
+  for (Type type : {Type::Float32, Type::Float16, Type::Bfloat16, Type::Float8e4m3,
+                    Type::Float8e5m2, Type::Float64}) {
+    const DataSpec spec{type, Op::Avg, 3, 11};
+    const size_t es = perf::typeSize(type);
+    int checked = 0;
+    for (size_t i = 0; i < 200 && checked < 20; ++i) {
+      // Reference: find the code the checker accepts with 0 errors among the neighbours
+      // of rank 0's input, by asking for the exact quotient's encoding directly.
+      double sum = 0;
+      unsigned char buf[8] = {};
+      for (int r = 0; r < spec.nranks; ++r) {
+        perf::fillInput(spec, r, buf, 1, i);
+        double v;
+        switch (type) {
+          case Type::Float32: { float f; std::memcpy(&f, buf, 4); v = f; break; }
+          case Type::Float64: std::memcpy(&v, buf, 8); break;
+          case Type::Float16: { uint16_t h; std::memcpy(&h, buf, 2); v = perf::halfToFloat(h); break; }
+          case Type::Bfloat16: { uint16_t h; std::memcpy(&h, buf, 2); v = perf::bf16ToFloat(h); break; }
+          case Type::Float8e4m3: v = perf::fp8e4m3ToDouble(buf[0]); break;
+          default: v = perf::fp8e5m2ToDouble(buf[0]); break;
+        }
+        sum += v;
+      }
+      const double q = sum / spec.nranks;
+      if (std::fabs(q) < 1) continue;  // stay clear of zero and the subnormals
+      // The reference's code, then codes +-1 and +-2 along the type's order (same sign).
+      unsigned char ref[8] = {};
+      switch (type) {
+        case Type::Float32: { float f = static_cast<float>(q); std::memcpy(ref, &f, 4); break; }
+        case Type::Float64: std::memcpy(ref, &q, 8); break;
+        case Type::Float16: { uint16_t h = perf::floatToHalf(static_cast<float>(q)); std::memcpy(ref, &h, 2); break; }
+        case Type::Bfloat16: { uint16_t h = perf::floatToBf16(static_cast<float>(q)); std::memcpy(ref, &h, 2); break; }
+        case Type::Float8e4m3: ref[0] = perf::doubleToFp8e4m3(q); break;
+        default: ref[0] = perf::doubleToFp8e5m2(q); break;
+      }
+      auto shifted = [&](int64_t ulps) {  // same sign, magnitude bits +- ulps
+        std::vector<unsigned char> out(ref, ref + es);
+        uint64_t bits = 0;
+        std::memcpy(&bits, ref, es);
+        bits += static_cast<uint64_t>(q > 0 ? ulps : -ulps);
+        std::memcpy(out.data(), &bits, es);
+        return out;
+      };
+      EXPECT_EQ(perf::countWrongReduced(spec, ref, 1, i), 0u) << perf::typeName(type);
+      EXPECT_EQ(perf::countWrongReduced(spec, shifted(1).data(), 1, i), 0u) << perf::typeName(type);
+      EXPECT_EQ(perf::countWrongReduced(spec, shifted(-1).data(), 1, i), 0u) << perf::typeName(type);
+      EXPECT_EQ(perf::countWrongReduced(spec, shifted(2).data(), 1, i), 1u) << perf::typeName(type);
+      EXPECT_EQ(perf::countWrongReduced(spec, shifted(-2).data(), 1, i), 1u) << perf::typeName(type);
+      if (type == Type::Float32) {
+        const float off = static_cast<float>(q) + 1.5f;  // well within the old 2.0
+        EXPECT_EQ(perf::countWrongReduced(spec, &off, 1, i), 1u);
+      }
+      ++checked;
+    }
+    EXPECT_GT(checked, 0) << perf::typeName(type);
+  }
+}
+
+perf::ParseStatus parse(std::vector<std::string> words, perf::Args& args, std::string& error) {
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  return perf::parseArgs(static_cast<int>(argv.size()), argv.data(), {"chorus-perf", true}, args,
+                         error);
+}
+
+// -R is nccl-tests' buffer registration: 0 accepted, 1/2 refused until it exists; the
+// rounds of -A each moved to -K.
+TEST(PerfCheck, RegistrationFlagIsReserved) {
+  perf::Args args;
+  std::string error;
+  EXPECT_EQ(parse({"chorus-perf", "-R", "0"}, args, error), perf::ParseStatus::Ok);
+  for (const char* v : {"1", "2"}) {
+    EXPECT_EQ(parse({"chorus-perf", "-R", v}, args, error), perf::ParseStatus::Error);
+    EXPECT_NE(error.find("not yet supported"), std::string::npos) << error;
+  }
+  perf::Args rounds;
+  EXPECT_EQ(parse({"chorus-perf", "-A", "each", "-K", "5"}, rounds, error), perf::ParseStatus::Ok);
+  EXPECT_EQ(rounds.repeats, 5);
+  perf::Args all;
+  EXPECT_EQ(parse({"chorus-perf", "-d", "all"}, all, error), perf::ParseStatus::Ok);
+  EXPECT_EQ(all.types.size(), 12u);  // fp8 e4m3 and e5m2 included
+  EXPECT_EQ(all.types.back(), Type::Float8e5m2);
+}
+
+}  // namespace

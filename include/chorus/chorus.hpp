@@ -80,7 +80,8 @@ struct Options {
   // Limit on how long any wait may go without progress; CHORUS_TIMEOUT (seconds) sets
   // the default.
   std::chrono::milliseconds timeout{0};  // 0: take CHORUS_TIMEOUT or the built-in default
-  // "auto" (shm when every rank shares the host, else tcp), "shm" or "tcp";
+  // "auto" (shm when every rank shares the host, else CHORUS_NET's network transport),
+  // "shm", "tcp", "ib" (verbs) or "ucx" (the last two when built);
   // CHORUS_TRANSPORT sets the default.
   std::string transport;
   // Algorithm choice, NCCL-style: "ring", "allreduce:ring,broadcast:ring"; CHORUS_ALGO.
@@ -92,7 +93,9 @@ class CommImpl;
 struct OpState;
 }  // namespace detail
 
-// Handle to one collective in flight. Collectives complete in the order they were issued.
+// Handle to one collective in flight. Collectives issued one after another run
+// concurrently and need not complete in issue order: a later one may finish first (each
+// Work says when its own is done). Every rank must issue them in the same order.
 class Work {
  public:
   Work() = default;

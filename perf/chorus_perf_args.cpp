@@ -232,7 +232,8 @@ ParseStatus parseArgs(int argc, char** argv, const ArgsSpec& spec, Args& args, s
       case 'R': {  // nccl-tests' buffer registration; reserved until registration lands
         auto n = parseInt(v);
         if (!n || *n < 0 || *n > 2) return fail("bad value '" + std::string(v) + "' for -R");
-        if (*n != 0) return fail("-R " + std::string(v) + ": buffer registration is not yet supported");
+        if (*n != 0)
+          return fail("-R " + std::string(v) + ": buffer registration is not yet supported");
         break;
       }
       case 'J':

@@ -108,7 +108,10 @@ uint8_t doubleToFp8(double x) {
   int lo = 0, hi = top;  // value(lo) <= a; find the last such code
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if (value(mid) <= a) lo = mid; else hi = mid - 1;
+    if (value(mid) <= a)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   int best = lo;
   if (lo < top) {

@@ -117,8 +117,8 @@ class Sweep {
     t.algBw = t.timeUs > 0 ? static_cast<double>(l.bytes) / 1e3 / t.timeUs : 0.0;
     t.busBw = t.algBw * busFactor(args_.coll, n);
     // Nothing to check where a rank gets no elements (N/A, as nccl-tests prints it).
-    const bool checkable = l.paramCount > 0 &&
-                           !(inPlace && args_.coll == Coll::SendRecv && !b_.inPlaceSendRecvDefined());
+    const bool checkable = l.paramCount > 0 && !(inPlace && args_.coll == Coll::SendRecv &&
+                                                 !b_.inPlaceSendRecvDefined());
     if (args_.check > 0 && checkable) {
       int64_t wrong = 0;
       for (int k = 0; k < args_.check; ++k) wrong += checkOnce(c, l, inPlace, checkSeed + k);

@@ -1,10 +1,10 @@
 // Communicator set-up and the submission path of every collective.
 #include "comm/comm_impl.hpp"
 
+#include "algorithms/layout.hpp"
 #include "env.hpp"
 #include "errors.hpp"
 #include "log.hpp"
-#include "algorithms/layout.hpp"
 #include "store/barrier.hpp"
 #include "topology/topology.hpp"
 #include "tuner/cost_model.hpp"
@@ -138,7 +138,6 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     hosts.push_back(asString(store.get("host/" + std::to_string(r), deadline)));
     localRanks += hosts.back() == host;
   }
-  c->layout_ = agreedLayout(store, rank, nranks, hosts, deadline);
 
   // CHORUS_TRANSPORT forces one transport for every peer; otherwise shared memory when
   // every rank is on this host, else the network transport (CHORUS_NET: ib, ucx, tcp).
@@ -148,6 +147,9 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     kind = localRanks == nranks ? "shm" : envString("CHORUS_NET", defaultNetTransport());
   TransportContext ctx{rank, nranks, &store, host, deadline};
   c->transport_ = makeTransport(kind, ctx);
+  // After the transport (it does not need the layout), so that the steps before it stay
+  // as they were: tests/security plays rank 0 up to the transport's addresses.
+  c->layout_ = agreedLayout(store, rank, nranks, hosts, deadline);
 
   EngineConfig config;
   config.rank = rank;
@@ -324,8 +326,7 @@ const char* CommImpl::algorithmFor(Collective collective, size_t count, DataType
 }
 
 const Algorithm& CommImpl::runnable(const Algorithm& chosen) const {
-  if (!std::string_view(chosen.name).starts_with("hier") ||
-      hierarchicalLayout(&layout_, nranks_))
+  if (!std::string_view(chosen.name).starts_with("hier") || hierarchicalLayout(&layout_, nranks_))
     return chosen;
   const Algorithm* flat = findAlgorithm(chosen.collective, "ring");
   return flat ? *flat : chosen;
@@ -339,13 +340,13 @@ void CommImpl::setAlgorithm(std::string_view spec) {
 Work CommImpl::submit(const Call& call) {
   validate(call);
   const Algorithm* forced = algorithms_.forced(call.collective);
-  const Algorithm& algorithm = runnable(
-      forced ? *forced
-      : call.collective == Collective::Send || call.collective == Collective::Recv
-          ? *algorithms_.candidates(call.collective).front()
-          : tuner_->choose(call.collective, call.count, call.type,
-                           algorithms_.candidates(call.collective),
-                           rank_ == 0 && logLevel() >= LogLevel::Info));
+  const Algorithm& algorithm =
+      runnable(forced ? *forced
+               : call.collective == Collective::Send || call.collective == Collective::Recv
+                   ? *algorithms_.candidates(call.collective).front()
+                   : tuner_->choose(call.collective, call.count, call.type,
+                                    algorithms_.candidates(call.collective),
+                                    rank_ == 0 && logLevel() >= LogLevel::Info));
   auto op = std::make_shared<OpState>();
   op->collective = call.collective;
   op->sequence = nextSequence_++;

@@ -419,15 +419,16 @@ int main(int argc, char** argv) {
   }
   for (size_t at = 0; !args.expectAlgo.empty() && at != std::string::npos;) {
     const size_t comma = args.expectAlgo.find(',', at);
-    const std::string item = args.expectAlgo.substr(at, comma == std::string::npos ? comma : comma - at);
+    const std::string item =
+        args.expectAlgo.substr(at, comma == std::string::npos ? comma : comma - at);
     at = comma == std::string::npos ? comma : comma + 1;
     const size_t colon = item.find(':');
     const std::string coll = item.substr(0, colon), want = item.substr(colon + 1);
     for (size_t count : {size_t{1}, size_t{4096}, size_t{1} << 20}) {
       const std::string got = comm.algorithmFor(coll, count, chorus::DataType::Float32);
       if (got != want) {
-        std::printf("FAIL rank %d: %s of %zu floats runs '%s', expected '%s'\n", rank,
-                    coll.c_str(), count, got.c_str(), want.c_str());
+        std::printf("FAIL rank %d: %s of %zu floats runs '%s', expected '%s'\n", rank, coll.c_str(),
+                    count, got.c_str(), want.c_str());
         ++stats.failed;
       }
     }

@@ -80,9 +80,8 @@ int topoCase(const char* oddFile) {
     std::printf("rank %d: FAIL: created although rank 1 has another topology file\n", rank);
     return 1;
   } catch (const chorus::Error& e) {
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                                start)
-                          .count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     const std::string what = e.what();
     bool ok = what.find("CHORUS_TOPO_FILE") != std::string::npos &&
               what.find("rank 1 groups the ranks as") != std::string::npos;
@@ -162,10 +161,9 @@ int main(int argc, char** argv) {
                        what.find(expect.odd) != std::string::npos &&
                        what.find(expect.even) != std::string::npos;
     const bool inTime = ms < 10000;
-    std::printf("rank %d: %s%s%s: %s (%.1f ms)\n", rank,
-                named ? "" : "FAIL (both calls not named): ",
-                inTime ? "" : "FAIL (not within 10 s): ", chorus::toString(e.code()),
-                what.c_str(), ms);
+    std::printf(
+        "rank %d: %s%s%s: %s (%.1f ms)\n", rank, named ? "" : "FAIL (both calls not named): ",
+        inTime ? "" : "FAIL (not within 10 s): ", chorus::toString(e.code()), what.c_str(), ms);
     return named && inTime ? 0 : 1;
   }
 }

@@ -34,7 +34,7 @@ case "$mode" in
     exec "$build/tools/chorus-run" -n 4 "$build/perf/chorus-perf" -b 8 -e 64M -f 4 ;;
   test)
     cd "$build"
-    exec ctest --output-on-failure --timeout 900 ;;
+    exec ctest --output-on-failure --no-tests=error --timeout 900 ;;
   *)
     echo "usage: $0 perf|test" >&2
     exit 2 ;;

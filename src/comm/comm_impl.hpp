@@ -54,6 +54,10 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   Work submit(const Call& call);
   // What submit would run for this shape (forced, or the tuner's choice).
   const char* algorithmFor(Collective collective, size_t count, DataType type);
+  // The algorithm that runs when `chosen` is picked: a hierarchical one without a usable
+  // layout (one node, unequal nodes) is the flat ring its builder falls back to, and is
+  // named so.
+  const Algorithm& runnable(const Algorithm& chosen) const;
 
  private:
   CommImpl(int rank, int nranks) : rank_(rank), nranks_(nranks) {}

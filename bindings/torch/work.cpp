@@ -81,36 +81,36 @@ void Driver::enqueue(const c10::intrusive_ptr<ChorusWork>& work,
   queued_.notify_one();
 }
 
-std::vector<c10::intrusive_ptr<ChorusWork>> Driver::driveSlice(std::chrono::milliseconds slice) {
-  std::vector<c10::intrusive_ptr<ChorusWork>> left;
+std::vector<c10::intrusive_ptr<ChorusWork>> Driver::driveSlice(std::chrono::milliseconds slice,
+                                                               std::exception_ptr& error) {
+  std::vector<c10::intrusive_ptr<ChorusWork>> taken;
   while (!pending_.empty()) {
     ChorusWork& work = *pending_.front();
     try {
       while (work.nextPiece_ < work.pieces.size()) {
-        if (!work.pieces[work.nextPiece_].wait(slice)) return left;
+        if (!work.pieces[work.nextPiece_].wait(slice)) return taken;
         ++work.nextPiece_;
       }
     } catch (...) {
-      // The communicator failed: this work and every later one fail with the message.
-      work.taken_ = true;
-      left.push_back(pending_.front());
-      pending_.pop_front();
-      throw;
+      // The communicator failed: this work fails with Chorus's message; the later ones
+      // fail with theirs when driven.
+      error = std::current_exception();
     }
     work.taken_ = true;
-    left.push_back(pending_.front());
+    taken.push_back(pending_.front());
     pending_.pop_front();
+    if (error) return taken;
     slice = std::chrono::milliseconds(0);  // the next ones only if already complete
   }
-  return left;
+  return taken;
 }
 
-// Completes `taken` outside the lock: copy-backs and future callbacks may take time or
-// submit more work.
+// Completes `taken` outside the lock (copy-backs and future callbacks may take time or
+// submit more work); `error` belongs to the last one.
 static void completeAll(std::vector<c10::intrusive_ptr<ChorusWork>>& taken,
-                        std::exception_ptr lastError) {
+                        std::exception_ptr error) {
   for (size_t i = 0; i < taken.size(); ++i)
-    taken[i]->complete(i + 1 == taken.size() ? lastError : nullptr);
+    taken[i]->complete(i + 1 == taken.size() ? error : nullptr);
   taken.clear();
 }
 
@@ -126,11 +126,7 @@ void Driver::driveUntilTaken(ChorusWork& work, Deadline deadline) {
       if (Clock::now() >= deadline) return;  // Work::wait reports the time-out
       auto slice = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       slice = std::min(slice, std::chrono::milliseconds(100));
-      try {
-        taken = driveSlice(slice);
-      } catch (...) {
-        error = std::current_exception();
-      }
+      taken = driveSlice(slice, error);
     }
     completeAll(taken, error);
   }
@@ -144,12 +140,8 @@ void Driver::progressLoop() {
       std::unique_lock lock(mutex_);
       queued_.wait(lock, [&] { return stop_ || !pending_.empty(); });
       if (stop_) return;
-      try {
-        // Short slices: a caller that wants to submit or wait gets the lock soon.
-        taken = driveSlice(std::chrono::milliseconds(1));
-      } catch (...) {
-        error = std::current_exception();
-      }
+      // Short slices: a caller that wants to submit or wait gets the lock soon.
+      taken = driveSlice(std::chrono::milliseconds(1), error);
     }
     completeAll(taken, error);
     for (int i = 0; i < 1000 && contenders_.load() > 0; ++i) std::this_thread::yield();

@@ -70,8 +70,10 @@ class Driver {
 
  private:
   // One slice of progress on the front work, under the lock; returns the works that
-  // left the queue, to be completed after the lock is released.
-  std::vector<c10::intrusive_ptr<ChorusWork>> driveSlice(std::chrono::milliseconds slice);
+  // left the queue, to be completed after the lock is released (`error`: the last one
+  // failed with it).
+  std::vector<c10::intrusive_ptr<ChorusWork>> driveSlice(std::chrono::milliseconds slice,
+                                                         std::exception_ptr& error);
   void progressLoop();
 
   std::shared_ptr<detail::CommImpl> comm_;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 namespace chorus::torchpg {
 
@@ -24,29 +25,39 @@ class C10dStore : public Store {
   }
 
   std::vector<std::byte> get(const std::string& key, Deadline deadline) override {
-    // c10d's get waits with the store's own timeout; wait() first with ours. A zero
-    // timeout means "forever" to some c10d stores, hence at least 1 ms.
-    using std::chrono::milliseconds;
-    const auto left = deadline == Deadline::max()
-                          ? milliseconds(std::chrono::hours(24))
-                          : std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    // Polls with check() rather than c10d's wait(keys, timeout): a TCPStore wait that
+    // times out leaves the server's late reply on the socket, and the next request reads
+    // it (1.13). check() is one request, one reply.
+    auto pause = std::chrono::microseconds(200);
     try {
-      store_->wait({key}, std::max(left, milliseconds(1)));
+      while (!store_->check({key})) {
+        if (Clock::now() >= deadline)
+          throw Error(Result::Timeout,
+                      "store (PyTorch c10d): key '" + key + "' not set before the deadline");
+        std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - Clock::now()));
+        pause = std::min(pause * 2, std::chrono::microseconds(10000));
+      }
+      std::vector<uint8_t> value = store_->get(key);
+      std::vector<std::byte> out(value.size());
+      if (!value.empty()) std::memcpy(out.data(), value.data(), value.size());
+      return out;
+    } catch (const Error&) {
+      throw;
     } catch (const std::exception& e) {
-      const bool late = Clock::now() >= deadline - milliseconds(1);
-      throw Error(late ? Result::Timeout : Result::SystemError,
-                  "store (PyTorch c10d): key '" + key + "' " +
-                      (late ? "not set before the deadline" : "unavailable") + ": " + e.what());
+      throw Error(Result::SystemError,
+                  "store (PyTorch c10d): get '" + key + "' failed: " + firstLine(e.what()));
     }
-    std::vector<uint8_t> value = store_->get(key);
-    std::vector<std::byte> out(value.size());
-    if (!value.empty()) std::memcpy(out.data(), value.data(), value.size());
-    return out;
   }
 
   int64_t add(const std::string& key, int64_t delta) override { return store_->add(key, delta); }
 
  private:
+  // c10::Error's what() carries a C++ stack trace after the first line.
+  static std::string firstLine(const char* text) {
+    std::string s(text);
+    return s.substr(0, s.find('\n'));
+  }
+
   c10::intrusive_ptr<c10d::Store> store_;
 };
 

@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import time
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -24,8 +25,11 @@ def main():
     dist.all_reduce(x)
     assert x[0].item() == size
     if rank == VICTIM:
-        if HANG:
-            time.sleep(TIMEOUT_S * 4)
+        if HANG:  # alive, silent, until every survivor has had its error
+            store = dist.distributed_c10d._get_default_store()
+            store.wait([f"reported/{r}" for r in range(size) if r != VICTIM],
+                       timedelta(seconds=120))
+            store.set(f"reported/{rank}", "1")
             os._exit(3)
         os.kill(os.getpid(), signal.SIGKILL)
     start = time.monotonic()
@@ -47,6 +51,11 @@ def main():
               f"(timeout {TIMEOUT_S} s){', lacks ' + str(missing) if missing else ''}: {msg}",
               file=sys.stderr)
     sys.stderr.flush()
+    if HANG:
+        store = dist.distributed_c10d._get_default_store()
+        store.set(f"reported/{rank}", "1")
+        if rank == 0:  # hosts the store: leaves last
+            store.wait([f"reported/{r}" for r in range(size)], timedelta(seconds=120))
     os._exit(code)  # leave without the collective tear-down: a peer is dead
 
 

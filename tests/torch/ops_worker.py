@@ -224,6 +224,12 @@ def main():
         for w in reqs:
             w.wait()
         c.equal("isend/irecv ring", got, data(prv, n, torch.float64))
+        got = torch.zeros(n, dtype=torch.int32)
+        ops = [dist.P2POp(dist.isend, data(rank + 5, n, torch.int32), nxt, group=ch),
+               dist.P2POp(dist.irecv, got, prv, group=ch)]
+        for w in dist.batch_isend_irecv(ops):
+            w.wait()
+        c.equal("batch_isend_irecv ring", got, data(prv + 5, n, torch.int32))
         if rank % 2 == 0 and rank + 1 < size:
             dist.send(data(rank, 9, torch.int8), rank + 1, group=ch)
             got = torch.zeros(9, dtype=torch.int8)

@@ -258,6 +258,16 @@ def main():
     c.equal("scatter", out, data(rank + 10, n, torch.int32))
 
     mark("before dist.barrier(group=c")
+    # A second chorus group of the even ranks beside the first, on the same store.
+    evens = list(range(0, size, 2))
+    sub = dist.new_group(ranks=evens, backend="chorus")
+    if rank in evens:
+        x = data(rank, n, torch.int64)
+        dist.all_reduce(x, group=sub)
+        c.equal("all_reduce in a subgroup of the even ranks", x,
+                reduce_all([data(r, n, torch.int64) for r in evens], "SUM"))
+        dist.destroy_process_group(sub)
+
     dist.barrier(group=ch)
     code = c.finish(f"ops at {size} ranks")
     dist.destroy_process_group(gl if ch is dist.group.WORLD else ch)

@@ -96,10 +96,13 @@ PYBIND11_MODULE(_chorus, m) {
            "raises chorus.Error if it failed")
       .def("test", &PyWork::test, "Makes what progress it can; True once complete");
 
-  m.def("get_unique_id", [] {
-    const chorus::UniqueId id = chorus::getUniqueId();
-    return py::bytes(id.bytes.data(), id.bytes.size());
-  }, "Starts the rendezvous store in this process; hand the bytes to every rank");
+  m.def(
+      "get_unique_id",
+      [] {
+        const chorus::UniqueId id = chorus::getUniqueId();
+        return py::bytes(id.bytes.data(), id.bytes.size());
+      },
+      "Starts the rendezvous store in this process; hand the bytes to every rank");
 
   py::class_<chorus::Communicator>(m, "Communicator")
       .def(py::init([](int rank, int nranks, py::bytes id, double timeout) {
@@ -114,83 +117,120 @@ PYBIND11_MODULE(_chorus, m) {
              return chorus::Communicator::init(rank, nranks, uid, options);
            }),
            py::arg("rank"), py::arg("nranks"), py::arg("unique_id"), py::arg("timeout") = 0.0)
-      .def_static("from_env", [](double timeout) {
-             chorus::Options options;
-             options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1e3));
-             py::gil_scoped_release release;
-             return chorus::Communicator::initFromEnv(options);
-           }, py::arg("timeout") = 0.0,
-           "From chorus-run's or torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, ...)")
+      .def_static(
+          "from_env",
+          [](double timeout) {
+            chorus::Options options;
+            options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1e3));
+            py::gil_scoped_release release;
+            return chorus::Communicator::initFromEnv(options);
+          },
+          py::arg("timeout") = 0.0,
+          "From chorus-run's or torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, ...)")
       .def_property_readonly("rank", &chorus::Communicator::rank)
       .def_property_readonly("size", &chorus::Communicator::size)
       .def_property_readonly("transport", &chorus::Communicator::transportName)
-      .def("all_reduce", [](chorus::Communicator& c, py::array send, py::array recv, const std::string& op) {
-             checkContiguous(send, "send", false);
-             checkContiguous(recv, "recv", true);
-             sameType(send, recv);
-             if (send.size() != recv.size()) throw py::value_error("chorus: all_reduce: sizes differ");
-             return start(c.allReduce(send.data(), recv.mutable_data(), elements(send), typeOf(send), opOf(op)),
-                          {send, recv});
-           }, py::arg("send"), py::arg("recv"), py::arg("op") = "sum")
-      .def("all_gather", [](chorus::Communicator& c, py::array send, py::array recv) {
-             checkContiguous(send, "send", false);
-             checkContiguous(recv, "recv", true);
-             sameType(send, recv);
-             if (static_cast<size_t>(recv.size()) != elements(send) * c.size())
-               throw py::value_error("chorus: all_gather: recv must hold size * send elements");
-             return start(c.allGather(send.data(), recv.mutable_data(), elements(send), typeOf(send)),
-                          {send, recv});
-           }, py::arg("send"), py::arg("recv"))
-      .def("reduce_scatter", [](chorus::Communicator& c, py::array send, py::array recv, const std::string& op) {
-             checkContiguous(send, "send", false);
-             checkContiguous(recv, "recv", true);
-             sameType(send, recv);
-             if (static_cast<size_t>(send.size()) != elements(recv) * c.size())
-               throw py::value_error("chorus: reduce_scatter: send must hold size * recv elements");
-             return start(c.reduceScatter(send.data(), recv.mutable_data(), elements(recv), typeOf(send),
-                                          opOf(op)),
-                          {send, recv});
-           }, py::arg("send"), py::arg("recv"), py::arg("op") = "sum")
-      .def("broadcast", [](chorus::Communicator& c, py::array buf, int root) {
-             checkContiguous(buf, "buffer", true);
-             return start(c.broadcast(buf.data(), buf.mutable_data(), elements(buf), typeOf(buf), root),
-                          {buf});
-           }, py::arg("buffer"), py::arg("root"))
-      .def("reduce", [](chorus::Communicator& c, py::array send, py::object recv, int root, const std::string& op) {
-             checkContiguous(send, "send", false);
-             void* out = nullptr;
-             if (!recv.is_none()) {
-               py::array r = recv.cast<py::array>();
-               checkContiguous(r, "recv", true);
-               sameType(send, r);
-               if (r.size() != send.size()) throw py::value_error("chorus: reduce: sizes differ");
-               out = r.mutable_data();
-             } else if (c.rank() == root) {
-               throw py::value_error("chorus: reduce: the root needs a recv array");
-             }
-             return start(c.reduce(send.data(), out, elements(send), typeOf(send), opOf(op), root),
-                          {send, recv});
-           }, py::arg("send"), py::arg("recv"), py::arg("root"), py::arg("op") = "sum")
-      .def("all_to_all", [](chorus::Communicator& c, py::array send, py::array recv) {
-             checkContiguous(send, "send", false);
-             checkContiguous(recv, "recv", true);
-             sameType(send, recv);
-             if (send.size() != recv.size() || send.size() % c.size() != 0)
-               throw py::value_error("chorus: all_to_all: equal sizes, a multiple of the rank count");
-             return start(c.allToAll(send.data(), recv.mutable_data(), elements(send) / c.size(), typeOf(send)),
-                          {send, recv});
-           }, py::arg("send"), py::arg("recv"))
-      .def("send", [](chorus::Communicator& c, py::array buf, int peer) {
-             checkContiguous(buf, "buffer", false);
-             return start(c.send(buf.data(), elements(buf), typeOf(buf), peer), {buf});
-           }, py::arg("buffer"), py::arg("peer"))
-      .def("recv", [](chorus::Communicator& c, py::array buf, int peer) {
-             checkContiguous(buf, "buffer", true);
-             return start(c.recv(buf.mutable_data(), elements(buf), typeOf(buf), peer), {buf});
-           }, py::arg("buffer"), py::arg("peer"))
+      .def(
+          "all_reduce",
+          [](chorus::Communicator& c, py::array send, py::array recv, const std::string& op) {
+            checkContiguous(send, "send", false);
+            checkContiguous(recv, "recv", true);
+            sameType(send, recv);
+            if (send.size() != recv.size())
+              throw py::value_error("chorus: all_reduce: sizes differ");
+            return start(c.allReduce(send.data(), recv.mutable_data(), elements(send), typeOf(send),
+                                     opOf(op)),
+                         {send, recv});
+          },
+          py::arg("send"), py::arg("recv"), py::arg("op") = "sum")
+      .def(
+          "all_gather",
+          [](chorus::Communicator& c, py::array send, py::array recv) {
+            checkContiguous(send, "send", false);
+            checkContiguous(recv, "recv", true);
+            sameType(send, recv);
+            if (static_cast<size_t>(recv.size()) != elements(send) * c.size())
+              throw py::value_error("chorus: all_gather: recv must hold size * send elements");
+            return start(
+                c.allGather(send.data(), recv.mutable_data(), elements(send), typeOf(send)),
+                {send, recv});
+          },
+          py::arg("send"), py::arg("recv"))
+      .def(
+          "reduce_scatter",
+          [](chorus::Communicator& c, py::array send, py::array recv, const std::string& op) {
+            checkContiguous(send, "send", false);
+            checkContiguous(recv, "recv", true);
+            sameType(send, recv);
+            if (static_cast<size_t>(send.size()) != elements(recv) * c.size())
+              throw py::value_error("chorus: reduce_scatter: send must hold size * recv elements");
+            return start(c.reduceScatter(send.data(), recv.mutable_data(), elements(recv),
+                                         typeOf(send), opOf(op)),
+                         {send, recv});
+          },
+          py::arg("send"), py::arg("recv"), py::arg("op") = "sum")
+      .def(
+          "broadcast",
+          [](chorus::Communicator& c, py::array buf, int root) {
+            checkContiguous(buf, "buffer", true);
+            return start(
+                c.broadcast(buf.data(), buf.mutable_data(), elements(buf), typeOf(buf), root),
+                {buf});
+          },
+          py::arg("buffer"), py::arg("root"))
+      .def(
+          "reduce",
+          [](chorus::Communicator& c, py::array send, py::object recv, int root,
+             const std::string& op) {
+            checkContiguous(send, "send", false);
+            void* out = nullptr;
+            if (!recv.is_none()) {
+              py::array r = recv.cast<py::array>();
+              checkContiguous(r, "recv", true);
+              sameType(send, r);
+              if (r.size() != send.size()) throw py::value_error("chorus: reduce: sizes differ");
+              out = r.mutable_data();
+            } else if (c.rank() == root) {
+              throw py::value_error("chorus: reduce: the root needs a recv array");
+            }
+            return start(c.reduce(send.data(), out, elements(send), typeOf(send), opOf(op), root),
+                         {send, recv});
+          },
+          py::arg("send"), py::arg("recv"), py::arg("root"), py::arg("op") = "sum")
+      .def(
+          "all_to_all",
+          [](chorus::Communicator& c, py::array send, py::array recv) {
+            checkContiguous(send, "send", false);
+            checkContiguous(recv, "recv", true);
+            sameType(send, recv);
+            if (send.size() != recv.size() || send.size() % c.size() != 0)
+              throw py::value_error(
+                  "chorus: all_to_all: equal sizes, a multiple of the rank count");
+            return start(c.allToAll(send.data(), recv.mutable_data(), elements(send) / c.size(),
+                                    typeOf(send)),
+                         {send, recv});
+          },
+          py::arg("send"), py::arg("recv"))
+      .def(
+          "send",
+          [](chorus::Communicator& c, py::array buf, int peer) {
+            checkContiguous(buf, "buffer", false);
+            return start(c.send(buf.data(), elements(buf), typeOf(buf), peer), {buf});
+          },
+          py::arg("buffer"), py::arg("peer"))
+      .def(
+          "recv",
+          [](chorus::Communicator& c, py::array buf, int peer) {
+            checkContiguous(buf, "buffer", true);
+            return start(c.recv(buf.mutable_data(), elements(buf), typeOf(buf), peer), {buf});
+          },
+          py::arg("buffer"), py::arg("peer"))
       .def("abort", &chorus::Communicator::abort)
-      .def("close", [](chorus::Communicator& c) {
-             py::gil_scoped_release release;
-             c = chorus::Communicator();  // leaves together with the other ranks
-           }, "Destroys the communicator (collective: every rank calls it)");
+      .def(
+          "close",
+          [](chorus::Communicator& c) {
+            py::gil_scoped_release release;
+            c = chorus::Communicator();  // leaves together with the other ranks
+          },
+          "Destroys the communicator (collective: every rank calls it)");
 }

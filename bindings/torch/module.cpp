@@ -13,8 +13,7 @@ PYBIND11_MODULE(_chorus_torch, m) {
   py::module_::import("torch.distributed");  // registers c10d's ProcessGroup and Store types
   py::class_<ProcessGroupChorus, c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupChorus>>(
       m, "ProcessGroupChorus")
-      .def(py::init<const c10::intrusive_ptr<c10d::Store>&, int, int,
-                    std::chrono::milliseconds>(),
+      .def(py::init<const c10::intrusive_ptr<c10d::Store>&, int, int, std::chrono::milliseconds>(),
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("transport", &ProcessGroupChorus::transportName,

@@ -16,15 +16,24 @@ using Call = CommImpl::Call;
 
 DataType chorusType(const at::Tensor& t, const char* what) {
   switch (t.scalar_type()) {
-    case at::kChar: return DataType::Int8;
-    case at::kByte: return DataType::Uint8;
-    case at::kInt: return DataType::Int32;
-    case at::kLong: return DataType::Int64;
-    case at::kHalf: return DataType::Float16;
-    case at::kFloat: return DataType::Float32;
-    case at::kDouble: return DataType::Float64;
-    case at::kBFloat16: return DataType::Bfloat16;
-    default: break;
+    case at::kChar:
+      return DataType::Int8;
+    case at::kByte:
+      return DataType::Uint8;
+    case at::kInt:
+      return DataType::Int32;
+    case at::kLong:
+      return DataType::Int64;
+    case at::kHalf:
+      return DataType::Float16;
+    case at::kFloat:
+      return DataType::Float32;
+    case at::kDouble:
+      return DataType::Float64;
+    case at::kBFloat16:
+      return DataType::Bfloat16;
+    default:
+      break;
   }
   TORCH_CHECK(false, "chorus: ", what, ": no Chorus data type for ", t.scalar_type(),
               " (supported: int8, uint8, int32, int64, float16, bfloat16, float32, float64)");
@@ -32,18 +41,37 @@ DataType chorusType(const at::Tensor& t, const char* what) {
 
 RedOp chorusOp(const c10d::ReduceOp& op, const char* what) {
   switch (static_cast<c10d::ReduceOp::RedOpType>(op)) {
-    case c10d::ReduceOp::SUM: return RedOp::Sum;
-    case c10d::ReduceOp::AVG: return RedOp::Avg;
-    case c10d::ReduceOp::PRODUCT: return RedOp::Prod;
-    case c10d::ReduceOp::MIN: return RedOp::Min;
-    case c10d::ReduceOp::MAX: return RedOp::Max;
-    case c10d::ReduceOp::BAND: TORCH_CHECK(false, "chorus: ", what, ": ReduceOp.BAND is not supported (Chorus reduces with SUM, PRODUCT, MIN, MAX, AVG)");
-    case c10d::ReduceOp::BOR: TORCH_CHECK(false, "chorus: ", what, ": ReduceOp.BOR is not supported (Chorus reduces with SUM, PRODUCT, MIN, MAX, AVG)");
-    case c10d::ReduceOp::BXOR: TORCH_CHECK(false, "chorus: ", what, ": ReduceOp.BXOR is not supported (Chorus reduces with SUM, PRODUCT, MIN, MAX, AVG)");
-    case c10d::ReduceOp::PREMUL_SUM: TORCH_CHECK(false, "chorus: ", what, ": ReduceOp.PREMUL_SUM is not supported (Chorus reduces with SUM, PRODUCT, MIN, MAX, AVG)");
-    default: break;
+    case c10d::ReduceOp::SUM:
+      return RedOp::Sum;
+    case c10d::ReduceOp::AVG:
+      return RedOp::Avg;
+    case c10d::ReduceOp::PRODUCT:
+      return RedOp::Prod;
+    case c10d::ReduceOp::MIN:
+      return RedOp::Min;
+    case c10d::ReduceOp::MAX:
+      return RedOp::Max;
+    case c10d::ReduceOp::BAND:
+      TORCH_CHECK(
+          false, "chorus: ", what,
+          ": ReduceOp.BAND is not supported (Chorus reduces with SUM, PRODUCT, MIN, MAX, AVG)");
+    case c10d::ReduceOp::BOR:
+      TORCH_CHECK(
+          false, "chorus: ", what,
+          ": ReduceOp.BOR is not supported (Chorus reduces with SUM, PRODUCT, MIN, MAX, AVG)");
+    case c10d::ReduceOp::BXOR:
+      TORCH_CHECK(
+          false, "chorus: ", what,
+          ": ReduceOp.BXOR is not supported (Chorus reduces with SUM, PRODUCT, MIN, MAX, AVG)");
+    case c10d::ReduceOp::PREMUL_SUM:
+      TORCH_CHECK(false, "chorus: ", what,
+                  ": ReduceOp.PREMUL_SUM is not supported (Chorus reduces with SUM, PRODUCT, MIN, "
+                  "MAX, AVG)");
+    default:
+      break;
   }
-  TORCH_CHECK(false, "chorus: ", what, ": unknown ReduceOp ", static_cast<int>(static_cast<c10d::ReduceOp::RedOpType>(op)));
+  TORCH_CHECK(false, "chorus: ", what, ": unknown ReduceOp ",
+              static_cast<int>(static_cast<c10d::ReduceOp::RedOpType>(op)));
 }
 
 void checkTensor(const at::Tensor& t, const char* what) {
@@ -62,8 +90,8 @@ at::Tensor& single(std::vector<at::Tensor>& tensors, const char* what) {
 
 void checkSameType(const at::Tensor& a, const at::Tensor& b, const char* what) {
   checkTensor(b, what);
-  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "chorus: ", what, ": tensors of different types (",
-              a.scalar_type(), " and ", b.scalar_type(), ")");
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "chorus: ", what,
+              ": tensors of different types (", a.scalar_type(), " and ", b.scalar_type(), ")");
 }
 
 void checkRank(int64_t r, int size, const char* what) {
@@ -147,8 +175,7 @@ void allToAllV(CommImpl& comm, ChorusWork& work, const at::Tensor& in,
       work.pieces.push_back(comm.submit({Collective::Send, bytes(in) + inOffsets[p] * es, nullptr,
                                          static_cast<size_t>(inCounts[p]), type, RedOp::Sum, p}));
     if (outCounts[p] > 0)
-      work.pieces.push_back(comm.submit({Collective::Recv, nullptr,
-                                         bytes(out) + outOffsets[p] * es,
+      work.pieces.push_back(comm.submit({Collective::Recv, nullptr, bytes(out) + outOffsets[p] * es,
                                          static_cast<size_t>(outCounts[p]), type, RedOp::Sum, p}));
   }
 }
@@ -193,9 +220,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::broadcast(Tensors& tensors,
   checkRank(opts.rootRank, size_, "broadcast root");
   return issue(c10d::OpType::BROADCAST, tensors, [&](CommImpl& comm, ChorusWork& work) {
     at::Tensor buf = writable(work, t);
-    work.pieces.push_back(comm.submit({Collective::Broadcast, buf.data_ptr(), buf.data_ptr(),
-                                       count(buf), type, RedOp::Sum,
-                                       static_cast<int>(opts.rootRank)}));
+    work.pieces.push_back(
+        comm.submit({Collective::Broadcast, buf.data_ptr(), buf.data_ptr(), count(buf), type,
+                     RedOp::Sum, static_cast<int>(opts.rootRank)}));
   });
 }
 
@@ -236,9 +263,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce(Tensors& tensors,
   return issue(c10d::OpType::REDUCE, tensors, [&](CommImpl& comm, ChorusWork& work) {
     // Only the root's tensor changes.
     at::Tensor buf = root == rank_ ? writable(work, t) : readable(work, t);
-    work.pieces.push_back(comm.submit({Collective::Reduce, buf.data_ptr(),
-                                       root == rank_ ? buf.data_ptr() : nullptr, count(buf), type,
-                                       op, root}));
+    work.pieces.push_back(
+        comm.submit({Collective::Reduce, buf.data_ptr(), root == rank_ ? buf.data_ptr() : nullptr,
+                     count(buf), type, op, root}));
   });
 }
 
@@ -257,8 +284,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather(TensorLists& output
   TORCH_CHECK(outs[rank_].numel() == in.numel(), "chorus: allgather: this rank's output has ",
               outs[rank_].numel(), " elements, its input ", in.numel());
   // Uneven sizes travel padded to the largest (every rank knows every size).
-  at::Tensor send = in.numel() == most ? in.reshape(-1).contiguous()
-                                       : at::constant_pad_nd(in.reshape(-1), {0, most - in.numel()});
+  at::Tensor send = in.numel() == most
+                        ? in.reshape(-1).contiguous()
+                        : at::constant_pad_nd(in.reshape(-1), {0, most - in.numel()});
   at::Tensor flat = at::empty({most * size_}, in.options());
   return issue(c10d::OpType::ALLGATHER, outs, [&](CommImpl& comm, ChorusWork& work) {
     work.keepAlive = {send, flat};
@@ -268,25 +296,27 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather(TensorLists& output
   });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::_allgather_base(
-    at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions&) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::_allgather_base(at::Tensor& output,
+                                                                   at::Tensor& input,
+                                                                   const c10d::AllgatherOptions&) {
   checkTensor(input, "all_gather_into_tensor");
   checkSameType(input, output, "all_gather_into_tensor");
   const DataType type = chorusType(input, "all_gather_into_tensor");
-  TORCH_CHECK(output.numel() == input.numel() * size_, "chorus: all_gather_into_tensor: output has ",
-              output.numel(), " elements, expected ", input.numel() * size_);
+  TORCH_CHECK(output.numel() == input.numel() * size_,
+              "chorus: all_gather_into_tensor: output has ", output.numel(), " elements, expected ",
+              input.numel() * size_);
   return issue(c10d::OpType::_ALLGATHER_BASE, {output}, [&](CommImpl& comm, ChorusWork& work) {
     at::Tensor in = readable(work, input), out = writable(work, output);
-    work.pieces.push_back(comm.submit({Collective::AllGather, in.data_ptr(), out.data_ptr(),
-                                       count(in), type, RedOp::Sum, 0}));
+    work.pieces.push_back(comm.submit(
+        {Collective::AllGather, in.data_ptr(), out.data_ptr(), count(in), type, RedOp::Sum, 0}));
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather_coalesced(
     TensorLists& outputs, Tensors& inputs, const c10d::AllgatherOptions&) {
   TORCH_CHECK(!inputs.empty(), "chorus: allgather_coalesced: no tensors");
-  TORCH_CHECK(static_cast<int>(outputs.size()) == size_,
-              "chorus: allgather_coalesced: expects ", size_, " output lists");
+  TORCH_CHECK(static_cast<int>(outputs.size()) == size_, "chorus: allgather_coalesced: expects ",
+              size_, " output lists");
   for (auto& t : inputs) checkSameType(inputs[0], t, "allgather_coalesced");
   const DataType type = chorusType(inputs[0], "allgather_coalesced");
   at::Tensor send = flatten(inputs);
@@ -357,7 +387,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::scatter(Tensors& outputs, Ten
                 "chorus: scatter: the root expects one list of ", size_, " input tensors");
     for (auto& i : inputs[0]) {
       checkSameType(out, i, "scatter");
-      TORCH_CHECK(i.numel() == out.numel(), "chorus: scatter: input sizes differ from the output's");
+      TORCH_CHECK(i.numel() == out.numel(),
+                  "chorus: scatter: input sizes differ from the output's");
     }
   } else {
     TORCH_CHECK(inputs.empty() || inputs[0].empty(),
@@ -391,8 +422,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce_scatter(
               "chorus: reduce_scatter: expects one list of ", size_, " input tensors");
   for (auto& i : inputs[0]) {
     checkSameType(out, i, "reduce_scatter");
-    TORCH_CHECK(i.numel() == out.numel(), "chorus: reduce_scatter: every input must have the "
-                "output's number of elements (", out.numel(), "), one has ", i.numel());
+    TORCH_CHECK(i.numel() == out.numel(),
+                "chorus: reduce_scatter: every input must have the "
+                "output's number of elements (",
+                out.numel(), "), one has ", i.numel());
   }
   at::Tensor flat = flatten(inputs[0]);
   return issue(c10d::OpType::REDUCE_SCATTER, outputs, [&](CommImpl& comm, ChorusWork& work) {
@@ -418,9 +451,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::_reduce_scatter_base(
   });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(
-    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& outputSplits,
-    std::vector<int64_t>& inputSplits, const c10d::AllToAllOptions&) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(at::Tensor& output,
+                                                                 at::Tensor& input,
+                                                                 std::vector<int64_t>& outputSplits,
+                                                                 std::vector<int64_t>& inputSplits,
+                                                                 const c10d::AllToAllOptions&) {
   checkTensor(input, "all_to_all_single");
   checkSameType(input, output, "all_to_all_single");
   const DataType type = chorusType(input, "all_to_all_single");
@@ -436,8 +471,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(
     TORCH_CHECK(static_cast<int>(splits.size()) == size_, "chorus: all_to_all_single: ", which,
                 " split sizes name ", splits.size(), " ranks, not ", size_);
     const int64_t row = t.dim() == 0 || t.size(0) == 0 ? 0 : t.numel() / t.size(0);
-    TORCH_CHECK(std::accumulate(splits.begin(), splits.end(), int64_t{0}) == (t.dim() ? t.size(0) : 1),
-                "chorus: all_to_all_single: ", which, " split sizes do not add up to its first dimension");
+    TORCH_CHECK(
+        std::accumulate(splits.begin(), splits.end(), int64_t{0}) == (t.dim() ? t.size(0) : 1),
+        "chorus: all_to_all_single: ", which, " split sizes do not add up to its first dimension");
     for (int p = 0; p < size_; ++p) c[p] = splits[p] * row;
     return c;
   };
@@ -462,8 +498,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall(Tensors& outputs, Te
   for (auto& t : inputs) inCounts.push_back(t.numel());
   for (auto& t : outputs) outCounts.push_back(t.numel());
   at::Tensor send = flatten(inputs);
-  at::Tensor flat = at::empty({std::accumulate(outCounts.begin(), outCounts.end(), int64_t{0})},
-                              send.options());
+  at::Tensor flat =
+      at::empty({std::accumulate(outCounts.begin(), outCounts.end(), int64_t{0})}, send.options());
   return issue(c10d::OpType::ALLTOALL, outputs, [&](CommImpl& comm, ChorusWork& work) {
     work.keepAlive = {send, flat};
     allToAllV(comm, work, send, inCounts, offsetsOf(inCounts), flat, outCounts,
@@ -479,8 +515,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::send(Tensors& tensors, int ds
   checkRank(dstRank, size_, "send peer");
   return issue(c10d::OpType::SEND, {}, [&](CommImpl& comm, ChorusWork& work) {
     at::Tensor buf = readable(work, t);
-    work.pieces.push_back(
-        comm.submit({Collective::Send, buf.data_ptr(), nullptr, count(buf), type, RedOp::Sum, dstRank}));
+    work.pieces.push_back(comm.submit(
+        {Collective::Send, buf.data_ptr(), nullptr, count(buf), type, RedOp::Sum, dstRank}));
   });
 }
 
@@ -490,8 +526,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recv(Tensors& tensors, int sr
   checkRank(srcRank, size_, "recv peer");
   return issue(c10d::OpType::RECV, tensors, [&](CommImpl& comm, ChorusWork& work) {
     at::Tensor buf = writable(work, t);
-    work.pieces.push_back(
-        comm.submit({Collective::Recv, nullptr, buf.data_ptr(), count(buf), type, RedOp::Sum, srcRank}));
+    work.pieces.push_back(comm.submit(
+        {Collective::Recv, nullptr, buf.data_ptr(), count(buf), type, RedOp::Sum, srcRank}));
   });
 }
 
@@ -504,8 +540,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::barrier(const c10d::BarrierOp
   at::Tensor token = at::zeros({1}, at::kByte);
   return issue(c10d::OpType::BARRIER, {}, [&](CommImpl& comm, ChorusWork& work) {
     work.keepAlive.push_back(token);
-    work.pieces.push_back(comm.submit(
-        {Collective::AllReduce, token.data_ptr(), token.data_ptr(), 1, DataType::Uint8, RedOp::Max, 0}));
+    work.pieces.push_back(comm.submit({Collective::AllReduce, token.data_ptr(), token.data_ptr(), 1,
+                                       DataType::Uint8, RedOp::Max, 0}));
   });
 }
 

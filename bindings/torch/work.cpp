@@ -9,8 +9,9 @@ ChorusWork::ChorusWork(std::shared_ptr<Driver> driver, int rank, c10d::OpType ty
     : c10d::Work(rank, type),
       driver_(std::move(driver)),
       outputs_(std::move(outputs)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get()))) {}
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+}
 
 ChorusWork::~ChorusWork() = default;
 
@@ -34,15 +35,14 @@ std::vector<at::Tensor> ChorusWork::result() { return outputs_; }
 c10::intrusive_ptr<c10::ivalue::Future> ChorusWork::getFuture() { return future_; }
 
 bool ChorusWork::wait(std::chrono::milliseconds timeout) {
-  const Deadline deadline =
-      timeout == kNoTimeout ? Deadline::max() : Clock::now() + timeout;
+  const Deadline deadline = timeout == kNoTimeout ? Deadline::max() : Clock::now() + timeout;
   driver_->driveUntilTaken(*this, deadline);
   // Taken: completed by whichever thread took it (at most a copy-back away).
-  const auto left = deadline == Deadline::max()
-                        ? kNoTimeout
-                        : std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                       deadline - Clock::now()),
-                                   std::chrono::milliseconds(1));
+  const auto left =
+      deadline == Deadline::max()
+          ? kNoTimeout
+          : std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+                     std::chrono::milliseconds(1));
   return c10d::Work::wait(left);
 }
 

@@ -38,9 +38,9 @@ class ChorusWork : public c10d::Work {
   void complete(std::exception_ptr error);
 
   // Filled in by the process group while it submits (under the driver's lock).
-  std::vector<chorus::Work> pieces;    // completes in order
-  std::function<void()> finalize;      // after the last piece: copy results back
-  std::vector<at::Tensor> keepAlive;   // buffers the engine reads or writes
+  std::vector<chorus::Work> pieces;   // completes in order
+  std::function<void()> finalize;     // after the last piece: copy results back
+  std::vector<at::Tensor> keepAlive;  // buffers the engine reads or writes
 
  private:
   friend class Driver;

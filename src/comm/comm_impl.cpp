@@ -60,8 +60,7 @@ Layout nodeLayout(const std::vector<std::string>& hosts) {
 
 std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvous& rendezvous,
                                            bool hostsStore, const Options& options,
-                                           const Parent* parent,
-                                           std::shared_ptr<Store> external) {
+                                           const Parent* parent, std::shared_ptr<Store> external) {
   if (nranks < 1) throwInvalid("communicator: nranks must be >= 1, got " + std::to_string(nranks));
   if (rank < 0 || rank >= nranks)
     throwInvalid("communicator: rank " + std::to_string(rank) + " out of range [0, " +
@@ -80,8 +79,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     c->store_ = std::make_unique<PrefixStore>(*c->externalStore_, "chorus/");
   } else {
     if (hostsStore)
-      c->hostedStore_ =
-          std::make_shared<TcpStoreServer>(rendezvous.store, rendezvous.secret, rank);
+      c->hostedStore_ = std::make_shared<TcpStoreServer>(rendezvous.store, rendezvous.secret, rank);
     if (parent) c->hostedStore_ = parent->store;
     // A shrunk communicator's client is an observer (-1): the store already knows these
     // processes by their parent ranks, and reports deaths under those (mapped below).
@@ -126,7 +124,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   TcpStoreClient* client = c->storeClient_.get();
   std::vector<int> parentRanks = parent ? parent->ranks : std::vector<int>{};
   c->parentRanks_ = parentRanks;
-  if (client) config.checkPeers = [client, parentRanks] {
+  config.checkPeers = [client, parentRanks] {
     for (int dead : client->deadRanks()) {
       int r = dead;  // in this communicator's numbering
       if (!parentRanks.empty()) {
@@ -138,6 +136,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
           r, "rank " + std::to_string(r) + " died (its connection to the rendezvous store closed)");
     }
   };
+  if (!client) config.checkPeers = nullptr;  // createOnStore: the store reports no deaths
   CommImpl* self = c.get();  // the engine dies before the communicator
   config.onFailure = [self](const std::string& cause) { self->reportFailure(cause); };
   config.lastWords = [self](int peer) { return self->reportedFailure(peer); };

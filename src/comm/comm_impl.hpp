@@ -33,8 +33,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   // secret, no dead-rank reports from the store (the transports still notice a dead peer:
   // shm by its pid, tcp by its closed connection). Keys go under "chorus/". Every rank calls
   // it with the same store. Such a communicator cannot shrink.
-  static std::shared_ptr<CommImpl> createOnStore(int rank, int nranks,
-                                                 std::shared_ptr<Store> store,
+  static std::shared_ptr<CommImpl> createOnStore(int rank, int nranks, std::shared_ptr<Store> store,
                                                  const Options& options);
   // A communicator of the ranks not in `exclude` (failed or unwanted), numbered in order;
   // every survivor calls it with the same list. Works on a failed communicator.

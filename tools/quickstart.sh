@@ -11,7 +11,8 @@ packages=(g++ cmake make pkg-config libgtest-dev libbenchmark-dev libhwloc-dev h
           openmpi-bin libopenmpi-dev iproute2 libucx-dev ucx-utils
           libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils perftest
           qemu-system-x86 busybox-static clang libclang-rt-14-dev
-          nlohmann-json3-dev dpkg-dev libssl-dev zlib1g-dev)
+          nlohmann-json3-dev dpkg-dev libssl-dev zlib1g-dev
+          pybind11-dev python3-dev python3-numpy python3-torch libtorch-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -106,7 +106,7 @@ Layout agreedLayout(Store& store, int rank, int nranks, const std::vector<std::s
 
 std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvous& rendezvous,
                                            bool hostsStore, const Options& options,
-                                           const Parent* parent) {
+                                           const Parent* parent, std::shared_ptr<Store> external) {
   settings::validateProcess();
   if (nranks < 1) throwInvalid("communicator: nranks must be >= 1, got " + std::to_string(nranks));
   if (rank < 0 || rank >= nranks)
@@ -121,14 +121,19 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   c->algorithms_.apply(options.algorithm);
   const Deadline deadline = Clock::now() + c->timeout_;
 
-  if (hostsStore)
-    c->hostedStore_ = std::make_shared<TcpStoreServer>(rendezvous.store, rendezvous.secret, rank);
-  if (parent) c->hostedStore_ = parent->store;
-  // A shrunk communicator's client is an observer (-1): the store already knows these
-  // processes by their parent ranks, and reports deaths under those (mapped below).
-  c->storeClient_ = std::make_unique<TcpStoreClient>(rendezvous.store, rendezvous.secret,
-                                                     parent ? -1 : rank, deadline);
-  c->store_ = std::make_unique<PrefixStore>(*c->storeClient_, nextPrefix(rendezvous.secret));
+  if (external) {
+    c->externalStore_ = std::move(external);
+    c->store_ = std::make_unique<PrefixStore>(*c->externalStore_, "chorus/");
+  } else {
+    if (hostsStore)
+      c->hostedStore_ = std::make_shared<TcpStoreServer>(rendezvous.store, rendezvous.secret, rank);
+    if (parent) c->hostedStore_ = parent->store;
+    // A shrunk communicator's client is an observer (-1): the store already knows these
+    // processes by their parent ranks, and reports deaths under those (mapped below).
+    c->storeClient_ = std::make_unique<TcpStoreClient>(rendezvous.store, rendezvous.secret,
+                                                       parent ? -1 : rank, deadline);
+    c->store_ = std::make_unique<PrefixStore>(*c->storeClient_, nextPrefix(rendezvous.secret));
+  }
   Store& store = *c->store_;
 
   const std::string host = hostIdentity();
@@ -180,6 +185,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
           r, "rank " + std::to_string(r) + " died (its connection to the rendezvous store closed)");
     }
   };
+  if (!client) config.checkPeers = nullptr;  // createOnStore: the store reports no deaths
   CommImpl* self = c.get();  // the engine dies before the communicator
   config.onFailure = [self](const std::string& cause) { self->reportFailure(cause); };
   config.lastWords = [self](int peer) { return self->reportedFailure(peer); };
@@ -194,6 +200,13 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
        nranks, c->transport_->name(), localRanks,
        std::chrono::duration<double>(c->timeout_).count());
   return c;
+}
+
+std::shared_ptr<CommImpl> CommImpl::createOnStore(int rank, int nranks,
+                                                  std::shared_ptr<Store> store,
+                                                  const Options& options) {
+  if (!store) throwInvalid("communicator: createOnStore needs a store");
+  return create(rank, nranks, Rendezvous{}, false, options, nullptr, std::move(store));
 }
 
 CommImpl::~CommImpl() {
@@ -309,6 +322,10 @@ std::shared_ptr<CommImpl> CommImpl::shrink(std::span<const int> exclude) {
     out[r] = true;
   }
   if (out[rank_]) throwInvalid("shrink: this rank (" + std::to_string(rank_) + ") is excluded");
+  if (externalStore_)
+    throw Error(Result::InvalidUsage,
+                "shrink: this communicator was created on the caller's store (createOnStore); "
+                "create a new one on a new store instead");
   Parent parent{{}, hostedStore_};
   for (int r = 0; r < nranks_; ++r)
     if (!out[r]) parent.ranks.push_back(r);

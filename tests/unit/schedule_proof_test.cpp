@@ -7,14 +7,13 @@
 //  - every algorithm, p = 1..12, many counts and roots, sends one element at a time, and
 //    a late rank;
 //  - the algorithms whose schedules have O(p log p) steps in all, every p = 1..1024;
-//  - the others (O(p^2) steps: ring-type, one-shot, pairwise, scatter+all-gather, rsg),
-//    every p = 1..kEveryQuadraticUpTo and p = 127..129, 255..257, 511..513, 1000,
-//    1023, 1024: a symbolic step costs about a microsecond, and proving them at every p
-//    up to 1024 means about 10^10 steps;
+//  - the others (O(p^2) steps: ring-type, one-shot, two-shot, pairwise, scatter+all-gather,
+//    rsg), every p = 1..kEveryQuadraticUpTo and the kQuadraticSamples: a symbolic step
+//    costs about a microsecond, and every p up to 1024 would be ~10^10 steps (hours);
 //  - the hierarchical ones on layouts up to 32 nodes x 8 ranks;
 //  - send/recv at every p = 2..1024.
-// Counts: 0, and per p one count with the same chunk for every rank and one uneven,
-// every chunk non-empty; in place and not, alternating with p.
+// Counts: 0 and countFor(p) (every chunk non-empty; even or uneven), in place or not,
+// alternating with p so that each combination comes every fourth p.
 // CHORUS_SCHEDULE_TIMES=1 prints the time each part takes.
 #include "algorithms/algorithms.hpp"
 #include "algorithms/layout.hpp"

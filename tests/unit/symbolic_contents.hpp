@@ -32,6 +32,11 @@ class RankSet {
            std::equal(inline_.begin(), inline_.begin() + size_, o.inline_.begin());
   }
   std::string describe() const;
+  std::vector<uint64_t> bits() const {  // rank r is bit r % 64 of word r / 64
+    std::vector<uint64_t> out;
+    toBits(out);
+    return out;
+  }
 
  private:
   static constexpr int kInline = 4;

@@ -115,7 +115,8 @@ class Run {
   std::string run() {
     if (!error_.empty()) return error_;
     for (int r = 0; r < nranks_; ++r)
-      for (int i = 0; i < static_cast<int>(ranks_[r].schedule.steps.size()); ++i) notify(r, i);
+      for (int i = 0; i < static_cast<int>(ranks_[r].schedule.steps.size()); ++i)
+        if (ranks_[r].prevInQueue[i] < 0) notify(r, i);  // the rest wait for their turn
     for (;;) {
       while (!localWork_.empty() && error_.empty()) {
         auto [r, i] = localWork_.back();

@@ -159,6 +159,11 @@ class Run {
       want.clear();
       expect(r, want);
       if (want.empty()) continue;
+      size_t wanted = 0;
+      for (const Piece& p : want) wanted += p.length;
+      if (wanted != s.outputCount)
+        return "expected " + std::to_string(wanted) + " output elements, the buffer has " +
+               std::to_string(s.outputCount);
       (s.separateOutput ? s.outStore : s.store).read(s.outputBase, s.outputCount, got);
       size_t i = 0, j = 0, usedA = 0, usedB = 0, at = 0;
       while (i < got.size() && j < want.size()) {

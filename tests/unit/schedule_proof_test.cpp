@@ -25,8 +25,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace chorus {
@@ -85,18 +87,41 @@ class Timer {
 };
 
 // Proves count 0 and countFor(p), in place for p = 1, 2 mod 4, with sends in two
-// installments; false on a failure.
-bool proveAtP(const Algorithm& a, int p, const Layout* layout = nullptr) {
+// installments; "" or the first failure.
+std::string proveAtP(const Algorithm& a, int p, const Layout* layout = nullptr) {
   const int root = a.collective == Collective::Broadcast || a.collective == Collective::Reduce
                        ? (p * 5 / 7) % p
                        : 0;
   const bool inPlace = p % 4 == 1 || p % 4 == 2;  // with countFor: all four combinations
   for (size_t count : {countFor(p), size_t{0}}) {
     std::string error = prove(a, Case{p, count, root, inPlace, 2, -1, layout});
-    EXPECT_EQ(error, "");
-    if (!error.empty()) return false;
+    if (!error.empty()) return error;
   }
-  return true;
+  return "";
+}
+
+// check(0), ..., check(n - 1) on two threads (the CI machine has two cores); "" or the
+// first failure of the first thread that failed (each stops at its first).
+std::string inParallel(size_t n, const std::function<std::string(size_t)>& check) {
+  constexpr size_t kThreads = 2;
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (size_t i = t; i < n && errors[t].empty(); i += kThreads) errors[t] = check(i);
+    });
+  for (std::thread& thread : threads) thread.join();
+  for (const std::string& error : errors)
+    if (!error.empty()) return error;
+  return "";
+}
+
+// The algorithms `keep` selects.
+std::vector<const Algorithm*> algorithmsWhere(bool (*keep)(const Algorithm&)) {
+  std::vector<const Algorithm*> out;
+  for (const Algorithm& a : allAlgorithms())
+    if (keep(a)) out.push_back(&a);
+  return out;
 }
 
 TEST(Schedule, EveryAlgorithmSendingOneElementAtATime) {
@@ -125,10 +150,13 @@ TEST(Schedule, EveryAlgorithmSendingOneElementAtATime) {
 
 TEST(Schedule, LogarithmicAlgorithmsAtEveryRankCountUpTo1024) {
   Timer timer("O(p log p) algorithms, p = 1..1024");
-  for (const Algorithm& a : allAlgorithms())
-    if (logarithmic(a))
-      for (int p = 1; p <= 1024; ++p)
-        if (!proveAtP(a, p)) return;
+  const std::vector<const Algorithm*> algorithms = algorithmsWhere(logarithmic);
+  const size_t n = algorithms.size();
+  EXPECT_EQ(inParallel(n * 1024,
+                       [&](size_t i) {
+                         return proveAtP(*algorithms[i % n], static_cast<int>(i / n) + 1);
+                       }),
+            "");
 }
 
 TEST(Schedule, QuadraticAlgorithmsAtSmallAndSampledLargeRankCounts) {
@@ -140,23 +168,28 @@ TEST(Schedule, QuadraticAlgorithmsAtSmallAndSampledLargeRankCounts) {
   for (int p = 1; p <= upTo; ++p) ps.push_back(p);
   for (int p : kQuadraticSamples)
     if (p > upTo) ps.push_back(p);
+  const std::vector<const Algorithm*> algorithms = algorithmsWhere(
+      [](const Algorithm& a) { return !pointToPoint(a) && !logarithmic(a) && !hierarchical(a); });
   for (int p : ps) {
-    for (const Algorithm& a : allAlgorithms())
-      if (!pointToPoint(a) && !logarithmic(a) && !hierarchical(a) && !proveAtP(a, p)) return;
+    const std::string error =
+        inParallel(algorithms.size(), [&](size_t i) { return proveAtP(*algorithms[i], p); });
+    ASSERT_EQ(error, "");
     if (every && std::getenv("CHORUS_SCHEDULE_TIMES")) std::printf("p = %d proved\n", p);
   }
 }
 
 TEST(Schedule, SendAndReceiveAtEveryRankCountUpTo1024) {
   Timer timer("send/recv, p = 2..1024");
-  for (int p = 2; p <= 1024; ++p)
-    for (int shift : {1, p / 2 + 1}) {
-      const size_t count = shift == 1 ? 1 : countFor(p);
-      if (shift % p != 0) {
-        std::string error = symbolic::provePointToPoint(p, count, shift, shift == 1, 2);
-        ASSERT_EQ(error, "");
-      }
-    }
+  EXPECT_EQ(inParallel(1023,
+                       [](size_t i) {
+                         const int p = static_cast<int>(i) + 2;
+                         std::string error = symbolic::provePointToPoint(p, 1, 1, true, 2);
+                         const int shift = p / 2 + 1;
+                         if (error.empty() && shift % p != 0)
+                           error = symbolic::provePointToPoint(p, countFor(p), shift, false, 2);
+                         return error;
+                       }),
+            "");
   ASSERT_EQ(symbolic::provePointToPoint(3, 0, 1, false, 2), "");
 }
 
@@ -176,22 +209,31 @@ TEST(Schedule, HierarchicalOnLayoutsUpTo32NodesOf8) {
       for (int k = 0; k < sizes[node]; ++k) nodeOf.push_back(static_cast<int>(node));
     layouts.push_back(Layout::fromNodeOf(nodeOf));
   }
-  for (const Algorithm& a : allAlgorithms()) {
+  const std::vector<const Algorithm*> algorithms = algorithmsWhere([](const Algorithm& a) {
     const bool ring =
         std::string_view(a.name) == "ring" &&
         (a.collective == Collective::AllReduce || a.collective == Collective::AllGather ||
          a.collective == Collective::ReduceScatter);
-    if (!hierarchical(a) && !ring) continue;
-    for (const Layout& layout : layouts) {
-      const int p = layout.nranks();
-      if (!proveAtP(a, p, &layout)) return;
-      if (p > 12) continue;  // small layouts also one element at a time, with a late rank
-      for (size_t count : {size_t{1}, size_t(p + 3)}) {
-        ASSERT_EQ(prove(a, Case{p, count, 0, true, kElementWise, p / 2, &layout}), "");
-        ASSERT_EQ(prove(a, Case{p, count, 0, false, kElementWise, -1, &layout}), "");
-      }
-    }
-  }
+    return hierarchical(a) || ring;
+  });
+  const size_t n = algorithms.size();
+  EXPECT_EQ(
+      inParallel(n * layouts.size(),
+                 [&](size_t i) {
+                   const Algorithm& a = *algorithms[i % n];
+                   const Layout& layout = layouts[i / n];
+                   const int p = layout.nranks();
+                   std::string error = proveAtP(a, p, &layout);
+                   if (p > 12) return error;  // small layouts also one element at a time, late rank
+                   for (size_t count : {size_t{1}, size_t(p + 3)}) {
+                     if (error.empty())
+                       error = prove(a, Case{p, count, 0, true, kElementWise, p / 2, &layout});
+                     if (error.empty())
+                       error = prove(a, Case{p, count, 0, false, kElementWise, -1, &layout});
+                   }
+                   return error;
+                 }),
+      "");
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 //  - the others (O(p^2) steps: ring-type, one-shot, two-shot, pairwise, scatter+all-gather,
 //    rsg), every p = 1..kEveryQuadraticUpTo and the kQuadraticSamples: a symbolic step
 //    costs about a microsecond, and every p up to 1024 would be ~10^10 steps (hours;
-//    CHORUS_SCHEDULE_EVERY_P=N runs every p up to N);
+//    CHORUS_SCHEDULE_EVERY_P=N runs every p up to N, CHORUS_SCHEDULE_P=1024 one more p);
 //  - the hierarchical ones on layouts up to 32 nodes x 8 ranks;
 //  - send/recv at every p = 2..1024.
 // Counts: 0 and countFor(p) (every chunk non-empty; even or uneven), in place or not,
@@ -38,7 +38,7 @@ using symbolic::Case;
 using symbolic::prove;
 
 constexpr int kEveryQuadraticUpTo = 32;
-constexpr int kQuadraticSamples[] = {63, 64, 65, 127, 128, 129, 255, 256, 257};
+constexpr int kQuadraticSamples[] = {63, 64, 65, 127, 128, 129, 255, 256, 257, 512, 513};
 constexpr size_t kElementWise = SIZE_MAX;
 
 bool pointToPoint(const Algorithm& a) {
@@ -160,14 +160,22 @@ TEST(Schedule, LogarithmicAlgorithmsAtEveryRankCountUpTo1024) {
 }
 
 TEST(Schedule, QuadraticAlgorithmsAtSmallAndSampledLargeRankCounts) {
-  Timer timer("O(p^2) algorithms, p = 1..32 and sampled to 257");
-  // CHORUS_SCHEDULE_EVERY_P=N proves them at every p up to N instead (N = 1024: hours).
+  Timer timer("O(p^2) algorithms, p = 1..32 and sampled to 513");
+  // CHORUS_SCHEDULE_EVERY_P=N proves them at every p up to N instead (N = 1024: hours);
+  // CHORUS_SCHEDULE_P=1023,1024 at these p too (1024: half a minute, 1.4 GB).
   const char* every = std::getenv("CHORUS_SCHEDULE_EVERY_P");
   const int upTo = every ? std::atoi(every) : kEveryQuadraticUpTo;
   std::vector<int> ps;
   for (int p = 1; p <= upTo; ++p) ps.push_back(p);
   for (int p : kQuadraticSamples)
     if (p > upTo) ps.push_back(p);
+  if (const char* more = std::getenv("CHORUS_SCHEDULE_P"))
+    for (char* end = nullptr;; more = end + (*end == ',')) {
+      const long p = std::strtol(more, &end, 10);
+      if (end == more || p < 1 || p > 1 << 16) break;
+      ps.push_back(static_cast<int>(p));
+      if (*end != ',') break;
+    }
   const std::vector<const Algorithm*> algorithms = algorithmsWhere(
       [](const Algorithm& a) { return !pointToPoint(a) && !logarithmic(a) && !hierarchical(a); });
   for (int p : ps) {

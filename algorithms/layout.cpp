@@ -53,4 +53,21 @@ int Layout::uniformLocalSize() const {
   return static_cast<int>(size);
 }
 
+std::string Layout::describe() const {
+  std::string out = std::to_string(nodes()) + (nodes() == 1 ? " node:" : " nodes:");
+  for (int n = 0; n < nodes(); ++n) {
+    out += n == 0 ? " " : " | ";
+    const auto& ranks = ranksOf_[n];
+    for (size_t i = 0; i < ranks.size();) {
+      size_t j = i;
+      while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+      if (i > 0) out += ',';
+      out += std::to_string(ranks[i]);
+      if (j > i) out += '-' + std::to_string(ranks[j]);
+      i = j + 1;
+    }
+  }
+  return out;
+}
+
 }  // namespace chorus

@@ -41,6 +41,9 @@ class Layout {
   int ringPosition(int rank) const { return ringPosition_[rank]; }
   // Equal for equal layouts (cache keys).
   uint64_t fingerprint() const { return fingerprint_; }
+  // "2 nodes: 0-1 | 2-3": the ranks of each node, runs of consecutive ranks as ranges.
+  // Equal layouts give equal text.
+  std::string describe() const;
 
  private:
   void index(std::vector<int> nodeOf);

@@ -1,6 +1,7 @@
 // Recursive-halving reduce-scatter: log2(p') steps; at each a rank sends the half of its
 // current range of blocks that its partner keeps and folds the half it keeps into its
-// partial sums. Each rank sends about (p'-1)/p' of the input (count * p elements).
+// partial sums. Each rank sends (p-1)/p of the input (count * p elements), at any p;
+// a paired odd rank (below) sends all of it.
 //
 // Any p: with p' the largest power of two below p, the first 2(p - p') ranks pair up;
 // the odd one sends its whole input to its even partner (which folds it in) and receives

@@ -4,7 +4,8 @@
 // rank forwards the part it received at step k-1 (its own at k = 0) to the next rank,
 // p-1 steps. The root already holds everything, so it sends from its input and the rank
 // before it sends nothing back. Each non-root rank receives count and sends about
-// (p-2)/p count; the root sends about 2 (p-1)/p count, vs count * log2 p in a tree.
+// (p-1)/p count (the one before the root: nothing); the root sends about 2 (p-1)/p
+// count, vs count * log2 p in a tree.
 #include "algorithms/algorithms.hpp"
 #include "algorithms/steps.hpp"
 

@@ -3,7 +3,7 @@
 # choice (the tuner) and (with -m) Open MPI, for each rank count: the table issue 3 asks for.
 #
 #   perf/algorithms.sh [-t COLL] [-p "2 3 4 8"] [-b MIN] [-e MAX] [-f FACTOR] [-B BUILD] [-m]
-#                      [-u busbw|time] [-R REPEATS]
+#                      [-u busbw|time] [-K REPEATS]
 #
 # Prints, per rank count, one row per size: the out-of-place busbw in GB/s (or with -u time
 # the time in us) of each forced algorithm, of `auto`, and of MPI, each the median of
@@ -12,11 +12,11 @@
 set -euo pipefail
 coll=allreduce ranks="2 3 4 5 6 7 8" minb=8 maxb=64M factor=8 build=build with_mpi=0 unit=busbw
 repeats=3
-while getopts "t:p:b:e:f:B:mu:R:h" opt; do
+while getopts "t:p:b:e:f:B:mu:K:h" opt; do
   case $opt in
     t) coll=$OPTARG ;; p) ranks=$OPTARG ;; b) minb=$OPTARG ;; e) maxb=$OPTARG ;;
     f) factor=$OPTARG ;; B) build=$OPTARG ;; m) with_mpi=1 ;; u) unit=$OPTARG ;;
-    R) repeats=$OPTARG ;;
+    K) repeats=$OPTARG ;;
     *) sed -n '2,11p' "$0"; exit 2 ;;
   esac
 done

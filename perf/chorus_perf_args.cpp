@@ -81,7 +81,7 @@ std::string usage(const ArgsSpec& spec) {
     << "  -w,--warmup_iters <n>    warm-up iterations per size (default 5)\n"
     << "  -c,--check <n>           check iterations per size and placement, 0 = none (default 1)\n"
     << "  -d,--datatype <type>     int8 uint8 int32 uint32 int64 uint64 half float double\n"
-    << "                           bfloat16, or all (default float)\n"
+    << "                           bfloat16 f8e4m3 f8e5m2, or all (default float)\n"
     << "  -o,--op <op>             sum prod min max avg, or all (default sum)\n"
     << "  -r,--root <rank>         root of broadcast/reduce; -1 = every rank in turn (default 0)\n"
     << "  -a,--average <0..3>      time reported: 0 rank 0, 1 average, 2 min, 3 max (default 1)\n"
@@ -90,8 +90,10 @@ std::string usage(const ArgsSpec& spec) {
   if (spec.algorithmFlag) {
     o << "  -A,--algorithm <spec>    Communicator::setAlgorithm(spec); auto = library's choice;\n"
       << "                           each = every algorithm and auto, interleaved, one table\n"
-      << "  -R,--repeats <n>         with -A each: runs per algorithm and size, median (3)\n";
+      << "  -K,--repeats <n>         with -A each: runs per algorithm and size, median (3)\n";
   }
+  o << "  -R,--local_register <0>  buffer registration as nccl-tests' -R: only 0 (none) for\n"
+    << "                           now; 1 and 2 are not yet supported\n";
   o << "  -J,--output_file <file>  write every row as JSON (rank 0)\n"
     << "  -T,--min_time <ms>       repeat a size until its timed loop lasts this long, so\n"
     << "                           small-size latency is accurate; 0 = exactly -n (default 50)\n"
@@ -121,7 +123,8 @@ ParseStatus parseArgs(int argc, char** argv, const ArgsSpec& spec, Args& args, s
       {"average", required_argument, nullptr, 'a'},
       {"blocking", required_argument, nullptr, 'z'},
       {"algorithm", required_argument, nullptr, 'A'},
-      {"repeats", required_argument, nullptr, 'R'},
+      {"repeats", required_argument, nullptr, 'K'},
+      {"local_register", required_argument, nullptr, 'R'},
       {"output_file", required_argument, nullptr, 'J'},
       {"min_time", required_argument, nullptr, 'T'},
       {"hugepages", required_argument, nullptr, 'H'},
@@ -130,7 +133,7 @@ ParseStatus parseArgs(int argc, char** argv, const ArgsSpec& spec, Args& args, s
       {nullptr, 0, nullptr, 0},
   };
   const std::string shortOpts =
-      std::string("t:b:e:f:i:n:w:c:d:o:r:a:z:J:T:H:g:h") + (spec.algorithmFlag ? "A:R:" : "");
+      std::string("t:b:e:f:i:n:w:c:d:o:r:a:z:J:T:H:g:R:h") + (spec.algorithmFlag ? "A:K:" : "");
   bool factorGiven = false;
   bool stepGiven = false;
   optind = 1;
@@ -220,10 +223,17 @@ ParseStatus parseArgs(int argc, char** argv, const ArgsSpec& spec, Args& args, s
       case 'A':
         args.algorithm = v;
         break;
-      case 'R': {
-        auto n = parseDouble(v);
-        if (!n || *n < 1 || *n > 100) return fail("bad count '" + std::string(v) + "' for -R");
+      case 'K': {
+        auto n = parseInt(v);
+        if (!n || *n < 1 || *n > 100) return fail("bad count '" + std::string(v) + "' for -K");
         args.repeats = static_cast<int>(*n);
+        break;
+      }
+      case 'R': {  // nccl-tests' buffer registration; reserved until registration lands
+        auto n = parseInt(v);
+        if (!n || *n < 0 || *n > 2) return fail("bad value '" + std::string(v) + "' for -R");
+        if (*n != 0)
+          return fail("-R " + std::string(v) + ": buffer registration is not yet supported");
         break;
       }
       case 'J':

@@ -25,7 +25,7 @@ struct Args {
   int average = 1;                            // -a: 0 rank 0, 1 avg, 2 min, 3 max
   bool blocking = true;                       // -z (the only mode)
   std::string algorithm = "auto";             // -A (chorus-perf only; "each": every one)
-  int repeats = 3;                            // -R: with -A each, runs per size (median)
+  int repeats = 3;                            // -K: with -A each, runs per size (median)
   std::string jsonPath;                       // -J
   Coll coll = Coll::AllReduce;                // -t
   double minTimeMs = 50;          // -T: repeat small sizes until a timed run lasts this long

@@ -31,8 +31,9 @@ void fillInput(const DataSpec& spec, int rank, void* buf, size_t count, size_t f
 void fillPoison(void* buf, size_t bytes);
 
 // Counts elements of `got` that differ from the reduction (spec.op) over all ranks of the
-// inputs at indices [firstIndex, firstIndex + count). Avg on floats allows 2 ULP (or the
-// rounding of pre-scaled inputs); everything else must match exactly.
+// inputs at indices [firstIndex, firstIndex + count). Avg on floats allows 1 ULP of the
+// element's type (kAvgUlps in the .cpp says why); everything else must match bit for bit
+// (+0 and -0 differ), a NaN result (E4M3 overflow) only another NaN.
 size_t countWrongReduced(const DataSpec& spec, const void* got, size_t count, size_t firstIndex);
 
 // Counts elements of `got` that differ from rank srcRank's inputs [firstIndex, ...).

@@ -1,6 +1,7 @@
-// IEEE binary16 and bfloat16 conversions for the benchmark's correctness check. Written
-// here on purpose (not taken from kernels/) so the check stays independent of the code
-// it checks. float -> narrow rounds to nearest even; overflow gives inf; NaN stays NaN.
+// IEEE binary16, bfloat16 and OCP FP8 (E4M3, E5M2) conversions for the benchmark's
+// correctness check. Written here on purpose (not taken from kernels/) so the check stays
+// independent of the code it checks. float -> narrow rounds to nearest even; overflow
+// gives inf (E4M3, which has none: NaN); NaN stays NaN.
 #pragma once
 
 #include <bit>
@@ -68,5 +69,61 @@ inline uint16_t floatToBf16(float f) {
   const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>((bits + rounding) >> 16);
 }
+
+// ---- FP8: a small float of E exponent bits, M mantissa bits, bias 2^(E-1)-1 ------------
+// E5M2 reserves the top exponent for inf/NaN as IEEE does; E4M3 ("fn") has no inf and uses
+// only S.1111.111 for NaN, so its top exponent holds normal numbers (max 1.75 * 2^8 = 448).
+template <int E, int M, bool kIeee>
+double fp8ToDouble(uint8_t v) {
+  constexpr int bias = (1 << (E - 1)) - 1;
+  const bool neg = v & 0x80;
+  const int exp = (v >> M) & ((1 << E) - 1);
+  const int mant = v & ((1 << M) - 1);
+  double x;
+  if (kIeee && exp == (1 << E) - 1) {
+    x = mant ? __builtin_nan("") : __builtin_inf();
+  } else if (!kIeee && exp == (1 << E) - 1 && mant == (1 << M) - 1) {
+    x = __builtin_nan("");
+  } else if (exp == 0) {
+    x = __builtin_ldexp(mant, 1 - bias - M);
+  } else {
+    x = __builtin_ldexp((1 << M) + mant, exp - bias - M);
+  }
+  return neg ? -x : x;
+}
+
+// Nearest, ties to the even code, by binary search over the non-negative finite codes
+// (their values increase with the code): slow, obviously right.
+template <int E, int M, bool kIeee>
+uint8_t doubleToFp8(double x) {
+  constexpr uint8_t nan = kIeee ? static_cast<uint8_t>(((1 << E) - 1) << M | 1) : 0x7f;
+  if (x != x) return nan;
+  const uint8_t sign = x < 0 || (x == 0 && __builtin_signbit(x)) ? 0x80 : 0;
+  const double a = x < 0 ? -x : x;
+  const int top = kIeee ? (((1 << E) - 1) << M) - 1 : 0x7e;  // largest finite code
+  auto value = [](int c) { return fp8ToDouble<E, M, kIeee>(static_cast<uint8_t>(c)); };
+  // Half a step beyond the largest finite value or more: inf (E5M2) or NaN (E4M3).
+  if (a >= value(top) + (value(top) - value(top - 1)) / 2)
+    return static_cast<uint8_t>(sign | (kIeee ? ((1 << E) - 1) << M : nan));
+  int lo = 0, hi = top;  // value(lo) <= a; find the last such code
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (value(mid) <= a)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  int best = lo;
+  if (lo < top) {
+    const double below = a - value(lo), above = value(lo + 1) - a;
+    if (above < below || (above == below && (lo & 1))) best = lo + 1;
+  }
+  return static_cast<uint8_t>(sign | best);
+}
+
+inline double fp8e4m3ToDouble(uint8_t v) { return fp8ToDouble<4, 3, false>(v); }
+inline uint8_t doubleToFp8e4m3(double x) { return doubleToFp8<4, 3, false>(x); }
+inline double fp8e5m2ToDouble(uint8_t v) { return fp8ToDouble<5, 2, true>(v); }
+inline uint8_t doubleToFp8e5m2(double x) { return doubleToFp8<5, 2, true>(x); }
 
 }  // namespace perf

@@ -116,8 +116,9 @@ class Sweep {
     t.timeUs = aggregate(sec) * 1e6;
     t.algBw = t.timeUs > 0 ? static_cast<double>(l.bytes) / 1e3 / t.timeUs : 0.0;
     t.busBw = t.algBw * busFactor(args_.coll, n);
-    const bool checkable =
-        !(inPlace && args_.coll == Coll::SendRecv && !b_.inPlaceSendRecvDefined());
+    // Nothing to check where a rank gets no elements (N/A, as nccl-tests prints it).
+    const bool checkable = l.paramCount > 0 && !(inPlace && args_.coll == Coll::SendRecv &&
+                                                 !b_.inPlaceSendRecvDefined());
     if (args_.check > 0 && checkable) {
       int64_t wrong = 0;
       for (int k = 0; k < args_.check; ++k) wrong += checkOnce(c, l, inPlace, checkSeed + k);
@@ -305,57 +306,60 @@ int runVariants(const Args& args, Backend& b, const std::string& program) {
   Buffer sendBuf(args.maxBytes, args.hugePages);
   Buffer recvBuf(args.maxBytes, args.hugePages);
   Sweep sweep(args, b, sendBuf.data(), recvBuf.data());
-  const Case c = cases.front();
-  if (leader) {
-    std::printf(
-        "# %s -A each: %s, %d ranks, %s, out-of-place busbw (GB/s), median of %d "
-        "interleaved runs; * = best fixed algorithm\n",
-        program.c_str(), b.info().c_str(), b.size(), typeName(c.type), args.repeats);
-    std::printf("%12s", "size");
-    for (const auto& v : variants) std::printf(" %10s", v.c_str());
-    std::printf(" %10s %9s\n", "auto_pick", "auto/best");
-  }
   int64_t wrong = 0;
   int rows = 0, within10 = 0;
   uint64_t seed = 1;
-  for (size_t bytes : sweepSizes(args)) {
-    const Layout l = layoutFor(args.coll, bytes, c.type, b.size(), b.rank());
-    std::vector<std::vector<double>> runs(variants.size());
-    for (int rep = 0; rep < args.repeats; ++rep) {
-      for (size_t k = 0; k < variants.size(); ++k) {
-        const size_t v = (k + static_cast<size_t>(rep)) % variants.size();
-        b.select(variants[v]);
-        Timing t = sweep.measure(c, l, false, seed);
-        seed += static_cast<uint64_t>(args.check) + 1;
-        wrong += std::max<int64_t>(t.wrong, 0);
-        runs[v].push_back(t.busBw);
-      }
+  for (const Case& c : cases) {  // every -d type x -o op x root, one section each
+    if (leader) {
+      std::printf(
+          "# %s -A each: %s, %d ranks, %s%s%s%s, out-of-place busbw (GB/s), median of %d "
+          "interleaved runs; * = best fixed algorithm\n",
+          program.c_str(), b.info().c_str(), b.size(), typeName(c.type),
+          hasOp(args.coll) ? " " : "", hasOp(args.coll) ? opName(c.op) : "",
+          hasRoot(args.coll) ? (" root " + std::to_string(c.root)).c_str() : "", args.repeats);
+      std::printf("%12s", "size");
+      for (const auto& v : variants) std::printf(" %10s", v.c_str());
+      std::printf(" %10s %9s\n", "auto_pick", "auto/best");
     }
-    std::vector<double> median(variants.size());
-    size_t best = variants.size(), autoIndex = variants.size();
-    for (size_t v = 0; v < variants.size(); ++v) {
-      auto& r = runs[v];
-      std::sort(r.begin(), r.end());
-      median[v] = r[r.size() / 2];
-      if (variants[v] == "auto") {
-        autoIndex = v;
-        continue;
+    for (size_t bytes : sweepSizes(args)) {
+      const Layout l = layoutFor(args.coll, bytes, c.type, b.size(), b.rank());
+      std::vector<std::vector<double>> runs(variants.size());
+      for (int rep = 0; rep < args.repeats; ++rep) {
+        for (size_t k = 0; k < variants.size(); ++k) {
+          const size_t v = (k + static_cast<size_t>(rep)) % variants.size();
+          b.select(variants[v]);
+          Timing t = sweep.measure(c, l, false, seed);
+          seed += static_cast<uint64_t>(args.check) + 1;
+          wrong += std::max<int64_t>(t.wrong, 0);
+          runs[v].push_back(t.busBw);
+        }
       }
-      if (best == variants.size() || median[v] > median[best]) best = v;
+      std::vector<double> median(variants.size());
+      size_t best = variants.size(), autoIndex = variants.size();
+      for (size_t v = 0; v < variants.size(); ++v) {
+        auto& r = runs[v];
+        std::sort(r.begin(), r.end());
+        median[v] = r[r.size() / 2];
+        if (variants[v] == "auto") {
+          autoIndex = v;
+          continue;
+        }
+        if (best == variants.size() || median[v] > median[best]) best = v;
+      }
+      b.select("auto");
+      Call probe{args.coll, sendBuf.data(), recvBuf.data(), l.paramCount, c.type, c.op, c.root};
+      const std::string pick = b.picked(probe);
+      if (!leader) continue;
+      std::printf("%12zu", l.bytes);
+      for (size_t v = 0; v < variants.size(); ++v)
+        std::printf(" %9.3g%c", median[v], v == best ? '*' : ' ');
+      const double ratio = autoIndex < variants.size() && best < variants.size() && median[best] > 0
+                               ? median[autoIndex] / median[best]
+                               : 0;
+      std::printf(" %10s %9.2f\n", pick.c_str(), ratio);
+      ++rows;
+      within10 += ratio >= 0.9;
     }
-    b.select("auto");
-    Call probe{args.coll, sendBuf.data(), recvBuf.data(), l.paramCount, c.type, c.op, c.root};
-    const std::string pick = b.picked(probe);
-    if (!leader) continue;
-    std::printf("%12zu", l.bytes);
-    for (size_t v = 0; v < variants.size(); ++v)
-      std::printf(" %9.3g%c", median[v], v == best ? '*' : ' ');
-    const double ratio = autoIndex < variants.size() && best < variants.size() && median[best] > 0
-                             ? median[autoIndex] / median[best]
-                             : 0;
-    std::printf(" %10s %9.2f\n", pick.c_str(), ratio);
-    ++rows;
-    within10 += ratio >= 0.9;
   }
   const int64_t totalWrong = sumOverRanks(b, wrong);
   if (leader) {

@@ -24,6 +24,8 @@ constexpr std::array<TypeInfo, kNumTypes> kTypes = {{
     {"float", 4, true},
     {"double", 8, true},
     {"bfloat16", 2, true},
+    {"f8e4m3", 1, true},
+    {"f8e5m2", 1, true},
 }};
 
 constexpr std::array<const char*, kNumOps> kOps = {"sum", "prod", "max", "min", "avg"};
@@ -80,6 +82,8 @@ std::optional<Type> parseType(std::string_view name) {
   if (n == "float32" || n == "fp32") return Type::Float32;
   if (n == "float64" || n == "fp64") return Type::Float64;
   if (n == "bf16") return Type::Bfloat16;
+  if (n == "fp8_e4m3" || n == "fp8e4m3" || n == "e4m3") return Type::Float8e4m3;
+  if (n == "fp8_e5m2" || n == "fp8e5m2" || n == "e5m2") return Type::Float8e5m2;
   if (n == "char") return Type::Int8;
   if (n == "int") return Type::Int32;
   return std::nullopt;

@@ -22,8 +22,10 @@ enum class Type : int {
   Float32 = 7,
   Float64 = 8,
   Bfloat16 = 9,
+  Float8e4m3 = 10,  // OCP FP8 E4M3 ("fn": no inf, 0x7f/0xff NaN, max 448)
+  Float8e5m2 = 11,  // OCP FP8 E5M2 (IEEE-like: inf, NaN)
 };
-inline constexpr int kNumTypes = 10;
+inline constexpr int kNumTypes = 12;
 
 enum class Op : int { Sum = 0, Prod = 1, Max = 2, Min = 3, Avg = 4 };
 inline constexpr int kNumOps = 5;
@@ -33,6 +35,7 @@ enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, SendRe
 size_t typeSize(Type type);
 bool isFloat(Type type);
 const char* typeName(Type type);  // nccl-tests names: int8 ... half float double bfloat16
+                                  // f8e4m3 f8e5m2
 const char* opName(Op op);        // sum prod max min avg
 const char* collName(Coll coll);  // allreduce allgather ...
 

@@ -5,16 +5,16 @@
 # or a wrong element: both programs exit non-zero then).
 #
 #   perf/compare.sh [-n NP] [-t COLL] [-b MIN] [-e MAX] [-f FACTOR] [-d TYPE] [-o OP]
-#                   [-R REPS] [-B BUILD_DIR] [-m] [-l LOG_DIR] [-- extra benchmark flags]
+#                   [-K REPS] [-B BUILD_DIR] [-m] [-l LOG_DIR] [-- extra benchmark flags]
 #
-# Defaults: -n 4 -t allreduce -d float -o sum -b 8 -e 64M -f 2 -R 3 -B build.
+# Defaults: -n 4 -t allreduce -d float -o sum -b 8 -e 64M -f 2 -K 3 -B build.
 # MPIRUN_ARGS (environment) is added to every mpirun command line.
 set -euo pipefail
 
 np=4 coll=allreduce type=float op=sum minb=8 maxb=64M factor=2 reps=3
 build=build with_mpirun_chorus=0 logdir=""
 usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
-while getopts "n:t:b:e:f:d:o:R:B:ml:h" opt; do
+while getopts "n:t:b:e:f:d:o:K:B:ml:h" opt; do
   case $opt in
     n) np=$OPTARG ;;
     t) coll=$OPTARG ;;
@@ -23,7 +23,7 @@ while getopts "n:t:b:e:f:d:o:R:B:ml:h" opt; do
     f) factor=$OPTARG ;;
     d) type=$OPTARG ;;
     o) op=$OPTARG ;;
-    R) reps=$OPTARG ;;
+    K) reps=$OPTARG ;;
     B) build=$OPTARG ;;
     m) with_mpirun_chorus=1 ;;
     l) logdir=$OPTARG ;;

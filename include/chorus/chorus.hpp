@@ -80,7 +80,8 @@ struct Options {
   // Limit on how long any wait may go without progress; CHORUS_TIMEOUT (seconds) sets
   // the default.
   std::chrono::milliseconds timeout{0};  // 0: take CHORUS_TIMEOUT or the built-in default
-  // "auto" (shm when every rank shares the host, else tcp), "shm" or "tcp";
+  // "auto" (shm when every rank shares the host, else CHORUS_NET's network transport),
+  // "shm", "tcp", "ib" (verbs) or "ucx" (the last two when built);
   // CHORUS_TRANSPORT sets the default.
   std::string transport;
   // Algorithm choice, NCCL-style: "ring", "allreduce:ring,broadcast:ring"; CHORUS_ALGO.
@@ -97,7 +98,9 @@ class CommImpl;
 struct OpState;
 }  // namespace detail
 
-// Handle to one collective in flight. Collectives complete in the order they were issued.
+// Handle to one collective in flight. Collectives issued one after another run
+// concurrently and need not complete in issue order: a later one may finish first (each
+// Work says when its own is done). Every rank must issue them in the same order.
 class Work {
  public:
   Work() = default;
@@ -154,8 +157,13 @@ class Communicator {
   // tuner: collective "allreduce", "allgather", "reducescatter", "broadcast", "reduce",
   // "alltoall"; count as the call takes it.
   std::string algorithmFor(std::string_view collective, size_t count, DataType type);
-  // Name of the transport in use ("shm" or "tcp").
+  // Name of the transport in use ("shm", "tcp", "ib" or "ucx").
   std::string transportName() const;
+  // Which ranks share a node, as this communicator groups them (host identity, or
+  // CHORUS_TOPO_FILE; every rank agrees with rank 0 at creation): "2 nodes: 0-1 | 2-3".
+  // The hierarchical algorithms need more than one node with equal rank counts; without
+  // that, algorithmFor names the flat algorithm that runs in their place.
+  std::string layout() const;
   // Marks the communicator failed; collectives in flight and later ones throw. Safe to
   // call from another thread: a wait in progress returns within ~100 ms.
   void abort();

@@ -1,6 +1,7 @@
 // Communicator set-up and the submission path of every collective.
 #include "comm/comm_impl.hpp"
 
+#include "algorithms/layout.hpp"
 #include "errors.hpp"
 #include "log.hpp"
 #include "settings/settings.hpp"
@@ -56,11 +57,56 @@ Layout nodeLayout(const std::vector<std::string>& hosts) {
   return Layout::fromNodeOf(cluster.nodeOf);
 }
 
+// Each rank reads its own CHORUS_TOPO_FILE, so ranks could group the ranks into nodes
+// differently and then build schedules that do not fit together (a stall or wrong data).
+// Rank 0 publishes the layout it uses (as it publishes the tuner's figures); every rank
+// compares, and all learn whether any differed, so that every rank fails here with a
+// clear error. O(1) store keys whatever the rank count.
+Layout agreedLayout(Store& store, int rank, int nranks, const std::vector<std::string>& hosts,
+                    Deadline deadline) {
+  std::optional<Layout> layout;
+  std::string mine;
+  try {
+    layout = nodeLayout(hosts);
+    mine = layout->describe();
+  } catch (const std::exception& e) {
+    mine = std::string("error: ") + e.what();
+  }
+  std::string reference = mine;
+  if (rank == 0) {
+    store.set("layout", std::as_bytes(std::span(mine)));
+  } else {
+    reference = asString(store.get("layout", deadline));
+  }
+  const bool differs = reference != mine;
+  const std::string detail = "rank " + std::to_string(rank) + " groups the ranks as \"" + mine +
+                             "\", rank 0 as \"" + reference + "\"";
+  if (differs) store.set("layout/mismatch", std::as_bytes(std::span(detail)));
+  store.add("layout/mismatches", differs ? 1 : 0);
+  storeBarrier(store, "layout/checked", nranks, deadline);
+  const int64_t mismatches = store.add("layout/mismatches", 0);
+  if (mismatches == 0) {
+    if (!layout) throw Error(Result::InvalidArgument, "CHORUS_TOPO_FILE: " + mine.substr(7));
+    return *layout;
+  }
+  const std::string example = differs ? detail : asString(store.get("layout/mismatch", deadline));
+  // Rank 0 leaves (and its exit ends the store) only when the others have read all they
+  // need: each acknowledges, the last one says so.
+  if (rank != 0 && store.add("layout/read", 1) == nranks - 1) store.set("layout/read/done", {});
+  if (rank == 0) store.get("layout/read/done", deadline);
+  const std::string advice = ": every rank must see the same CHORUS_TOPO_FILE";
+  if (differs) throw Error(Result::InvalidUsage, "CHORUS_TOPO_FILE: " + detail + advice);
+  throw Error(Result::InvalidUsage, "CHORUS_TOPO_FILE: " + std::to_string(mismatches) + " rank" +
+                                        (mismatches == 1 ? "" : "s") +
+                                        " disagree with rank 0 on which ranks share a node, e.g. " +
+                                        example + advice);
+}
+
 }  // namespace
 
 std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvous& rendezvous,
                                            bool hostsStore, const Options& options,
-                                           const Parent* parent) {
+                                           const Parent* parent, std::shared_ptr<Store> external) {
   settings::validateProcess();
   if (nranks < 1) throwInvalid("communicator: nranks must be >= 1, got " + std::to_string(nranks));
   if (rank < 0 || rank >= nranks)
@@ -75,14 +121,19 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   c->algorithms_.apply(options.algorithm);
   const Deadline deadline = Clock::now() + c->timeout_;
 
-  if (hostsStore)
-    c->hostedStore_ = std::make_shared<TcpStoreServer>(rendezvous.store, rendezvous.secret, rank);
-  if (parent) c->hostedStore_ = parent->store;
-  // A shrunk communicator's client is an observer (-1): the store already knows these
-  // processes by their parent ranks, and reports deaths under those (mapped below).
-  c->storeClient_ = std::make_unique<TcpStoreClient>(rendezvous.store, rendezvous.secret,
-                                                     parent ? -1 : rank, deadline);
-  c->store_ = std::make_unique<PrefixStore>(*c->storeClient_, nextPrefix(rendezvous.secret));
+  if (external) {
+    c->externalStore_ = std::move(external);
+    c->store_ = std::make_unique<PrefixStore>(*c->externalStore_, "chorus/");
+  } else {
+    if (hostsStore)
+      c->hostedStore_ = std::make_shared<TcpStoreServer>(rendezvous.store, rendezvous.secret, rank);
+    if (parent) c->hostedStore_ = parent->store;
+    // A shrunk communicator's client is an observer (-1): the store already knows these
+    // processes by their parent ranks, and reports deaths under those (mapped below).
+    c->storeClient_ = std::make_unique<TcpStoreClient>(rendezvous.store, rendezvous.secret,
+                                                       parent ? -1 : rank, deadline);
+    c->store_ = std::make_unique<PrefixStore>(*c->storeClient_, nextPrefix(rendezvous.secret));
+  }
   Store& store = *c->store_;
 
   const std::string host = hostIdentity();
@@ -93,7 +144,6 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     hosts.push_back(asString(store.get("host/" + std::to_string(r), deadline)));
     localRanks += hosts.back() == host;
   }
-  c->layout_ = nodeLayout(hosts);
 
   // CHORUS_TRANSPORT forces one transport for every peer; otherwise shared memory when
   // every rank is on this host, else the network transport (CHORUS_NET: ib, ucx, tcp).
@@ -103,6 +153,9 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     kind = localRanks == nranks ? "shm" : settings::text("CHORUS_NET", defaultNetTransport());
   TransportContext ctx{rank, nranks, &store, host, deadline};
   c->transport_ = makeTransport(kind, ctx);
+  // After the transport (it does not need the layout), so that the steps before it stay
+  // as they were: tests/security plays rank 0 up to the transport's addresses.
+  c->layout_ = agreedLayout(store, rank, nranks, hosts, deadline);
 
   EngineConfig config;
   config.rank = rank;
@@ -132,6 +185,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
           r, "rank " + std::to_string(r) + " died (its connection to the rendezvous store closed)");
     }
   };
+  if (!client) config.checkPeers = nullptr;  // createOnStore: the store reports no deaths
   CommImpl* self = c.get();  // the engine dies before the communicator
   config.onFailure = [self](const std::string& cause) { self->reportFailure(cause); };
   config.lastWords = [self](int peer) { return self->reportedFailure(peer); };
@@ -146,6 +200,13 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
        nranks, c->transport_->name(), localRanks,
        std::chrono::duration<double>(c->timeout_).count());
   return c;
+}
+
+std::shared_ptr<CommImpl> CommImpl::createOnStore(int rank, int nranks,
+                                                  std::shared_ptr<Store> store,
+                                                  const Options& options) {
+  if (!store) throwInvalid("communicator: createOnStore needs a store");
+  return create(rank, nranks, Rendezvous{}, false, options, nullptr, std::move(store));
 }
 
 CommImpl::~CommImpl() {
@@ -261,6 +322,10 @@ std::shared_ptr<CommImpl> CommImpl::shrink(std::span<const int> exclude) {
     out[r] = true;
   }
   if (out[rank_]) throwInvalid("shrink: this rank (" + std::to_string(rank_) + ") is excluded");
+  if (externalStore_)
+    throw Error(Result::InvalidUsage,
+                "shrink: this communicator was created on the caller's store (createOnStore); "
+                "create a new one on a new store instead");
   Parent parent{{}, hostedStore_};
   for (int r = 0; r < nranks_; ++r)
     if (!out[r]) parent.ranks.push_back(r);
@@ -272,8 +337,17 @@ std::shared_ptr<CommImpl> CommImpl::shrink(std::span<const int> exclude) {
 }
 
 const char* CommImpl::algorithmFor(Collective collective, size_t count, DataType type) {
-  if (const Algorithm* forced = algorithms_.forced(collective)) return forced->name;
-  return tuner_->choose(collective, count, type, algorithms_.candidates(collective), false).name;
+  if (const Algorithm* forced = algorithms_.forced(collective)) return runnable(*forced).name;
+  return runnable(
+             tuner_->choose(collective, count, type, algorithms_.candidates(collective), false))
+      .name;
+}
+
+const Algorithm& CommImpl::runnable(const Algorithm& chosen) const {
+  if (!std::string_view(chosen.name).starts_with("hier") || hierarchicalLayout(&layout_, nranks_))
+    return chosen;
+  const Algorithm* flat = findAlgorithm(chosen.collective, "ring");
+  return flat ? *flat : chosen;
 }
 
 void CommImpl::setAlgorithm(std::string_view spec) {
@@ -285,12 +359,12 @@ Work CommImpl::submit(const Call& call) {
   validate(call);
   const Algorithm* forced = algorithms_.forced(call.collective);
   const Algorithm& algorithm =
-      forced ? *forced
-      : call.collective == Collective::Send || call.collective == Collective::Recv
-          ? *algorithms_.candidates(call.collective).front()
-          : tuner_->choose(call.collective, call.count, call.type,
-                           algorithms_.candidates(call.collective),
-                           rank_ == 0 && logLevel() >= LogLevel::Info);
+      runnable(forced ? *forced
+               : call.collective == Collective::Send || call.collective == Collective::Recv
+                   ? *algorithms_.candidates(call.collective).front()
+                   : tuner_->choose(call.collective, call.count, call.type,
+                                    algorithms_.candidates(call.collective),
+                                    rank_ == 0 && logLevel() >= LogLevel::Info));
   auto op = std::make_shared<OpState>();
   op->collective = call.collective;
   op->sequence = nextSequence_++;

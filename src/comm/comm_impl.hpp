@@ -26,7 +26,15 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   };
   static std::shared_ptr<CommImpl> create(int rank, int nranks, const Rendezvous& rendezvous,
                                           bool hostsStore, const Options& options,
-                                          const Parent* parent = nullptr);
+                                          const Parent* parent = nullptr,
+                                          std::shared_ptr<Store> external = nullptr);
+  // A communicator that rendezvouses through a store the caller already has (PyTorch's
+  // c10d::Store behind an adapter) instead of Chorus's own TcpStore: no store server, no
+  // secret, no dead-rank reports from the store (the transports still notice a dead peer:
+  // shm by its pid, tcp by its closed connection). Keys go under "chorus/". Every rank calls
+  // it with the same store. Such a communicator cannot shrink.
+  static std::shared_ptr<CommImpl> createOnStore(int rank, int nranks, std::shared_ptr<Store> store,
+                                                 const Options& options);
   // A communicator of the ranks not in `exclude` (failed or unwanted), numbered in order;
   // every survivor calls it with the same list. Works on a failed communicator.
   std::shared_ptr<CommImpl> shrink(std::span<const int> exclude);
@@ -54,6 +62,10 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   Work submit(const Call& call);
   // What submit would run for this shape (forced, or the tuner's choice).
   const char* algorithmFor(Collective collective, size_t count, DataType type);
+  // The algorithm that runs when `chosen` is picked: a hierarchical one without a usable
+  // layout (one node, unequal nodes) is the flat ring its builder falls back to, and is
+  // named so.
+  const Algorithm& runnable(const Algorithm& chosen) const;
 
  private:
   CommImpl(int rank, int nranks) : rank_(rank), nranks_(nranks) {}
@@ -78,6 +90,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   std::vector<int> parentRanks_;  // a shrunk communicator: its members' parent ranks
   Options options_;
   std::unique_ptr<TcpStoreClient> storeClient_;
+  std::shared_ptr<Store> externalStore_;  // createOnStore: the caller's store
   std::unique_ptr<Store> store_;  // scoped to this communicator
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Engine> engine_;

@@ -37,6 +37,7 @@ static CommImpl& live(const std::shared_ptr<CommImpl>& impl) {
 int Communicator::rank() const { return live(impl_).rank(); }
 int Communicator::size() const { return live(impl_).size(); }
 std::string Communicator::transportName() const { return live(impl_).transportName(); }
+std::string Communicator::layout() const { return live(impl_).layout().describe(); }
 void Communicator::setAlgorithm(std::string_view spec) { live(impl_).setAlgorithm(spec); }
 void Communicator::abort() { live(impl_).engine().abort("communicator aborted by the user"); }
 std::string Communicator::algorithmFor(std::string_view collective, size_t count, DataType type) {

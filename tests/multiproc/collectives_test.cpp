@@ -328,6 +328,8 @@ class Runner {
 struct Args {
   std::string transport;
   std::string algo;
+  std::string expectLayout;  // Communicator::layout() must say exactly this
+  std::string expectAlgo;    // "allreduce:hier,allgather:hier": what algorithmFor must name
   bool quick = false;
   bool verbose = false;
   int onlyCase = -1;
@@ -341,6 +343,10 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->transport = argv[++i];
     } else if (k == "--algo" && hasValue) {
       a->algo = argv[++i];
+    } else if (k == "--expect-layout" && hasValue) {
+      a->expectLayout = argv[++i];
+    } else if (k == "--expect-algo" && hasValue) {
+      a->expectAlgo = argv[++i];
     } else if (k == "--case" && hasValue) {
       a->onlyCase = std::atoi(argv[++i]);
     } else if (k == "--quick") {
@@ -350,7 +356,7 @@ bool parseArgs(int argc, char** argv, Args* a) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--transport shm|tcp] [--algo SPEC] [--quick] [--case N] "
-                   "[--verbose]\n",
+                   "[--verbose] [--expect-layout TEXT] [--expect-algo COLL:NAME,...]\n",
                    argv[0]);
       return false;
     }
@@ -402,6 +408,30 @@ int main(int argc, char** argv) {
     std::printf("FAIL rank %d: transportName() is '%s', requested '%s'\n", rank,
                 comm.transportName().c_str(), args.transport.c_str());
     ++stats.failed;
+  }
+
+  // The layout and the algorithms that run, where the test names them: a hierarchical
+  // algorithm without a usable layout would run the flat ring and pass unnoticed.
+  if (!args.expectLayout.empty() && comm.layout() != args.expectLayout) {
+    std::printf("FAIL rank %d: layout() is '%s', expected '%s'\n", rank, comm.layout().c_str(),
+                args.expectLayout.c_str());
+    ++stats.failed;
+  }
+  for (size_t at = 0; !args.expectAlgo.empty() && at != std::string::npos;) {
+    const size_t comma = args.expectAlgo.find(',', at);
+    const std::string item =
+        args.expectAlgo.substr(at, comma == std::string::npos ? comma : comma - at);
+    at = comma == std::string::npos ? comma : comma + 1;
+    const size_t colon = item.find(':');
+    const std::string coll = item.substr(0, colon), want = item.substr(colon + 1);
+    for (size_t count : {size_t{1}, size_t{4096}, size_t{1} << 20}) {
+      const std::string got = comm.algorithmFor(coll, count, chorus::DataType::Float32);
+      if (got != want) {
+        std::printf("FAIL rank %d: %s of %zu floats runs '%s', expected '%s'\n", rank, coll.c_str(),
+                    count, got.c_str(), want.c_str());
+        ++stats.failed;
+      }
+    }
   }
 
   const std::vector<Case> cases = buildCases(n, args.quick);

@@ -6,8 +6,10 @@
 // - integers, sum/prod/min/max: any bits (sum and prod wrap modulo 2^bits: exact);
 // - integers, avg: small values (|sum| fits the type, so avg has no overflow question);
 // - floats, sum/avg: integers with |x| <= 14 (fp16, bf16) or 2^20 (fp32) or 2^40 (fp64),
-//   so every partial sum of <= 9 ranks is an exactly representable integer;
-// - floats, prod: {1, -1, 2, -2, 0.5}: every partial product is a power of two;
+//   so every partial sum of <= 9 ranks is an exactly representable integer; fp8: |x| <= 2
+//   (e4m3) or 1 (e5m2) on ranks 0-7 and 0 beyond, so partial sums stay within 16 / 8;
+// - floats, prod: {1, -1, 2, -2, 0.5}: every partial product is a power of two (fp8 e4m3:
+//   no 2 or -2 on rank 8, so no product reaches 2^9, past its largest value 448);
 // - floats, min/max: nonzero integers, exactly representable;
 // - copies (allGather, broadcast, send/recv): arbitrary bits, NaN patterns included, since
 //   data movement must be bit-exact.
@@ -94,7 +96,7 @@ class Inputs {
 
   // Float value, exact (FloatSum/FloatProd/FloatMinMax).
   double floatValueAt(int r, size_t i) const {
-    return floatValue(hash3(seed_, static_cast<uint64_t>(r), i % kPeriod));
+    return floatValue(hash3(seed_, static_cast<uint64_t>(r), i % kPeriod), r);
   }
 
   void fill(void* buf, int r, size_t first, size_t count) const {
@@ -125,7 +127,7 @@ class Inputs {
       case ValueKind::IntSmall:
         return encodeInt(type_, static_cast<uint64_t>(intSmall(h)));
       default:
-        return encodeFloat(type_, floatValue(h));
+        return encodeFloat(type_, floatValue(h, r));
     }
   }
 
@@ -133,19 +135,25 @@ class Inputs {
     return type_.kind == Kind::Signed ? pick(h, -14, 14) : pick(h, 0, 28);
   }
 
-  double floatValue(uint64_t h) const {
+  double floatValue(uint64_t h, int r) const {
+    const bool fp8 = type_.size == 1;
     switch (kind_) {
       case ValueKind::FloatProd: {
-        static constexpr double kFactors[] = {1.0, -1.0, 2.0, -2.0, 0.5};
-        return kFactors[pick(h, 0, 4)];
+        static constexpr double kFactors[] = {1.0, -1.0, 0.5, 2.0, -2.0};
+        return kFactors[pick(h, 0, type_.noInf && r >= 8 ? 2 : 4)];
       }
       case ValueKind::FloatMinMax: {
-        int64_t lim = type_.size == 2 ? (type_.mantBits == 10 ? 2048 : 256)
-                                      : (type_.size == 4 ? (1 << 24) : (1ll << 53));
+        int64_t lim = fp8 ? int64_t{2} << type_.mantBits  // 16 (e4m3), 8 (e5m2): exact
+                      : type_.size == 2 ? (type_.mantBits == 10 ? 2048 : 256)
+                                        : (type_.size == 4 ? (1 << 24) : (1ll << 53));
         int64_t v = pick(h, -lim, lim - 1);
         return static_cast<double>(v >= 0 ? v + 1 : v);  // never zero: no -0/+0 ties
       }
       default: {
+        if (fp8) {
+          const int64_t lim = type_.noInf ? 2 : 1;  // e4m3, e5m2
+          return r >= 8 ? 0.0 : static_cast<double>(pick(h, -lim, lim));
+        }
         int64_t lim = type_.size == 2 ? 14 : (type_.size == 4 ? (1 << 20) : (1ll << 40));
         return static_cast<double>(pick(h, -lim, lim));
       }

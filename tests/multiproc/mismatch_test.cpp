@@ -8,10 +8,14 @@
 // Prints "rank R: <error>"; exit 0 when all that holds, 1 otherwise ("FAIL").
 // `absent`: rank 2 never calls; the others must time out (CHORUS_TIMEOUT) with an error
 // that says rank 2 is not waiting in any collective.
+// `topo --odd-topo FILE`: rank 1 reads FILE as its CHORUS_TOPO_FILE, the others the
+// environment's; creation must fail on every rank within 10 s with an error that names
+// CHORUS_TOPO_FILE (rank 1: both layouts), not stall.
 #include <chorus/chorus.hpp>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -65,12 +69,48 @@ Expect expectFor(const std::string& which) {
   return {"recv #1 (500 x float", "send #1 (1000 x float", true};  // p2p
 }
 
+// Creation with rank 1 given another topology file: every rank must get an error.
+int topoCase(const char* oddFile) {
+  const char* env = std::getenv("CHORUS_RANK");
+  const int rank = env ? std::atoi(env) : -1;
+  if (rank == 1) setenv("CHORUS_TOPO_FILE", oddFile, 1);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    chorus::Communicator comm = chorus::Communicator::initFromEnv();
+    std::printf("rank %d: FAIL: created although rank 1 has another topology file\n", rank);
+    return 1;
+  } catch (const chorus::Error& e) {
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const std::string what = e.what();
+    bool ok = what.find("CHORUS_TOPO_FILE") != std::string::npos &&
+              what.find("rank 1 groups the ranks as") != std::string::npos;
+    if (rank == 1)  // its own layout (4 nodes) and rank 0's (2 nodes)
+      ok = ok && what.find("\"4 nodes: 0 | 1 | 2 | 3\"") != std::string::npos &&
+           what.find("\"2 nodes: 0-1 | 2-3\"") != std::string::npos;
+    std::printf("rank %d: %s%s%s: %s (%.1f ms)\n", rank, ok ? "" : "FAIL (error unclear): ",
+                ms < 10000 ? "" : "FAIL (not within 10 s): ", chorus::toString(e.code()),
+                what.c_str(), ms);
+    return ok && ms < 10000 ? 0 : 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string which = "count";
-  for (int i = 1; i + 1 < argc; ++i)
+  const char* oddTopo = nullptr;
+  for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--case") == 0) which = argv[i + 1];
+    if (std::strcmp(argv[i], "--odd-topo") == 0) oddTopo = argv[i + 1];
+  }
+  if (which == "topo") {
+    if (!oddTopo) {
+      std::fprintf(stderr, "--case topo needs --odd-topo FILE\n");
+      return 2;
+    }
+    return topoCase(oddTopo);
+  }
   chorus::Communicator comm = chorus::Communicator::initFromEnv();
   const int rank = comm.rank();
   std::vector<float> in(1000, 1.0f), out(1000 * comm.size());
@@ -120,9 +160,10 @@ int main(int argc, char** argv) {
     const bool named = what.find("mismatched calls") != std::string::npos &&
                        what.find(expect.odd) != std::string::npos &&
                        what.find(expect.even) != std::string::npos;
-    std::printf("rank %d: %s%s: %s (%.1f ms)\n", rank,
-                named ? "" : "FAIL (both calls not named): ", chorus::toString(e.code()),
-                what.c_str(), ms);
-    return named && ms < 10000 ? 0 : 1;
+    const bool inTime = ms < 10000;
+    std::printf(
+        "rank %d: %s%s%s: %s (%.1f ms)\n", rank, named ? "" : "FAIL (both calls not named): ",
+        inTime ? "" : "FAIL (not within 10 s): ", chorus::toString(e.code()), what.c_str(), ms);
+    return named && inTime ? 0 : 1;
   }
 }

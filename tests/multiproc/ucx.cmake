@@ -1,6 +1,7 @@
 # UCX transport suite, label `ucx` (`ctest -L ucx`): the multi-process collective suite
 # and the kill test forced onto CHORUS_TRANSPORT=ucx on this host. Registered only when the
-# UCX transport is built (libucx-dev found). Included from tests/multiproc/CMakeLists.txt,
+# UCX transport is built (libucx-dev found); else
+# ucx.prerequisites stands in (skip, or failure under CI=true). Included from tests/multiproc/CMakeLists.txt,
 # whose targets and variables (_run, chorus_collectives_test, chorus_kill_test) it uses.
 #
 # By default UCX handles peer failures (UCP_ERR_HANDLING_MODE_PEER), which on one host
@@ -8,6 +9,10 @@
 # cma instead, so both paths are covered. 1.5 minutes on 2 idle cores, 2.5 when loaded.
 
 if(NOT (CHORUS_WITH_UCX AND CHORUS_UCX_SOURCES))
+  # Not zero tests: a stand-in that skips, or fails under CI=true.
+  add_test(NAME ucx.prerequisites COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/../missing_prerequisite.sh
+           ucx "the UCX transport is not built (libucx-dev not found)")
+  set_tests_properties(ucx.prerequisites PROPERTIES LABELS ucx TIMEOUT 30 SKIP_RETURN_CODE 77)
   return()
 endif()
 

@@ -1,0 +1,29 @@
+// chorus._chorus_torch: the ProcessGroup class and the creator function that
+// chorus/torch.py registers with torch.distributed.Backend.register_backend.
+#include "process_group.hpp"
+
+#include <pybind11/chrono.h>
+#include <torch/csrc/utils/pybind.h>
+
+namespace py = pybind11;
+using chorus::torchpg::ProcessGroupChorus;
+
+PYBIND11_MODULE(_chorus_torch, m) {
+  m.doc() = "Chorus process group for torch.distributed (import chorus.torch to register it)";
+  py::module_::import("torch.distributed");  // registers c10d's ProcessGroup and Store types
+  py::class_<ProcessGroupChorus, c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupChorus>>(
+      m, "ProcessGroupChorus")
+      .def(py::init<const c10::intrusive_ptr<c10d::Store>&, int, int, std::chrono::milliseconds>(),
+           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+           py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("transport", &ProcessGroupChorus::transportName,
+                             "the Chorus transport in use: shm, tcp, ib or ucx");
+  m.def(
+      "create_process_group",
+      [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+         std::chrono::milliseconds timeout) {
+        return c10::make_intrusive<ProcessGroupChorus>(store, rank, size, timeout);
+      },
+      py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+      py::call_guard<py::gil_scoped_release>());
+}

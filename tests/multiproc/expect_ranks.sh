@@ -1,0 +1,49 @@
+#!/bin/sh
+# expect_ranks.sh [--killed RANK] [--count N PATTERN]... [PATTERN]... -- chorus-run ARGS...
+# Passes only if every rank exited as expected AND the output holds every pattern:
+#  - without --killed, chorus-run must exit 0, which it does only when every rank exited 0
+#    (each rank exits 0 only after checking its own result);
+#  - with --killed R, rank R must have died of SIGKILL and every other rank exited 0:
+#    chorus-run's summary is then exactly "1 of N ranks failed: R (SIGKILL)";
+#  - each PATTERN (grep -E) must occur at least once, "--count N PATTERN" N times or more
+#    (e.g. one line per rank), and no line may contain "FAIL".
+killed=
+patterns=
+counts=
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  case "$1" in
+    --killed) killed=$2; shift 2 ;;
+    --count) counts="$counts$2	$3
+"; shift 3 ;;
+    *) patterns="$patterns$1
+"; shift ;;
+  esac
+done
+[ "$1" = "--" ] || { echo "expect_ranks.sh: FAIL: no '--' before the command"; exit 2; }
+shift
+out=$(mktemp)
+"$@" >"$out" 2>&1
+rc=$?
+cat "$out"
+status=0
+fail() { echo "expect_ranks.sh: FAIL: $*"; status=1; }
+if [ -z "$killed" ]; then
+  [ "$rc" -eq 0 ] || fail "exit status $rc: a rank did not exit 0 (see chorus-run's lines above)"
+else
+  [ "$rc" -eq 137 ] || fail "exit status $rc, expected 137 (rank $killed killed by SIGKILL)"
+  grep -Eq "chorus-run: 1 of [0-9]+ ranks failed: $killed \(SIGKILL\)\$" "$out" ||
+    fail "not exactly rank $killed failed (by SIGKILL): every other rank must exit 0"
+fi
+echo "$patterns" | while IFS= read -r p; do
+  [ -z "$p" ] && continue
+  grep -Eq -- "$p" "$out" || { echo "expect_ranks.sh: FAIL: no line matches '$p'"; exit 1; }
+done || status=1
+echo "$counts" | while IFS='	' read -r n p; do
+  [ -z "$n" ] && continue
+  got=$(grep -Ec -- "$p" "$out")
+  [ "$got" -ge "$n" ] || { echo "expect_ranks.sh: FAIL: $got lines match '$p', want >= $n"; exit 1; }
+done || status=1
+if grep -v "^expect_ranks.sh" "$out" | grep -q "FAIL"; then fail "a line says FAIL"; fi
+rm -f "$out"
+[ "$status" -eq 0 ] && echo "expect_ranks.sh: PASS (exit status $rc)"
+exit "$status"

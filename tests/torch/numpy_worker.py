@@ -1,0 +1,83 @@
+"""The chorus package's communicator on NumPy arrays (no torch): every collective against
+the result computed here from every rank's exact integer inputs."""
+import sys
+
+import numpy as np
+
+import chorus
+
+
+def data(r, n, dtype):
+    i = np.arange(n, dtype=np.int64)
+    return ((r + 1) * (i % 7 + 1)).astype(dtype)
+
+
+def main():
+    comm = chorus.Communicator.from_env(timeout=60)
+    rank, size = comm.rank, comm.size
+    fails, checks = [], 0
+
+    def check(what, got, want):
+        nonlocal checks
+        checks += 1
+        if got.dtype != want.dtype or not np.array_equal(got, want):
+            fails.append(f"{what}: got {got[:6]}, want {want[:6]}")
+
+    n = 1001
+    everyone = lambda dtype, m=n: [data(r, m, dtype) for r in range(size)]
+    for dtype in [np.float32, np.float64, np.float16, np.int8, np.uint8, np.int32, np.uint32,
+                  np.int64, np.uint64]:
+        out = np.zeros(n, dtype)
+        comm.all_reduce(data(rank, n, dtype), out).wait()
+        check(f"all_reduce sum {np.dtype(dtype).name}", out, np.sum(everyone(dtype), axis=0,
+                                                                     dtype=dtype))
+    out = np.zeros(n, np.int32)
+    comm.all_reduce(data(rank, n, np.int32), out, op="max").wait()
+    check("all_reduce max", out, np.max(everyone(np.int32), axis=0))
+    x = data(rank, n, np.float64)
+    comm.all_reduce(x, x, op="min").wait()  # in place
+    check("all_reduce min in place", x, np.min(everyone(np.float64), axis=0))
+    out = np.zeros(n * size, np.int64)
+    comm.all_gather(data(rank, n, np.int64), out).wait()
+    check("all_gather", out, np.concatenate(everyone(np.int64)))
+    out = np.zeros(n, np.float32)
+    comm.reduce_scatter(np.concatenate([data(rank + j, n, np.float32) for j in range(size)]),
+                        out).wait()
+    check("reduce_scatter", out, np.sum([data(r + rank, n, np.float32) for r in range(size)],
+                                        axis=0, dtype=np.float32))
+    buf = data(rank, n, np.int8)
+    comm.broadcast(buf, root=size - 1).wait()
+    check("broadcast", buf, data(size - 1, n, np.int8))
+    out = np.zeros(n, np.int64) if rank == 0 else None
+    comm.reduce(data(rank, n, np.int64), out, root=0).wait()
+    if rank == 0:
+        check("reduce", out, np.sum(everyone(np.int64), axis=0))
+    send = np.concatenate([data(rank * size + j, 5, np.int32) for j in range(size)])
+    out = np.zeros_like(send)
+    comm.all_to_all(send, out).wait()
+    check("all_to_all", out, np.concatenate([data(j * size + rank, 5, np.int32)
+                                             for j in range(size)]))
+    if size > 1:
+        got = np.zeros(n, np.float32)
+        works = [comm.send(data(rank, n, np.float32), (rank + 1) % size),
+                 comm.recv(got, (rank - 1) % size)]
+        for w in works:
+            w.wait()
+        check("send/recv ring", got, data((rank - 1) % size, n, np.float32))
+    checks += 1
+    try:
+        comm.all_reduce(np.zeros(3, np.complex64), np.zeros(3, np.complex64))
+        fails.append("complex64: no error")
+    except TypeError as e:
+        if "no Chorus data type" not in str(e):
+            fails.append(f"complex64: unclear error {e}")
+    comm.close()
+    for f in fails:
+        print(f"rank {rank}: FAIL {f}", file=sys.stderr)
+    print(f"rank {rank}: numpy at {size} ranks: {checks - len(fails)}/{checks} checks passed",
+          file=sys.stderr)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+// The symbolic checker is only as good as the broken schedules it rejects: each of these
+// is wrong in one way the proofs in schedule_proof_test.cpp rely on catching.
+#include "algorithms/algorithms.hpp"
+#include "symbolic_checker.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace chorus {
+namespace {
+
+using symbolic::Case;
+using symbolic::prove;
+constexpr size_t kElementWise = SIZE_MAX;
+
+// Every chunk after the first starts one element early: the last element of the buffer
+// is never written.
+Schedule offByOneRingAllReduce(const CollectiveArgs& args) {
+  Schedule s = ringAllReduce(args);
+  for (Step& step : s.steps)
+    for (Range* range : {&step.src, &step.dst})
+      if (range->offset > 0) --range->offset;
+  return s;
+}
+// Drops every ordering: in place, data is overwritten before it is sent.
+Schedule unorderedRdAllReduce(const CollectiveArgs& args) {
+  Schedule s = rdAllReduce(args);
+  for (Step& step : s.steps) step.after = -1;
+  return s;
+}
+// Folds the own input in once more at the end.
+Schedule doubleCountingAllReduce(const CollectiveArgs& args) {
+  Schedule s = ringAllReduce(args);
+  if (args.nranks > 1 && args.count > 0)
+    s.steps.push_back({StepKind::Reduce,
+                       -1,
+                       {Buffer::Input, 0, 1},
+                       {Buffer::Output, 0, 1},
+                       static_cast<int>(s.steps.size()) - 1,
+                       false});
+  return s;
+}
+// Never divides (Avg): no step finalizes.
+Schedule unfinalizedRdAllReduce(const CollectiveArgs& args) {
+  Schedule s = rdAllReduce(args);
+  for (Step& step : s.steps) step.finalize = false;
+  return s;
+}
+// Receives may overwrite blocks not yet sent.
+Schedule unorderedAllToAll(const CollectiveArgs& args) {
+  Schedule s = pairwiseAllToAll(args);
+  for (Step& step : s.steps) step.after = -1;
+  return s;
+}
+// Forwards what it has not received yet.
+Schedule eagerChainBroadcast(const CollectiveArgs& args) {
+  Schedule s = chainBroadcast(args);
+  for (Step& step : s.steps) step.after = -1;
+  return s;
+}
+// Rank 1 receives one element less than it is sent.
+Schedule shortReceiveAllGather(const CollectiveArgs& args) {
+  Schedule s = ringAllGather(args);
+  if (args.rank == 1)
+    for (Step& step : s.steps)
+      if (step.kind == StepKind::Recv && step.dst.count > 1) --step.dst.count;
+  return s;
+}
+// Rank 0 receives from the wrong neighbour.
+Schedule crossedRingAllGather(const CollectiveArgs& args) {
+  Schedule s = ringAllGather(args);
+  if (args.rank == 0)
+    for (Step& step : s.steps)
+      if (step.kind == StepKind::Recv) step.peer = 1;
+  return s;
+}
+
+std::string proveBroken(Collective collective, ScheduleBuilder build, const Case& c) {
+  const Algorithm broken{"broken", collective, build, ""};
+  return prove(broken, c);
+}
+
+TEST(Schedule, TheCheckerRejectsBrokenSchedules) {
+  struct Broken {
+    const char* what;
+    Collective collective;
+    ScheduleBuilder build;
+    Case c;
+    const char* says;  // part of the error
+  };
+  const Broken cases[] = {
+      {"ring chunk off by one, p = 257", Collective::AllReduce, offByOneRingAllReduce,
+       Case{257, 2 * 257 + 3, 0, false, 2}, "output elements [516, 517): got nothing written"},
+      {"ring chunk off by one, p = 5", Collective::AllReduce, offByOneRingAllReduce,
+       Case{5, 12, 0, true, kElementWise}, "contributes twice"},
+      {"rd without ordering, in place", Collective::AllReduce, unorderedRdAllReduce,
+       Case{8, 7, 0, true, kElementWise}, ""},
+      {"double counting", Collective::AllReduce, doubleCountingAllReduce, Case{4, 7, 0, false, 1},
+       "contributes twice"},
+      {"never finalized", Collective::AllReduce, unfinalizedRdAllReduce, Case{6, 9, 0, false, 1},
+       "want ranks {[0,6)}, input element = position + 0, finalized"},
+      {"all-to-all without ordering, in place", Collective::AllToAll, unorderedAllToAll,
+       Case{4, 3, 0, true, kElementWise, 0}, ""},
+      {"chain forwards before receiving", Collective::Broadcast, eagerChainBroadcast,
+       Case{5, 10, 2, false, 2}, "nothing written"},
+      {"a receive shorter than its message", Collective::AllGather, shortReceiveAllGather,
+       Case{4, 3, 0, false, 1}, "a message of 3 elements from rank 0 into a receive of 2"},
+      {"a receive from the wrong peer", Collective::AllGather, crossedRingAllGather,
+       Case{4, 3, 0, false, 1}, "sends to rank 0, which never receives from it"},
+  };
+  for (const Broken& b : cases) {
+    std::string error = proveBroken(b.collective, b.build, b.c);
+    EXPECT_NE(error, "") << b.what;
+    EXPECT_NE(error.find(b.says), std::string::npos) << b.what << ": " << error;
+  }
+}
+
+TEST(Schedule, TheCheckerRejectsBadStepsBeforeRunning) {
+  static const Step kSelf{StepKind::Send, 0, {Buffer::Input, 0, 1}, {}, -1, false};
+  static const Step kOut{StepKind::Copy,          -1, {Buffer::Input, 0, 1},
+                         {Buffer::Output, 99, 1}, -1, false};
+  static const Step kInput{StepKind::Copy,        -1, {Buffer::Output, 0, 1},
+                           {Buffer::Input, 0, 1}, -1, false};
+  static const Step kLater{StepKind::Copy,         -1, {Buffer::Input, 0, 1},
+                           {Buffer::Output, 0, 1}, 5,  false};
+  static const Step kOverlap{StepKind::Copy,         -1, {Buffer::Output, 0, 2},
+                             {Buffer::Output, 1, 2}, -1, false};
+  struct Bad {
+    const Step* step;
+    const char* says;
+  };
+  for (Bad bad :
+       {Bad{&kSelf, "bad peer 0"}, Bad{&kOut, "out of bounds"}, Bad{&kInput, "writes its input"},
+        Bad{&kLater, "waits for a later step"}, Bad{&kOverlap, "overlap"}}) {
+    static const Step* current;
+    current = bad.step;
+    ScheduleBuilder build = [](const CollectiveArgs& args) {
+      Schedule s = ringAllReduce(args);
+      if (args.rank == 0) s.steps.insert(s.steps.begin(), *current);
+      return s;
+    };
+    std::string error = proveBroken(Collective::AllReduce, build, Case{3, 4, 0, false, 1});
+    EXPECT_NE(error.find(bad.says), std::string::npos) << error;
+  }
+}
+
+}  // namespace
+}  // namespace chorus

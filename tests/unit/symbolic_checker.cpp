@@ -1,0 +1,492 @@
+#include "symbolic_checker.hpp"
+
+#include "algorithms/layout.hpp"
+#include "symbolic_contents.hpp"
+
+#include <algorithm>
+
+namespace chorus::symbolic {
+namespace {
+
+bool local(const Step& s) { return s.kind == StepKind::Copy || s.kind == StepKind::Reduce; }
+
+// What one send has streamed so far; positions count from the message's start.
+struct Message {
+  size_t total = 0;
+  size_t available = 0;
+  Pieces pieces;
+  size_t cursor = 0, cursorAt = 0;  // first piece not fully received, and where it starts
+};
+
+// Messages on one link in order; those before `head` are received.
+struct Inbox {
+  std::vector<Message> messages;
+  size_t head = 0;
+  bool empty() const { return head == messages.size(); }
+  Message& front() { return messages[head]; }
+  Message& back() { return messages.back(); }
+};
+
+struct RankRun {
+  Schedule schedule;
+  std::vector<size_t> progress;  // elements handled per step
+  std::vector<char> done, queued;
+  size_t stepsLeft = 0;
+  std::vector<int> prevInQueue, nextInQueue;     // same peer, same direction; -1 at the ends
+  std::vector<int> dependentsBegin, dependents;  // steps whose `after` is i: [begin[i], begin[i+1])
+  std::vector<int> recvPeers;                    // sorted
+  std::vector<int> recvHead;  // per recvPeers entry, the first receive not done (-1: none)
+  std::vector<Inbox> inbox;   // per recvPeers entry
+  // In-place runs alias input and output as NCCL does: both live in `store`.
+  Contents store, outStore, scratch;
+  size_t inputBase = 0, outputBase = 0, inputCount = 0, outputCount = 0;
+  bool separateOutput = false;
+};
+
+class Run {
+ public:
+  using Build = std::function<Schedule(int rank)>;
+  using Expect = std::function<void(int rank, Pieces& want)>;  // empty: no requirement
+
+  Run(int nranks, size_t inputCount, size_t outputCount, size_t inputBase, size_t outputBase,
+      bool inPlace, size_t installments, int late, const Build& build)
+      : nranks_(nranks),
+        stride_(static_cast<int64_t>(inputCount)),
+        installments_(installments),
+        late_(late),
+        ranks_(nranks) {
+    std::vector<int> lastOf(2 * static_cast<size_t>(nranks), -1), touched;
+    for (int r = 0; r < nranks && error_.empty(); ++r) {
+      RankRun& s = ranks_[r];
+      s.schedule = build(r);
+      const size_t n = s.schedule.steps.size();
+      s.progress.assign(n, 0);
+      s.done.assign(n, 0);
+      s.queued.assign(n, 0);
+      s.stepsLeft = n;
+      s.prevInQueue.assign(n, -1);
+      s.nextInQueue.assign(n, -1);
+      s.inputCount = inputCount;
+      s.outputCount = outputCount;
+      s.separateOutput = !inPlace;
+      s.inputBase = inPlace ? inputBase * r : 0;
+      s.outputBase = inPlace ? outputBase * r : 0;
+      size_t storeSize =
+          std::max(s.inputBase + inputCount, inPlace ? s.outputBase + outputCount : 0);
+      s.store = Contents(storeSize);
+      if (inputCount > 0) s.store.write(s.inputBase, {{inputCount, single(r, 0, stride_)}});
+      if (!inPlace) s.outStore = Contents(outputCount);
+      s.scratch = Contents(s.schedule.scratchCount);
+      std::vector<int> dependentCount(n + 1, 0);
+      for (int i = 0; i < static_cast<int>(n); ++i) {
+        const Step& step = s.schedule.steps[i];
+        if (!validate(r, i)) return;
+        if (step.after >= 0) ++dependentCount[step.after];
+        if (local(step)) continue;
+        int& last = lastOf[2 * static_cast<size_t>(step.peer) + (step.kind == StepKind::Send)];
+        if (last < 0) touched.push_back(2 * step.peer + (step.kind == StepKind::Send));
+        s.prevInQueue[i] = last;
+        if (last >= 0) s.nextInQueue[last] = i;
+        last = i;
+        if (step.kind != StepKind::Send) s.recvPeers.push_back(step.peer);
+      }
+      for (int index : touched) lastOf[index] = -1;
+      touched.clear();
+      s.dependentsBegin.assign(n + 1, 0);
+      for (size_t i = 0; i < n; ++i)
+        s.dependentsBegin[i + 1] = s.dependentsBegin[i] + dependentCount[i];
+      s.dependents.assign(s.dependentsBegin[n], 0);
+      std::vector<int> fill(s.dependentsBegin.begin(), s.dependentsBegin.end() - 1);
+      for (int i = 0; i < static_cast<int>(n); ++i)
+        if (int a = s.schedule.steps[i].after; a >= 0) s.dependents[fill[a]++] = i;
+      std::sort(s.recvPeers.begin(), s.recvPeers.end());
+      s.recvPeers.erase(std::unique(s.recvPeers.begin(), s.recvPeers.end()), s.recvPeers.end());
+      s.recvHead.assign(s.recvPeers.size(), -1);
+      s.inbox.resize(s.recvPeers.size());
+      for (int i = 0; i < static_cast<int>(n); ++i) {
+        const Step& step = s.schedule.steps[i];
+        if (step.kind != StepKind::Send && !local(step) && s.prevInQueue[i] < 0)
+          s.recvHead[link(s, step.peer)] = i;
+      }
+    }
+  }
+
+  // Runs until nothing can move; returns "" or what went wrong.
+  std::string run() {
+    if (!error_.empty()) return error_;
+    for (int r = 0; r < nranks_; ++r)
+      for (int i = 0; i < static_cast<int>(ranks_[r].schedule.steps.size()); ++i)
+        if (ranks_[r].prevInQueue[i] < 0) notify(r, i);  // the rest wait for their turn
+    for (;;) {
+      while (!localWork_.empty() && error_.empty()) {
+        auto [r, i] = localWork_.back();
+        localWork_.pop_back();
+        ranks_[r].queued[i] = 0;
+        advance(r, i);
+      }
+      if (!error_.empty()) return error_;
+      // Sends move one installment per round, the late rank's only when nothing else can.
+      auto& sends = !sendWork_.empty() ? sendWork_ : lateSendWork_;
+      if (sends.empty()) break;
+      round_.swap(sends);
+      for (auto [r, i] : round_) {
+        ranks_[r].queued[i] = 0;
+        advance(r, i);
+      }
+      round_.clear();
+      if (!error_.empty()) return error_;
+    }
+    for (int r = 0; r < nranks_; ++r) {
+      const RankRun& s = ranks_[r];
+      if (s.stepsLeft > 0) {
+        int i = static_cast<int>(std::find(s.done.begin(), s.done.end(), 0) - s.done.begin());
+        return "rank " + std::to_string(r) + " stuck at step " + std::to_string(i) + " (" +
+               describeStep(s.schedule.steps[i]) + ")";
+      }
+      for (size_t l = 0; l < s.inbox.size(); ++l)
+        if (!s.inbox[l].empty())
+          return "a message from rank " + std::to_string(s.recvPeers[l]) + " to rank " +
+                 std::to_string(r) + " is never received";
+    }
+    return "";
+  }
+
+  // Compares each rank's output with `expect`; "" or the first difference.
+  std::string verify(const Expect& expect) {
+    Pieces got, want;
+    for (int r = 0; r < nranks_; ++r) {
+      const RankRun& s = ranks_[r];
+      want.clear();
+      expect(r, want);
+      if (want.empty()) continue;
+      size_t wanted = 0;
+      for (const Piece& p : want) wanted += p.length;
+      if (wanted != s.outputCount)
+        return "expected " + std::to_string(wanted) + " output elements, the buffer has " +
+               std::to_string(s.outputCount);
+      (s.separateOutput ? s.outStore : s.store).read(s.outputBase, s.outputCount, got);
+      size_t i = 0, j = 0, usedA = 0, usedB = 0, at = 0;
+      while (i < got.size() && j < want.size()) {
+        const size_t n = std::min(got[i].length - usedA, want[j].length - usedB);
+        const Content& g = got[i].content;
+        if (!(g == want[j].content))
+          return "rank " + std::to_string(r) + " output elements [" + std::to_string(at) + ", " +
+                 std::to_string(at + n) + "): got " + describe(g, stride_) + "; want " +
+                 describe(want[j].content, stride_);
+        at += n;
+        if ((usedA += n) == got[i].length) ++i, usedA = 0;
+        if ((usedB += n) == want[j].length) ++j, usedB = 0;
+      }
+    }
+    return "";
+  }
+
+ private:
+  static std::string describeStep(const Step& s) {
+    static const char* kinds[] = {"send", "recv", "recvReduce", "copy", "reduce"};
+    std::string text = kinds[static_cast<int>(s.kind)];
+    if (!local(s)) text += " peer " + std::to_string(s.peer);
+    return text + ", " + std::to_string(elementsOf(s)) + " elements";
+  }
+
+  size_t link(const RankRun& s, int peer) const {
+    return static_cast<size_t>(std::lower_bound(s.recvPeers.begin(), s.recvPeers.end(), peer) -
+                               s.recvPeers.begin());
+  }
+
+  std::pair<Contents*, size_t> resolve(RankRun& s, Buffer b) {
+    switch (b) {
+      case Buffer::Input:
+        return {&s.store, s.inputBase};
+      case Buffer::Output:
+        return {s.separateOutput ? &s.outStore : &s.store, s.outputBase};
+      case Buffer::Scratch:
+        break;
+    }
+    return {&s.scratch, 0};
+  }
+
+  size_t sizeOf(const RankRun& s, Buffer b) const {
+    return b == Buffer::Input    ? s.inputCount
+           : b == Buffer::Output ? s.outputCount
+                                 : s.schedule.scratchCount;
+  }
+
+  bool fail(int r, int i, const std::string& what) {
+    if (error_.empty())
+      error_ = "rank " + std::to_string(r) + " step " + std::to_string(i) + ": " + what;
+    return false;
+  }
+
+  // The checks that need no execution, once per step.
+  bool validate(int r, int i) {
+    RankRun& s = ranks_[r];
+    const Step& step = s.schedule.steps[i];
+    if (step.after < -1 || step.after >= i) return fail(r, i, "waits for a later step");
+    if (!local(step) && (step.peer < 0 || step.peer >= nranks_ || step.peer == r))
+      return fail(r, i, "bad peer " + std::to_string(step.peer));
+    const bool reads = step.kind != StepKind::Recv, writes = step.kind != StepKind::Send;
+    for (auto [uses, range] : {std::pair{reads, &step.src}, std::pair{writes, &step.dst}})
+      if (uses && range->offset + range->count > sizeOf(s, range->buffer))
+        return fail(r, i, "range out of bounds");
+    if (writes && step.dst.buffer == Buffer::Input) return fail(r, i, "writes its input");
+    if (reads && writes) {
+      if (step.src.count != step.dst.count)
+        return fail(r, i, "source and destination differ in size");
+      auto [a, aBase] = resolve(s, step.src.buffer);
+      auto [b, bBase] = resolve(s, step.dst.buffer);
+      const size_t x = aBase + step.src.offset, y = bBase + step.dst.offset, n = step.src.count;
+      if (a == b && x != y && x < y + n && y < x + n)
+        return fail(r, i, "source and destination overlap");
+    }
+    return true;
+  }
+
+  void notify(int r, int i) {
+    RankRun& s = ranks_[r];
+    if (s.done[i] || s.queued[i]) return;
+    s.queued[i] = 1;
+    const bool send = s.schedule.steps[i].kind == StepKind::Send;
+    (!send ? localWork_ : r == late_ ? lateSendWork_ : sendWork_).push_back({r, i});
+  }
+
+  void progressed(int r, int i, size_t to) {
+    RankRun& s = ranks_[r];
+    s.progress[i] = to;
+    for (int d = s.dependentsBegin[i]; d < s.dependentsBegin[i + 1]; ++d)
+      notify(r, s.dependents[d]);
+    if (to < elementsOf(s.schedule.steps[i])) return;
+    s.done[i] = 1;
+    --s.stepsLeft;
+    const Step& step = s.schedule.steps[i];
+    if (!local(step) && step.kind != StepKind::Send)
+      s.recvHead[link(s, step.peer)] = s.nextInQueue[i];
+    if (s.nextInQueue[i] >= 0) notify(r, s.nextInQueue[i]);
+  }
+
+  // Writes `pieces` into step i's destination at element `from`, finalizing if it says so.
+  void store(int r, int i, size_t from, Pieces& pieces) {
+    RankRun& s = ranks_[r];
+    const Step& step = s.schedule.steps[i];
+    if (step.finalize) {
+      expand(pieces, stride_, finalized_);
+      for (Piece& p : finalized_) {
+        if (p.content.finalized) fail(r, i, "an element finalized twice");
+        if (!p.content.ranks.isRange(0, nranks_))
+          fail(r, i, "finalized before all contributions: " + describe(p.content, stride_));
+        p.content.finalized = true;
+      }
+      pieces.swap(finalized_);
+    }
+    auto [buffer, base] = resolve(s, step.dst.buffer);
+    buffer->write(base + step.dst.offset + from, pieces);
+  }
+
+  void read(int r, const Range& range, size_t from, size_t n, Pieces& out) {
+    auto [buffer, base] = resolve(ranks_[r], range.buffer);
+    buffer->read(base + range.offset + from, n, out);
+  }
+
+  // Advances step i of rank r as far as the rules let it (a send: one installment).
+  void advance(int r, int i) {
+    RankRun& s = ranks_[r];
+    const Step& step = s.schedule.steps[i];
+    if (s.done[i]) return;
+    if (!local(step) && s.prevInQueue[i] >= 0 && !s.done[s.prevInQueue[i]]) return;
+    const Step* producer = step.after >= 0 ? &s.schedule.steps[step.after] : nullptr;
+    const bool producerDone = producer && s.done[step.after];
+    const size_t total = elementsOf(step);
+    if (total == 0) {  // moves nothing, matches nothing, keeps its place (Engine::advance)
+      if (!producer || producerDone) progressed(r, i, 0);
+      return;
+    }
+    const size_t from = s.progress[i];
+    const size_t limit =
+        allowedElements(step, producer, producer ? s.progress[step.after] : 0, producerDone);
+    if (limit <= from) return;
+    size_t to = limit;
+    switch (step.kind) {
+      case StepKind::Send: {
+        const size_t grain =
+            std::max<size_t>(1, total / installments_ + (total % installments_ != 0));
+        to = from + std::min(limit - from, grain);
+        RankRun& peer = ranks_[step.peer];
+        const size_t l = link(peer, r);
+        if (l == peer.recvPeers.size() || peer.recvPeers[l] != r) {
+          fail(r, i,
+               "sends to rank " + std::to_string(step.peer) + ", which never receives from it");
+          return;
+        }
+        if (from == 0) peer.inbox[l].messages.push_back({total});
+        Message& message = peer.inbox[l].back();
+        read(r, step.src, from, to - from, pieces_);
+        for (Piece& p : pieces_)
+          append(message.pieces, p.length, moved(p.content, -static_cast<int64_t>(from)));
+        message.available = to;
+        if (peer.recvHead[l] >= 0) notify(step.peer, peer.recvHead[l]);
+        break;
+      }
+      case StepKind::Copy:
+        read(r, step.src, from, to - from, pieces_);
+        store(r, i, from, pieces_);
+        break;
+      case StepKind::Reduce:
+        read(r, step.dst, from, to - from, other_);
+        read(r, step.src, from, to - from, incoming_);
+        fold(other_, incoming_, stride_, pieces_, foldError_);
+        store(r, i, from, pieces_);
+        break;
+      case StepKind::Recv:
+      case StepKind::RecvReduce: {
+        auto& queue = s.inbox[link(s, step.peer)];
+        if (queue.empty()) return;  // the peer has not started sending
+        Message& message = queue.front();
+        if (message.total != total) {
+          fail(r, i,
+               "a message of " + std::to_string(message.total) + " elements from rank " +
+                   std::to_string(step.peer) + " into a receive of " + std::to_string(total));
+          return;
+        }
+        to = std::min(limit, message.available);
+        if (to <= from) return;
+        take(message, from, to, incoming_);
+        if (step.kind == StepKind::RecvReduce) {
+          read(r, step.src, from, to - from, other_);
+          fold(other_, incoming_, stride_, pieces_, foldError_);
+          store(r, i, from, pieces_);
+        } else {
+          store(r, i, from, incoming_);
+        }
+        if (to == total) Pieces().swap(queue.messages[queue.head++].pieces);
+        break;
+      }
+    }
+    if (!foldError_.empty()) fail(r, i, foldError_);
+    progressed(r, i, to);
+    // A send goes on next round if it may; anything else ran as far as it could.
+    if (step.kind == StepKind::Send && to < limit) notify(r, i);
+  }
+
+  // Elements [from, to) of a message, shifts relative to `from`; receives read in order.
+  static void take(Message& m, size_t from, size_t to, Pieces& out) {
+    out.clear();
+    while (m.cursorAt + m.pieces[m.cursor].length <= from)
+      m.cursorAt += m.pieces[m.cursor++].length;
+    size_t at = m.cursorAt;
+    for (size_t k = m.cursor; at < to; ++k) {
+      const size_t lo = std::max(at, from), hi = std::min(at + m.pieces[k].length, to);
+      append(out, hi - lo, moved(m.pieces[k].content, static_cast<int64_t>(from)));
+      at += m.pieces[k].length;
+    }
+  }
+
+  int nranks_;
+  int64_t stride_;  // elements of each rank's input (rank-major numbering, see Content)
+  size_t installments_;
+  int late_;
+  std::vector<RankRun> ranks_;
+  std::vector<std::pair<int, int>> localWork_, sendWork_, lateSendWork_, round_;
+  Pieces pieces_, other_, incoming_, finalized_;
+  std::string error_, foldError_;
+};
+
+std::string describeCase(const Algorithm& a, const Case& c) {
+  std::string text = std::string(toString(a.collective)) + "/" + a.name +
+                     " p=" + std::to_string(c.nranks) + " count=" + std::to_string(c.count) +
+                     " root=" + std::to_string(c.root) + (c.inPlace ? " in-place" : "");
+  if (c.installments != 1)
+    text += c.installments == SIZE_MAX ? " element-wise"
+                                       : " installments=" + std::to_string(c.installments);
+  if (c.late >= 0) text += " late=" + std::to_string(c.late);
+  if (c.layout) text += " layout " + std::to_string(c.layout->nodes()) + " nodes";
+  return text;
+}
+
+}  // namespace
+
+std::string prove(const Algorithm& algorithm, const Case& c) {
+  const int n = c.nranks;
+  const size_t count = c.count;
+  const Collective kind = algorithm.collective;
+  const bool gathers = kind == Collective::AllGather, scatters = kind == Collective::ReduceScatter;
+  const bool exchanges = kind == Collective::AllToAll;
+  const size_t inputCount = scatters || exchanges ? count * n : count;
+  const size_t outputCount = gathers || exchanges ? count * n : count;
+  // In place, all-gather's input is block `rank` of its output (send == recv + rank *
+  // count), reduce-scatter's output block `rank` of its input.
+  Run run(n, inputCount, outputCount, gathers ? count : 0, scatters ? count : 0, c.inPlace,
+          c.installments, c.late, [&](int r) {
+            return algorithm.build({kind, r, n, count, c.root, c.layout});
+          });
+  std::string error = run.run();
+  if (error.empty()) {
+    const Content all{RankSet(0, n), 0, true};
+    error = run.verify([&](int r, Pieces& want) {
+      const int64_t stride = static_cast<int64_t>(inputCount);
+      auto one = [&](int from, int64_t index) { return single(from, index, stride); };
+      switch (kind) {
+        case Collective::AllReduce:
+          want.push_back({count, all});
+          break;
+        case Collective::Reduce:
+          if (r == c.root) want.push_back({count, all});
+          break;
+        case Collective::ReduceScatter:  // element i is input element r * count + i
+          want.push_back({count, moved(all, static_cast<int64_t>(r * count))});
+          break;
+        case Collective::Broadcast:
+          want.push_back({count, one(c.root, 0)});
+          break;
+        case Collective::AllGather:  // block j is rank j's input: element q is element q
+          want.push_back({n * count, one(0, 0)});  // of all inputs laid end to end
+          break;
+        case Collective::AllToAll:  // block j is block r of rank j's input
+          for (int j = 0; j < n; ++j)
+            want.push_back({count, one(j, int64_t{r - j} * static_cast<int64_t>(count))});
+          break;
+        default:
+          break;
+      }
+    });
+  }
+  return error.empty() ? "" : describeCase(algorithm, c) + ": " + error;
+}
+
+std::string provePointToPoint(int nranks, size_t count, int shift, bool receiveFirst,
+                              size_t installments) {
+  const Algorithm& send = *findAlgorithm(Collective::Send, "direct");
+  const Algorithm& recv = *findAlgorithm(Collective::Recv, "direct");
+  auto to = [&](int r) { return wrapRank(r + shift, nranks); };
+  auto from = [&](int r) { return wrapRank(r - shift, nranks); };
+  // One schedule per rank holding both calls, as the engine queues two ops' steps.
+  Run run(nranks, count, count, 0, 0, false, installments, -1, [&](int r) {
+    Schedule out = send.build({Collective::Send, r, nranks, count, to(r)});
+    Schedule in = recv.build({Collective::Recv, r, nranks, count, from(r)});
+    if (receiveFirst) std::swap(out, in);
+    const int base = static_cast<int>(out.steps.size());
+    for (Step step : in.steps) {
+      if (step.after >= 0) step.after += base;
+      out.steps.push_back(step);
+    }
+    return out;
+  });
+  std::string error = run.run();
+  if (error.empty())
+    error = run.verify([&](int r, Pieces& want) {
+      want.push_back({count, single(from(r), 0, static_cast<int64_t>(count))});
+    });
+  return error.empty()
+             ? ""
+             : "send/recv p=" + std::to_string(nranks) + " count=" + std::to_string(count) +
+                   " shift=" + std::to_string(shift) + ": " + error;
+}
+
+size_t totalSteps(const Algorithm& algorithm, int nranks, size_t count, int root,
+                  const Layout* layout) {
+  size_t total = 0;
+  for (int r = 0; r < nranks; ++r)
+    total += algorithm.build({algorithm.collective, r, nranks, count, root, layout}).steps.size();
+  return total;
+}
+
+}  // namespace chorus::symbolic

@@ -1,0 +1,72 @@
+// Executes every rank's Schedule symbolically (no transport, no data) on element ranges:
+// each buffer is a set of intervals, each interval holding one description of what its
+// elements contain (the ranks whose inputs are folded in, which input element, whether
+// finalized). Intervals split only where a step's range cuts them, so the work follows
+// the number of steps, not the element count, and p = 1024 with every rank holding a
+// non-empty chunk is as cheap as count 0.
+//
+// The executor follows the engine's rules (Engine::allowedElements, Engine::advance), not
+// a friendlier model: steps to or from one peer run in issue order, sends and receives in
+// separate queues; a step waits for its `after` element by element when both cover the
+// same number of elements and for its completion otherwise; an empty step moves nothing
+// and matches nothing but still waits for its `after`. It is adversarial where the engine
+// is free to choose: sends are put off as long as anything else can run and move in
+// installments (down to one element), so a step that overwrites data before it is sent,
+// or reads data before it is produced, shows up as a wrong result; optionally one rank
+// (`late`) sends only when nothing else can move, so data meant for it is delayed while
+// its peers' data reaches it.
+#pragma once
+
+#include "algorithms/algorithms.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace chorus {
+class Layout;
+}
+
+namespace chorus::symbolic {
+
+// The engine's pipelining rule (Engine::allowedElements, the cost model's `pipelined`):
+// how many elements of `step` its `after` lets run, given what the producer has done.
+inline size_t elementsOf(const Step& s) {
+  return s.kind == StepKind::Send ? s.src.count : s.dst.count;
+}
+inline size_t allowedElements(const Step& step, const Step* producer, size_t producerElements,
+                              bool producerComplete) {
+  const size_t count = elementsOf(step);
+  if (!producer || producerComplete) return count;
+  return elementsOf(*producer) == count ? producerElements : 0;
+}
+
+struct Case {
+  int nranks = 1;
+  size_t count = 0;
+  int root = 0;
+  bool inPlace = false;
+  // A send moves at most ceil(elements / installments) elements per round; SIZE_MAX:
+  // one element at a time.
+  size_t installments = 1;
+  int late = -1;
+  const Layout* layout = nullptr;
+};
+
+// Runs `algorithm` on every rank and checks the outputs against what the collective must
+// produce: each output element holds each required contribution exactly once, finalized
+// exactly once (reductions), or the right source element (gathers, broadcast, all-to-all);
+// every receive matched a send of the same length from the same peer, in order; every
+// step ran and no message is left over. Returns "" or what went wrong, with the case.
+std::string prove(const Algorithm& algorithm, const Case& c);
+
+// The same for point-to-point: rank r sends `count` elements to (r + shift) % nranks and
+// receives from (r - shift) % nranks, the receive issued first when `receiveFirst`.
+std::string provePointToPoint(int nranks, size_t count, int shift, bool receiveFirst,
+                              size_t installments);
+
+// The number of steps all ranks' schedules have (the checker's work is about that).
+size_t totalSteps(const Algorithm& algorithm, int nranks, size_t count, int root = 0,
+                  const Layout* layout = nullptr);
+
+}  // namespace chorus::symbolic

@@ -74,7 +74,7 @@ TEST(SimCompression, EveryAlgorithmUpTo64Ranks) {
             compressed.insert(std::string(toString(a.collective)) + ":" + a.name);
   }
   // The compression is not vacuous: the ring-like schedules (where it matters) compress.
-  for (const char* name : {"allReduce:ring", "allReduce:oneshot", "allGather:ring",
+  for (const char* name : {"allReduce:ring", "allReduce:twoshot", "allGather:ring",
                            "allGather:bruck", "reduceScatter:ring", "allToAll:pairwise"})
     EXPECT_TRUE(compressed.count(name)) << name << " never compressed";
 }

@@ -10,7 +10,7 @@ build=${CHORUS_BUILD_DIR:-build}
 packages=(g++ cmake make pkg-config libgtest-dev libbenchmark-dev libhwloc-dev hwloc
           openmpi-bin libopenmpi-dev iproute2 libucx-dev ucx-utils
           libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils perftest
-          qemu-system-x86 busybox-static clang libclang-rt-14-dev)
+          qemu-system-x86 busybox-static clang libclang-rt-14-dev python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -298,7 +298,8 @@ int jobs(int argc, char** argv) {
               job.gpus, job.mtbfHours(), job.wallHours, job.intervalMinutes, job.saveBlockingSeconds,
               job.saveAsyncSeconds, job.restartMinutes, job.shrink ? ", shrink to survivors" : "");
   printJob("simulated", job);
-  std::printf("%-34s %7.2f%%\n", "first order (Young/Daly)", 100 * firstOrderEffective(job));
+  if (!job.shrink)
+    std::printf("%-34s %7.2f%%\n", "first order (Young/Daly)", 100 * firstOrderEffective(job));
   double best = 0;
   const double bestMinutes = bestIntervalMinutes(job, &best);
   JobModel yd = job;

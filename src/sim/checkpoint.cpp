@@ -23,10 +23,11 @@ class Run {
 
   JobResult go() {
     nextFailure_ = draw(0);
+    due_ = tau_;
     while (t_ < H_) {
       if (failed()) continue;
-      // Train until the next checkpoint is due.
-      const double end = std::min(t_ + tau_, H_);
+      // Train until the next checkpoint is due (shrinking and rejoining keep the cadence).
+      const double end = std::min(std::max(due_, t_), H_);
       if (train(end)) continue;
       if (t_ >= H_) break;
       // An asynchronous save still writing holds the next one back.
@@ -39,6 +40,7 @@ class Run {
       pending_ = 0;
       inFlight_ = true;
       durableAt_ = t_ + Ca_;
+      due_ = t_ + tau_;
       settle();
     }
     result_.effective = trained_ / H_;
@@ -121,6 +123,7 @@ class Run {
       const double back = std::min(H_, nextFailure_ + R_);
       result_.downHours += back - t_;
       t_ = back;
+      due_ = t_ + tau_;
     }
     nextFailure_ = draw(nextFailure_);
     return true;
@@ -131,7 +134,7 @@ class Run {
   const double H_, tau_, Cb_, Ca_, R_;
   const int replicas_;
   int alive_;
-  double t_ = 0, trained_ = 0, pending_ = 0, captured_ = 0, durableAt_ = 0;
+  double t_ = 0, trained_ = 0, pending_ = 0, captured_ = 0, durableAt_ = 0, due_ = 0;
   bool inFlight_ = false;
   double nextFailure_ = 0;
   std::vector<double> repairs_;

@@ -84,5 +84,23 @@ TEST(SimCheckpoint, LlamaRateAndShrinking) {
   EXPECT_LT(shrink.restarts, restart.restarts * 0.3);
 }
 
+// Shrinking and rejoining do not reset the checkpoint cadence: with a failure every half
+// hour (90% absorbed) and checkpoints every 2 hours, the restarts (every ~5 h) lose about
+// an hour each, as a restart-only job with a 5 h MTBF would.
+TEST(SimCheckpoint, ShrinkingKeepsTheCheckpointCadence) {
+  JobModel job;
+  job.gpus = 100000;
+  job.jobMtbfHours = 0.5;
+  job.shrink = true;
+  job.shrinkable = 0.9;
+  job.intervalMinutes = 120;
+  job.restartMinutes = 10;
+  const double shrinking = simulateJob(job).effective;
+  JobModel restartOnly = job;
+  restartOnly.shrink = false;
+  restartOnly.jobMtbfHours = 5;
+  EXPECT_NEAR(shrinking, simulateJob(restartOnly).effective, 0.05);
+}
+
 }  // namespace
 }  // namespace chorus::sim

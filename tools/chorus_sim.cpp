@@ -9,11 +9,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,28 +28,42 @@ void usage() {
       "collectives (on a modelled fabric):\n"
       "  --fabric NAME        preset: dgx-h100 (default), meta-roce, meta-ib, uniform\n"
       "  --fabric-file PATH   fabric file (format in src/sim/fabric.hpp)\n"
-      "  --nodes N            nodes (GPUs = N x GPUs per node); --gpus G: nodes = G / GPUs per node\n"
+      "  --nodes N            nodes (GPUs = N x GPUs per node); --gpus G: nodes = G / GPUs per "
+      "node\n"
       "  --qps Q              flows each transfer is striped over (ECMP hashes each)\n"
-      "  -c NAME              allreduce (default), allgather, reducescatter, broadcast, reduce, alltoall\n"
+      "  -c NAME              allreduce (default), allgather, reducescatter, broadcast, reduce, "
+      "alltoall\n"
       "  -A a,b,...           algorithms (default: all of the collective)\n"
       "  -b BYTES -e BYTES -f FACTOR   sizes as chorus-perf (default 64K..1G x4; K/M/G suffixes)\n"
       "  --full               no compression (replay every rank)\n"
-      "  --csv PATH           also write rows: collective,fabric,ranks,algorithm,bytes,us,busbw,best,tuner\n"
+      "  --csv PATH           also write rows: "
+      "collective,fabric,ranks,algorithm,bytes,us,busbw,best,tuner\n"
       "jobs (failures and checkpoints):\n"
       "  --job --gpus G --gpu-mtbf-hours H | --job-mtbf-hours H  --wall-hours H\n"
       "        --interval-min M --save-s S [--async-s S] --restart-min M\n"
       "        [--shrink --replica-gpus G --shrinkable F --repair-hours H]\n"
-      "  --llama              the Llama 3 snapshot (16,384 GPUs, 54 days, 419 interruptions) and 100k");
+      "  --llama              the Llama 3 snapshot (16,384 GPUs, 54 days, 419 interruptions) and "
+      "100k");
 }
 
 size_t parseBytes(const char* text) {
   char* end = nullptr;
   double v = std::strtod(text, &end);
   switch (end && *end ? *end : 0) {
-    case 'K': case 'k': v *= 1024; break;
-    case 'M': case 'm': v *= 1 << 20; break;
-    case 'G': case 'g': v *= 1 << 30; break;
-    default: break;
+    case 'K':
+    case 'k':
+      v *= 1024;
+      break;
+    case 'M':
+    case 'm':
+      v *= 1 << 20;
+      break;
+    case 'G':
+    case 'g':
+      v *= 1 << 30;
+      break;
+    default:
+      break;
   }
   return static_cast<size_t>(v);
 }
@@ -68,9 +82,12 @@ std::vector<std::string> split(const std::string& text) {
 
 std::optional<Collective> parseCollective(const std::string& name) {
   static const std::map<std::string, Collective> names = {
-      {"allreduce", Collective::AllReduce},         {"allgather", Collective::AllGather},
-      {"reducescatter", Collective::ReduceScatter}, {"broadcast", Collective::Broadcast},
-      {"reduce", Collective::Reduce},               {"alltoall", Collective::AllToAll}};
+      {"allreduce", Collective::AllReduce},
+      {"allgather", Collective::AllGather},
+      {"reducescatter", Collective::ReduceScatter},
+      {"broadcast", Collective::Broadcast},
+      {"reduce", Collective::Reduce},
+      {"alltoall", Collective::AllToAll}};
   auto it = names.find(name);
   return it == names.end() ? std::nullopt : std::optional(it->second);
 }
@@ -78,11 +95,14 @@ std::optional<Collective> parseCollective(const std::string& name) {
 // Bytes on the wire per rank relative to the buffer, as chorus-perf (nccl-tests).
 double busFactor(Collective c, int n) {
   switch (c) {
-    case Collective::AllReduce: return 2.0 * (n - 1) / n;
+    case Collective::AllReduce:
+      return 2.0 * (n - 1) / n;
     case Collective::AllGather:
     case Collective::ReduceScatter:
-    case Collective::AllToAll: return static_cast<double>(n - 1) / n;
-    default: return 1;
+    case Collective::AllToAll:
+      return static_cast<double>(n - 1) / n;
+    default:
+      return 1;
   }
 }
 
@@ -117,7 +137,8 @@ std::string fit(double v, int width) {
 const char* tooCostly(const Algorithm& a, int n) {
   const bool quadratic = !std::strcmp(a.name, "oneshot") || !std::strcmp(a.name, "twoshot") ||
                          !std::strcmp(a.name, "pairwise");
-  if (quadratic && n > 2048) return "every step has its own flow pattern (p - 1 patterns of p flows)";
+  if (quadratic && n > 2048)
+    return "every step has its own flow pattern (p - 1 patterns of p flows)";
   if (!std::strncmp(a.name, "hier", 4) && n > 4096)
     return "not shift-symmetric (no compression) and O(nodes^2) to build per rank";
   return nullptr;
@@ -140,23 +161,43 @@ int collectives(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--fabric") fabricName = next();
-    else if (a == "--fabric-file") fabricFile = next();
-    else if (a == "--nodes") nodes = std::atoi(next());
-    else if (a == "--gpus") gpus = std::atoi(next());
-    else if (a == "--qps") qps = std::atoi(next());
+    if (a == "--fabric")
+      fabricName = next();
+    else if (a == "--fabric-file")
+      fabricFile = next();
+    else if (a == "--nodes")
+      nodes = std::atoi(next());
+    else if (a == "--gpus")
+      gpus = std::atoi(next());
+    else if (a == "--qps")
+      qps = std::atoi(next());
     else if (a == "-c") {
       auto c = parseCollective(next());
-      if (!c) { std::fprintf(stderr, "chorus-sim: unknown collective %s\n", argv[i]); return 2; }
+      if (!c) {
+        std::fprintf(stderr, "chorus-sim: unknown collective %s\n", argv[i]);
+        return 2;
+      }
       collective = *c;
-    } else if (a == "-A") only = split(next());
-    else if (a == "-b") minBytes = parseBytes(next());
-    else if (a == "-e") maxBytes = parseBytes(next());
-    else if (a == "-f") factor = std::atof(next());
-    else if (a == "--full") compress = false;
-    else if (a == "--csv") csvPath = next();
-    else if (a == "-h" || a == "--help") { usage(); return 0; }
-    else { std::fprintf(stderr, "chorus-sim: unknown option %s\n", a.c_str()); usage(); return 2; }
+    } else if (a == "-A")
+      only = split(next());
+    else if (a == "-b")
+      minBytes = parseBytes(next());
+    else if (a == "-e")
+      maxBytes = parseBytes(next());
+    else if (a == "-f")
+      factor = std::atof(next());
+    else if (a == "--full")
+      compress = false;
+    else if (a == "--csv")
+      csvPath = next();
+    else if (a == "-h" || a == "--help") {
+      usage();
+      return 0;
+    } else {
+      std::fprintf(stderr, "chorus-sim: unknown option %s\n", a.c_str());
+      usage();
+      return 2;
+    }
   }
   if (factor <= 1 || minBytes == 0 || maxBytes < minBytes) {
     std::fprintf(stderr, "chorus-sim: need 0 < -b <= -e and -f > 1\n");
@@ -172,10 +213,14 @@ int collectives(int argc, char** argv) {
   std::vector<const Algorithm*> algos;
   for (const Algorithm& a : allAlgorithms()) {
     if (a.collective != collective) continue;
-    if (!only.empty() && std::find(only.begin(), only.end(), std::string(a.name)) == only.end()) continue;
+    if (!only.empty() && std::find(only.begin(), only.end(), std::string(a.name)) == only.end())
+      continue;
     algos.push_back(&a);
   }
-  if (algos.empty()) { std::fprintf(stderr, "chorus-sim: no such algorithm\n"); return 2; }
+  if (algos.empty()) {
+    std::fprintf(stderr, "chorus-sim: no such algorithm\n");
+    return 2;
+  }
   // The tuner as a communicator of this shape would hold it: NVLink within a node, IB between.
   std::vector<const Algorithm*> candidates;
   for (const Algorithm& a : allAlgorithms())
@@ -184,13 +229,17 @@ int collectives(int argc, char** argv) {
               fabric.nodes > 1 ? &layout : nullptr,
               fabric.nodes > 1 ? std::optional(defaultLinkModel(LinkClass::Ib)) : std::nullopt);
   std::FILE* csv = csvPath.empty() ? nullptr : std::fopen(csvPath.c_str(), "w");
-  if (!csvPath.empty() && !csv) { std::perror(csvPath.c_str()); return 1; }
+  if (!csvPath.empty() && !csv) {
+    std::perror(csvPath.c_str());
+    return 1;
+  }
   if (csv) std::fprintf(csv, "collective,fabric,ranks,algorithm,bytes,us,busbw,best,tuner\n");
   std::fputs(fabric.describe().c_str(), stdout);
   std::printf("# chorus-sim %s on %d ranks: simulated, out-of-place = in-place (one schedule)\n",
               toString(collective), n);
   std::vector<size_t> sizes;
-  for (double b = static_cast<double>(minBytes); b <= static_cast<double>(maxBytes) * 1.0001; b *= factor)
+  for (double b = static_cast<double>(minBytes); b <= static_cast<double>(maxBytes) * 1.0001;
+       b *= factor)
     sizes.push_back(static_cast<size_t>(b));
   std::map<size_t, std::vector<std::pair<const Algorithm*, double>>> bySize;
   const auto began = std::chrono::steady_clock::now();
@@ -220,18 +269,22 @@ int collectives(int argc, char** argv) {
       }
       const double algbw = bytes / r.micros / 1000;
       const double busbw = algbw * busFactor(collective, n);
-      const std::string cols = "  " + std::string(7 - std::min<size_t>(7, fit(r.micros, 7).size()), ' ') +
-                               fit(r.micros, 7) + "  " + std::string(6 - std::min<size_t>(6, fit(algbw, 6).size()), ' ') +
-                               fit(algbw, 6) + "  " + std::string(6 - std::min<size_t>(6, fit(busbw, 6).size()), ' ') +
-                               fit(busbw, 6) + "    N/A";
+      const std::string cols =
+          "  " + std::string(7 - std::min<size_t>(7, fit(r.micros, 7).size()), ' ') +
+          fit(r.micros, 7) + "  " +
+          std::string(6 - std::min<size_t>(6, fit(algbw, 6).size()), ' ') + fit(algbw, 6) + "  " +
+          std::string(6 - std::min<size_t>(6, fit(busbw, 6).size()), ' ') + fit(busbw, 6) +
+          "    N/A";
       const bool reduces = collective != Collective::AllGather &&
-                           collective != Collective::Broadcast && collective != Collective::AllToAll;
+                           collective != Collective::Broadcast &&
+                           collective != Collective::AllToAll;
       std::printf("%12zu  %12zu  %8s  %6s  %6d%s%s   # %s\n", bytes, count, "float",
-                  reduces ? "sum" : "none", collective == Collective::Broadcast ||
-                  collective == Collective::Reduce ? 0 : -1, cols.c_str(), cols.c_str(),
-                  r.period < n ? ("compressed " + std::to_string(r.period) + "/" +
-                                  std::to_string(n)).c_str()
-                               : "full");
+                  reduces ? "sum" : "none",
+                  collective == Collective::Broadcast || collective == Collective::Reduce ? 0 : -1,
+                  cols.c_str(), cols.c_str(),
+                  r.period < n
+                      ? ("compressed " + std::to_string(r.period) + "/" + std::to_string(n)).c_str()
+                      : "full");
       std::fflush(stdout);
       bySize[bytes].push_back({a, r.micros});
     }
@@ -248,8 +301,9 @@ int collectives(int argc, char** argv) {
       if (a == &choice) choiceUs = us;
     std::printf("  %10zu  %-12s %-12s %s\n", bytes, best.first->name, choice.name,
                 &choice == best.first ? ""
-                : choiceUs > 0 ? ("tuner's pick " + fit(choiceUs / best.second, 6) + "x slower").c_str()
-                               : "");
+                : choiceUs > 0
+                    ? ("tuner's pick " + fit(choiceUs / best.second, 6) + "x slower").c_str()
+                    : "");
     if (csv)
       for (auto& [a, us] : results)
         std::fprintf(csv, "%s,%s,%d,%s,%zu,%.6g,%.6g,%s,%s\n", toString(collective),
@@ -264,9 +318,10 @@ int collectives(int argc, char** argv) {
 
 void printJob(const char* label, const JobModel& job) {
   const JobResult r = simulateJob(job);
-  std::printf("%-34s %7.2f%%  lost %7.1f h  ckpt %6.1f h  down %6.1f h  failures %6.1f  restarts %6.1f\n",
-              label, 100 * r.effective, r.lostHours, r.checkpointHours, r.downHours, r.failures,
-              r.restarts);
+  std::printf(
+      "%-34s %7.2f%%  lost %7.1f h  ckpt %6.1f h  down %6.1f h  failures %6.1f  restarts %6.1f\n",
+      label, 100 * r.effective, r.lostHours, r.checkpointHours, r.downHours, r.failures,
+      r.restarts);
 }
 
 int jobs(int argc, char** argv) {
@@ -274,29 +329,48 @@ int jobs(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::atof(argv[++i]) : (std::exit(2), 0.0); };
-    if (a == "--job") continue;
-    else if (a == "--gpus") job.gpus = static_cast<int>(next());
-    else if (a == "--gpu-mtbf-hours") job.gpuMtbfHours = next();
-    else if (a == "--job-mtbf-hours") job.jobMtbfHours = next();
-    else if (a == "--wall-hours") job.wallHours = next();
-    else if (a == "--interval-min") job.intervalMinutes = next();
-    else if (a == "--save-s") job.saveBlockingSeconds = next();
-    else if (a == "--async-s") job.saveAsyncSeconds = next();
-    else if (a == "--restart-min") job.restartMinutes = next();
-    else if (a == "--shrink") job.shrink = true;
-    else if (a == "--replica-gpus") job.gpusPerReplica = static_cast<int>(next());
-    else if (a == "--shrinkable") job.shrinkable = next();
-    else if (a == "--repair-hours") job.repairHours = next();
-    else if (a == "--runs") job.runs = static_cast<int>(next());
-    else { std::fprintf(stderr, "chorus-sim: unknown option %s\n", a.c_str()); return 2; }
+    if (a == "--job")
+      continue;
+    else if (a == "--gpus")
+      job.gpus = static_cast<int>(next());
+    else if (a == "--gpu-mtbf-hours")
+      job.gpuMtbfHours = next();
+    else if (a == "--job-mtbf-hours")
+      job.jobMtbfHours = next();
+    else if (a == "--wall-hours")
+      job.wallHours = next();
+    else if (a == "--interval-min")
+      job.intervalMinutes = next();
+    else if (a == "--save-s")
+      job.saveBlockingSeconds = next();
+    else if (a == "--async-s")
+      job.saveAsyncSeconds = next();
+    else if (a == "--restart-min")
+      job.restartMinutes = next();
+    else if (a == "--shrink")
+      job.shrink = true;
+    else if (a == "--replica-gpus")
+      job.gpusPerReplica = static_cast<int>(next());
+    else if (a == "--shrinkable")
+      job.shrinkable = next();
+    else if (a == "--repair-hours")
+      job.repairHours = next();
+    else if (a == "--runs")
+      job.runs = static_cast<int>(next());
+    else {
+      std::fprintf(stderr, "chorus-sim: unknown option %s\n", a.c_str());
+      return 2;
+    }
   }
   if (job.mtbfHours() <= 0) {
     std::fprintf(stderr, "chorus-sim: --job needs --gpu-mtbf-hours or --job-mtbf-hours\n");
     return 2;
   }
-  std::printf("# job: %d GPUs, MTBF %.2f h, %.0f h wall, checkpoint every %.1f min (save %.0f s blocking + %.0f s async), restart %.1f min%s\n",
-              job.gpus, job.mtbfHours(), job.wallHours, job.intervalMinutes, job.saveBlockingSeconds,
-              job.saveAsyncSeconds, job.restartMinutes, job.shrink ? ", shrink to survivors" : "");
+  std::printf(
+      "# job: %d GPUs, MTBF %.2f h, %.0f h wall, checkpoint every %.1f min (save %.0f s blocking + "
+      "%.0f s async), restart %.1f min%s\n",
+      job.gpus, job.mtbfHours(), job.wallHours, job.intervalMinutes, job.saveBlockingSeconds,
+      job.saveAsyncSeconds, job.restartMinutes, job.shrink ? ", shrink to survivors" : "");
   printJob("simulated", job);
   if (!job.shrink)
     std::printf("%-34s %7.2f%%\n", "first order (Young/Daly)", 100 * firstOrderEffective(job));
@@ -304,24 +378,29 @@ int jobs(int argc, char** argv) {
   const double bestMinutes = bestIntervalMinutes(job, &best);
   JobModel yd = job;
   yd.intervalMinutes = youngDalyMinutes(job);
-  std::printf("Young-Daly interval %.1f min -> %.2f%%; best simulated interval %.1f min -> %.2f%%\n",
-              yd.intervalMinutes, 100 * simulateJob(yd).effective, bestMinutes, 100 * best);
+  std::printf(
+      "Young-Daly interval %.1f min -> %.2f%%; best simulated interval %.1f min -> %.2f%%\n",
+      yd.intervalMinutes, 100 * simulateJob(yd).effective, bestMinutes, 100 * best);
   return 0;
 }
 
 // The Llama 3 snapshot: 16,384 GPUs, 54 days, 419 unexpected interruptions.
 int llama() {
   const double wall = 54 * 24, mtbf16k = wall / 419, gpuMtbf = mtbf16k * 16384;
-  std::printf("# Llama 3 snapshot: 16,384 GPUs, 54 days, 419 unexpected interruptions: job MTBF "
-              "%.2f h, per-GPU MTBF %.0f h (%.1f years)\n", mtbf16k, gpuMtbf, gpuMtbf / 8766);
-  std::printf("# checkpoint: 60 s blocking save (or 5 s blocking + 120 s async write); effective "
-              "training time %%, '*' > 90%%\n");
+  std::printf(
+      "# Llama 3 snapshot: 16,384 GPUs, 54 days, 419 unexpected interruptions: job MTBF "
+      "%.2f h, per-GPU MTBF %.0f h (%.1f years)\n",
+      mtbf16k, gpuMtbf, gpuMtbf / 8766);
+  std::printf(
+      "# checkpoint: 60 s blocking save (or 5 s blocking + 120 s async write); effective "
+      "training time %%, '*' > 90%%\n");
   const double cadences[] = {5, 10, 15, 30, 60, 120, 240};
   const double restarts[] = {2, 5, 10, 20, 30, 60};
   for (int gpus : {16384, 100000}) {
     for (int async = 0; async < 2; ++async) {
-      std::printf("#\n# %d GPUs (MTBF %.2f h), %s save; rows: restart (min), columns: interval (min)\n",
-                  gpus, gpuMtbf / gpus, async ? "async" : "blocking");
+      std::printf(
+          "#\n# %d GPUs (MTBF %.2f h), %s save; rows: restart (min), columns: interval (min)\n",
+          gpus, gpuMtbf / gpus, async ? "async" : "blocking");
       std::printf("%8s", "restart");
       for (double c : cadences) std::printf(" %8.0f", c);
       std::printf("   best interval / Young-Daly\n");
@@ -345,8 +424,10 @@ int llama() {
         std::printf("   %.1f (%.2f%%) / %.1f\n", b, 100 * best, youngDalyMinutes(job));
       }
     }
-    std::printf("#\n# %d GPUs, shrink to survivors (replica = 128 GPUs, 78%% of failures "
-                "absorbed, 30 s pause, repaired in 2 h), 60 s blocking save\n", gpus);
+    std::printf(
+        "#\n# %d GPUs, shrink to survivors (replica = 128 GPUs, 78%% of failures "
+        "absorbed, 30 s pause, repaired in 2 h), 60 s blocking save\n",
+        gpus);
     std::printf("%8s", "restart");
     for (double c : cadences) std::printf(" %8.0f", c);
     std::printf("\n");

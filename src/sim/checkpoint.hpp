@@ -17,18 +17,18 @@ namespace chorus::sim {
 
 struct JobModel {
   int gpus = 16384;
-  double gpuMtbfHours = 0;   // per GPU; used when jobMtbfHours is 0
-  double jobMtbfHours = 0;   // the whole job's mean time between failures
+  double gpuMtbfHours = 0;  // per GPU; used when jobMtbfHours is 0
+  double jobMtbfHours = 0;  // the whole job's mean time between failures
   double wallHours = 54 * 24;
   double intervalMinutes = 30;
   double saveBlockingSeconds = 60;
   double saveAsyncSeconds = 0;
   double restartMinutes = 10;
   bool shrink = false;
-  int gpusPerReplica = 128;      // shrink: GPUs one failure takes out (one model replica)
-  double shrinkable = 0.78;      // shrink: share of failures it absorbs (Llama 3: ~78% hardware)
+  int gpusPerReplica = 128;  // shrink: GPUs one failure takes out (one model replica)
+  double shrinkable = 0.78;  // shrink: share of failures it absorbs (Llama 3: ~78% hardware)
   double shrinkPauseSeconds = 30;
-  double repairHours = 2;        // shrink: the replica rejoins after this
+  double repairHours = 2;  // shrink: the replica rejoins after this
   unsigned seed = 1;
   int runs = 16;
 

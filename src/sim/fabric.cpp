@@ -119,7 +119,8 @@ const std::map<std::string, Setter>& setters() {
 void validate(const Fabric& f, const std::string& where) {
   auto fail = [&](const char* what) { throwInvalid(where + ": " + what); };
   if (f.nodes < 1 || f.gpusPerNode < 1 || f.nicsPerNode < 1) fail("nodes, GPUs, NICs must be >= 1");
-  if (f.leafNodes < 1 || f.podLeaves < 1 || f.qps < 1) fail("leaf_nodes, pod_leaves, qps must be >= 1");
+  if (f.leafNodes < 1 || f.podLeaves < 1 || f.qps < 1)
+    fail("leaf_nodes, pod_leaves, qps must be >= 1");
   if (!(f.nvlinkGBps > 0 && f.pcieGBps > 0 && f.nicGbps > 0 && f.reduceGBps > 0 && f.copyGBps > 0))
     fail("rates must be > 0");
   if (!(f.spineOversub >= 1 && f.coreOversub >= 1)) fail("oversubscription must be >= 1");

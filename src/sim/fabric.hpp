@@ -24,12 +24,12 @@ struct Fabric {
   double nvlinkLatencyUs = 1.9;  // NCCL's per NVLink hop (LL128), design/facts.md
   double pcieGBps = 64;          // GPU <-> its NIC (PCIe Gen5 x16), per direction
   int nicsPerNode = 8;
-  double nicGbps = 400;        // per NIC per direction
-  double nicLatencyUs = 4;     // per message through NICs (NCCL's network hop, LL128)
-  double hopLatencyUs = 0.5;   // per switch on the path
-  bool rails = true;           // NIC i of every node of a leaf group on leaf switch i
-  int leafNodes = 32;          // nodes under one leaf group
-  int podLeaves = 4;           // leaf groups under one pod's spines
+  double nicGbps = 400;       // per NIC per direction
+  double nicLatencyUs = 4;    // per message through NICs (NCCL's network hop, LL128)
+  double hopLatencyUs = 0.5;  // per switch on the path
+  bool rails = true;          // NIC i of every node of a leaf group on leaf switch i
+  int leafNodes = 32;         // nodes under one leaf group
+  int podLeaves = 4;          // leaf groups under one pod's spines
   // Uplinks run at the NIC rate, one per `oversub` downlinks: a leaf has
   // downlinks / spineOversub equal-cost paths to the spines, a pod NICs / (spineOversub x
   // coreOversub) to the core; ECMP hashes each flow onto one of them.
@@ -37,11 +37,11 @@ struct Fabric {
   double coreOversub = 1;
   // Payload per byte on the wire: protocol framing (LL128: 120 of every 128 bytes).
   double efficiency = 120.0 / 128.0;
-  int qps = 1;                 // flows (QPs) one transfer is striped over, each hashed alone
-  double overheadUs = 0.2;     // CPU/GPU time per message on each side
-  double reduceGBps = 1400;    // local reduction (bytes of result), HBM-bound
-  double copyGBps = 2000;      // local copy
-  unsigned seed = 1;           // ECMP hash seed
+  int qps = 1;               // flows (QPs) one transfer is striped over, each hashed alone
+  double overheadUs = 0.2;   // CPU/GPU time per message on each side
+  double reduceGBps = 1400;  // local reduction (bytes of result), HBM-bound
+  double copyGBps = 2000;    // local copy
+  unsigned seed = 1;         // ECMP hash seed
 
   int gpus() const { return nodes * gpusPerNode; }
   // One paragraph: the figures this fabric was built from.

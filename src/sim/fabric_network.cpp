@@ -34,8 +34,8 @@ FabricNetwork::FabricNetwork(Fabric fabric) : fabric_(std::move(fabric)) {
   pods_ = ceilDiv(groups_, f.podLeaves);
   spineUp_ = std::max(1, static_cast<int>(std::lround(nicsPerLeaf_ / f.spineOversub)));
   const int nicsPerPod = std::min(f.podLeaves * f.leafNodes, f.nodes) * f.nicsPerNode;
-  coreUp_ = std::max(
-      1, static_cast<int>(std::lround(nicsPerPod / (f.spineOversub * f.coreOversub))));
+  coreUp_ =
+      std::max(1, static_cast<int>(std::lround(nicsPerPod / (f.spineOversub * f.coreOversub))));
   const int leaves = groups_ * leavesPerGroup_;
   const size_t links = 4 * size_t(gpus_) + 2 * size_t(f.nodes) * f.nicsPerNode +
                        2 * size_t(leaves) * spineUp_ + 2 * size_t(pods_) * coreUp_;
@@ -49,8 +49,7 @@ FabricNetwork::FabricNetwork(Fabric fabric) : fabric_(std::move(fabric)) {
   fill(2 * size_t(gpus_), f.pcieGBps * 1000 * eff);
   fill(2 * size_t(f.nodes) * f.nicsPerNode, nic);
   fill(2 * size_t(leaves) * spineUp_, nic * nicsPerLeaf_ / (f.spineOversub * spineUp_));
-  fill(2 * size_t(pods_) * coreUp_,
-       nic * nicsPerPod / (f.spineOversub * f.coreOversub * coreUp_));
+  fill(2 * size_t(pods_) * coreUp_, nic * nicsPerPod / (f.spineOversub * f.coreOversub * coreUp_));
 }
 
 FabricNetwork::Path FabricNetwork::pathOf(int from, int to, int qp) const {
@@ -61,8 +60,8 @@ FabricNetwork::Path FabricNetwork::pathOf(int from, int to, int qp) const {
   auto add = [&](size_t link) { path.links[path.count++] = static_cast<int>(link); };
   const int nodeA = from / f.gpusPerNode, nodeB = to / f.gpusPerNode;
   if (nodeA == nodeB) {
-    add(from);      // NVLink out
-    add(G + to);    // NVLink in
+    add(from);    // NVLink out
+    add(G + to);  // NVLink in
     path.latencyUs = f.nvlinkLatencyUs;
     return path;
   }
@@ -74,9 +73,10 @@ FabricNetwork::Path FabricNetwork::pathOf(int from, int to, int qp) const {
   const int podA = groupA / f.podLeaves, podB = groupB / f.podLeaves;
   const size_t leafBase = 4 * G + 2 * N * I, podBase = leafBase + 2 * leaves * spineUp_;
   auto hash = [&](int level) {
-    return mix(f.seed ^ mix((uint64_t(from) << 32 | uint32_t(to)) ^ mix(uint64_t(qp) << 8 | level)));
+    return mix(f.seed ^
+               mix((uint64_t(from) << 32 | uint32_t(to)) ^ mix(uint64_t(qp) << 8 | level)));
   };
-  add(2 * G + from);                   // PCIe up
+  add(2 * G + from);                      // PCIe up
   add(4 * G + size_t(nodeA) * I + nicA);  // NIC up
   int switches = 1;
   if (leafA != leafB) {
@@ -94,7 +94,7 @@ FabricNetwork::Path FabricNetwork::pathOf(int from, int to, int qp) const {
     add(leafBase + leaves * spineUp_ + size_t(leafB) * spineUp_ + down);
   }
   add(4 * G + N * I + size_t(nodeB) * I + nicB);  // NIC down
-  add(3 * G + to);                             // PCIe down
+  add(3 * G + to);                                // PCIe down
   path.latencyUs = f.nicLatencyUs + switches * f.hopLatencyUs;
   return path;
 }

@@ -323,8 +323,8 @@ class Replay {
       // The sender's port is held; the receiver's port drains what arrives in order, so
       // a busy receiver delays when the bytes are through, not when the sender is free.
       n.start = start;
-      double& ingress = ingressFree_[static_cast<size_t>(ports_) * (n.peer % replayed_) +
-                                     n.cost.port];
+      double& ingress =
+          ingressFree_[static_cast<size_t>(ports_) * (n.peer % replayed_) + n.cost.port];
       ingress = std::max(ingress, start) + cost;
       n.finish = std::max(n.finish, ingress);
     }

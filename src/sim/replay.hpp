@@ -50,8 +50,8 @@ namespace sim {
 // Times schedules[r] (rank r's, r < schedules.size()) on `net`. nranks 0: one schedule per
 // rank. nranks > schedules.size(): compressed replay, schedules.size() must divide nranks
 // and the caller vouches for the symmetry.
-ReplayResult replay(std::span<const Schedule> schedules, size_t elementSize,
-                    NetworkModel& net, int nranks = 0, size_t sliceBytes = kPipelineSliceBytes);
+ReplayResult replay(std::span<const Schedule> schedules, size_t elementSize, NetworkModel& net,
+                    int nranks = 0, size_t sliceBytes = kPipelineSliceBytes);
 
 }  // namespace sim
 }  // namespace chorus

@@ -21,8 +21,8 @@ struct SimOptions {
 };
 
 struct SimResult : ReplayResult {
-  int period = 0;          // ranks replayed: the symmetry class count (nranks: none found)
-  bool tooLarge = false;   // not replayed: asymmetric and over maxSteps
+  int period = 0;         // ranks replayed: the symmetry class count (nranks: none found)
+  bool tooLarge = false;  // not replayed: asymmetric and over maxSteps
 };
 
 // The smallest g dividing nranks, a multiple of the network's period, such that rank

@@ -23,8 +23,10 @@ std::unique_ptr<NetworkModel> makeNet(Net kind, int p, const Layout& layout) {
   static const LinkModel link = defaultLinkModel(LinkClass::Nvlink);
   static const LinkModel ib = defaultLinkModel(LinkClass::Ib);
   switch (kind) {
-    case Net::OneClass: return std::make_unique<LinkClassNetwork>(p, link);
-    case Net::TwoClasses: return std::make_unique<LinkClassNetwork>(p, link, &layout, &ib);
+    case Net::OneClass:
+      return std::make_unique<LinkClassNetwork>(p, link);
+    case Net::TwoClasses:
+      return std::make_unique<LinkClassNetwork>(p, link, &layout, &ib);
     case Net::Fabric: {
       Fabric f = presetFabric("dgx-h100");
       f.gpusPerNode = f.nicsPerNode = 2;

@@ -4,8 +4,8 @@
 #include "sim/fabric_network.hpp"
 #include "sim/simulate.hpp"
 
-#include <chorus/chorus.hpp>
 #include <gtest/gtest.h>
+#include <chorus/chorus.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -84,8 +84,8 @@ Terms scheduleTerms(const char* name, int p, size_t count) {
       if (step.kind == StepKind::Send) {
         t.bytesSent += step.src.count * 4.0;
         ++t.steps;
-        if (i + 1 < s.steps.size() && (s.steps[i + 1].kind == StepKind::Recv ||
-                                       s.steps[i + 1].kind == StepKind::RecvReduce))
+        if (i + 1 < s.steps.size() &&
+            (s.steps[i + 1].kind == StepKind::Recv || s.steps[i + 1].kind == StepKind::RecvReduce))
           --t.steps;  // the receive of the same round is counted next
       } else if (step.kind == StepKind::Recv || step.kind == StepKind::RecvReduce) {
         ++t.steps;

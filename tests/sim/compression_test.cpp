@@ -3,7 +3,8 @@
 // and the same step count. Three networks: one link class (every rank alike), two link
 // classes on 2-rank nodes (the tuner's), and a fabric with leaves, pods, rails and ECMP
 // (chorus-sim's). Every algorithm up to 64 ranks; the compressible ones at 96, 256 and
-// 1024 too (an algorithm that does not compress replays fully both ways).
+// 1024 too (an algorithm that does not compress replays fully both ways). A disabled test
+// runs every compressible one at 1024.
 #include "sim/fabric_network.hpp"
 #include "sim/simulate.hpp"
 
@@ -102,6 +103,21 @@ TEST(SimCompression, RingAt1024Ranks) {
   const Algorithm* gather = findAlgorithm(Collective::AllGather, "ring");
   ASSERT_NE(gather, nullptr);
   EXPECT_EQ(expectSame(*gather, 1024, 512, Net::TwoClasses), 2);
+}
+
+// Every compressible algorithm at 1,024 ranks on all three networks: minutes, so not in
+// CI; run with --gtest_also_run_disabled_tests --gtest_filter='*At1024*'.
+TEST(SimCompression, DISABLED_EveryCompressibleAlgorithmAt1024Ranks) {
+  const int p = 1024;
+  const Layout layout = Layout::uniform(p / 2, 2);
+  for (const Algorithm& a : allAlgorithms()) {
+    if (isPointToPoint(a)) continue;
+    std::vector<Schedule> reps;
+    const CollectiveArgs args{a.collective, 0, p, size_t(p) * 64, 0, &layout};
+    if (symmetryPeriod(a, args, 2, reps) == p) continue;
+    for (Net net : {Net::OneClass, Net::TwoClasses, Net::Fabric})
+      expectSame(a, p, size_t(p) * 64, net);
+  }
 }
 
 // Unequal shares (count not a multiple of p) break the symmetry: no compression, and the

@@ -13,7 +13,8 @@ packages=(g++ cmake make pkg-config libgtest-dev libbenchmark-dev libhwloc-dev h
           qemu-system-x86 busybox-static clang libclang-rt-14-dev
           nlohmann-json3-dev dpkg-dev libssl-dev zlib1g-dev
           libopenblas-dev python3-sklearn
-          pybind11-dev python3-dev python3-numpy python3-torch libtorch-dev)
+          pybind11-dev python3-dev python3-numpy python3-torch libtorch-dev
+          python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

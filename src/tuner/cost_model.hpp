@@ -3,30 +3,16 @@
 // shares; predictMicros / rankAlgorithms / explainTable are what the tuner and
 // `chorus-perf --explain` use.
 //
-// What the replay models (and what it leaves out):
-// - A message of B bytes leaves the sender in B / bytesPerUs and its last byte is usable
-//   at the receiver latencyUs later. Each rank has one egress port of bytesPerUs: its
-//   sends to all peers take it one after the other. Each rank's ingress port drains
-//   arrivals at bytesPerUs in order, which delays when bytes are through, never the
-//   sender. Buffering is unbounded: a send never waits for its receive to be posted.
-// - Steps to the same peer in the same direction run in order (the engine's queues); the
-//   k-th send from a to b is the k-th receive at b from a. Empty steps cost nothing.
-// - RecvReduce and Reduce cost B / reduceBytesPerUs, Copy B / copyBytesPerUs, all on the
-//   rank's one CPU, serially (again a budget). A send to oneself is a copy.
-// - `after` with equal element counts pipelines element by element. The approximation:
-//   the dependent starts once its producer has started and finishes no earlier than
-//   producer's finish + its own cost of one slice (kPipelineSliceBytes), the last slice
-//   it cannot overlap. Unequal counts wait for the producer to finish.
-// - A busy egress port or CPU keeps a line of waiting steps, best earliest start first,
-//   and hands itself to them as it frees (list scheduling, first come first served).
-// Cost: O(S log S) time and O(S) memory for S steps over all ranks; ring-like schedules
-// have S ~ 2p^2 (~200-300 ns a step: p = 64 ~3 ms, p = 1024 ~1-2 s uncached; log-step
-// schedules (rd, rhd) p = 1024 in ~5-8 ms; p = 16k ring is out of reach without the
-// rank symmetry of the schedule, which is not exploited yet).
+// The replay itself, what it models and what it leaves out, is in sim/replay.hpp; the
+// tuner's network is sim::LinkClassNetwork (one link class, or two with a layout).
+// Cost: ring-like schedules have ~2p^2 steps (~200-300 ns a step: p = 64 ~3 ms, p = 1024
+// ~1-2 s uncached); log-step schedules (rd, rhd) p = 1024 in ~5-8 ms. chorus-sim reaches
+// larger p through the compressed replay (sim/simulate.hpp).
 #pragma once
 
 #include "algorithms/algorithms.hpp"
 #include "algorithms/layout.hpp"
+#include "sim/replay.hpp"
 #include "tuner/link_model.hpp"
 
 #include <cstddef>
@@ -35,15 +21,6 @@
 #include <vector>
 
 namespace chorus {
-
-inline constexpr size_t kPipelineSliceBytes = 256 << 10;
-
-struct ReplayResult {
-  double micros = 0;      // when the last rank finishes its last step
-  int lastRank = -1;      // that rank (-1 when nothing ran)
-  bool deadlock = false;  // some step could never start (micros is then +infinity)
-  size_t steps = 0;       // steps replayed, over all ranks
-};
 
 // Times the given schedules (schedules[r] is rank r's). elementSize turns element counts
 // into bytes.

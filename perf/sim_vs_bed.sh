@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# chorus-sim against the netns test bed: every all-reduce algorithm, 64 KiB..64 MiB, on
+# K nodes x N ranks (default layouts 2x2 and 3x2) joined by one NIC each at RATE Mbit/s.
+# Measures with `chorus-perf -A each` in the bed, simulates the same with chorus-sim on a
+# fabric file describing the bed, and prints per size and algorithm measured and simulated
+# busbw, their ratio, and per size the measured winner, the simulated winner and the
+# tuner's pick in the bed. Needs root.
+#   perf/sim_vs_bed.sh [RATE_MBIT=1000] [LAYOUTS="2x2 3x2"] [ROUNDS=1] [OUT=sim_vs_bed]
+# Bed model (fabric file written to OUT/bed_KxN.fabric): ranks of one node talk TCP over
+# loopback (the bed's transport is tcp everywhere: ~25 us, ~1 GB/s, as the tuner's tcp
+# defaults); between nodes TCP over a veth limited by tc to RATE (~95% payload).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mbit=${1:-1000} layouts=${2:-"2x2 3x2"} rounds=${3:-1} out=${4:-sim_vs_bed}
+bed=tests/testbed/netns_bed.sh perf=$PWD/build/perf/chorus-perf sim=$PWD/build/tools/chorus-sim
+mkdir -p "$out"
+for layout in $layouts; do
+  k=${layout%x*} n=${layout#*x}
+  fabric=$out/bed_$layout.fabric
+  cat >"$fabric" <<FABRIC
+name bed-$layout
+nodes $k
+gpus_per_node $n
+nics_per_node 1
+nic_gbps $(awk -v m="$mbit" 'BEGIN {print m / 1000}')
+nic_latency_us 50
+hop_latency_us 0
+nvlink_gbps 1
+nvlink_latency_us 25
+pcie_gbps 100
+rails 0
+leaf_nodes $k
+pod_leaves 1
+efficiency 0.95
+overhead_us 3
+reduce_gbps 12
+copy_gbps 19
+FABRIC
+  "$sim" --fabric-file "$fabric" -b 64K -e 64M -f 4 --csv "$out/sim_$layout.csv" >"$out/sim_$layout.txt"
+  $bed run -k "$k" -m 1 -r "${mbit}mbit" -n "$n" -t 1200 -e CHORUS_TUNE_PROBE=0 -- \
+    "$perf" -t allreduce -A each -b 64K -e 64M -f 4 -R "$rounds" -n 2 -w 1 -T 0 2>&1 |
+    sed -n 's/^\[0\] //p' >"$out/bed_$layout.txt"
+  echo "# $layout ($k nodes x $n ranks, NIC ${mbit} Mbit/s): busbw GB/s measured / simulated (ratio sim/measured)"
+  awk -v layout="$layout" '
+    FNR == 1 { file++ }
+    file == 1 && FNR > 1 { split($0, f, ","); sim[f[5], f[4]] = f[7]; simbest[f[5]] = f[8]; sizes[f[5]] = 1 }
+    file == 2 && /^ *size/ { for (i = 2; i <= NF; ++i) col[i] = $i; ncol = NF }
+    file == 2 && /^ *[0-9]/ {
+      size = $1; best = ""; bestv = 0; line = sprintf("%10d", size)
+      # nearest simulated size (chorus-sim rounds counts to a multiple of the ranks)
+      near = ""; for (s in sizes) if (near == "" || (s - size) ^ 2 < (near - size) ^ 2) near = s
+      for (i = 2; i <= ncol - 3; ++i) {
+        v = $i; gsub(/\*/, "", v); a = col[i]
+        if (v + 0 > bestv) { bestv = v + 0; best = a }
+        s = sim[near, a]
+        if (s == "") continue
+        r = s / v; n++; if (r > 0.75 && r < 1.25) ok++
+        line = line sprintf("  %s %.3g/%.3g (%.2f)", a, v, s, r)
+      }
+      pick = $(ncol - 1)
+      print line
+      printf "%10s  winner measured %s, simulated %s, tuner picked %s\n", "", best, simbest[near], pick
+      sizesN++; if (best == simbest[near]) same++; if (pick == simbest[near]) tunerSame++
+    }
+    END { printf "# %s: %d of %d within 25%%; simulated winner = measured at %d of %d sizes, = tuner pick at %d\n", layout, ok, n, same, sizesN, tunerSame }
+  ' "$out/sim_$layout.csv" "$out/bed_$layout.txt"
+done

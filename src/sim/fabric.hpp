@@ -1,0 +1,63 @@
+// A described GPU cluster for chorus-sim: nodes of GPUs joined by NVLink, NICs on PCIe,
+// rails, and a Clos network of leaf groups, pods (spine level) and a core level, each
+// level with its oversubscription and its equal-cost uplinks. FabricNetwork
+// (sim/fabric_network.hpp) times messages on it.
+//
+// Fabric file: one `key value` per line, '#' starts a comment. `preset NAME` first starts
+// from a preset; every other key overrides one field (names as in the struct below, e.g.
+// `nodes 2048`, `nic_gbps 400`, `rails 1`, `core_oversub 7`, `qps 4`). Unknown keys
+// and bad values are errors naming the line.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chorus::sim {
+
+struct Fabric {
+  std::string name = "custom";
+  int nodes = 1;
+  int gpusPerNode = 8;
+  // Within a node: every GPU has NVLink to a switch at this rate per direction (GB/s).
+  double nvlinkGBps = 450;
+  double nvlinkLatencyUs = 1.9;  // NCCL's per NVLink hop (LL128), design/facts.md
+  double pcieGBps = 64;          // GPU <-> its NIC (PCIe Gen5 x16), per direction
+  int nicsPerNode = 8;
+  double nicGbps = 400;       // per NIC per direction
+  double nicLatencyUs = 4;    // per message through NICs (NCCL's network hop, LL128)
+  double hopLatencyUs = 0.5;  // per switch on the path
+  bool rails = true;          // NIC i of every node of a leaf group on leaf switch i
+  int leafNodes = 32;         // nodes under one leaf group
+  int podLeaves = 4;          // leaf groups under one pod's spines
+  // Uplinks run at the NIC rate, one per `oversub` downlinks: a leaf has
+  // downlinks / spineOversub equal-cost paths to the spines, a pod NICs / (spineOversub x
+  // coreOversub) to the core; ECMP hashes each flow onto one of them.
+  double spineOversub = 1;
+  double coreOversub = 1;
+  // Payload per byte on the wire: protocol framing (LL128: 120 of every 128 bytes).
+  double efficiency = 120.0 / 128.0;
+  int qps = 1;               // flows (QPs) one transfer is striped over, each hashed alone
+  double overheadUs = 0.2;   // CPU/GPU time per message on each side
+  double reduceGBps = 1400;  // local reduction (bytes of result), HBM-bound
+  double copyGBps = 2000;    // local copy
+  unsigned seed = 1;         // ECMP hash seed
+
+  int gpus() const { return nodes * gpusPerNode; }
+  // One paragraph: the figures this fabric was built from.
+  std::string describe() const;
+};
+
+// dgx-h100: a DGX H100 SuperPOD-like cluster: scalable units of 32 nodes, rail-optimized
+// leaves, full bisection, NDR 400G IB, NVLink 450 GB/s.
+// meta-roce: Llama 3's 24k-GPU RoCE cluster: racks of 2 nodes under one ToR, pods of 192
+// racks (3072 GPUs) at full bisection, pods joined with 1:7 oversubscription, 400G.
+// meta-ib: the 24k InfiniBand cluster: 400G, full bisection at every level.
+// uniform: an idealised network: every GPU 1 NIC, one leaf, no NVLink advantage.
+std::vector<std::string> fabricPresets();
+// Throws Error(InvalidArgument) for an unknown name. `nodes` 0 keeps the preset's.
+Fabric presetFabric(std::string_view name, int nodes = 0);
+Fabric parseFabric(std::string_view text, std::string_view source = "fabric file");
+Fabric readFabricFile(const std::string& path);
+
+}  // namespace chorus::sim

@@ -1,0 +1,227 @@
+#include "sim/fabric_network.hpp"
+
+#include "algorithms/schedule.hpp"
+#include "errors.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+
+namespace chorus::sim {
+
+namespace {
+
+uint64_t mix(uint64_t x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+int ceilDiv(int a, int b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+FabricNetwork::FabricNetwork(Fabric fabric) : fabric_(std::move(fabric)) {
+  const Fabric& f = fabric_;
+  gpus_ = f.gpus();
+  const double eff = f.efficiency;
+  const double nic = f.nicGbps / 8 * 1000 * eff;  // bytes per us
+  const int nodesPerLeaf = std::min(f.leafNodes, f.nodes);
+  leavesPerGroup_ = f.rails ? f.nicsPerNode : 1;
+  nicsPerLeaf_ = nodesPerLeaf * (f.rails ? 1 : f.nicsPerNode);
+  groups_ = ceilDiv(f.nodes, f.leafNodes);
+  pods_ = ceilDiv(groups_, f.podLeaves);
+  spineUp_ = std::max(1, static_cast<int>(std::lround(nicsPerLeaf_ / f.spineOversub)));
+  const int nicsPerPod = std::min(f.podLeaves * f.leafNodes, f.nodes) * f.nicsPerNode;
+  coreUp_ =
+      std::max(1, static_cast<int>(std::lround(nicsPerPod / (f.spineOversub * f.coreOversub))));
+  const int leaves = groups_ * leavesPerGroup_;
+  const size_t links = 4 * size_t(gpus_) + 2 * size_t(f.nodes) * f.nicsPerNode +
+                       2 * size_t(leaves) * spineUp_ + 2 * size_t(pods_) * coreUp_;
+  capacity_.assign(links, 0);
+  size_t at = 0;
+  auto fill = [&](size_t count, double rate) {
+    std::fill(capacity_.begin() + at, capacity_.begin() + at + count, rate);
+    at += count;
+  };
+  fill(2 * size_t(gpus_), f.nvlinkGBps * 1000 * eff);
+  fill(2 * size_t(gpus_), f.pcieGBps * 1000 * eff);
+  fill(2 * size_t(f.nodes) * f.nicsPerNode, nic);
+  fill(2 * size_t(leaves) * spineUp_, nic * nicsPerLeaf_ / (f.spineOversub * spineUp_));
+  fill(2 * size_t(pods_) * coreUp_, nic * nicsPerPod / (f.spineOversub * f.coreOversub * coreUp_));
+}
+
+FabricNetwork::Path FabricNetwork::pathOf(int from, int to, int qp) const {
+  const Fabric& f = fabric_;
+  const size_t G = gpus_, N = f.nodes, I = f.nicsPerNode;
+  const size_t leaves = size_t(groups_) * leavesPerGroup_;
+  Path path;
+  auto add = [&](size_t link) { path.links[path.count++] = static_cast<int>(link); };
+  const int nodeA = from / f.gpusPerNode, nodeB = to / f.gpusPerNode;
+  if (nodeA == nodeB) {
+    add(from);    // NVLink out
+    add(G + to);  // NVLink in
+    path.latencyUs = f.nvlinkLatencyUs;
+    return path;
+  }
+  const int nicA = from % f.gpusPerNode * f.nicsPerNode / f.gpusPerNode;
+  const int nicB = to % f.gpusPerNode * f.nicsPerNode / f.gpusPerNode;
+  const int groupA = nodeA / f.leafNodes, groupB = nodeB / f.leafNodes;
+  const int leafA = f.rails ? groupA * int(I) + nicA : groupA;
+  const int leafB = f.rails ? groupB * int(I) + nicB : groupB;
+  const int podA = groupA / f.podLeaves, podB = groupB / f.podLeaves;
+  const size_t leafBase = 4 * G + 2 * N * I, podBase = leafBase + 2 * leaves * spineUp_;
+  auto hash = [&](int level) {
+    return mix(f.seed ^
+               mix((uint64_t(from) << 32 | uint32_t(to)) ^ mix(uint64_t(qp) << 8 | level)));
+  };
+  add(2 * G + from);                      // PCIe up
+  add(4 * G + size_t(nodeA) * I + nicA);  // NIC up
+  int switches = 1;
+  if (leafA != leafB) {
+    const int up = static_cast<int>(hash(1) % spineUp_);
+    add(leafBase + size_t(leafA) * spineUp_ + up);
+    int down = up;  // within a pod the spine that took the flow up brings it down
+    switches = 3;
+    if (podA != podB) {
+      const int core = static_cast<int>(hash(2) % coreUp_);
+      add(podBase + size_t(podA) * coreUp_ + core);
+      add(podBase + size_t(pods_) * coreUp_ + size_t(podB) * coreUp_ + core);
+      down = static_cast<int>(hash(3) % spineUp_);
+      switches = 5;
+    }
+    add(leafBase + leaves * spineUp_ + size_t(leafB) * spineUp_ + down);
+  }
+  add(4 * G + N * I + size_t(nodeB) * I + nicB);  // NIC down
+  add(3 * G + to);                                // PCIe down
+  path.latencyUs = f.nicLatencyUs + switches * f.hopLatencyUs;
+  return path;
+}
+
+std::vector<FabricNetwork::FlowRate> FabricNetwork::shareLinks(std::span<const Flow> flows) const {
+  // Sub-flows (one per QP between nodes) and the links they cross, densely numbered.
+  std::vector<Path> subs;
+  std::vector<int> owner;
+  for (size_t i = 0; i < flows.size(); ++i) {
+    const Flow& fl = flows[i];
+    if (fl.from < 0 || fl.to < 0 || fl.from >= gpus_ || fl.to >= gpus_ || fl.from == fl.to)
+      throwInvalid("fabric flow " + std::to_string(fl.from) + " -> " + std::to_string(fl.to) +
+                   " outside the fabric's " + std::to_string(gpus_) + " GPUs");
+    const bool sameNode = fl.from / fabric_.gpusPerNode == fl.to / fabric_.gpusPerNode;
+    for (int q = 0; q < (sameNode ? 1 : fabric_.qps); ++q) {
+      subs.push_back(pathOf(fl.from, fl.to, q));
+      owner.push_back(static_cast<int>(i));
+    }
+  }
+  std::vector<int> local(capacity_.size(), -1);
+  std::vector<int> global;
+  std::vector<int> users;
+  for (Path& p : subs)
+    for (int k = 0; k < p.count; ++k) {
+      int& l = local[p.links[k]];
+      if (l < 0) {
+        l = static_cast<int>(global.size());
+        global.push_back(p.links[k]);
+        users.push_back(0);
+      }
+      ++users[l];
+      p.links[k] = l;
+    }
+  const size_t nlinks = global.size();
+  std::vector<size_t> begin(nlinks + 1, 0);
+  for (size_t l = 0; l < nlinks; ++l) begin[l + 1] = begin[l] + users[l];
+  std::vector<int> onLink(begin[nlinks]);
+  std::vector<size_t> fillAt(begin.begin(), begin.end() - 1);
+  for (size_t s = 0; s < subs.size(); ++s)
+    for (int k = 0; k < subs[s].count; ++k) onLink[fillAt[subs[s].links[k]]++] = int(s);
+  std::vector<double> remaining(nlinks);
+  for (size_t l = 0; l < nlinks; ++l) remaining[l] = capacity_[global[l]];
+  // Progressive filling: the link with the smallest fair share fixes its flows' rates.
+  using Entry = std::pair<double, int>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+  for (size_t l = 0; l < nlinks; ++l) heap.push({remaining[l] / users[l], int(l)});
+  std::vector<double> rate(subs.size(), 0);
+  std::vector<bool> frozen(subs.size(), false);
+  while (!heap.empty()) {
+    auto [share, l] = heap.top();
+    heap.pop();
+    if (users[l] == 0 || std::max(remaining[l], 0.0) / users[l] != share) continue;  // stale
+    for (size_t i = begin[l]; i < begin[l + 1]; ++i) {
+      const int s = onLink[i];
+      if (frozen[s]) continue;
+      frozen[s] = true;
+      rate[s] = share;
+      for (int k = 0; k < subs[s].count; ++k) {
+        const int m = subs[s].links[k];
+        remaining[m] -= share;
+        if (--users[m] > 0 && m != l) heap.push({std::max(remaining[m], 0.0) / users[m], m});
+      }
+    }
+  }
+  std::vector<FlowRate> result(flows.size(), {0, 0});
+  for (size_t s = 0; s < subs.size(); ++s) {
+    result[owner[s]].bytesPerUs += rate[s];
+    result[owner[s]].latencyUs = std::max(result[owner[s]].latencyUs, subs[s].latencyUs);
+  }
+  return result;
+}
+
+int FabricNetwork::period(int nranks) const {
+  return nranks % fabric_.gpusPerNode == 0 && nranks > fabric_.gpusPerNode ? fabric_.gpusPerNode
+                                                                           : nranks;
+}
+
+uint64_t FabricNetwork::classKey(int from, int to) const {
+  return uint64_t(from % classPeriod_) << 32 | uint32_t(wrapRank(to - from, nranks_));
+}
+
+std::shared_ptr<const FabricNetwork::ClassTable> FabricNetwork::solve(const Traffic& traffic,
+                                                                      int ordinal) {
+  std::vector<Flow> reps = traffic.ordinals[ordinal];
+  std::sort(reps.begin(), reps.end());
+  std::vector<int64_t> key = {traffic.nranks, traffic.replayedRanks};
+  for (const Flow& f : reps) key.push_back(int64_t(f.from) << 32 | uint32_t(f.to));
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  // Every rank's flow: the replayed ranks' and their shifted copies, in one order.
+  std::vector<Flow> flows;
+  const int copies = traffic.nranks / traffic.replayedRanks;
+  flows.reserve(reps.size() * copies);
+  for (int m = 0; m < copies; ++m) {
+    const int shift = m * traffic.replayedRanks;
+    for (const Flow& f : reps) flows.push_back({f.from + shift, wrapRank(f.to + shift, nranks_)});
+  }
+  std::sort(flows.begin(), flows.end());
+  const std::vector<FlowRate> rates = shareLinks(flows);
+  auto table = std::make_shared<ClassTable>();
+  for (size_t i = 0; i < flows.size(); ++i) {
+    auto [it, fresh] = table->try_emplace(classKey(flows[i].from, flows[i].to), rates[i]);
+    if (!fresh) {
+      it->second.bytesPerUs = std::min(it->second.bytesPerUs, rates[i].bytesPerUs);
+      it->second.latencyUs = std::max(it->second.latencyUs, rates[i].latencyUs);
+    }
+  }
+  ++solved_;
+  if (memo_.size() > 4096) memo_.clear();
+  memo_.emplace(std::move(key), table);
+  return table;
+}
+
+void FabricNetwork::prepare(const Traffic& traffic) {
+  if (traffic.nranks > gpus_)
+    throwInvalid("fabric " + fabric_.name + " has " + std::to_string(gpus_) + " GPUs, not " +
+                 std::to_string(traffic.nranks));
+  nranks_ = traffic.nranks;
+  classPeriod_ = period(nranks_);
+  ordinals_.clear();
+  for (size_t k = 0; k < traffic.ordinals.size(); ++k)
+    ordinals_.push_back(solve(traffic, static_cast<int>(k)));
+}
+
+MessageCost FabricNetwork::message(int from, int to, int ordinal, double bytes) const {
+  const FlowRate& r = ordinals_.at(ordinal)->at(classKey(from, to));
+  const bool sameNode = from / fabric_.gpusPerNode == to / fabric_.gpusPerNode;
+  return {sameNode ? 0 : 1, r.latencyUs, fabric_.overheadUs, bytes / r.bytesPerUs};
+}
+
+}  // namespace chorus::sim

@@ -1,0 +1,73 @@
+// Flow-level timing on a described Fabric (sim/fabric.hpp), for the replay engine.
+//
+// - Paths: within a node GPU -> NVLink -> GPU; between nodes GPU -> PCIe -> NIC -> leaf
+//   [-> spine [-> core -> spine]] -> leaf -> NIC -> PCIe -> GPU. Latency: NVLink's, or the
+//   NIC's plus one hop per switch on the path.
+// - Sharing: the messages with the same send ordinal (every rank's k-th message: one step
+//   of the collective) are the flows of that step. They share every link max-min fairly
+//   (progressive filling). ECMP hashes each flow (each of its `qps` sub-flows when a
+//   transfer is striped) onto one of the equal-cost uplinks, so flows collide.
+// - A step's flows of one class (the same local GPU index and rank distance: the same
+//   transfer shifted by whole nodes) run at the class's slowest rate and largest latency:
+//   such a step is as fast as its slowest copy (a ring waits on its slowest hop), and it
+//   makes every node alike, which is what the compressed replay needs (period: one node).
+// - Patterns repeat (every ring step has the same flows): each distinct pattern is solved
+//   once and kept.
+#pragma once
+
+#include "sim/fabric.hpp"
+#include "sim/network.hpp"
+
+#include <map>
+#include <memory>
+#include <span>
+#include <unordered_map>
+
+namespace chorus::sim {
+
+class FabricNetwork final : public NetworkModel {
+ public:
+  explicit FabricNetwork(Fabric fabric);
+
+  const Fabric& fabric() const { return fabric_; }
+  int ports() const override { return 2; }  // 0: NVLink, 1: the NIC
+  double reduceBytesPerUs() const override { return fabric_.reduceGBps * 1000; }
+  double copyBytesPerUs() const override { return fabric_.copyGBps * 1000; }
+  bool wantsTraffic() const override { return true; }
+  void prepare(const Traffic& traffic) override;
+  MessageCost message(int from, int to, int ordinal, double bytes) const override;
+  int period(int nranks) const override;
+
+  struct FlowRate {
+    double bytesPerUs;
+    double latencyUs;
+  };
+  // Max-min fair rates of these flows sharing the fabric at once (each on its own, no
+  // class minimum), in the order given.
+  std::vector<FlowRate> shareLinks(std::span<const Flow> flows) const;
+  // Distinct patterns solved so far (tests: repeated steps are solved once).
+  size_t patternsSolved() const { return solved_; }
+
+ private:
+  using ClassTable = std::unordered_map<uint64_t, FlowRate>;
+  struct Path {
+    int links[8];
+    int count = 0;
+    double latencyUs = 0;
+  };
+  Path pathOf(int from, int to, int qp) const;
+  std::shared_ptr<const ClassTable> solve(const Traffic& traffic, int ordinal);
+  uint64_t classKey(int from, int to) const;
+
+  Fabric fabric_;
+  int gpus_;
+  int nicsPerLeaf_, leavesPerGroup_, groups_, pods_, spineUp_, coreUp_;
+  std::vector<double> capacity_;  // bytes per us of every directed link
+  int nranks_ = 0;                // of the traffic being timed
+  int classPeriod_ = 1;
+  std::vector<std::shared_ptr<const ClassTable>> ordinals_;
+  std::map<std::vector<int64_t>, std::shared_ptr<const ClassTable>> memo_;
+  size_t solved_ = 0;
+};
+
+}  // namespace chorus::sim

@@ -1,0 +1,89 @@
+// What the replay engine (sim/replay.hpp) asks of a network: the cost of one message
+// between two ranks, and the rates of a rank's local work. Two models implement it:
+// LinkClassNetwork (the tuner's: one or two link classes, per-rank ports) and
+// FabricNetwork (chorus-sim's: GPUs, NICs, rails, leaf/spine levels, max-min fair flows).
+#pragma once
+
+#include "algorithms/layout.hpp"
+#include "tuner/link_model.hpp"
+
+#include <vector>
+
+namespace chorus::sim {
+
+struct MessageCost {
+  int port = 0;           // egress port of the sender (and ingress port of the receiver)
+  double latencyUs = 0;   // first byte sent to last byte usable
+  double overheadUs = 0;  // CPU time per message on each side
+  double wireUs = 0;      // time the port is busy with the bytes
+};
+
+struct Flow {
+  int from, to;
+  auto operator<=>(const Flow&) const = default;
+};
+
+// The messages of the replayed ranks by send ordinal: ordinals[k] holds every replayed
+// rank's k-th message (self sends and empty steps are not messages). With compression
+// only ranks 0..replayedRanks-1 are replayed; the ranks r + m * replayedRanks send the
+// same flows shifted by m * replayedRanks.
+struct Traffic {
+  int nranks = 0;
+  int replayedRanks = 0;
+  std::vector<std::vector<Flow>> ordinals;
+};
+
+class NetworkModel {
+ public:
+  virtual ~NetworkModel() = default;
+  // Egress ports per rank (each a resource of its own, as is the rank's CPU).
+  virtual int ports() const = 0;
+  virtual double reduceBytesPerUs() const = 0;
+  virtual double copyBytesPerUs() const = 0;
+  // Flow-level models see the whole traffic before any message is timed.
+  virtual bool wantsTraffic() const { return false; }
+  virtual void prepare(const Traffic&) {}
+  // The `ordinal`-th message of `from`, to `to` (never from itself).
+  virtual MessageCost message(int from, int to, int ordinal, double bytes) const = 0;
+  // Smallest g dividing nranks such that shifting every rank by g maps the network onto
+  // itself (what compressed replay needs); nranks when there is none.
+  virtual int period(int nranks) const { return nranks; }
+};
+
+// The tuner's model: messages within a node over `link`, between nodes (with a layout
+// and `inter`) over `inter` with a port of their own (the NIC). Port 0: within the node,
+// port 1: between nodes.
+class LinkClassNetwork final : public NetworkModel {
+ public:
+  LinkClassNetwork(int nranks, const LinkModel& link, const Layout* layout = nullptr,
+                   const LinkModel* inter = nullptr)
+      : link_(link),
+        inter_(inter && layout && layout->nranks() == nranks ? *inter : link),
+        layout_(inter && layout && layout->nranks() == nranks ? layout : nullptr) {}
+
+  int ports() const override { return 2; }
+  double reduceBytesPerUs() const override { return link_.reduceBytesPerUs; }
+  double copyBytesPerUs() const override { return link_.copyBytesPerUs; }
+  MessageCost message(int from, int to, int, double bytes) const override {
+    const bool crosses = layout_ && !layout_->sameNode(from, to);
+    const LinkModel& l = crosses ? inter_ : link_;
+    return {crosses ? 1 : 0, l.latencyUs, l.overheadUs, bytes / l.bytesPerUs};
+  }
+  // Without two classes every rank is alike; with them, a block layout (node = rank /
+  // per node) repeats every node.
+  int period(int nranks) const override {
+    if (!layout_) return 1;
+    const int perNode = layout_->uniformLocalSize();
+    if (perNode == 0 || nranks % perNode != 0) return nranks;
+    for (int r = 0; r < nranks; ++r)
+      if (layout_->nodeOf(r) != r / perNode) return nranks;
+    return perNode;
+  }
+
+ private:
+  const LinkModel link_;
+  const LinkModel inter_;
+  const Layout* layout_;
+};
+
+}  // namespace chorus::sim

@@ -1,0 +1,57 @@
+// The replay engine the tuner and chorus-sim share: times a collective by replaying every
+// rank's Schedule as discrete events over a NetworkModel (sim/network.hpp).
+//
+// What the replay models (and what it leaves out):
+// - A message leaves the sender in its wireUs (the network model's figure) and its last
+//   byte is usable at the receiver latencyUs later. Each rank has the network's egress
+//   ports; the sends on one port take it one after the other. Each rank's ingress port
+//   (one per egress port class) drains arrivals in order, which delays when bytes are
+//   through, never the sender. Buffering is unbounded: a send never waits for its receive.
+// - Steps to the same peer in the same direction run in order (the engine's queues); the
+//   k-th send from a to b is the k-th receive at b from a. Empty steps cost nothing.
+// - RecvReduce and Reduce cost B / reduce rate, Copy B / copy rate, all on the rank's one
+//   CPU, serially (again a budget). A send to oneself is a copy.
+// - `after` with equal element counts pipelines element by element. The approximation:
+//   the dependent starts once its producer has started and finishes no earlier than
+//   producer's finish + its own cost of one slice (kPipelineSliceBytes), the last slice
+//   it cannot overlap. Unequal counts wait for the producer to finish.
+// - A busy egress port or CPU keeps a line of waiting steps, best earliest start first,
+//   and hands itself to them as it frees (list scheduling, first come first served).
+//
+// Compression: when shifting every rank by g maps both the schedules and the network onto
+// themselves, rank r + m g does exactly what rank r does, at the same times. Then only
+// ranks 0..g-1 are replayed: a message to rank b is a message to b's class (b mod g), a
+// receive from rank q is matched with the send of q mod g shifted by q - q mod g. The
+// events are the same; simulate() (sim/simulate.hpp) checks the symmetry, and the `sim`
+// tests check full and compressed replays agree exactly.
+// Cost: O(S log S) time and O(S) memory for S replayed steps.
+#pragma once
+
+#include "algorithms/schedule.hpp"
+#include "sim/network.hpp"
+
+#include <cstddef>
+#include <span>
+
+namespace chorus {
+
+inline constexpr size_t kPipelineSliceBytes = 256 << 10;
+
+struct ReplayResult {
+  double micros = 0;      // when the last rank finishes its last step
+  int lastRank = -1;      // that rank (-1 when nothing ran); with compression, its class
+  bool deadlock = false;  // some step could never start (micros is then +infinity)
+  size_t steps = 0;       // steps of all ranks (with compression: the ones represented)
+  size_t replayed = 0;    // steps actually replayed
+};
+
+namespace sim {
+
+// Times schedules[r] (rank r's, r < schedules.size()) on `net`. nranks 0: one schedule per
+// rank. nranks > schedules.size(): compressed replay, schedules.size() must divide nranks
+// and the caller vouches for the symmetry.
+ReplayResult replay(std::span<const Schedule> schedules, size_t elementSize, NetworkModel& net,
+                    int nranks = 0, size_t sliceBytes = kPipelineSliceBytes);
+
+}  // namespace sim
+}  // namespace chorus

@@ -1,0 +1,7 @@
+# chorus-sim: the replay engine's compression, the fabric model, the cost formulas, the
+# failure/checkpoint model. Label `sim` (`ctest -L sim`).
+file(GLOB SIM_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/sim/*.cpp)
+add_executable(chorus_sim_tests ${SIM_TEST_SOURCES})
+target_link_libraries(chorus_sim_tests PRIVATE chorus_internal GTest::gtest GTest::gtest_main)
+add_dependencies(chorus_sim_tests chorus-sim)
+gtest_discover_tests(chorus_sim_tests PROPERTIES LABELS sim TIMEOUT 600 DISCOVERY_TIMEOUT 60)

@@ -1,0 +1,132 @@
+// Compressed replay (one rank per symmetry class) against the full replay (every rank):
+// for every algorithm they must agree exactly: the same finishing time to the last bit
+// and the same step count. Three networks: one link class (every rank alike), two link
+// classes on 2-rank nodes (the tuner's), and a fabric with leaves, pods, rails and ECMP
+// (chorus-sim's). Every algorithm up to 64 ranks; the compressible ones at 96, 256 and
+// 1024 too (an algorithm that does not compress replays fully both ways). A disabled test
+// runs every compressible one at 1024.
+#include "sim/fabric_network.hpp"
+#include "sim/simulate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <set>
+#include <string>
+
+namespace chorus::sim {
+namespace {
+
+enum class Net { OneClass, TwoClasses, Fabric };
+
+std::unique_ptr<NetworkModel> makeNet(Net kind, int p, const Layout& layout) {
+  static const LinkModel link = defaultLinkModel(LinkClass::Nvlink);
+  static const LinkModel ib = defaultLinkModel(LinkClass::Ib);
+  switch (kind) {
+    case Net::OneClass:
+      return std::make_unique<LinkClassNetwork>(p, link);
+    case Net::TwoClasses:
+      return std::make_unique<LinkClassNetwork>(p, link, &layout, &ib);
+    case Net::Fabric: {
+      Fabric f = presetFabric("dgx-h100");
+      f.gpusPerNode = f.nicsPerNode = 2;
+      f.nodes = p / 2;
+      f.leafNodes = 4;  // leaves of 4 nodes, pods of 2 leaves: ring hops cross all levels
+      f.podLeaves = 2;
+      f.coreOversub = 2;
+      f.qps = 2;
+      return std::make_unique<FabricNetwork>(f);
+    }
+  }
+  return nullptr;
+}
+
+// Returns the period the compressed replay used.
+int expectSame(const Algorithm& a, int p, size_t count, Net kind) {
+  const Layout layout = Layout::uniform(p / 2, 2);
+  auto compressedNet = makeNet(kind, p, layout);
+  auto fullNet = makeNet(kind, p, layout);
+  SimOptions options;
+  options.layout = kind == Net::OneClass ? nullptr : &layout;
+  const SimResult compressed = simulate(a, a.collective, p, count, 4, *compressedNet, options);
+  options.compress = false;
+  const SimResult full = simulate(a, a.collective, p, count, 4, *fullNet, options);
+  EXPECT_EQ(full.period, p);
+  EXPECT_FALSE(full.deadlock) << a.name << " p=" << p;
+  EXPECT_EQ(compressed.micros, full.micros)
+      << toString(a.collective) << " " << a.name << " p=" << p << " count=" << count
+      << " net=" << static_cast<int>(kind) << " period=" << compressed.period;
+  EXPECT_EQ(compressed.steps, full.steps) << a.name << " p=" << p;
+  if (compressed.period < p) EXPECT_LT(compressed.replayed, full.replayed);
+  return compressed.period;
+}
+
+bool isPointToPoint(const Algorithm& a) {
+  return a.collective == Collective::Send || a.collective == Collective::Recv;
+}
+
+TEST(SimCompression, EveryAlgorithmUpTo64Ranks) {
+  std::set<std::string> compressed;
+  for (const Algorithm& a : allAlgorithms()) {
+    if (isPointToPoint(a)) continue;
+    for (int p : {2, 4, 6, 8, 12, 16, 24, 64})
+      for (size_t count : {size_t(p) * 8, size_t(p) * 96 * 1024})
+        for (Net net : {Net::OneClass, Net::TwoClasses, Net::Fabric})
+          if (expectSame(a, p, count, net) < p)
+            compressed.insert(std::string(toString(a.collective)) + ":" + a.name);
+  }
+  // The compression is not vacuous: the ring-like schedules (where it matters) compress.
+  for (const char* name : {"allReduce:ring", "allReduce:twoshot", "allGather:ring",
+                           "allGather:bruck", "reduceScatter:ring", "allToAll:pairwise"})
+    EXPECT_TRUE(compressed.count(name)) << name << " never compressed";
+}
+
+TEST(SimCompression, CompressibleAlgorithmsAt96And256Ranks) {
+  for (const Algorithm& a : allAlgorithms()) {
+    if (isPointToPoint(a)) continue;
+    for (int p : {96, 256}) {
+      const Layout layout = Layout::uniform(p / 2, 2);
+      std::vector<Schedule> reps;
+      const CollectiveArgs args{a.collective, 0, p, size_t(p) * 1024, 0, &layout};
+      if (symmetryPeriod(a, args, 2, reps) == p) continue;  // replays fully both ways
+      for (Net net : {Net::OneClass, Net::TwoClasses, Net::Fabric})
+        expectSame(a, p, size_t(p) * 1024, net);
+    }
+  }
+}
+
+TEST(SimCompression, RingAt1024Ranks) {
+  const Algorithm* ring = findAlgorithm(Collective::AllReduce, "ring");
+  ASSERT_NE(ring, nullptr);
+  EXPECT_EQ(expectSame(*ring, 1024, 1024 * 4096, Net::Fabric), 2);
+  const Algorithm* gather = findAlgorithm(Collective::AllGather, "ring");
+  ASSERT_NE(gather, nullptr);
+  EXPECT_EQ(expectSame(*gather, 1024, 512, Net::TwoClasses), 2);
+}
+
+// Every compressible algorithm at 1,024 ranks on all three networks: minutes, so not in
+// CI; run with --gtest_also_run_disabled_tests --gtest_filter='*At1024*'.
+TEST(SimCompression, DISABLED_EveryCompressibleAlgorithmAt1024Ranks) {
+  const int p = 1024;
+  const Layout layout = Layout::uniform(p / 2, 2);
+  for (const Algorithm& a : allAlgorithms()) {
+    if (isPointToPoint(a)) continue;
+    std::vector<Schedule> reps;
+    const CollectiveArgs args{a.collective, 0, p, size_t(p) * 64, 0, &layout};
+    if (symmetryPeriod(a, args, 2, reps) == p) continue;
+    for (Net net : {Net::OneClass, Net::TwoClasses, Net::Fabric})
+      expectSame(a, p, size_t(p) * 64, net);
+  }
+}
+
+// Unequal shares (count not a multiple of p) break the symmetry: no compression, and the
+// result is still the full replay's.
+TEST(SimCompression, UnequalSharesAreNotCompressed) {
+  const Algorithm* ring = findAlgorithm(Collective::AllReduce, "ring");
+  ASSERT_NE(ring, nullptr);
+  EXPECT_EQ(expectSame(*ring, 16, 16 * 1000 + 3, Net::OneClass), 16);
+}
+
+}  // namespace
+}  // namespace chorus::sim

@@ -1,0 +1,135 @@
+// The fabric model: max-min fair sharing on hand-worked cases, ECMP collisions and what
+// striping over more QPs does to them, oversubscription, fabric files, and the published
+// single-node figure (8x H100 ring all-reduce ~370 GB/s busbw with NVLink at 450 GB/s).
+#include "sim/fabric_network.hpp"
+#include "sim/simulate.hpp"
+
+#include <gtest/gtest.h>
+#include <chorus/chorus.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace chorus::sim {
+namespace {
+
+constexpr double kNic = 400.0 / 8 * 1000;  // 400 Gb/s in bytes per us
+
+// n nodes of one GPU and one NIC under one leaf; every link but the NIC much faster.
+Fabric star(int nodes) {
+  Fabric f = presetFabric("uniform", nodes);
+  f.efficiency = 1;
+  f.pcieGBps = 1000;
+  return f;
+}
+
+TEST(SimFabric, MaxMinSharesTheBottleneckFairly) {
+  FabricNetwork net(star(4));
+  // Two flows into node 1 share its NIC's downlink; 2 -> 3 has its own links.
+  const std::vector<Flow> flows = {{0, 1}, {2, 1}, {3, 0}};
+  auto rates = net.shareLinks(flows);
+  EXPECT_DOUBLE_EQ(rates[0].bytesPerUs, kNic / 2);
+  EXPECT_DOUBLE_EQ(rates[1].bytesPerUs, kNic / 2);
+  EXPECT_DOUBLE_EQ(rates[2].bytesPerUs, kNic);
+  // Max-min, not proportional: 0 -> 1 and 0 -> 2 split 0's uplink; 3 -> 2 then gets the
+  // half of 2's downlink that 0 -> 2 leaves.
+  rates = net.shareLinks(std::vector<Flow>{{0, 1}, {0, 2}, {3, 2}});
+  EXPECT_DOUBLE_EQ(rates[0].bytesPerUs, kNic / 2);
+  EXPECT_DOUBLE_EQ(rates[1].bytesPerUs, kNic / 2);
+  EXPECT_DOUBLE_EQ(rates[2].bytesPerUs, kNic / 2);
+  // A slower PCIe caps the flow below the NIC.
+  Fabric slow = star(2);
+  slow.pcieGBps = 20;
+  EXPECT_DOUBLE_EQ(FabricNetwork(slow).shareLinks(std::vector<Flow>{{0, 1}})[0].bytesPerUs, 20000);
+}
+
+// Two leaves of 8 one-GPU nodes: 8 uplinks per leaf at the NIC rate. Leaf 0's nodes send
+// to leaf 1's: ECMP hashing puts some flows on the same uplink (collisions), so the
+// slowest flow falls to half or less of the NIC; striping each transfer over 16 QPs
+// spreads the load and brings the slowest back near the NIC rate. No flow ever exceeds
+// the NIC, and no uplink carries more than its capacity.
+TEST(SimFabric, EcmpCollisionsAndStriping) {
+  Fabric f = star(16);
+  f.leafNodes = 8;
+  f.podLeaves = 2;
+  std::vector<Flow> flows;
+  for (int i = 0; i < 8; ++i) flows.push_back({i, 8 + i});
+  auto slowest = [&](int qps) {
+    f.qps = qps;
+    auto rates = FabricNetwork(f).shareLinks(flows);
+    double total = 0, low = kNic;
+    for (auto& r : rates) {
+      EXPECT_LE(r.bytesPerUs, kNic * (1 + 1e-12));
+      total += r.bytesPerUs;
+      low = std::min(low, r.bytesPerUs);
+    }
+    EXPECT_LE(total, 8 * kNic * (1 + 1e-12));
+    return low;
+  };
+  const double one = slowest(1), sixteen = slowest(16);
+  EXPECT_LE(one, kNic / 2 * (1 + 1e-12)) << "seed 1 hashes at least two flows together";
+  EXPECT_GT(sixteen, one);
+  EXPECT_GT(sixteen, 0.6 * kNic);
+  // Latency: NIC + three switches (leaf, spine, leaf) vs one within a leaf.
+  auto far = FabricNetwork(f).shareLinks(std::vector<Flow>{{0, 8}})[0];
+  auto near = FabricNetwork(f).shareLinks(std::vector<Flow>{{0, 1}})[0];
+  EXPECT_DOUBLE_EQ(far.latencyUs, f.nicLatencyUs + 3 * f.hopLatencyUs);
+  EXPECT_DOUBLE_EQ(near.latencyUs, f.nicLatencyUs + 1 * f.hopLatencyUs);
+}
+
+// Two pods joined at 1:4: all of pod 0 sending to pod 1 at once gets a quarter of the NIC
+// rate on average (exactly the core's capacity in total).
+TEST(SimFabric, CoreOversubscriptionLimitsCrossPodTraffic) {
+  Fabric f = star(16);
+  f.leafNodes = 4;
+  f.podLeaves = 2;
+  f.coreOversub = 4;
+  f.qps = 64;  // spread evenly, so only the capacity counts
+  std::vector<Flow> flows;
+  for (int i = 0; i < 8; ++i) flows.push_back({i, 8 + i});
+  double total = 0;
+  for (auto& r : FabricNetwork(f).shareLinks(flows)) total += r.bytesPerUs;
+  EXPECT_NEAR(total, 8 * kNic / 4, 1e-6 * kNic);
+}
+
+// NCCL's published ring all-reduce on 8 H100 (~370 GB/s busbw) against the model of one
+// DGX H100 node: NVLink 450 GB/s per direction at LL128's 120/128 payload. Within 15%.
+TEST(SimFabric, EightH100RingBusBandwidthNearPublished) {
+  const Fabric f = presetFabric("dgx-h100", 1);
+  FabricNetwork net(f);
+  const Algorithm* ring = findAlgorithm(Collective::AllReduce, "ring");
+  ASSERT_NE(ring, nullptr);
+  const size_t count = size_t{1} << 28;  // 1 GiB of floats
+  const SimResult r = simulate(*ring, Collective::AllReduce, 8, count, 4, net);
+  const double busbw = count * 4.0 / r.micros / 1000 * 2 * 7 / 8;  // GB/s
+  EXPECT_NEAR(busbw, 370, 0.15 * 370) << busbw;
+  EXPECT_LT(busbw, 450 * f.efficiency);  // never above the link
+}
+
+TEST(SimFabric, FabricFileOverridesAPresetAndNamesBadLines) {
+  const Fabric f = parseFabric("preset meta-roce  # Llama 3's\nnodes 64\nqps 16\nrails 1\n", "t");
+  EXPECT_EQ(f.name, "meta-roce");
+  EXPECT_EQ(f.nodes, 64);
+  EXPECT_EQ(f.qps, 16);
+  EXPECT_TRUE(f.rails);
+  EXPECT_EQ(f.coreOversub, 7);
+  auto error = [](const char* text) {
+    try {
+      parseFabric(text, "t");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Result::InvalidArgument);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("nodes 4\nwarp_drive 9\n").find("t:2: unknown key 'warp_drive'"),
+            std::string::npos);
+  EXPECT_NE(error("nodes four\n").find("t:1: bad value"), std::string::npos);
+  EXPECT_NE(error("nodes 0\n").find(">= 1"), std::string::npos);
+  EXPECT_NE(error("preset nowhere\n").find("unknown fabric preset"), std::string::npos);
+  for (const std::string& name : fabricPresets()) EXPECT_GE(presetFabric(name).gpus(), 8);
+  EXPECT_EQ(presetFabric("meta-roce").gpus(), 24576);
+}
+
+}  // namespace
+}  // namespace chorus::sim

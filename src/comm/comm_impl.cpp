@@ -19,11 +19,6 @@
 namespace chorus::detail {
 namespace {
 
-std::chrono::milliseconds defaultTimeout() {
-  double seconds = envDouble("CHORUS_TIMEOUT", 300.0);
-  if (seconds <= 0) seconds = 300.0;
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
 
 // Several communicators may share one store: each gets its own key prefix, numbered in
 // creation order (the same on every rank).
@@ -58,6 +53,13 @@ Layout nodeLayout(const std::vector<std::string>& hosts) {
 
 }  // namespace
 
+std::chrono::milliseconds timeoutFor(const Options& options) {
+  if (options.timeout.count() > 0) return options.timeout;
+  double seconds = envDouble("CHORUS_TIMEOUT", 300.0);
+  if (seconds <= 0) seconds = 300.0;
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
 std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvous& rendezvous,
                                            bool hostsStore, const Options& options,
                                            const Parent* parent) {
@@ -66,7 +68,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     throwInvalid("communicator: rank " + std::to_string(rank) + " out of range [0, " +
                  std::to_string(nranks) + ")");
   std::shared_ptr<CommImpl> c(new CommImpl(rank, nranks));
-  c->timeout_ = options.timeout.count() > 0 ? options.timeout : defaultTimeout();
+  c->timeout_ = timeoutFor(options);
   c->rendezvous_ = rendezvous;
   c->launchRank_ = static_cast<int>(envInt("CHORUS_RANK", rank));
   c->options_ = options;

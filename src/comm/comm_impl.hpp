@@ -16,6 +16,10 @@
 
 namespace chorus::detail {
 
+// The longest wait without progress: Options::timeout, else CHORUS_TIMEOUT (seconds), else
+// 300 s. Bounds set-up and rendezvous too.
+std::chrono::milliseconds timeoutFor(const Options& options);
+
 class CommImpl : public std::enable_shared_from_this<CommImpl> {
  public:
   // `parent`: set when shrinking, the ranks of the parent communicator that form this

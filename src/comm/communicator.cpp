@@ -13,9 +13,7 @@ Communicator Communicator::init(int rank, int nranks, const UniqueId& id, const 
 }
 
 Communicator Communicator::initFromEnv(const Options& options) {
-  std::chrono::milliseconds limit =
-      options.timeout.count() > 0 ? options.timeout : std::chrono::milliseconds(300000);
-  EnvLaunch launch = readEnvironment(Clock::now() + limit);
+  EnvLaunch launch = readEnvironment(Clock::now() + detail::timeoutFor(options));
   return Communicator(
       CommImpl::create(launch.rank, launch.nranks, launch.rendezvous, launch.hostsStore, options));
 }

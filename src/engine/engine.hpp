@@ -13,6 +13,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace chorus {
@@ -46,7 +47,9 @@ class Engine {
   // Drives progress until `op` is done (true) or `deadline` passes (false). Throws Error
   // when the op failed; a failure fails every op in flight and every later one.
   bool waitFor(detail::OpState& op, Deadline deadline);
-  // One non-blocking pass; true if anything moved.
+  // One non-blocking pass; true if anything moved. While ops are in flight it also checks,
+  // every ~100 ms, that the peers live and that the stall deadline has not passed, so a
+  // program that only polls (asyncError, Work::test) sees a dead peer as one that waits.
   bool poll();
   // Finishes what is in flight (a communicator being destroyed must not strand its
   // peers); gives up at the deadline or on failure. Never throws.
@@ -74,6 +77,8 @@ class Engine {
   void completeStep(detail::OpState& op, int index);
   void failAll(Result code, const std::string& cause);
   std::string rootCause(const PeerError& seen);
+  std::string reportedBy(int rank);
+  void checkPeers(Clock::time_point now);
   void checkStall(Clock::time_point now);
   std::string waitingFor() const;
   std::vector<int> awaitedPeers() const;
@@ -99,6 +104,7 @@ class Engine {
   Result failure_ = Result::Success;
   std::string failureCause_;
   std::atomic<bool> abortRequested_{false};
+  std::mutex abortMutex_;  // abort() may come from another thread
   std::string abortReason_;
 };
 

@@ -59,9 +59,11 @@ std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<i
   for (int p : peers) awaited += (awaited.empty() ? "" : ",") + std::to_string(p);
   const std::string report = awaited + ";rank " + std::to_string(rank_) + " is in " + mine;
   store_->set("stuck/" + std::to_string(rank_), std::as_bytes(std::span(report)));
-  // Ranks stuck too reach their deadline at about the same time: wait a little for them.
+  // Ranks stuck too reach their deadline later by as much as their last progress came after
+  // ours (a fault that stops a pipeline stops its ranks a few steps apart): wait for them,
+  // or a rank still counting down would be named as one that is not waiting at all.
   const auto until =
-      Clock::now() + std::min<Clock::duration>(std::chrono::seconds(2), timeout_ / 4);
+      Clock::now() + std::min<Clock::duration>(std::chrono::seconds(5), timeout_ / 2);
   std::vector<bool> seen(nranks_, false);
   seen[rank_] = true;
   std::deque<int> queue(peers.begin(), peers.begin() + std::min(peers.size(), kMostPeers));

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 namespace chorus {
 
@@ -440,7 +441,11 @@ std::string Engine::rootCause(const PeerError& seen) {
     }
     return "";
   };
-  if (std::string death = knownDeath(); !death.empty()) return death;
+  // A killed peer's store connection closes with its channels: give the notice a moment.
+  for (int look = 0; look < 10; ++look) {
+    if (std::string death = knownDeath(); !death.empty()) return death;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   if (std::string words = reportedBy(peer); !words.empty())
     return std::string(seen.what()) + "; rank " + std::to_string(peer) +
            " had failed first: " + words;
@@ -460,11 +465,12 @@ std::string Engine::rootCause(const PeerError& seen) {
 void Engine::failAll(Result code, const std::string& cause) {
   if (failed()) return;
   failure_ = code;
-  failureCause_ = cause;
+  // What asyncError()'s reader gets: the collective and sequence number that failed too.
+  failureCause_ = inFlight_.empty() ? cause : inFlight_.front()->describe() + ": " + cause;
   logf(LogLevel::Warn, "rank %d: %s", config_.rank, cause.c_str());
   if (config_.onFailure) {
     try {
-      config_.onFailure(inFlight_.empty() ? cause : inFlight_.front()->describe() + ": " + cause);
+      config_.onFailure(failureCause_);
     } catch (const std::exception&) {  // best effort: the store may be gone too
     }
   }

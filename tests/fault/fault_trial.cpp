@@ -207,8 +207,9 @@ int main(int argc, char** argv) {
       o.calls = std::stoi(v);
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  const char* launchRank = std::getenv("CHORUS_RANK");
-  int rank = launchRank ? std::atoi(launchRank) : -1;
+  int rank = -1;  // until the communicator says: what the launcher said
+  for (const char* name : {"CHORUS_RANK", "RANK", "OMPI_COMM_WORLD_RANK"})
+    if (const char* v = std::getenv(name); v && rank < 0) rank = std::atoi(v);
   Clock::time_point faultAt = Clock::now();
   auto error = [&](const std::exception& e) {
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - faultAt).count();

@@ -25,7 +25,7 @@ struct EngineConfig {
   std::chrono::microseconds spin{20};                          // busy-poll before sleeping
   bool yieldWhileSpinning = false;  // more ranks than cores: give the core away when idle
   size_t sliceBytes = 256 << 10;    // most bytes one step moves per pass
-  // Called before sleeping (at most every ~100 ms); throws PeerError for a dead peer.
+  // Called every ~100 ms while ops wait, polled or not; throws PeerError for a dead peer.
   std::function<void()> checkPeers;
   // Called once when the engine fails, with the cause (e.g. to tell the other ranks).
   std::function<void(const std::string& cause)> onFailure;

@@ -117,10 +117,12 @@ case "$mode" in
     ;;
 esac
 
-sorted=$(printf '%s\n' "${times[@]:-0}" | sort -n)
-count=$(echo "$sorted" | wc -l)
-median=$(echo "$sorted" | sed -n "$(((count + 1) / 2))p")
-max=$(echo "$sorted" | tail -1)
+count=${#times[@]} median=- max=-
+if [ "$count" -gt 0 ]; then
+  sorted=$(printf '%s\n' "${times[@]}" | sort -n)
+  median=$(echo "$sorted" | sed -n "$(((count + 1) / 2))p")
+  max=$(echo "$sorted" | tail -1)
+fi
 summary=""
 for f in "${!injected[@]}"; do summary="$summary $f ${injected[$f]},"; done
 echo "faults injected:${summary%,}"

@@ -139,6 +139,9 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   config.diagnose = [self](const std::string& mine, const std::vector<int>& peers) {
     return self->diagnoseStall(mine, peers);
   };
+  config.waiting = [self](const std::string& mine, const std::vector<int>& peers) {
+    self->reportWaiting(mine, peers);
+  };
   c->engine_ = std::make_unique<Engine>(*c->transport_, config);
   c->setUpTuner(localRanks, cores);
   storeBarrier(store, "ready", nranks, deadline);

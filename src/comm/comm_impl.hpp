@@ -74,6 +74,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   void reportFailure(const std::string& cause);
   std::string reportedFailure(int peer);
   std::string diagnoseStall(const std::string& mine, const std::vector<int>& peers);
+  void reportWaiting(const std::string& mine, const std::vector<int>& peers);
 
   int rank_, nranks_;
   std::chrono::milliseconds timeout_{};

@@ -343,9 +343,11 @@ bool Engine::poll() {
     bool moved = progressPass();
     if (moved) {
       lastProgress_ = Clock::now();
+      if (waitingNoted_) noteWaiting(false);
     } else if (!inFlight_.empty()) {
       const auto now = Clock::now();
       checkPeers(now);
+      if (!waitingNoted_ && now - lastProgress_ >= config_.timeout / 2) noteWaiting(true);
       checkStall(now);
     }
     return moved;
@@ -369,7 +371,7 @@ void Engine::checkPeers(Clock::time_point now) {
   } catch (const PeerError& dead) {
     std::string cause = dead.what();
     if (std::string words = reportedBy(dead.peer()); !words.empty())
-      cause += "; it had reported: " + words;
+      cause += "; it had failed first: " + words;
     failAll(dead.code(), cause);
   }
 }
@@ -411,6 +413,18 @@ void Engine::checkStall(Clock::time_point now) {
   failAll(Result::Timeout, cause);
 }
 
+void Engine::noteWaiting(bool waiting) {
+  waitingNoted_ = waiting;
+  if (!config_.waiting) return;
+  try {
+    if (waiting && !inFlight_.empty())
+      config_.waiting(inFlight_.front()->describe() + ", " + waitingFor(), awaitedPeers());
+    else
+      config_.waiting("", {});
+  } catch (const std::exception&) {  // best effort: the store may be gone
+  }
+}
+
 std::string Engine::reportedBy(int rank) {
   if (!config_.lastWords || rank < 0) return "";
   try {
@@ -435,7 +449,7 @@ std::string Engine::rootCause(const PeerError& seen) {
       std::string cause = dead.what();
       if (dead.peer() != peer) cause += "; then: " + std::string(seen.what());
       if (std::string words = reportedBy(dead.peer()); !words.empty())
-        cause += "; it had reported: " + words;
+        cause += "; it had failed first: " + words;
       return cause;
     } catch (const std::exception&) {
     }

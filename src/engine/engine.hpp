@@ -34,6 +34,10 @@ struct EngineConfig {
   // At a stall: given what this rank waits in and the peers it waits for, returns what
   // those peers are doing (appended to the timeout's message).
   std::function<std::string(const std::string& self, const std::vector<int>& peers)> diagnose;
+  // After half the timeout without progress: says what this rank waits in and for whom,
+  // so that a peer diagnosing its own stall meanwhile can follow the chain through this
+  // rank; called with ("", {}) when progress resumes.
+  std::function<void(const std::string& self, const std::vector<int>& peers)> waiting;
 };
 
 class Engine {
@@ -80,6 +84,7 @@ class Engine {
   std::string reportedBy(int rank);
   void checkPeers(Clock::time_point now);
   void checkStall(Clock::time_point now);
+  void noteWaiting(bool waiting);
   std::string waitingFor() const;
   std::vector<int> awaitedPeers() const;
   void lendScratch(detail::OpState& op);
@@ -101,6 +106,7 @@ class Engine {
   std::vector<std::vector<std::byte>> scratchPool_;
   Clock::time_point lastProgress_;
   Clock::time_point lastPeerCheck_;
+  bool waitingNoted_ = false;  // config_.waiting told the others we wait
   Result failure_ = Result::Success;
   std::string failureCause_;
   std::atomic<bool> abortRequested_{false};

@@ -104,7 +104,7 @@ class Trial {
   bool run(int c, bool big) {
     const int n = comm_.size(), r = comm_.rank();
     const int kind = static_cast<int>(rng_() % 7);
-    const size_t count = big ? (size_t{2} << 20) : 1 + rng_() % 40000;
+    const size_t count = big ? (size_t{1} << 20) : 1 + rng_() % 40000;
     const int root = static_cast<int>(rng_() % n);
     std::vector<int64_t> in(count * n), out(count * n, -1);
     for (size_t i = 0; i < in.size(); ++i) in[i] = input(r, c, i);

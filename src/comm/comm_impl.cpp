@@ -19,7 +19,6 @@
 namespace chorus::detail {
 namespace {
 
-
 // Several communicators may share one store: each gets its own key prefix, numbered in
 // creation order (the same on every rank).
 std::string nextPrefix(uint64_t secret) {

@@ -466,8 +466,8 @@ std::string Engine::rootCause(const PeerError& seen) {
   if (!config_.diagnose || peer < 0 || inFlight_.empty()) return seen.what();
   std::string chain;
   try {
-    const std::string self = inFlight_.front()->describe() + ", which lost its connection to rank " +
-                             std::to_string(peer);
+    const std::string self = inFlight_.front()->describe() +
+                             ", which lost its connection to rank " + std::to_string(peer);
     chain = config_.diagnose(self, {peer});
   } catch (const std::exception& e) {
     chain = " (no diagnosis: " + std::string(e.what()) + ")";

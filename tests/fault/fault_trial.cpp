@@ -147,9 +147,8 @@ class Trial {
     } else {
       what = "allToAll";
       comm_.allToAll(in.data(), out.data(), count, t).wait();
-      check(count * n, [&](size_t i) {
-        return input(static_cast<int>(i / count), c, r * count + i % count);
-      });
+      check(count * n,
+            [&](size_t i) { return input(static_cast<int>(i / count), c, r * count + i % count); });
     }
     if (bad == SIZE_MAX) return true;
     std::printf("rank %d: WRONG %s call %d element %zu reported as success\n", r, what, c, bad);

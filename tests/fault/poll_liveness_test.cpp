@@ -41,7 +41,7 @@ struct Args {
   double timeoutS = 5;
 };
 
-struct Shared {  // MAP_SHARED, between the ranks
+struct Shared {                  // MAP_SHARED, between the ranks
   std::atomic<int64_t> faultNs;  // when the victim struck
   std::atomic<int> firstDone;    // ranks whose first all-reduce completed
 };
@@ -184,14 +184,13 @@ int runRank(const Args& a, int rank, int idFd, Shared* sh) {
     const bool named = at != std::string::npos &&
                        (at + who.size() == msg.size() || !std::isdigit(msg[at + who.size()]));
     if (!named || msg.find("allReduce #1") == std::string::npos) {
-      std::printf("rank %d: FAIL the error does not name %s and allReduce #1\n", rank,
-                  who.c_str());
+      std::printf("rank %d: FAIL the error does not name %s and allReduce #1\n", rank, who.c_str());
       return 1;
     }
     const double limit = a.fault == "stop" ? 1.5 * a.timeoutS + 2 : a.timeoutS;
     if (s > limit) {
-      std::printf("rank %d: FAIL the error came %.2f s after the fault (limit %.1f s)\n", rank,
-                  s, limit);
+      std::printf("rank %d: FAIL the error came %.2f s after the fault (limit %.1f s)\n", rank, s,
+                  limit);
       return 2;
     }
     return 0;
@@ -204,11 +203,16 @@ int main(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--transport") a.transport = v;
-    else if (k == "--fault") a.fault = v;
-    else if (k == "--ranks") a.ranks = std::atoi(v.c_str());
-    else if (k == "--victim") a.victim = std::atoi(v.c_str());
-    else if (k == "--timeout-s") a.timeoutS = std::atof(v.c_str());
+    if (k == "--transport")
+      a.transport = v;
+    else if (k == "--fault")
+      a.fault = v;
+    else if (k == "--ranks")
+      a.ranks = std::atoi(v.c_str());
+    else if (k == "--victim")
+      a.victim = std::atoi(v.c_str());
+    else if (k == "--timeout-s")
+      a.timeoutS = std::atof(v.c_str());
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;

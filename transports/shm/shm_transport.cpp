@@ -209,9 +209,8 @@ class ShmTransport : public Transport {
   void checkPeers() override {
     for (int r = 0; r < nranks_; ++r) {
       if (r != rank_ && processGone(pids_[r]))
-        throw PeerError(
-            r, "rank " + std::to_string(r) + " (pid " + std::to_string(pids_[r]) +
-                   ") is gone (it exited or was killed)");
+        throw PeerError(r, "rank " + std::to_string(r) + " (pid " + std::to_string(pids_[r]) +
+                               ") is gone (it exited or was killed)");
     }
   }
 

@@ -14,11 +14,13 @@
 #   of the faulted call (truncate: any time before the hang limit),
 #   no rank printed WRONG (a wrong result reported as success),
 #   and a victim that lives on (close, truncate, store) printed a result too.
+# A rank whose communicator could not be made (ERROR during set-up: the set-up deadline is
+# CHORUS_TIMEOUT too) fails the trial as SETUP, counted apart from the errors above.
 set -uo pipefail
 run=$1 trial=$2 mode=$3
 deadline=2  # CHORUS_TIMEOUT for the trials, seconds
 declare -A injected
-hangs=0 wrong=0 unnamed=0 late=0 missing=0 failed_trials=0 ran=0
+hangs=0 wrong=0 unnamed=0 late=0 missing=0 setup=0 failed_trials=0 ran=0
 times=()
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
@@ -59,6 +61,9 @@ run_trial() {
       continue
     fi
     case "$line" in
+      *"ERROR during set-up"*)  # no fault had struck: a failure, but not one of naming
+        setup=$((setup + 1)) bad="$bad SETUP(rank $r)"
+        ;;
       *ERROR*)
         ms=$(echo "$line" | sed -n 's/.*ERROR after \([0-9]*\) ms.*/\1/p')
         times+=("${ms:-0}")
@@ -126,7 +131,7 @@ fi
 summary=""
 for f in "${!injected[@]}"; do summary="$summary $f ${injected[$f]},"; done
 echo "faults injected:${summary%,}"
-echo "hangs $hangs, wrong results reported as success $wrong, errors not naming the victim $unnamed, late $late, missing results or faults $missing"
+echo "hangs $hangs, wrong results reported as success $wrong, errors not naming the victim $unnamed, late $late, missing results or faults $missing, set-up failures $setup"
 echo "time from the faulted call to the error (survivors): median ${median} ms, max ${max} ms over $count reports"
 if [ $ran -eq 0 ]; then echo "fault suite FAILED: no trials ran"; exit 1; fi
 if [ $failed_trials -eq 0 ]; then echo "fault suite passed: $ran trials"; exit 0; fi

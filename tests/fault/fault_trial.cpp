@@ -12,7 +12,8 @@
 //             through it (the peer gets part of a message); tcp/ucx only;
 //   store     shut down its connection to the rendezvous store.
 // Each rank ends with one line: "rank R: OK verified <calls> calls", "rank R: ERROR after
-// <ms> ms: <message>" or "rank R: WRONG ..." (a wrong result reported as success).
+// <ms> ms: <message>" ("ERROR during set-up after" when the communicator could not be
+// made) or "rank R: WRONG ..." (a wrong result reported as success).
 // Exit codes: 0 OK, 1 WRONG, 3 ERROR, 4 the fault could not be injected.
 #include <chorus/chorus.hpp>
 
@@ -210,9 +211,9 @@ int main(int argc, char** argv) {
   for (const char* name : {"CHORUS_RANK", "RANK", "OMPI_COMM_WORLD_RANK"})
     if (const char* v = std::getenv(name); v && rank < 0) rank = std::atoi(v);
   Clock::time_point faultAt = Clock::now();
-  auto error = [&](const std::exception& e) {
+  auto error = [&](const std::exception& e, const char* when) {
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - faultAt).count();
-    std::printf("rank %d: ERROR after %.0f ms: %s\n", rank, ms, e.what());
+    std::printf("rank %d: ERROR %safter %.0f ms: %s\n", rank, when, ms, e.what());
     return 3;
   };
   try {
@@ -234,12 +235,12 @@ int main(int argc, char** argv) {
       try {
         if (!trial.run(c, big)) return 1;
       } catch (const std::exception& e) {  // reported before the communicator is torn down
-        return error(e);
+        return error(e, "");
       }
     }
     std::printf("rank %d: OK verified %d calls\n", rank, o.calls);
     return 0;
-  } catch (const std::exception& e) {
-    return error(e);
+  } catch (const std::exception& e) {  // creating the communicator failed: no fault yet
+    return error(e, "during set-up ");
   }
 }

@@ -40,6 +40,10 @@ class Transport {
   // have made progress on any channel, or at the deadline.
   virtual uint64_t prepareWait() = 0;
   virtual void wait(uint64_t token, Deadline deadline) = 0;
+  // Non-blocking check that every peer is still there, for transports that can tell (shm:
+  // the peers' processes); throws PeerError naming a dead one. The engine calls it every
+  // ~100 ms while ops are in flight, from polling and from waiting alike.
+  virtual void checkPeers() {}
 };
 
 // Everything a transport needs to connect: who we are and where to rendezvous.

@@ -20,12 +20,6 @@
 namespace chorus::detail {
 namespace {
 
-std::chrono::milliseconds defaultTimeout() {
-  double seconds = settings::duration("CHORUS_TIMEOUT").count() / 1000.0;
-  if (seconds <= 0) seconds = 300.0;
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
-
 // Several communicators may share one store: each gets its own key prefix, numbered in
 // creation order (the same on every rank).
 std::string nextPrefix(const security::JobSecret& secret) {
@@ -104,6 +98,11 @@ Layout agreedLayout(Store& store, int rank, int nranks, const std::vector<std::s
 
 }  // namespace
 
+std::chrono::milliseconds timeoutFor(const Options& options) {
+  if (options.timeout.count() > 0) return options.timeout;
+  return settings::duration("CHORUS_TIMEOUT");  // validated by the registry: > 0
+}
+
 std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvous& rendezvous,
                                            bool hostsStore, const Options& options,
                                            const Parent* parent, std::shared_ptr<Store> external) {
@@ -113,7 +112,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     throwInvalid("communicator: rank " + std::to_string(rank) + " out of range [0, " +
                  std::to_string(nranks) + ")");
   std::shared_ptr<CommImpl> c(new CommImpl(rank, nranks));
-  c->timeout_ = options.timeout.count() > 0 ? options.timeout : defaultTimeout();
+  c->timeout_ = timeoutFor(options);
   c->rendezvous_ = rendezvous;
   c->launchRank_ = static_cast<int>(settings::integer("CHORUS_RANK", rank));
   c->options_ = options;
@@ -191,6 +190,9 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   config.lastWords = [self](int peer) { return self->reportedFailure(peer); };
   config.diagnose = [self](const std::string& mine, const std::vector<int>& peers) {
     return self->diagnoseStall(mine, peers);
+  };
+  config.waiting = [self](const std::string& mine, const std::vector<int>& peers) {
+    self->reportWaiting(mine, peers);
   };
   c->engine_ = std::make_unique<Engine>(*c->transport_, config);
   c->setUpTuner(localRanks, cores);

@@ -16,6 +16,10 @@
 
 namespace chorus::detail {
 
+// The longest wait without progress: Options::timeout, else CHORUS_TIMEOUT (seconds), else
+// 300 s. Bounds set-up and rendezvous too.
+std::chrono::milliseconds timeoutFor(const Options& options);
+
 class CommImpl : public std::enable_shared_from_this<CommImpl> {
  public:
   // `parent`: set when shrinking, the ranks of the parent communicator that form this
@@ -82,6 +86,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   void reportFailure(const std::string& cause);
   std::string reportedFailure(int peer);
   std::string diagnoseStall(const std::string& mine, const std::vector<int>& peers);
+  void reportWaiting(const std::string& mine, const std::vector<int>& peers);
 
   int rank_, nranks_;
   std::chrono::milliseconds timeout_{};

@@ -15,8 +15,7 @@ Communicator Communicator::init(int rank, int nranks, const UniqueId& id, const 
 
 Communicator Communicator::initFromEnv(const Options& options) {
   settings::validateProcess();  // a bad setting fails here, before any rendezvous
-  std::chrono::milliseconds limit =
-      options.timeout.count() > 0 ? options.timeout : settings::duration("CHORUS_TIMEOUT");
+  std::chrono::milliseconds limit = detail::timeoutFor(options);
   EnvLaunch launch;
   try {
     launch = readEnvironment(Clock::now() + limit);

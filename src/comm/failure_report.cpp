@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <deque>
 #include <optional>
+#include <thread>
 
 namespace chorus::detail {
 namespace {
@@ -28,6 +29,9 @@ std::optional<std::string> tryGet(Store& store, const std::string& key, Clock::d
 }
 
 constexpr auto kQuickLook = std::chrono::milliseconds(20);
+// How long to wait for a failed peer's report: on a loaded host the store's answer alone
+// can take longer than a quick look, and then the peer would be named instead of its cause.
+constexpr auto kReportLook = std::chrono::milliseconds(300);
 constexpr size_t kMostPeers = 8;
 
 }  // namespace
@@ -50,19 +54,27 @@ void CommImpl::reportFailure(const std::string& cause) {
 }
 
 std::string CommImpl::reportedFailure(int peer) {
-  return tryGet(*store_, "failed/" + std::to_string(peer), kQuickLook).value_or("");
+  return tryGet(*store_, "failed/" + std::to_string(peer), kReportLook).value_or("");
+}
+
+void CommImpl::reportWaiting(const std::string& mine, const std::vector<int>& peers) {
+  // "stuck/<rank>" = "<awaited ranks, comma separated>;<what it is in>", so that others
+  // can follow the chain of waits to the rank at its end; empty: waiting no more.
+  std::string report;
+  if (!mine.empty()) {
+    for (int p : peers) report += (report.empty() ? "" : ",") + std::to_string(p);
+    report += ";rank " + std::to_string(rank_) + " is in " + mine;
+  }
+  store_->set("stuck/" + std::to_string(rank_), std::as_bytes(std::span(report)));
 }
 
 std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<int>& peers) {
-  // "stuck/<rank>" = "<awaited ranks, comma separated>;<what it is in>", so that others
-  // can follow the chain of waits to the rank at its end.
-  std::string awaited;
-  for (int p : peers) awaited += (awaited.empty() ? "" : ",") + std::to_string(p);
-  const std::string report = awaited + ";rank " + std::to_string(rank_) + " is in " + mine;
-  store_->set("stuck/" + std::to_string(rank_), std::as_bytes(std::span(report)));
-  // Ranks stuck too reach their deadline at about the same time: wait a little for them.
+  reportWaiting(mine, peers);
+  // Ranks stuck too reach their deadline later by as much as their last progress came after
+  // ours (a fault that stops a pipeline stops its ranks a few steps apart): wait for them,
+  // or a rank still counting down would be named as one that is not waiting at all.
   const auto until =
-      Clock::now() + std::min<Clock::duration>(std::chrono::seconds(2), timeout_ / 4);
+      Clock::now() + std::min<Clock::duration>(std::chrono::seconds(5), timeout_ / 2);
   std::vector<bool> seen(nranks_, false);
   seen[rank_] = true;
   std::deque<int> queue(peers.begin(), peers.begin() + std::min(peers.size(), kMostPeers));
@@ -77,6 +89,10 @@ std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<i
     do {
       failed = tryGet(*store_, "failed/" + r, kQuickLook);
       if (!failed) stuck = tryGet(*store_, "stuck/" + r, kQuickLook);
+      if (stuck && stuck->empty()) {  // it waited, then moved on: look again shortly
+        stuck.reset();
+        std::this_thread::sleep_for(kQuickLook);
+      }
     } while (!failed && !stuck && Clock::now() < until);
     if (failed) {
       summary += ". " + *failed;

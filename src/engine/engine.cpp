@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 namespace chorus {
 
@@ -329,13 +330,26 @@ bool Engine::progressPass() {
 
 bool Engine::poll() {
   if (failed()) return false;
-  if (abortRequested_.load(std::memory_order_relaxed)) {
-    failAll(Result::RemoteError, abortReason_);
+  if (abortRequested_.load(std::memory_order_acquire)) {
+    std::string why;
+    {
+      std::lock_guard lock(abortMutex_);
+      why = abortReason_;
+    }
+    failAll(Result::RemoteError, why);
     return false;
   }
   try {
     bool moved = progressPass();
-    if (moved) lastProgress_ = Clock::now();
+    if (moved) {
+      lastProgress_ = Clock::now();
+      if (waitingNoted_) noteWaiting(false);
+    } else if (!inFlight_.empty()) {
+      const auto now = Clock::now();
+      checkPeers(now);
+      if (!waitingNoted_ && now - lastProgress_ >= config_.timeout / 2) noteWaiting(true);
+      checkStall(now);
+    }
     return moved;
   } catch (const PeerError& e) {
     failAll(e.code(), rootCause(e));
@@ -345,6 +359,21 @@ bool Engine::poll() {
     failAll(Result::InternalError, e.what());
   }
   return false;
+}
+
+// Deaths the store or the transport know of for certain: fails everything, naming the rank.
+void Engine::checkPeers(Clock::time_point now) {
+  if (now - lastPeerCheck_ < kPeerCheckEvery) return;
+  lastPeerCheck_ = now;
+  try {
+    transport_.checkPeers();
+    if (config_.checkPeers) config_.checkPeers();
+  } catch (const PeerError& dead) {
+    std::string cause = dead.what();
+    if (std::string words = reportedBy(dead.peer()); !words.empty())
+      cause += "; it had failed first: " + words;
+    failAll(dead.code(), cause);
+  }
 }
 
 std::string Engine::waitingFor() const {
@@ -384,39 +413,78 @@ void Engine::checkStall(Clock::time_point now) {
   failAll(Result::Timeout, cause);
 }
 
-// A peer that closed its connection may only be reacting to an earlier death: when the
-// store knows of a dead rank, name that one first.
+void Engine::noteWaiting(bool waiting) {
+  waitingNoted_ = waiting;
+  if (!config_.waiting) return;
+  try {
+    if (waiting && !inFlight_.empty())
+      config_.waiting(inFlight_.front()->describe() + ", " + waitingFor(), awaitedPeers());
+    else
+      config_.waiting("", {});
+  } catch (const std::exception&) {  // best effort: the store may be gone
+  }
+}
+
+std::string Engine::reportedBy(int rank) {
+  if (!config_.lastWords || rank < 0) return "";
+  try {
+    return config_.lastWords(rank);
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+// A channel error names the peer at its other end, which may only be reacting to a fault
+// elsewhere (it failed first and left; a timeout of ours met its own). Before that peer is
+// named: a death the store or the transport knows of comes first; then what the peer
+// reported when it failed; then the chain of waits from it (the stall diagnosis), after
+// which the store may know of a death it had not heard of yet.
 std::string Engine::rootCause(const PeerError& seen) {
-  std::string cause = seen.what();
-  int culprit = seen.peer();
-  if (config_.checkPeers) {
+  const int peer = seen.peer();
+  auto knownDeath = [&]() -> std::string {
     try {
-      config_.checkPeers();
+      transport_.checkPeers();
+      if (config_.checkPeers) config_.checkPeers();
     } catch (const PeerError& dead) {
-      cause = dead.peer() == seen.peer() ? std::string(dead.what())
-                                         : std::string(dead.what()) + "; then: " + seen.what();
-      culprit = dead.peer();
+      std::string cause = dead.what();
+      if (dead.peer() != peer) cause += "; then: " + std::string(seen.what());
+      if (std::string words = reportedBy(dead.peer()); !words.empty())
+        cause += "; it had failed first: " + words;
+      return cause;
     } catch (const std::exception&) {
     }
+    return "";
+  };
+  // A killed peer's store connection closes with its channels: give the notice a moment.
+  for (int look = 0; look < 10; ++look) {
+    if (std::string death = knownDeath(); !death.empty()) return death;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (config_.lastWords && culprit >= 0) {
-    try {
-      if (std::string words = config_.lastWords(culprit); !words.empty())
-        cause += "; it had reported: " + words;
-    } catch (const std::exception&) {
-    }
+  if (std::string words = reportedBy(peer); !words.empty())
+    return std::string(seen.what()) + "; rank " + std::to_string(peer) +
+           " had failed first: " + words;
+  if (!config_.diagnose || peer < 0 || inFlight_.empty()) return seen.what();
+  std::string chain;
+  try {
+    const std::string self = inFlight_.front()->describe() +
+                             ", which lost its connection to rank " + std::to_string(peer);
+    chain = config_.diagnose(self, {peer});
+  } catch (const std::exception& e) {
+    chain = " (no diagnosis: " + std::string(e.what()) + ")";
   }
-  return cause;
+  if (std::string death = knownDeath(); !death.empty()) return death;
+  return seen.what() + chain;
 }
 
 void Engine::failAll(Result code, const std::string& cause) {
   if (failed()) return;
   failure_ = code;
-  failureCause_ = cause;
+  // What asyncError()'s reader gets: the collective and sequence number that failed too.
+  failureCause_ = inFlight_.empty() ? cause : inFlight_.front()->describe() + ": " + cause;
   logf(LogLevel::Warn, "rank %d: %s", config_.rank, cause.c_str());
   if (config_.onFailure) {
     try {
-      config_.onFailure(inFlight_.empty() ? cause : inFlight_.front()->describe() + ": " + cause);
+      config_.onFailure(failureCause_);
     } catch (const std::exception&) {  // best effort: the store may be gone too
     }
   }
@@ -451,8 +519,12 @@ Result Engine::state() {
 }
 
 void Engine::abort(const std::string& why) {
-  abortReason_ = why;
-  abortRequested_.store(true);
+  {
+    std::lock_guard lock(abortMutex_);
+    if (abortRequested_.load(std::memory_order_relaxed)) return;  // the first reason stands
+    abortReason_ = why;
+  }
+  abortRequested_.store(true, std::memory_order_release);
 }
 
 bool Engine::waitFor(OpState& op, Deadline deadline) {
@@ -480,10 +552,6 @@ bool Engine::waitFor(OpState& op, Deadline deadline) {
       continue;
     }
     try {
-      if (config_.checkPeers && now - lastPeerCheck_ >= kPeerCheckEvery) {
-        lastPeerCheck_ = now;
-        config_.checkPeers();
-      }
       Deadline until = std::min({deadline, now + kPeerCheckEvery, lastProgress_ + config_.timeout});
       transport_.wait(token, until);
     } catch (const PeerError& e) {

@@ -13,6 +13,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace chorus {
@@ -24,7 +25,7 @@ struct EngineConfig {
   std::chrono::microseconds spin{20};                          // busy-poll before sleeping
   bool yieldWhileSpinning = false;  // more ranks than cores: give the core away when idle
   size_t sliceBytes = 256 << 10;    // most bytes one step moves per pass
-  // Called before sleeping (at most every ~100 ms); throws PeerError for a dead peer.
+  // Called every ~100 ms while ops wait, polled or not; throws PeerError for a dead peer.
   std::function<void()> checkPeers;
   // Called once when the engine fails, with the cause (e.g. to tell the other ranks).
   std::function<void(const std::string& cause)> onFailure;
@@ -33,6 +34,10 @@ struct EngineConfig {
   // At a stall: given what this rank waits in and the peers it waits for, returns what
   // those peers are doing (appended to the timeout's message).
   std::function<std::string(const std::string& self, const std::vector<int>& peers)> diagnose;
+  // After half the timeout without progress: says what this rank waits in and for whom,
+  // so that a peer diagnosing its own stall meanwhile can follow the chain through this
+  // rank; called with ("", {}) when progress resumes.
+  std::function<void(const std::string& self, const std::vector<int>& peers)> waiting;
 };
 
 class Engine {
@@ -46,7 +51,9 @@ class Engine {
   // Drives progress until `op` is done (true) or `deadline` passes (false). Throws Error
   // when the op failed; a failure fails every op in flight and every later one.
   bool waitFor(detail::OpState& op, Deadline deadline);
-  // One non-blocking pass; true if anything moved.
+  // One non-blocking pass; true if anything moved. While ops are in flight it also checks,
+  // every ~100 ms, that the peers live and that the stall deadline has not passed, so a
+  // program that only polls (asyncError, Work::test) sees a dead peer as one that waits.
   bool poll();
   // Finishes what is in flight (a communicator being destroyed must not strand its
   // peers); gives up at the deadline or on failure. Never throws.
@@ -74,7 +81,10 @@ class Engine {
   void completeStep(detail::OpState& op, int index);
   void failAll(Result code, const std::string& cause);
   std::string rootCause(const PeerError& seen);
+  std::string reportedBy(int rank);
+  void checkPeers(Clock::time_point now);
   void checkStall(Clock::time_point now);
+  void noteWaiting(bool waiting);
   std::string waitingFor() const;
   std::vector<int> awaitedPeers() const;
   void lendScratch(detail::OpState& op);
@@ -96,9 +106,11 @@ class Engine {
   std::vector<std::vector<std::byte>> scratchPool_;
   Clock::time_point lastProgress_;
   Clock::time_point lastPeerCheck_;
+  bool waitingNoted_ = false;  // config_.waiting told the others we wait
   Result failure_ = Result::Success;
   std::string failureCause_;
   std::atomic<bool> abortRequested_{false};
+  std::mutex abortMutex_;  // abort() may come from another thread
   std::string abortReason_;
 };
 

@@ -1,14 +1,26 @@
 // chorus_fault_trial: one rank of a fault-injection trial (tests/fault/fault_suite.sh).
-// Every rank runs the same random sequence of collectives (from --seed), each checked
-// against values computed here; at call --at the victim injects --fault:
-//   kill      SIGKILL itself;                stop   SIGSTOP itself (the driver kills it later);
-//   close     shut down one of its sockets;  truncate  shut down the write side of a socket
-//             while a large all-reduce streams through it (the peer gets part of a message).
-// Each rank ends with one line: "rank R: OK", "rank R: ERROR after <ms> ms: <message>" or
-// "rank R: WRONG ..." (a wrong result that was reported as success).
+// Every rank runs the same random sequence of collectives (from --seed) on int64 inputs
+// that are unique per rank, call and position, and checks each result against values
+// computed here from the inputs' formula (not through Chorus). At call --at the victim
+// prints "rank V: FAULT <kind> at call <at>" and injects --fault:
+//   kill      SIGKILL itself;   stop   SIGSTOP itself (the driver kills it later);
+//   exit      _exit(7) without closing anything (a crash in the program around Chorus);
+//   close     lose one data connection: shm unmaps one of the shared segments it uses (its
+//             own or a peer's) and maps private zeroes there, so that what it writes or
+//             reads no longer reaches the peer; tcp/ucx shut down one data socket;
+//   truncate  shut down the write side of a data socket while a large all-reduce streams
+//             through it (the peer gets part of a message); tcp/ucx only;
+//   store     shut down its connection to the rendezvous store.
+// Each rank ends with one line: "rank R: OK verified <calls> calls", "rank R: ERROR after
+// <ms> ms: <message>" ("ERROR during set-up after" when the communicator could not be
+// made) or "rank R: WRONG ..." (a wrong result reported as success).
+// Exit codes: 0 OK, 1 WRONG, 3 ERROR, 4 the fault could not be injected.
 #include <chorus/chorus.hpp>
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,7 +28,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -31,70 +45,111 @@ using chorus::RedOp;
 struct Options {
   uint64_t seed = 1;
   std::string fault = "kill";
-  int victim = 1, at = 3, calls = 8;
+  int victim = 1, at = 3, calls = 6;
 };
 
-std::vector<int> socketFds() {
+int port(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
+  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
+  return -1;
+}
+
+// Connected TCP sockets of this process: the store's (either end on CHORUS_PORT) or the
+// others (the data path).
+std::vector<int> sockets(bool store) {
+  const char* p = std::getenv("CHORUS_PORT");
+  const int storePort = p ? std::atoi(p) : -1;
   std::vector<int> fds;
   if (DIR* d = opendir("/proc/self/fd")) {
     while (dirent* e = readdir(d)) {
       const int fd = std::atoi(e->d_name);
       struct stat st;
-      if (fd > 2 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) fds.push_back(fd);
+      if (fd <= 2 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+      sockaddr_storage mine{}, peer{};
+      socklen_t a = sizeof mine, b = sizeof peer;
+      if (getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &a) != 0 ||
+          getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &b) != 0)
+        continue;  // not connected (a listener, a unix socket pair without peer, ...)
+      if (mine.ss_family != AF_INET && mine.ss_family != AF_INET6) continue;
+      const bool isStore = port(mine) == storePort || port(peer) == storePort;
+      if (isStore == store) fds.push_back(fd);
     }
     closedir(d);
   }
   return fds;
 }
 
-int32_t input(int rank, int call, size_t i) {
-  return static_cast<int32_t>((rank + 1) * 3 + call * 7 + static_cast<int>(i % 11));
+// The address ranges of the shm transport's segments ("/dev/shm/chorus-<token>-<rank>").
+std::vector<std::pair<uintptr_t, uintptr_t>> shmSegments() {
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("/dev/shm/chorus-") == std::string::npos) continue;
+    uintptr_t from = 0, to = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &from, &to) == 2) ranges.emplace_back(from, to);
+  }
+  return ranges;
+}
+
+// Inputs: unique per rank, call and position, so that a block moved to another offset, or
+// taken from another rank or call, changes the result.
+int64_t input(int rank, int call, size_t i) {
+  return (int64_t{call + 1} << 44) | (int64_t{rank + 1} << 36) | static_cast<int64_t>(i);
 }
 
 class Trial {
  public:
-  Trial(chorus::Communicator& comm, const Options& o) : comm_(comm), o_(o), rng_(o.seed) {}
+  Trial(chorus::Communicator& comm, uint64_t seed) : comm_(comm), rng_(seed) {}
 
   // Runs call `c`; false and a printed WRONG line if the result is wrong.
   bool run(int c, bool big) {
     const int n = comm_.size(), r = comm_.rank();
-    const int kind = static_cast<int>(rng_() % 5);
-    const size_t count = big ? (size_t{4} << 20) : 1 + rng_() % 50000;
+    const int kind = static_cast<int>(rng_() % 7);
+    const size_t count = big ? (size_t{1} << 20) : 1 + rng_() % 40000;
     const int root = static_cast<int>(rng_() % n);
-    std::vector<int32_t> in(count * n), out(count * n);
+    std::vector<int64_t> in(count * n), out(count * n, -1);
     for (size_t i = 0; i < in.size(); ++i) in[i] = input(r, c, i);
     auto sumAt = [&](size_t i) {
       int64_t s = 0;
       for (int q = 0; q < n; ++q) s += input(q, c, i);
-      return static_cast<int32_t>(s);
+      return s;
     };
     const char* what = "";
     size_t bad = SIZE_MAX;
+    auto check = [&](size_t elements, auto expected) {
+      for (size_t i = 0; i < elements && bad == SIZE_MAX; ++i)
+        if (out[i] != expected(i)) bad = i;
+    };
+    const DataType t = DataType::Int64;
     if (big || kind == 0) {
-      what = "allReduce";
-      comm_.allReduce(in.data(), out.data(), count, DataType::Int32, RedOp::Sum).wait();
-      for (size_t i = 0; i < count && bad == SIZE_MAX; ++i)
-        if (out[i] != sumAt(i)) bad = i;
+      what = "allReduce(sum)";
+      comm_.allReduce(in.data(), out.data(), count, t, RedOp::Sum).wait();
+      check(count, sumAt);
     } else if (kind == 1) {
-      what = "allGather";
-      comm_.allGather(in.data(), out.data(), count, DataType::Int32).wait();
-      for (size_t i = 0; i < count * n && bad == SIZE_MAX; ++i)
-        if (out[i] != input(static_cast<int>(i / count), c, i % count)) bad = i;
+      what = "allReduce(max)";
+      comm_.allReduce(in.data(), out.data(), count, t, RedOp::Max).wait();
+      check(count, [&](size_t i) { return input(n - 1, c, i); });
     } else if (kind == 2) {
-      what = "reduceScatter";
-      comm_.reduceScatter(in.data(), out.data(), count, DataType::Int32, RedOp::Sum).wait();
-      for (size_t i = 0; i < count && bad == SIZE_MAX; ++i)
-        if (out[i] != sumAt(r * count + i)) bad = i;
+      what = "allGather";
+      comm_.allGather(in.data(), out.data(), count, t).wait();
+      check(count * n, [&](size_t i) { return input(static_cast<int>(i / count), c, i % count); });
     } else if (kind == 3) {
+      what = "reduceScatter";
+      comm_.reduceScatter(in.data(), out.data(), count, t, RedOp::Sum).wait();
+      check(count, [&](size_t i) { return sumAt(r * count + i); });
+    } else if (kind == 4) {
       what = "broadcast";
-      comm_.broadcast(in.data(), out.data(), count, DataType::Int32, root).wait();
-      for (size_t i = 0; i < count && bad == SIZE_MAX; ++i)
-        if (out[i] != input(root, c, i)) bad = i;
+      comm_.broadcast(in.data(), out.data(), count, t, root).wait();
+      check(count, [&](size_t i) { return input(root, c, i); });
+    } else if (kind == 5) {
+      what = "reduce";
+      comm_.reduce(in.data(), out.data(), count, t, RedOp::Sum, root).wait();
+      if (r == root) check(count, sumAt);
     } else {
       what = "allToAll";
-      comm_.allToAll(in.data(), out.data(), count, DataType::Int32).wait();
-      for (size_t i = 0; i < count * n && bad == SIZE_MAX; ++i)
-        if (out[i] != input(static_cast<int>(i / count), c, r * count + i % count)) bad = i;
+      comm_.allToAll(in.data(), out.data(), count, t).wait();
+      check(count * n,
+            [&](size_t i) { return input(static_cast<int>(i / count), c, r * count + i % count); });
     }
     if (bad == SIZE_MAX) return true;
     std::printf("rank %d: WRONG %s call %d element %zu reported as success\n", r, what, c, bad);
@@ -103,9 +158,36 @@ class Trial {
 
  private:
   chorus::Communicator& comm_;
-  const Options& o_;
   std::mt19937_64 rng_;
 };
+
+// Strikes at the start of call `at`; false if there was nothing to strike.
+bool inject(const Options& o, const std::string& transport, std::mt19937_64& local) {
+  const std::string& f = o.fault;
+  if (f == "kill") std::raise(SIGKILL);
+  if (f == "stop") std::raise(SIGSTOP);
+  if (f == "exit") _exit(7);
+  if (f == "close" && transport == "shm") {
+    auto segments = shmSegments();
+    if (segments.empty()) return false;
+    auto [from, to] = segments[local() % segments.size()];
+    return mmap(reinterpret_cast<void*>(from), to - from, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED;
+  }
+  auto fds = sockets(f == "store");
+  if (fds.empty()) return false;
+  const int fd = fds[local() % fds.size()];
+  if (f == "close" || f == "store") return shutdown(fd, SHUT_RDWR) == 0;
+  if (f == "truncate") {
+    const auto delay = std::chrono::microseconds(local() % 3000);
+    std::thread([fd, delay] {
+      std::this_thread::sleep_for(delay);
+      shutdown(fd, SHUT_WR);
+    }).detach();
+    return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -125,44 +207,40 @@ int main(int argc, char** argv) {
       o.calls = std::stoi(v);
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  int rank = -1;
+  int rank = -1;  // until the communicator says: what the launcher said
+  for (const char* name : {"CHORUS_RANK", "RANK", "OMPI_COMM_WORLD_RANK"})
+    if (const char* v = std::getenv(name); v && rank < 0) rank = std::atoi(v);
   Clock::time_point faultAt = Clock::now();
+  auto error = [&](const std::exception& e, const char* when) {
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - faultAt).count();
+    std::printf("rank %d: ERROR %safter %.0f ms: %s\n", rank, when, ms, e.what());
+    return 3;
+  };
   try {
     chorus::Communicator comm = chorus::Communicator::initFromEnv();
     rank = comm.rank();
-    Trial trial(comm, o);
+    Trial trial(comm, o.seed);
     std::mt19937_64 local(o.seed * 977 + rank);
     for (int c = 0; c < o.calls; ++c) {
       // The truncated call is a large all-reduce on every rank (they must agree).
       const bool big = o.fault == "truncate" && c == o.at;
       faultAt = Clock::now();
       if (rank == o.victim && c == o.at) {
-        if (o.fault == "kill") std::raise(SIGKILL);
-        if (o.fault == "stop") std::raise(SIGSTOP);
-        auto fds = socketFds();
-        if (o.fault == "close" && !fds.empty()) shutdown(fds[local() % fds.size()], SHUT_RDWR);
-        if (o.fault == "truncate" && !fds.empty()) {
-          const int fd = fds[local() % fds.size()];
-          const auto delay = std::chrono::microseconds(local() % 3000);
-          std::thread([fd, delay] {
-            std::this_thread::sleep_for(delay);
-            shutdown(fd, SHUT_WR);
-          }).detach();
+        std::printf("rank %d: FAULT %s at call %d\n", rank, o.fault.c_str(), c);
+        if (!inject(o, comm.transportName(), local)) {
+          std::printf("rank %d: FAULT-MISSED: nothing to %s\n", rank, o.fault.c_str());
+          return 4;
         }
       }
       try {
         if (!trial.run(c, big)) return 1;
       } catch (const std::exception& e) {  // reported before the communicator is torn down
-        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - faultAt).count();
-        std::printf("rank %d: ERROR after %.0f ms: %s\n", rank, ms, e.what());
-        return 3;
+        return error(e, "");
       }
     }
-    std::printf("rank %d: OK\n", rank);
+    std::printf("rank %d: OK verified %d calls\n", rank, o.calls);
     return 0;
-  } catch (const std::exception& e) {
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - faultAt).count();
-    std::printf("rank %d: ERROR after %.0f ms: %s\n", rank, ms, e.what());
-    return 3;
+  } catch (const std::exception& e) {  // creating the communicator failed: no fault yet
+    return error(e, "during set-up ");
   }
 }

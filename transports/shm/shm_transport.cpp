@@ -28,7 +28,6 @@ namespace chorus {
 namespace {
 
 constexpr uint32_t kMagic = 0x43485348;  // "CHSH"
-constexpr auto kLivenessEvery = std::chrono::milliseconds(100);
 
 struct SegmentHeader {
   uint32_t magic;
@@ -187,7 +186,6 @@ class ShmTransport : public Transport {
       channels_[r] = std::make_unique<ShmChannel>(
           segments_[r].fifo(rank_), segments_[rank_].fifo(r), &segments_[r].header()->doorbell);
     }
-    lastLiveness_ = Clock::now();
   }
 
   ~ShmTransport() override {
@@ -206,13 +204,13 @@ class ShmTransport : public Transport {
 
   void wait(uint64_t token, Deadline deadline) override {
     myBell_->sleep(static_cast<uint32_t>(token), deadline);
-    auto now = Clock::now();
-    if (now - lastLiveness_ < kLivenessEvery) return;
-    lastLiveness_ = now;
+  }
+
+  void checkPeers() override {
     for (int r = 0; r < nranks_; ++r) {
       if (r != rank_ && processGone(pids_[r]))
-        throw PeerError(
-            r, "rank " + std::to_string(r) + " (pid " + std::to_string(pids_[r]) + ") died");
+        throw PeerError(r, "rank " + std::to_string(r) + " (pid " + std::to_string(pids_[r]) +
+                               ") is gone (it exited or was killed)");
     }
   }
 
@@ -223,7 +221,6 @@ class ShmTransport : public Transport {
   std::vector<std::unique_ptr<ShmChannel>> channels_;
   std::vector<pid_t> pids_;
   shm::Doorbell* myBell_ = nullptr;
-  Clock::time_point lastLiveness_;
 };
 
 }  // namespace

@@ -108,10 +108,10 @@ class UcxTransport final : public Transport {
     } else if (status != UCS_ERR_BUSY) {
       ucx::throwStatus("ucp_worker_arm", status);
     }
-    // A dead peer is reported even when no step is using its channel right now.
-    for (auto& c : channels_) {
-      if (c) c->peek();
-    }
+    // An error on a channel no step is using is not raised here: a peer that finished and
+    // left, or one whose keepalive timed out while it waited on a stopped rank, is not the
+    // cause of anything yet. Deaths come from the store; the engine asks the chain of waits
+    // before it names a peer whose channel failed (Engine::rootCause).
   }
 
  private:

@@ -6,7 +6,9 @@
 namespace trainer {
 
 std::vector<int> deadRanksIn(const std::string& what) {
-  static const std::regex died("rank ([0-9]+) died");
+  // Chorus words a dead peer as "rank N died" (store, tcp, ucx) or "rank N (pid P) is gone"
+  // (shm: the process exited or was killed).
+  static const std::regex died("rank ([0-9]+) (?:died|\\(pid [0-9]+\\) is gone)");
   std::vector<int> dead;
   for (std::sregex_iterator it(what.begin(), what.end(), died), end; it != end; ++it) {
     const int r = std::stoi((*it)[1]);

@@ -12,7 +12,7 @@
 
 namespace trainer {
 
-// The ranks a Chorus error says died ("rank N died"); empty when it names none. (The
+// The ranks a Chorus error says died ("rank N died", "rank N (pid P) is gone"); empty when it names none. (The
 // error carries only a code and a message: there is no structured field to read.)
 std::vector<int> deadRanksIn(const std::string& what);
 

@@ -32,8 +32,8 @@ for mode in blocking async; do
   restarts=$(grep -c "chorus-run: restarting the job" "$work/$mode.log")
   [ "$restarts" = 2 ] || fail "$mode: expected 2 restarts, saw $restarts"
   # The survivor got Chorus's error naming the killed rank.
-  grep -q "chorus-train: rank 0: step 7: .*rank 1 died" "$work/$mode.log" || fail "$mode: rank 0 did not name dead rank 1"
-  grep -q "chorus-train: rank 1: step 15: .*rank 0 died" "$work/$mode.log" || fail "$mode: rank 1 did not name dead rank 0"
+  grep -q "chorus-train: rank 0: step 7: .*rank 1 \(died\|(pid [0-9]*) is gone\)" "$work/$mode.log" || fail "$mode: rank 0 did not name dead rank 1"
+  grep -q "chorus-train: rank 1: step 15: .*rank 0 \(died\|(pid [0-9]*) is gone\)" "$work/$mode.log" || fail "$mode: rank 1 did not name dead rank 0"
   grep -q '"restart": 2' "$work/$mode/report.json" || fail "$mode: the report does not count the second failure"
   cmp "$work/ref.bin" "$work/$mode.bin" || fail "$mode: weights after two restarts differ from the reference"
 done

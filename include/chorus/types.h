@@ -16,7 +16,9 @@ typedef enum {
   chorusRemoteError = 6, /* a peer died, reset its connection or misbehaved */
   chorusInProgress = 7,
   chorusTimeout = 8, /* a deadline passed (Chorus extension; NCCL has none) */
-  chorusNumResults = 9
+  chorusNumResults = 9,
+  chorusResultIntMin_ = -0x7fffffff - 1, /* every int is a value, as for chorusDataType_t */
+  chorusResultIntMax_ = 0x7fffffff
 } chorusResult_t;
 
 typedef enum {
@@ -37,7 +39,11 @@ typedef enum {
   chorusBfloat16 = 9,
   chorusFloat8e4m3 = 10,
   chorusFloat8e5m2 = 11,
-  chorusNumTypes = 12
+  chorusNumTypes = 12,
+  /* Not types: they make every int a value of the enum, so a C caller's stray value reaches
+     the library's checks as it is (C++ may not hold out-of-range enum values). */
+  chorusDataTypeIntMin_ = -0x7fffffff - 1,
+  chorusDataTypeIntMax_ = 0x7fffffff
 } chorusDataType_t;
 
 typedef enum {
@@ -46,7 +52,9 @@ typedef enum {
   chorusMax = 2,
   chorusMin = 3,
   chorusAvg = 4,
-  chorusNumOps = 5
+  chorusNumOps = 5,
+  chorusRedOpIntMin_ = -0x7fffffff - 1, /* every int is a value, as for chorusDataType_t */
+  chorusRedOpIntMax_ = 0x7fffffff
 } chorusRedOp_t;
 
 #ifdef __cplusplus

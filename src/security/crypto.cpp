@@ -20,6 +20,12 @@ struct FreeMacContext {
   void operator()(EVP_MAC_CTX* c) const { EVP_MAC_CTX_free(c); }
 };
 
+// libcrypto frees its per-thread state when a thread ends, but only until its own exit
+// handler (OPENSSL_cleanup) has run. Initialising it when libchorus loads registers that
+// handler before any of Chorus's function-local statics (the process store's server and
+// its thread), so at exit those threads end first and their state is freed.
+const bool kCryptoInitialisedAtLoad = OPENSSL_init_crypto(0, nullptr) == 1;
+
 [[noreturn]] void fail(const char* what) {
   throw Error(Result::SystemError, std::string("libcrypto: ") + what + " failed");
 }
@@ -27,6 +33,7 @@ struct FreeMacContext {
 }  // namespace
 
 Digest hmacSha256(Bytes key, std::initializer_list<Bytes> parts) {
+  if (!kCryptoInitialisedAtLoad) fail("OPENSSL_init_crypto");
   // Fetched once: EVP_MAC_fetch looks the algorithm up in the provider tables.
   static const std::unique_ptr<EVP_MAC, FreeMac> hmac(EVP_MAC_fetch(nullptr, "HMAC", nullptr));
   if (!hmac) fail("EVP_MAC_fetch(HMAC)");
@@ -46,6 +53,11 @@ Digest hmacSha256(Bytes key, std::initializer_list<Bytes> parts) {
   size_t length = 0;
   if (EVP_MAC_final(ctx.get(), out.data(), &length, out.size()) != 1 || length != out.size())
     fail("EVP_MAC_final");
+  ctx.reset();
+  // Handshakes run on short- and long-lived threads alike (the store's server, engine and
+  // progress threads that may still run at exit): free this thread's libcrypto state now
+  // rather than at a thread exit that may come after libcrypto's own clean-up.
+  OPENSSL_thread_stop();
   return out;
 }
 

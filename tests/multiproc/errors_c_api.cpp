@@ -1,6 +1,7 @@
 // The C API half of chorus_errors_test: every bad argument returns chorusInvalidArgument
 // (never aborts, never blocks), chorusGetErrorString names every result, and
 // chorusGetLastError holds a message that names the problem.
+#include "raw_enum_calls.h"
 #include "errors_common.hpp"
 
 #include <chorus/chorus.h>
@@ -71,7 +72,7 @@ void staticChecks(Report& rep) {
     }
   }
   for (int r : {-1, 99}) {
-    const char* s = chorusGetErrorString(static_cast<chorusResult_t>(r));
+    const char* s = rawErrorString(r);
     std::string check = "chorusGetErrorString(" + std::to_string(r) + ")";
     s ? rep.pass(check, s) : rep.fail(check, "null");
   }
@@ -123,26 +124,24 @@ void commChecks(Report& rep, chorusComm_t comm) {
   int64_t* s = a.data();
   int64_t* r = b.data();
   const size_t c = 4;
-  for (int tv : {-1, 12, 99}) {
-    auto t = static_cast<chorusDataType_t>(tv);
-    std::string sfx = " type=" + std::to_string(tv);
+  for (int t : {-1, 12, 99}) {
+    std::string sfx = " type=" + std::to_string(t);
     auto w = {"type"};
     expectInvalidC(rep, "chorusAllReduce" + sfx, w, comm,
-                   [&] { return chorusAllReduce(s, r, c, t, chorusSum, comm); });
+                   [&] { return rawAllReduce(s, r, c, t, chorusSum, comm); });
     expectInvalidC(rep, "chorusAllGather" + sfx, w, comm,
-                   [&] { return chorusAllGather(s, r, c, t, comm); });
+                   [&] { return rawAllGather(s, r, c, t, comm); });
     expectInvalidC(rep, "chorusReduceScatter" + sfx, w, comm,
-                   [&] { return chorusReduceScatter(s, r, c, t, chorusSum, comm); });
+                   [&] { return rawReduceScatter(s, r, c, t, comm); });
     expectInvalidC(rep, "chorusBroadcast" + sfx, w, comm,
-                   [&] { return chorusBroadcast(s, r, c, t, 0, comm); });
+                   [&] { return rawBroadcast(s, r, c, t, comm); });
     expectInvalidC(rep, "chorusReduce" + sfx, w, comm,
-                   [&] { return chorusReduce(s, r, c, t, chorusSum, 0, comm); });
+                   [&] { return rawReduce(s, r, c, t, comm); });
   }
-  for (int ov : {-1, 5, 99}) {
-    auto op = static_cast<chorusRedOp_t>(ov);
-    std::string sfx = " op=" + std::to_string(ov);
+  for (int op : {-1, 5, 99}) {
+    std::string sfx = " op=" + std::to_string(op);
     expectInvalidC(rep, "chorusAllReduce" + sfx, {"op"}, comm,
-                   [&] { return chorusAllReduce(s, r, c, chorusFloat32, op, comm); });
+                   [&] { return rawAllReduce(s, r, c, chorusFloat32, op, comm); });
   }
   expectInvalidC(rep, "chorusBroadcast root=nranks", {"root"}, comm,
                  [&] { return chorusBroadcast(s, r, c, chorusInt64, n, comm); });

@@ -62,27 +62,11 @@ class Run {
       captured_ = 0;
     }
   }
-  // Trains (at the survivors' share) until `end`; true when a failure interrupted it.
-  bool train(double end) {
-    while (true) {
-      const double stop = std::min({end, nextFailure_, nextRepair()});
-      const double share = static_cast<double>(alive_) / replicas_;
-      trained_ += (stop - t_) * share;
-      pending_ += (stop - t_) * share;
-      t_ = stop;
-      settle();
-      if (stop == nextFailure_ && stop < end) return failed();
-      if (stop == nextRepair() && stop < end) {
-        rejoin();
-        return true;
-      }
-      return false;
-    }
-  }
-  // Stalls until `end` (counted in `bucket`); true when a failure or rejoin interrupted.
-  bool idle(double end, double& bucket) {
-    const double stop = std::min({end, nextFailure_, nextRepair()});
-    bucket += stop - t_;
+  // The earliest of `end`, the next failure and the next repair.
+  double nextStop(double end) const { return std::min({end, nextFailure_, nextRepair()}); }
+  // Moves the clock to `stop` (from nextStop) and handles what happens there; true when a
+  // failure or a rejoin interrupted the span that was to last until `end`.
+  bool advanceTo(double stop, double end) {
     t_ = stop;
     settle();
     if (stop == nextFailure_ && stop < end) return failed();
@@ -91,6 +75,20 @@ class Run {
       return true;
     }
     return false;
+  }
+  // Trains (at the survivors' share) until `end`; true when a failure or rejoin interrupted it.
+  bool train(double end) {
+    const double stop = nextStop(end);
+    const double share = static_cast<double>(alive_) / replicas_;
+    trained_ += (stop - t_) * share;
+    pending_ += (stop - t_) * share;
+    return advanceTo(stop, end);
+  }
+  // Stalls until `end` (counted in `bucket`); true when a failure or rejoin interrupted.
+  bool idle(double end, double& bucket) {
+    const double stop = nextStop(end);
+    bucket += stop - t_;
+    return advanceTo(stop, end);
   }
   double nextRepair() const { return repairs_.empty() ? INFINITY : repairs_.front(); }
   void rejoin() {

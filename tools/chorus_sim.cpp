@@ -396,6 +396,22 @@ int llama() {
       "training time %%, '*' > 90%%\n");
   const double cadences[] = {5, 10, 15, 30, 60, 120, 240};
   const double restarts[] = {2, 5, 10, 20, 30, 60};
+  auto jobOf = [&](int gpus, double restartMinutes) {
+    JobModel job;
+    job.gpus = gpus;
+    job.gpuMtbfHours = gpuMtbf;
+    job.wallHours = wall;
+    job.restartMinutes = restartMinutes;
+    job.runs = 8;
+    return job;
+  };
+  auto printCadences = [&](JobModel& job) {  // one row: effective time at each interval
+    for (double c : cadences) {
+      job.intervalMinutes = c;
+      const double e = simulateJob(job).effective;
+      std::printf(" %7.2f%c", 100 * e, e > 0.9 ? '*' : ' ');
+    }
+  };
   for (int gpus : {16384, 100000}) {
     for (int async = 0; async < 2; ++async) {
       std::printf(
@@ -406,19 +422,10 @@ int llama() {
       std::printf("   best interval / Young-Daly\n");
       for (double R : restarts) {
         std::printf("%8.0f", R);
-        JobModel job;
-        job.gpus = gpus;
-        job.gpuMtbfHours = gpuMtbf;
-        job.wallHours = wall;
-        job.restartMinutes = R;
+        JobModel job = jobOf(gpus, R);
         job.saveBlockingSeconds = async ? 5 : 60;
         job.saveAsyncSeconds = async ? 120 : 0;
-        job.runs = 8;
-        for (double c : cadences) {
-          job.intervalMinutes = c;
-          const double e = simulateJob(job).effective;
-          std::printf(" %7.2f%c", 100 * e, e > 0.9 ? '*' : ' ');
-        }
+        printCadences(job);
         double best = 0;
         const double b = bestIntervalMinutes(job, &best);
         std::printf("   %.1f (%.2f%%) / %.1f\n", b, 100 * best, youngDalyMinutes(job));
@@ -433,18 +440,9 @@ int llama() {
     std::printf("\n");
     for (double R : restarts) {
       std::printf("%8.0f", R);
-      JobModel job;
-      job.gpus = gpus;
-      job.gpuMtbfHours = gpuMtbf;
-      job.wallHours = wall;
-      job.restartMinutes = R;
+      JobModel job = jobOf(gpus, R);
       job.shrink = true;
-      job.runs = 8;
-      for (double c : cadences) {
-        job.intervalMinutes = c;
-        const double e = simulateJob(job).effective;
-        std::printf(" %7.2f%c", 100 * e, e > 0.9 ? '*' : ' ');
-      }
+      printCadences(job);
       std::printf("\n");
     }
   }

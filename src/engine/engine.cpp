@@ -1,5 +1,6 @@
 #include "engine/engine.hpp"
 
+#include "algorithms/schedule_rules.hpp"
 #include "engine/wire_header.hpp"
 #include "errors.hpp"
 #include "kernels/reduce.hpp"
@@ -24,8 +25,6 @@ constexpr auto kPeerCheckEvery = std::chrono::milliseconds(100);
 const std::byte kZeros[kStreamAlign] = {};
 
 size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
-
-size_t stepCount(const Step& s) { return s.kind == StepKind::Send ? s.src.count : s.dst.count; }
 
 inline void cpuRelax() { __builtin_ia32_pause(); }
 
@@ -77,13 +76,13 @@ void Engine::submit(std::shared_ptr<OpState> op) {
   for (int i = 0; i < static_cast<int>(schedule.steps.size()); ++i) {
     const Step& step = schedule.steps[i];
     StepRef ref{op.get(), i};
-    if (step.kind == StepKind::Copy || step.kind == StepKind::Reduce) {
+    if (rules::isLocal(step)) {
       localSteps_.push_back(ref);
       continue;
     }
     // The op's first non-empty message each way to each peer carries the fingerprint.
     auto& mark = step.kind == StepKind::Send ? headerSentTo_ : headerFrom_;
-    if (stepCount(step) > 0 && mark[step.peer] != submitted_) {
+    if (rules::elementsOf(step) > 0 && mark[step.peer] != submitted_) {
       mark[step.peer] = submitted_;
       op->progress[i].withHeader = true;
     }
@@ -117,13 +116,10 @@ void Engine::returnScratch(OpState& op) {
 }
 
 size_t Engine::allowedElements(const OpState& op, int index) const {
-  const Step& step = op.schedule->steps[index];
-  size_t count = stepCount(step);
-  if (step.after < 0) return count;
-  const Step& producer = op.schedule->steps[step.after];
-  const auto& made = op.progress[step.after];
-  if (made.complete) return count;
-  return stepCount(producer) == count ? made.elements : 0;
+  const int after = op.schedule->steps[index].after;
+  if (after < 0) return rules::allowedElements(*op.schedule, index, 0, false);  // no `after`
+  return rules::allowedElements(*op.schedule, index, op.progress[after].elements,
+                                op.progress[after].complete);
 }
 
 static std::byte* resolve(const OpState& op, const Range& r) {
@@ -280,7 +276,8 @@ void Engine::completeStep(OpState& op, int index) {
 bool Engine::advance(StepRef ref) {
   const Step& step = ref.op->schedule->steps[ref.step];
   // An empty step moves no data but still keeps its place in the order.
-  if (stepCount(step) == 0 && step.after >= 0 && !ref.op->progress[step.after].complete)
+  const bool afterComplete = step.after >= 0 && ref.op->progress[step.after].complete;
+  if (rules::elementsOf(step) == 0 && !rules::emptyStepMayComplete(step, afterComplete))
     return false;
   switch (step.kind) {
     case StepKind::Send:

@@ -1,6 +1,7 @@
 #include "symbolic_checker.hpp"
 
 #include "algorithms/layout.hpp"
+#include "algorithms/schedule_rules.hpp"
 #include "symbolic_contents.hpp"
 
 #include <algorithm>
@@ -8,7 +9,8 @@
 namespace chorus::symbolic {
 namespace {
 
-bool local(const Step& s) { return s.kind == StepKind::Copy || s.kind == StepKind::Reduce; }
+using rules::elementsOf;
+using rules::isLocal;
 
 // What one send has streamed so far; positions count from the message's start.
 struct Message {
@@ -55,7 +57,7 @@ class Run {
         installments_(installments),
         late_(late),
         ranks_(nranks) {
-    std::vector<int> lastOf(2 * static_cast<size_t>(nranks), -1), touched;
+    rules::QueueOrder queues(nranks);
     for (int r = 0; r < nranks && error_.empty(); ++r) {
       RankRun& s = ranks_[r];
       s.schedule = build(r);
@@ -82,16 +84,13 @@ class Run {
         const Step& step = s.schedule.steps[i];
         if (!validate(r, i)) return;
         if (step.after >= 0) ++dependentCount[step.after];
-        if (local(step)) continue;
-        int& last = lastOf[2 * static_cast<size_t>(step.peer) + (step.kind == StepKind::Send)];
-        if (last < 0) touched.push_back(2 * step.peer + (step.kind == StepKind::Send));
-        s.prevInQueue[i] = last;
-        if (last >= 0) s.nextInQueue[last] = i;
-        last = i;
+        if (isLocal(step)) continue;
+        const int previous = queues.link(step, i).previous;
+        s.prevInQueue[i] = previous;
+        if (previous >= 0) s.nextInQueue[previous] = i;
         if (step.kind != StepKind::Send) s.recvPeers.push_back(step.peer);
       }
-      for (int index : touched) lastOf[index] = -1;
-      touched.clear();
+      queues.clear();
       s.dependentsBegin.assign(n + 1, 0);
       for (size_t i = 0; i < n; ++i)
         s.dependentsBegin[i + 1] = s.dependentsBegin[i] + dependentCount[i];
@@ -105,7 +104,7 @@ class Run {
       s.inbox.resize(s.recvPeers.size());
       for (int i = 0; i < static_cast<int>(n); ++i) {
         const Step& step = s.schedule.steps[i];
-        if (step.kind != StepKind::Send && !local(step) && s.prevInQueue[i] < 0)
+        if (step.kind != StepKind::Send && !isLocal(step) && s.prevInQueue[i] < 0)
           s.recvHead[link(s, step.peer)] = i;
       }
     }
@@ -185,7 +184,7 @@ class Run {
   static std::string describeStep(const Step& s) {
     static const char* kinds[] = {"send", "recv", "recvReduce", "copy", "reduce"};
     std::string text = kinds[static_cast<int>(s.kind)];
-    if (!local(s)) text += " peer " + std::to_string(s.peer);
+    if (!isLocal(s)) text += " peer " + std::to_string(s.peer);
     return text + ", " + std::to_string(elementsOf(s)) + " elements";
   }
 
@@ -223,7 +222,7 @@ class Run {
     RankRun& s = ranks_[r];
     const Step& step = s.schedule.steps[i];
     if (step.after < -1 || step.after >= i) return fail(r, i, "waits for a later step");
-    if (!local(step) && (step.peer < 0 || step.peer >= nranks_ || step.peer == r))
+    if (!isLocal(step) && (step.peer < 0 || step.peer >= nranks_ || step.peer == r))
       return fail(r, i, "bad peer " + std::to_string(step.peer));
     const bool reads = step.kind != StepKind::Recv, writes = step.kind != StepKind::Send;
     for (auto [uses, range] : {std::pair{reads, &step.src}, std::pair{writes, &step.dst}})
@@ -259,7 +258,7 @@ class Run {
     s.done[i] = 1;
     --s.stepsLeft;
     const Step& step = s.schedule.steps[i];
-    if (!local(step) && step.kind != StepKind::Send)
+    if (!isLocal(step) && step.kind != StepKind::Send)
       s.recvHead[link(s, step.peer)] = s.nextInQueue[i];
     if (s.nextInQueue[i] >= 0) notify(r, s.nextInQueue[i]);
   }
@@ -292,17 +291,16 @@ class Run {
     RankRun& s = ranks_[r];
     const Step& step = s.schedule.steps[i];
     if (s.done[i]) return;
-    if (!local(step) && s.prevInQueue[i] >= 0 && !s.done[s.prevInQueue[i]]) return;
-    const Step* producer = step.after >= 0 ? &s.schedule.steps[step.after] : nullptr;
-    const bool producerDone = producer && s.done[step.after];
+    if (!isLocal(step) && s.prevInQueue[i] >= 0 && !s.done[s.prevInQueue[i]]) return;
+    const bool afterDone = step.after >= 0 && s.done[step.after];
     const size_t total = elementsOf(step);
-    if (total == 0) {  // moves nothing, matches nothing, keeps its place (Engine::advance)
-      if (!producer || producerDone) progressed(r, i, 0);
+    if (total == 0) {  // moves nothing, matches nothing, keeps its place
+      if (rules::emptyStepMayComplete(step, afterDone)) progressed(r, i, 0);
       return;
     }
     const size_t from = s.progress[i];
-    const size_t limit =
-        allowedElements(step, producer, producer ? s.progress[step.after] : 0, producerDone);
+    const size_t limit = rules::allowedElements(
+        s.schedule, i, step.after >= 0 ? s.progress[step.after] : 0, afterDone);
     if (limit <= from) return;
     size_t to = limit;
     switch (step.kind) {

@@ -40,9 +40,12 @@ void hellos(const uint8_t* data, size_t size, bool structured, int nranks,
     if (structured) {
       for (size_t at = 0; at + 4 <= size; at += 4) {
         const uint8_t* f = data + at;
-        Hello h{kHelloMagic, int8_t(f[0]) % (nranks + 1), int8_t(f[1]) % 9,
+        Hello h{kHelloMagic,
+                int8_t(f[0]) % (nranks + 1),
+                int8_t(f[1]) % 9,
                 f[2] % 2 ? config.streams * (1 + f[2] % 5) : int8_t(f[2]),
-                f[3] % 4 ? nranks : f[3], f[3] % 8 ? config.block : f[3]};
+                f[3] % 4 ? nranks : f[3],
+                f[3] % 8 ? config.block : f[3]};
         offer(h);
       }
     } else {

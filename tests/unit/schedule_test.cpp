@@ -122,9 +122,7 @@ TEST(Schedule, BytesPerRankAsDocumented) {
     const Algorithm& sag = *findAlgorithm(Collective::Broadcast, "scatter_allgather");
     for (int root : {0, n - 1}) {
       for (int r = 0; r < n; ++r) {
-        const size_t expected = r == root                 ? 2 * (n - 1) * m
-                                : (r + 1) % n == root ? 0
-                                                          : (n - 1) * m;
+        const size_t expected = r == root ? 2 * (n - 1) * m : (r + 1) % n == root ? 0 : (n - 1) * m;
         EXPECT_EQ(sentBy(sag, r, n, n * m, root), expected)
             << "p=" << n << " root " << root << " rank " << r;
       }

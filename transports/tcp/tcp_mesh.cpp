@@ -142,8 +142,8 @@ void acceptFromLower(std::vector<net::Socket>& listeners, security::Bytes key,
         drop = status == Status::Refused;
         if (status == Status::Accepted) {
           auto hello = decodeHello(p.auth.context());
-          if (net::Socket* slot = hello ? slotFor(*hello, ctx.rank, ctx.nranks, config, mesh)
-                                        : nullptr) {
+          if (net::Socket* slot =
+                  hello ? slotFor(*hello, ctx.rank, ctx.nranks, config, mesh) : nullptr) {
             tune(p.socket, config);
             *slot = std::move(p.socket);
           }

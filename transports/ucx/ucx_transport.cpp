@@ -47,7 +47,8 @@ class UcxTransport final : public Transport {
     channels_.resize(nranks_);
     if (nranks_ == 1) return;
     if (ctx.store == nullptr) throwInvalid("ucx: no store to rendezvous through");
-    ctx.store->set("ucx/" + std::to_string(rank_), ucx::encodeRecord(settings(), worker_.address()));
+    ctx.store->set("ucx/" + std::to_string(rank_),
+                   ucx::encodeRecord(settings(), worker_.address()));
     try {
       for (int p = 0; p < nranks_; ++p) {
         if (p == rank_) continue;

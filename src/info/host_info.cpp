@@ -42,7 +42,7 @@ namespace {
 std::vector<Feature> buildOptions() {
   return {
       {"cuda", CHORUS_BUILT_WITH_CUDA != 0,
-       CHORUS_BUILT_WITH_CUDA ? "nvcc found at configure time"
+       CHORUS_BUILT_WITH_CUDA ? "nvcc found at configure time; no CUDA code built yet"
                               : "no CUDA compiler at configure time"},
       {"verbs", kVerbs, kVerbs ? "ib transport built" : "libibverbs-dev missing at configure time"},
       {"ucx", kUcx, kUcx ? "ucx transport built" : "libucx-dev missing at configure time"},

@@ -21,11 +21,13 @@ struct Fabric {
   int gpusPerNode = 8;
   // Within a node: every GPU has NVLink to a switch at this rate per direction (GB/s).
   double nvlinkGBps = 450;
-  double nvlinkLatencyUs = 1.9;  // NCCL's per NVLink hop (LL128), design/facts.md
+  // NCCL's latency per NVLink hop for LL128 (NVIDIA/nccl src/graph/tuning.cc: 0.6 / 1.9 /
+  // 3.4 us for LL / LL128 / Simple).
+  double nvlinkLatencyUs = 1.9;
   double pcieGBps = 64;          // GPU <-> its NIC (PCIe Gen5 x16), per direction
   int nicsPerNode = 8;
   double nicGbps = 400;       // per NIC per direction
-  double nicLatencyUs = 4;    // per message through NICs (NCCL's network hop, LL128)
+  double nicLatencyUs = 4;    // per message through NICs (NCCL's network hop, LL128, tuning.cc)
   double hopLatencyUs = 0.5;  // per switch on the path
   bool rails = true;          // NIC i of every node of a leaf group on leaf switch i
   int leafNodes = 32;         // nodes under one leaf group

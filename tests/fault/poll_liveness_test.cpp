@@ -1,6 +1,6 @@
 // chorus_poll_liveness_test: a program that only polls (as NCCL's non-blocking users and
 // PyTorch do) must see a dead or stopped peer as an error, not InProgress forever.
-//   chorus_poll_liveness_test --transport shm|tcp|ucx [--fault kill|stop] [--ranks 4]
+//   chorus_poll_liveness_test --transport shm|tcp|ucx|ib [--fault kill|stop] [--ranks 4]
 //                             [--victim 1] [--timeout-s 5]
 // Every rank runs one all-reduce to completion by polling and checks its result; then the
 // victim SIGKILLs (or SIGSTOPs) itself and the others start a large all-reduce and poll it,

@@ -29,9 +29,10 @@ target_link_libraries(chorus_send_then_away_test PRIVATE chorus)
 target_compile_options(chorus_send_then_away_test PRIVATE -Wall -Wextra)
 
 # Every collective x type x op x count x in-place at 1..4 ranks, --quick at 5 and 8.
+set(CHORUS_MP_FULL_RANKS_UCX 4 CACHE STRING "Largest rank count that runs the full ucx case list")
 foreach(_n 1 2 3 4 5 8)
   set(_quick)
-  if(_n GREATER 4)
+  if(_n GREATER CHORUS_MP_FULL_RANKS_UCX)
     set(_quick --quick)
   endif()
   chorus_ucx_test(ucx.collectives.np${_n} 300 ${_run} -n ${_n} --timeout 280 ${_ucx_coll} ${_quick})

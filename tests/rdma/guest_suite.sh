@@ -2,7 +2,8 @@
 # The verbs suite, run inside the Soft-RoCE guest by softroce.sh (cwd /mnt, the writable
 # share). /mnt/env sets BUILD (the host build directory) and SUITE:
 #   test  every collective over ib with 2, 3 and 4 ranks, 4 QPs per connection, a killed
-#         rank, the registration cache and a QP failure (chorus_ib_verbs_test);
+#         rank, the registration cache and a QP failure (chorus_ib_verbs_test), a killed
+#         and a stopped peer seen by a program that only polls;
 #   perf  chorus-perf over ib next to ib_write_bw in the same guest (perf/rdma_vs_raw.sh).
 # Prints one PASS/FAIL line per part; exits non-zero if any part failed.
 . /mnt/env
@@ -52,6 +53,12 @@ done
 part collectives.np2.qps4 400 env CHORUS_IB_QPS_PER_CONNECTION=4 CHORUS_IB_BLOCK=16K "$RUN" -n 2 --timeout 380 "$COLL" --transport ib --quick
 part kill.np3.victim1 90 "$BUILD/tests/multiproc/chorus_kill_test" --transport ib --ranks 3 \
   --victim 1 --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40
+# A program that only polls (non-blocking C API, Work::test, asyncError) sees the killed
+# and the stopped peer named within CHORUS_TIMEOUT over ib too (IbTransport::checkPeers).
+for f in kill stop; do
+  part "poll.$f.np3.victim1" 90 "$BUILD/tests/fault/chorus_poll_liveness_test" --transport ib \
+    --fault $f --ranks 3 --victim 1 --timeout-s 5
+done
 t_end=$(date +%s.%N)
 echo "guest suite: $(awk "BEGIN{printf \"%.0f\", $t_end-$t_start}") s, status $status"
 exit $status

@@ -97,6 +97,39 @@ TEST(Schedule, StepsAndBytesMatchTheFormulas) {
   }
 }
 
+// The bytes per rank that docs/algorithms.md states, rank by rank, at power-of-two and
+// other p (counts that split evenly, so the numbers are exact).
+size_t sentBy(const Algorithm& algorithm, int rank, int nranks, size_t count, int root = 0) {
+  size_t elements = 0;
+  for (const Step& s : algorithm.build({algorithm.collective, rank, nranks, count, root}).steps)
+    if (s.kind == StepKind::Send) elements += s.src.count;
+  return elements;
+}
+
+TEST(Schedule, BytesPerRankAsDocumented) {
+  const size_t m = 1000;  // elements per rank's block
+  for (int n : {2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17}) {
+    const int pof2 = 1 << log2Floor(n), extra = n - pof2;
+    // rhd reduce-scatter, S = n m (the whole input): a paired odd rank (odd, among the
+    // first 2e) sends all of S, every other rank (p-1)/p S.
+    const Algorithm& rh = *findAlgorithm(Collective::ReduceScatter, "rhd");
+    for (int r = 0; r < n; ++r) {
+      const bool pairedOdd = r < 2 * extra && r % 2 == 1;
+      EXPECT_EQ(sentBy(rh, r, n, m), pairedOdd ? n * m : (n - 1) * m) << "p=" << n << " rank " << r;
+    }
+    // scatter + all-gather broadcast, S = n m: the root 2(p-1)/p S, the rank before the
+    // root nothing, every other rank (p-1)/p S.
+    const Algorithm& sag = *findAlgorithm(Collective::Broadcast, "scatter_allgather");
+    for (int root : {0, n - 1}) {
+      for (int r = 0; r < n; ++r) {
+        const size_t expected = r == root ? 2 * (n - 1) * m : (r + 1) % n == root ? 0 : (n - 1) * m;
+        EXPECT_EQ(sentBy(sag, r, n, n * m, root), expected)
+            << "p=" << n << " root " << root << " rank " << r;
+      }
+    }
+  }
+}
+
 // `CHORUS_SCHEDULE_TABLE=1 chorus_unit_tests --gtest_filter=*Table*` prints the table in
 // docs/algorithms.md: messages and elements sent by the busiest rank.
 TEST(Schedule, Table) {

@@ -124,6 +124,19 @@ class IbTransport final : public Transport {
     throwIfFailed();
   }
 
+  // The engine's peer check, from polling and waiting alike: a program that only polls
+  // never reaches wait(), so the device's asynchronous events (QP fatal, port or device
+  // down) are read here too (the fd is non-blocking) and marked on the channels they
+  // break. A marked channel fails its next send or receive, and the engine then looks for
+  // the cause (the store's deaths, the chain of waits) before it names a peer: a broken
+  // connection is not by itself a peer's death, so nothing is thrown here. Deaths come
+  // from the store's watch, as for tcp and ucx.
+  void checkPeers() override {
+    if (!device_) return;
+    device_->drainAsyncEvents();
+    markAsyncFailures();
+  }
+
  private:
   static std::string key(int from, int to) {
     return "ib/" + std::to_string(from) + "/" + std::to_string(to);
@@ -144,15 +157,19 @@ class IbTransport final : public Transport {
   // A broken connection fails the communicator now, not only when the engine next
   // touches that peer: the QP cannot carry anything any more.
   void throwIfFailed() {
+    markAsyncFailures();
+    for (int p = 0; p < nranks_; ++p) {
+      if (channels_[p] && !channels_[p]->failure().empty())
+        throw PeerError(p, channels_[p]->failure());
+    }
+  }
+
+  void markAsyncFailures() {
     if (device_ && device_->asyncGeneration() != asyncSeen_) {
       asyncSeen_ = device_->asyncGeneration();
       for (auto& c : channels_) {
         if (c) c->checkAsyncFailures();
       }
-    }
-    for (int p = 0; p < nranks_; ++p) {
-      if (channels_[p] && !channels_[p]->failure().empty())
-        throw PeerError(p, channels_[p]->failure());
     }
   }
 

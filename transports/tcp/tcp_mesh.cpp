@@ -7,6 +7,7 @@
 #include "settings/settings.hpp"
 #include "store/store.hpp"
 #include "transports/tcp/tcp_connect.hpp"
+#include "transports/tcp/tcp_hello.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -19,20 +20,6 @@
 
 namespace chorus::tcp {
 namespace {
-
-constexpr uint64_t kMagic = 0x3170637453524843ull;  // "CHRStcp1"
-
-// The context of every connection's handshake (security/handshake.hpp), keyed by the
-// acceptor's random key, known only through the job's store. Carries the striping
-// parameters so that ranks started with different settings fail loudly, not silently.
-struct Hello {
-  uint64_t magic;
-  int32_t rank;
-  int32_t stream;
-  int32_t streams;
-  int32_t nranks;
-  uint64_t block;
-};
 
 size_t roundUp8(size_t n) { return (n + 7) & ~size_t{7}; }
 
@@ -49,34 +36,6 @@ void tune(net::Socket& socket, const TcpConfig& config) {
     ::setsockopt(socket.fd(), SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
   }
   socket.setNonBlocking(true);
-}
-
-net::SocketAddress parseAddress(const std::string& text) {
-  auto colon = text.rfind(':');
-  if (colon == std::string::npos) throwInvalid("tcp: bad address '" + text + "' in the store");
-  return net::SocketAddress::parse(text.substr(0, colon),
-                                   static_cast<uint16_t>(std::stoul(text.substr(colon + 1))));
-}
-
-// A rank's listening NICs as published under "tcp/<rank>/nics":
-// "rail0=10.77.0.1:4000,rail1=10.77.1.1:4001" ("tcp/<rank>" keeps the first address).
-struct Nic {
-  std::string name;
-  std::string address;  // host:port
-};
-
-std::vector<Nic> parseNics(const std::string& text) {
-  std::vector<Nic> nics;
-  for (size_t begin = 0; begin < text.size();) {
-    size_t end = std::min(text.find(',', begin), text.size());
-    std::string item = text.substr(begin, end - begin);
-    size_t eq = item.find('=');
-    if (eq == std::string::npos) throwInvalid("tcp: bad address list '" + text + "' in the store");
-    nics.push_back({item.substr(0, eq), item.substr(eq + 1)});
-    begin = end + 1;
-  }
-  if (nics.empty()) throwInvalid("tcp: empty address list in the store");
-  return nics;
 }
 
 std::vector<Nic> peerNics(const TransportContext& ctx, int peer) {
@@ -117,9 +76,8 @@ std::vector<net::Socket> connectTo(const TransportContext& ctx, const TcpConfig&
       // One NIC: routing chooses, as before; several: leave through this one.
       auto socket =
           connectFrom(parseAddress(text), local.size() > 1 ? &from.address : nullptr, ctx.deadline);
-      Hello hello{kMagic, ctx.rank, s, count, ctx.nranks, config.block};
-      auth.emplace_back(socket, security::asBytes(key),
-                        security::asBytes(std::as_bytes(std::span(&hello, 1))), ctx.deadline);
+      auto hello = encodeHello({kHelloMagic, ctx.rank, s, count, ctx.nranks, config.block});
+      auth.emplace_back(socket, security::asBytes(key), hello, ctx.deadline);
       tune(socket, config);
       sockets.push_back(std::move(socket));
     } catch (const Error& e) {
@@ -135,31 +93,6 @@ struct Pending {
   net::Socket socket;
   security::AcceptedConnection auth;
 };
-
-// Checks a complete hello; returns the slot it fills or nullptr to drop the connection.
-net::Socket* slotFor(const Hello& h, const TransportContext& ctx, const TcpConfig& config,
-                     std::vector<std::vector<net::Socket>>& mesh) {
-  if (h.magic != kMagic || h.rank < 0 || h.rank >= ctx.rank || h.stream < 0) return nullptr;
-  // Connections for this pair: config.streams per NIC of the side with more NICs, as
-  // the connecting side counted them; its first hello sizes the slots.
-  auto& slots = mesh[h.rank];
-  const bool sane = h.streams >= config.streams && h.streams <= 64 * config.streams &&
-                    h.streams % config.streams == 0;
-  if (slots.empty() && sane) slots.resize(static_cast<size_t>(h.streams));
-  const int expected = static_cast<int>(slots.size());
-  if (h.streams != expected || h.block != config.block || h.nranks != ctx.nranks) {
-    throw Error(Result::InvalidUsage,
-                "tcp: rank " + std::to_string(h.rank) + " uses nranks=" + std::to_string(h.nranks) +
-                    " CHORUS_TCP_STREAMS=" + std::to_string(h.streams) +
-                    " CHORUS_TCP_BLOCK=" + std::to_string(h.block) + " but rank " +
-                    std::to_string(ctx.rank) + " uses " + std::to_string(ctx.nranks) + ", " +
-                    std::to_string(expected ? expected : config.streams) + ", " +
-                    std::to_string(config.block) + " (connections: CHORUS_TCP_STREAMS per NIC)");
-  }
-  if (h.stream >= expected) return nullptr;
-  auto& slot = mesh[h.rank][h.stream];
-  return slot ? nullptr : &slot;  // a duplicate is dropped, the first one stays
-}
 
 // Accepts the connections of every lower rank on any of our listeners (one per NIC);
 // each rank's first hello says how many it opens. Strangers, garbage and duplicates are
@@ -208,10 +141,9 @@ void acceptFromLower(std::vector<net::Socket>& listeners, security::Bytes key,
         auto status = p.auth.step(p.socket.fd());
         drop = status == Status::Refused;
         if (status == Status::Accepted) {
-          Hello hello{};
-          auto context = p.auth.context();
-          if (context.size() == sizeof(hello)) std::memcpy(&hello, context.data(), sizeof(hello));
-          if (net::Socket* slot = slotFor(hello, ctx, config, mesh)) {
+          auto hello = decodeHello(p.auth.context());
+          if (net::Socket* slot =
+                  hello ? slotFor(*hello, ctx.rank, ctx.nranks, config, mesh) : nullptr) {
             tune(p.socket, config);
             *slot = std::move(p.socket);
           }

@@ -8,6 +8,7 @@
 #include "transports/transport.hpp"
 #include "transports/ucx/ucx_channel.hpp"
 #include "transports/ucx/ucx_progress.hpp"
+#include "transports/ucx/ucx_record.hpp"
 #include "transports/ucx/ucx_resources.hpp"
 
 #include <poll.h>
@@ -24,22 +25,10 @@
 namespace chorus {
 namespace {
 
-constexpr uint64_t kMagic = 0x3178637553524843ull;  // "CHRSucx1"
 constexpr int kMaxRanks = 1 << 23;                  // the rank field of a tag
 // Sleeps are cut into slices this long, as insurance against a missed wake-up.
 constexpr auto kWaitSlice = std::chrono::milliseconds(10);
 constexpr auto kCloseTime = std::chrono::seconds(2);
-
-// Published next to the worker address, so that ranks started with different settings
-// fail loudly instead of truncating blocks.
-struct Hello {
-  uint64_t magic;
-  uint64_t block;
-  int32_t window;
-  int32_t nranks;
-  int32_t peerErrors;
-  int32_t unused;
-};
 
 class UcxTransport final : public Transport {
  public:
@@ -58,10 +47,8 @@ class UcxTransport final : public Transport {
     channels_.resize(nranks_);
     if (nranks_ == 1) return;
     if (ctx.store == nullptr) throwInvalid("ucx: no store to rendezvous through");
-    Hello hello{kMagic, config_.block, config_.window, nranks_, config_.peerErrors, 0};
-    std::string published(reinterpret_cast<const char*>(&hello), sizeof(hello));
-    published += worker_.address();
-    ctx.store->set("ucx/" + std::to_string(rank_), std::as_bytes(std::span(published)));
+    ctx.store->set("ucx/" + std::to_string(rank_),
+                   ucx::encodeRecord(settings(), worker_.address()));
     try {
       for (int p = 0; p < nranks_; ++p) {
         if (p == rank_) continue;
@@ -124,23 +111,11 @@ class UcxTransport final : public Transport {
                                 " got no worker address from rank " + std::to_string(peer) +
                                 " (never started?): " + e.what());
     }
-    Hello h{};
-    if (value.size() > sizeof(h)) std::memcpy(&h, value.data(), sizeof(h));
-    if (h.magic != kMagic)
-      throw Error(Result::InternalError,
-                  "ucx: bad worker address from rank " + std::to_string(peer));
-    auto describe = [](int n, uint64_t block, int window, bool peerErrors) {
-      return "nranks=" + std::to_string(n) + " CHORUS_UCX_BLOCK=" + std::to_string(block) +
-             " CHORUS_UCX_WINDOW=" + std::to_string(window) +
-             " CHORUS_UCX_ERR_MODE=" + (peerErrors ? "peer" : "none");
-    };
-    std::string theirs = describe(h.nranks, h.block, h.window, h.peerErrors != 0);
-    std::string ours = describe(nranks_, config_.block, config_.window, config_.peerErrors);
-    if (theirs != ours)
-      throw Error(Result::InvalidUsage, "ucx: rank " + std::to_string(peer) + " uses " + theirs +
-                                            " but rank " + std::to_string(rank_) + " uses " + ours);
-    return std::string(reinterpret_cast<const char*>(value.data()) + sizeof(h),
-                       value.size() - sizeof(h));
+    return ucx::decodeRecord(value, peer, rank_, settings());
+  }
+
+  ucx::RecordSettings settings() const {
+    return {config_.block, config_.window, nranks_, config_.peerErrors};
   }
 
   void sleep(Deadline until) {

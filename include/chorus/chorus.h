@@ -30,7 +30,8 @@ typedef struct chorusComm* chorusComm_t;
 typedef struct {
   int blocking; /* 1 (default): calls wait; 0: calls return chorusInProgress */
 } chorusConfig_t;
-#define CHORUS_CONFIG_INITIALIZER {1}
+#define CHORUS_CONFIG_INITIALIZER \
+  { 1 }
 
 chorusResult_t chorusGetVersion(int* version);
 /* Starts the rendezvous store in the calling process and fills *uniqueId. */
@@ -90,8 +91,7 @@ chorusResult_t chorusAllGatherV(const void* sendbuff, void* recvbuff, const size
 /* sendbuff holds the sum of counts packed in rank order; rank r receives the reduction of
  * block r (counts[r] elements). */
 chorusResult_t chorusReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* counts,
-                                    chorusDataType_t datatype, chorusRedOp_t op,
-                                    chorusComm_t comm);
+                                    chorusDataType_t datatype, chorusRedOp_t op, chorusComm_t comm);
 /* Returns once every rank of comm has called it. */
 chorusResult_t chorusBarrier(chorusComm_t comm);
 

@@ -205,17 +205,17 @@ chorusResult_t chorusScatter(const void* sendbuff, void* recvbuff, size_t recvco
 chorusResult_t chorusAllGatherV(const void* sendbuff, void* recvbuff, const size_t* counts,
                                 chorusDataType_t datatype, chorusComm_t comm) {
   if (!counts) return invalid("chorusAllGatherV: counts is null");
-  CHORUS_BLOCKING(comm, allGatherV(sendbuff, recvbuff,
-                                   std::span<const size_t>(counts, comm->comm.size()),
-                                   typeOf(datatype)));
+  CHORUS_BLOCKING(comm,
+                  allGatherV(sendbuff, recvbuff, std::span<const size_t>(counts, comm->comm.size()),
+                             typeOf(datatype)));
 }
 chorusResult_t chorusReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* counts,
                                     chorusDataType_t datatype, chorusRedOp_t op,
                                     chorusComm_t comm) {
   if (!counts) return invalid("chorusReduceScatterV: counts is null");
-  CHORUS_BLOCKING(comm, reduceScatterV(sendbuff, recvbuff,
-                                       std::span<const size_t>(counts, comm->comm.size()),
-                                       typeOf(datatype), opOf(op)));
+  CHORUS_BLOCKING(
+      comm, reduceScatterV(sendbuff, recvbuff, std::span<const size_t>(counts, comm->comm.size()),
+                           typeOf(datatype), opOf(op)));
 }
 chorusResult_t chorusBarrier(chorusComm_t comm) { CHORUS_BLOCKING(comm, barrier()); }
 
@@ -246,8 +246,8 @@ chorusResult_t chorusCommSplit(chorusComm_t comm, int color, int key, chorusComm
   return guarded(comm, [&] {
     chorus::Communicator part = comm->comm.split(color, key);
     if (part)
-      *newcomm = new chorusComm{std::move(part), {},
-                                config ? config->blocking != 0 : comm->blocking};
+      *newcomm =
+          new chorusComm{std::move(part), {}, config ? config->blocking != 0 : comm->blocking};
   });
 }
 

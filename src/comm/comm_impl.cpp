@@ -23,12 +23,13 @@ namespace chorus::detail {
 namespace {
 
 // Several communicators may share one store: each gets its own key prefix, numbered in
-// creation order (the same on every rank).
-std::string nextPrefix(const security::JobSecret& secret) {
+// creation order (the same on every rank). Counted per rank of the job (the rank the
+// store knows), as several ranks may live in one process (initAll).
+std::string nextPrefix(const security::JobSecret& secret, int jobRank) {
   static std::mutex mutex;
-  static std::map<security::JobSecret, int> created;
+  static std::map<std::pair<security::JobSecret, int>, int> created;
   std::lock_guard lock(mutex);
-  return "comm" + std::to_string(created[secret]++) + "/";
+  return "comm" + std::to_string(created[{secret, jobRank}]++) + "/";
 }
 
 // Cores this process may run on (taskset, cgroup cpusets), not the machine's total.
@@ -133,8 +134,9 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     // processes by their parent ranks, and reports deaths under those (mapped below).
     c->storeClient_ = std::make_unique<TcpStoreClient>(rendezvous.store, rendezvous.secret,
                                                        parent ? -1 : rank, deadline);
-    c->prefix_ =
-        parent && !parent->prefix.empty() ? parent->prefix : nextPrefix(rendezvous.secret);
+    c->prefix_ = parent && !parent->prefix.empty()
+                     ? parent->prefix
+                     : nextPrefix(rendezvous.secret, parent ? parent->ranks[rank] : rank);
     c->store_ = std::make_unique<PrefixStore>(*c->storeClient_, c->prefix_);
   }
   Store& store = *c->store_;
@@ -189,7 +191,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     }
   };
   if (!client) config.checkPeers = nullptr;  // createOnStore: the store reports no deaths
-  CommImpl* self = c.get();  // the engine dies before the communicator
+  CommImpl* self = c.get();                  // the engine dies before the communicator
   config.onFailure = [self](const std::string& cause) { self->reportFailure(cause); };
   config.lastWords = [self](int peer) { return self->reportedFailure(peer); };
   config.diagnose = [self](const std::string& mine, const std::vector<int>& peers) {
@@ -227,7 +229,7 @@ CommImpl::~CommImpl() {
       for (int dead : storeClient_->deadRanks())
         someoneDied |=
             parentRanks_.empty() || std::count(parentRanks_.begin(), parentRanks_.end(), dead);
-    if (ready_ && !someoneDied) {
+    if (ready_ && !someoneDied && !ranksInThisProcess_) {
       if (engine_->failed()) {
         if (store_->add("destroy", 1) == nranks_) store_->set("destroy/done", {});
       } else {

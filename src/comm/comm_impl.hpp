@@ -44,6 +44,9 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   // every survivor calls it with the same list. Works on a failed communicator.
   std::shared_ptr<CommImpl> shrink(std::span<const int> exclude);
   ~CommImpl();
+  // Every rank lives in this process (initAll): destruction skips the barrier with the
+  // others, so that one thread may destroy them one after another.
+  void setRanksInThisProcess() { ranksInThisProcess_ = true; }
 
   int rank() const { return rank_; }
   int size() const { return nranks_; }
@@ -106,9 +109,9 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   Options options_;
   std::unique_ptr<TcpStoreClient> storeClient_;
   std::shared_ptr<Store> externalStore_;  // createOnStore: the caller's store
-  std::unique_ptr<Store> store_;  // scoped to this communicator
-  std::string prefix_;            // store_'s key prefix
-  uint64_t splits_ = 0;           // split() calls so far (names the children's prefixes)
+  std::unique_ptr<Store> store_;          // scoped to this communicator
+  std::string prefix_;                    // store_'s key prefix
+  uint64_t splits_ = 0;                   // split() calls so far (names the children's prefixes)
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Engine> engine_;
   AlgorithmChoice algorithms_;
@@ -117,6 +120,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   uint64_t nextSequence_ = 0;
   bool ready_ = false;  // every rank finished creation
   bool reportedToLauncher_ = false;
+  bool ranksInThisProcess_ = false;
   int launchRank_ = 0;  // this process's rank in the job (CHORUS_RANK), for report files
   std::map<std::tuple<const Algorithm*, size_t, int>, std::shared_ptr<const Schedule>> schedules_;
 };

@@ -45,6 +45,7 @@ std::vector<Communicator> Communicator::initAll(int nranks, const Options& optio
   for (auto& t : threads) t.join();
   for (auto& f : failures)
     if (f) std::rethrow_exception(f);
+  for (auto& c : comms) c.impl_->setRanksInThisProcess();
   return comms;
 }
 

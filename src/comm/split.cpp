@@ -33,7 +33,8 @@ std::shared_ptr<CommImpl> CommImpl::split(int color, int key) {
       static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
   // Children name their store keys after the parent's, the split and the color, so that
   // every color's ranks meet only each other and later splits never collide.
-  Parent parent{{}, hostedStore_,
+  Parent parent{{},
+                hostedStore_,
                 prefix_ + "split" + std::to_string(round) + "/" + std::to_string(color) + "/"};
   for (int r : members)  // the store knows processes by their first communicator's ranks
     parent.ranks.push_back(parentRanks_.empty() ? r : parentRanks_[r]);

@@ -22,6 +22,7 @@ struct GroupState {
   int depth = 0;
   std::vector<QueuedCall> calls;
   std::vector<std::function<ncclResult_t()>> inits;
+  std::vector<ncclComm_t*> created;
 };
 thread_local GroupState group;
 
@@ -107,7 +108,16 @@ ncclResult_t enqueue(ncclComm_t comm, const char* what, Launch launch) {
   return finish(calls, what);
 }
 
-void enqueueInit(std::function<ncclResult_t()> init) { group.inits.push_back(std::move(init)); }
+void enqueueInit(ncclComm_t* out, std::function<ncclResult_t()> init) {
+  group.inits.push_back(std::move(init));
+  group.created.push_back(out);
+}
+
+void formClique(ncclComm_t* comms, size_t count) {
+  auto clique = std::make_shared<Clique>();
+  clique->members = count;
+  for (size_t i = 0; i < count; ++i) comms[i]->clique = clique;
+}
 
 }  // namespace chorus::nccl
 
@@ -124,6 +134,7 @@ NCCL_API(ncclResult_t, ncclGroupEnd, void) {
   if (--group.depth > 0) return ncclSuccess;
   auto calls = std::move(group.calls);
   auto inits = std::move(group.inits);
+  auto created = std::move(group.created);
   group = GroupState{};
   if (!calls.empty() && !inits.empty())
     return setError(nullptr, ncclInvalidUsage,
@@ -138,6 +149,11 @@ NCCL_API(ncclResult_t, ncclGroupEnd, void) {
     for (auto& t : threads) t.join();
     for (ncclResult_t r : results)
       if (r != ncclSuccess) return r;
+    if (created.size() > 1) {  // ranks of one clique in this process
+      std::vector<ncclComm_t> comms;
+      for (ncclComm_t* c : created) comms.push_back(*c);
+      formClique(comms.data(), comms.size());
+    }
     return ncclSuccess;
   }
   std::vector<InFlight> launched;

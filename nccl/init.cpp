@@ -1,5 +1,6 @@
 // Communicators: creation (one rank, a clique in one process, non-blocking), split,
 // finalize, destroy, abort, and what they say about themselves.
+#include "bootstrap/bootstrap.hpp"
 #include "nccl/nccl_comm.hpp"
 
 #include <algorithm>
@@ -66,7 +67,7 @@ ncclResult_t initRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int ran
   const UniqueId id = fromNccl(commId);
   if (inGroup()) {  // created at the group's end, beside the group's other creations
     choice.blocking = true;
-    enqueueInit([=] { return create(comm, nranks, id, rank, choice, what); });
+    enqueueInit(comm, [=] { return create(comm, nranks, id, rank, choice, what); });
     return ncclSuccess;
   }
   return create(comm, nranks, id, rank, choice, what);
@@ -143,7 +144,7 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
                     "ncclCommInitAll: needs a comm array and ndev >= 1, got ndev " +
                         std::to_string(ndev));
   UniqueId id;
-  if (ncclResult_t r = guarded(nullptr, "ncclCommInitAll", [&] { id = getUniqueId(); });
+  if (ncclResult_t r = guarded(nullptr, "ncclCommInitAll", [&] { id = freshUniqueId(); });
       r != ncclSuccess)
     return r;
   // devlist names CUDA devices; on host memory every rank is a thread of this process.
@@ -166,6 +167,7 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
     }
     return setError(nullptr, results[i], "rank " + std::to_string(i) + ": " + errors[i]);
   }
+  formClique(comms, static_cast<size_t>(ndev));
   return ncclSuccess;
 }
 
@@ -200,7 +202,7 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
         members.push_back(i);
       }
     UniqueId id;
-    if (leader == me) id = getUniqueId();
+    if (leader == me) id = freshUniqueId();  // not NCCL_COMM_ID's: that one is taken
     ids.resize(id.bytes.size() * n);
     parent->allGather(id.bytes.data(), ids.data(), id.bytes.size(), DataType::Int8).wait();
     std::stable_sort(members.begin(), members.end(),
@@ -233,17 +235,42 @@ NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   return r != ncclSuccess ? r : state;
 }
 
+namespace {
+
+void release(ncclComm_t comm) {
+  drainPending(comm);
+  delete comm;  // the communicator's destruction waits for its peers (with a deadline)
+}
+
+// Destroys comm, or, for a member of a clique, waits until every member is destroyed and
+// then releases them all at once: one thread could not release them one after another.
+void destroy(ncclComm_t comm) {
+  if (comm->initThread.joinable()) comm->initThread.join();
+  std::shared_ptr<Clique> clique = comm->clique;
+  if (!clique) return release(comm);
+  std::vector<ncclComm_t> all;
+  {
+    std::lock_guard lock(clique->mutex);
+    clique->destroyed.push_back(comm);
+    if (clique->destroyed.size() < clique->members) return;
+    all = std::move(clique->destroyed);
+  }
+  std::vector<std::thread> threads;
+  for (ncclComm_t c : all) threads.emplace_back([c] { release(c); });
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace
+
 NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   if (!comm) return setError(nullptr, ncclInvalidArgument, "ncclCommDestroy: comm is null");
-  if (comm->initThread.joinable()) comm->initThread.join();
-  drainPending(comm);
-  delete comm;
+  destroy(comm);
   return ncclSuccess;
 }
 
 NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (!comm) return setError(nullptr, ncclInvalidArgument, "ncclCommAbort: comm is null");
-  if (comm->initThread.joinable()) comm->initThread.join();
+  if (comm->initThread.joinable()) comm->initThread.join();  // creation cannot be cut short
   if (comm->comm) comm->comm.abort();  // thread-safe: a wait elsewhere returns in ~100 ms
   // Another thread may still be inside a call on comm: let it leave before freeing.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -253,8 +280,7 @@ NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
     return setError(nullptr, ncclInternalError,
                     "ncclCommAbort: another thread stayed inside a call on this communicator for "
                     "30 s after the abort; the communicator is aborted but not freed");
-  drainPending(comm);
-  delete comm;
+  destroy(comm);
   return ncclSuccess;
 }
 

@@ -46,6 +46,15 @@ struct InFlight {
 // again), then forgets them. Before destroying a communicator.
 void drainPending(ncclComm_t comm);
 
+// Communicators of one clique made in this process (ncclCommInitAll, or creations grouped
+// in one thread). Destroying one waits for its peers, so they are destroyed together,
+// each on its own thread, when the last of them is destroyed.
+struct Clique {
+  std::mutex mutex;
+  size_t members = 0;
+  std::vector<ncclComm_t> destroyed;
+};
+
 }  // namespace chorus::nccl
 
 struct ncclComm {
@@ -62,6 +71,7 @@ struct ncclComm {
   std::vector<std::optional<chorus::nccl::PreMulOp>> preMulOps;
   std::atomic<int> activeCalls{0};  // threads inside a call on this comm (for abort)
   bool finalized = false;
+  std::shared_ptr<chorus::nccl::Clique> clique;  // set when created beside its peers
   // Waits for a non-blocking creation to end; throws its error.
   chorus::Communicator& ready();
 };
@@ -105,8 +115,11 @@ ncclResult_t enqueue(ncclComm_t comm, const char* what, Launch launch);
 // Drives every Work of `calls` to completion (several communicators round-robin).
 void complete(std::vector<InFlight>& calls);
 bool inGroup();
-// Queues a communicator creation for the group's end (ncclCommInitRank inside a group).
-void enqueueInit(std::function<ncclResult_t()> init);
+// Queues a communicator creation for the group's end (ncclCommInitRank inside a group);
+// `out` is where it lands.
+void enqueueInit(ncclComm_t* out, std::function<ncclResult_t()> init);
+// Makes the communicators one clique (see Clique).
+void formClique(ncclComm_t* comms, size_t count);
 
 // Memory (memory.cpp): whether `ptr` is device memory (CUDA driver loaded with dlopen when
 // present; without a driver every pointer is host memory).

@@ -21,12 +21,14 @@ namespace chorus::detail {
 namespace {
 
 // Several communicators may share one store: each gets its own key prefix, numbered in
-// creation order (the same on every rank).
-std::string nextPrefix(const security::JobSecret& secret) {
+// creation order (the same on every rank). Counted per rank of origin (the rank in the
+// first communicator of that store), so that several ranks in one process (one thread
+// each, ncclCommInitAll) count apart as separate processes would.
+std::string nextPrefix(const security::JobSecret& secret, int originRank) {
   static std::mutex mutex;
-  static std::map<security::JobSecret, int> created;
+  static std::map<std::pair<security::JobSecret, int>, int> created;
   std::lock_guard lock(mutex);
-  return "comm" + std::to_string(created[secret]++) + "/";
+  return "comm" + std::to_string(created[{secret, originRank}]++) + "/";
 }
 
 // Cores this process may run on (taskset, cgroup cpusets), not the machine's total.
@@ -131,7 +133,9 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     // processes by their parent ranks, and reports deaths under those (mapped below).
     c->storeClient_ = std::make_unique<TcpStoreClient>(rendezvous.store, rendezvous.secret,
                                                        parent ? -1 : rank, deadline);
-    c->store_ = std::make_unique<PrefixStore>(*c->storeClient_, nextPrefix(rendezvous.secret));
+    c->originRank_ = parent ? parent->originRank : rank;
+    c->store_ = std::make_unique<PrefixStore>(*c->storeClient_,
+                                              nextPrefix(rendezvous.secret, c->originRank_));
   }
   Store& store = *c->store_;
 
@@ -328,7 +332,7 @@ std::shared_ptr<CommImpl> CommImpl::shrink(std::span<const int> exclude) {
     throw Error(Result::InvalidUsage,
                 "shrink: this communicator was created on the caller's store (createOnStore); "
                 "create a new one on a new store instead");
-  Parent parent{{}, hostedStore_};
+  Parent parent{{}, hostedStore_, originRank_};
   for (int r = 0; r < nranks_; ++r)
     if (!out[r]) parent.ranks.push_back(r);
   const int rank = static_cast<int>(std::find(parent.ranks.begin(), parent.ranks.end(), rank_) -

@@ -27,6 +27,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   struct Parent {
     std::vector<int> ranks;
     std::shared_ptr<TcpStoreServer> store;
+    int originRank = 0;  // this process's rank in the first communicator of the store
   };
   static std::shared_ptr<CommImpl> create(int rank, int nranks, const Rendezvous& rendezvous,
                                           bool hostsStore, const Options& options,
@@ -93,6 +94,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   std::shared_ptr<TcpStoreServer> hostedStore_;
   Rendezvous rendezvous_;
   std::vector<int> parentRanks_;  // a shrunk communicator: its members' parent ranks
+  int originRank_ = 0;            // the rank it descends from (nextPrefix)
   Options options_;
   std::unique_ptr<TcpStoreClient> storeClient_;
   std::shared_ptr<Store> externalStore_;  // createOnStore: the caller's store

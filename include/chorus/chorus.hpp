@@ -76,6 +76,9 @@ struct UniqueId {
 
 // Creates a unique id and starts the rendezvous store in the calling process (it lives
 // until the process exits). Call it on one process and hand the id to every rank.
+// With CHORUS_COMM_ID (or NCCL_COMM_ID) = host:port, every process gets the same id
+// without handing it around, and rank 0 hosts the store at that address when the
+// communicator is created (one such communicator at a time).
 UniqueId getUniqueId();
 
 struct Options {

@@ -19,6 +19,8 @@ class TcpStoreServer;
 struct Rendezvous {
   net::SocketAddress store;  // where the TcpStoreServer listens
   security::JobSecret secret;
+  // The store is not running yet: rank 0 of the communicator hosts it (CHORUS_COMM_ID).
+  bool rankZeroHosts = false;
 };
 
 UniqueId encodeUniqueId(const Rendezvous& rendezvous);
@@ -30,6 +32,15 @@ Rendezvous decodeUniqueId(const UniqueId& id);
 // returns its rendezvous. It listens on the interface CHORUS_SOCKET_IFNAME selects, or
 // on loopback when that is not set or `singleHost` says every rank is on this host.
 Rendezvous startProcessStore(int hostRank, bool singleHost);
+
+// A unique id with a fresh store in this process, whatever CHORUS_COMM_ID says (for ids a
+// library makes for its own communicators: split, a clique in one process).
+UniqueId freshUniqueId();
+// The id of a store at `hostPort` ("host:port", "[v6]:port") that rank 0 of the
+// communicator hosts when it is created: every process computes the same id. The secret is
+// CHORUS_JOB_SECRET's, else derived from the address (then only this uid's local processes
+// are admitted). Throws Error(InvalidArgument) for a malformed address.
+UniqueId uniqueIdAt(const std::string& hostPort);
 
 struct EnvLaunch {
   int rank = 0;

@@ -12,7 +12,10 @@ namespace chorus {
 using detail::CommImpl;
 
 Communicator Communicator::init(int rank, int nranks, const UniqueId& id, const Options& options) {
-  return Communicator(CommImpl::create(rank, nranks, decodeUniqueId(id), false, options));
+  const Rendezvous rendezvous = decodeUniqueId(id);
+  // An id from CHORUS_COMM_ID names a store nobody runs yet: rank 0 hosts it.
+  return Communicator(
+      CommImpl::create(rank, nranks, rendezvous, rendezvous.rankZeroHosts && rank == 0, options));
 }
 
 Communicator Communicator::initFromEnv(const Options& options) {

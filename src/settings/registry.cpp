@@ -63,8 +63,8 @@ const std::vector<Spec> kSpecs = {
      "accepted for NCCL compatibility; Chorus does not filter its log by subsystem yet", 0, 0, "",
      "NCCL_DEBUG_SUBSYS"},
     {"CHORUS_COMM_ID", String, "",
-     "accepted for NCCL compatibility; not used yet (the unique id carries the store's address)", 0,
-     0, "", "NCCL_COMM_ID"},
+     "`host:port`: `getUniqueId` (and `ncclGetUniqueId`) return the same id in every process, "
+     "and rank 0 hosts the rendezvous there", 0, 0, "", "NCCL_COMM_ID"},
     // --- verbs, as NCCL's NCCL_IB_* -------------------------------------------------------
     {"CHORUS_IB_HCA", List, "", "RDMA devices and ports: `mlx5_0:1`, `^mlx5_1`, `=rxe0`", 0, 0, "",
      "NCCL_IB_HCA", Scope::Library, false, "every active port"},

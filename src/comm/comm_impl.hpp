@@ -83,8 +83,8 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   // Failure reports through the store (failure_report.cpp): what this rank failed with,
   // what another rank reported before it died, and at a stall what the awaited peers
   // are doing.
-  void reportFailure(const std::string& cause);
-  std::string reportedFailure(int peer);
+  void reportFailure(const std::string& cause, const std::vector<int>& failedRanks);
+  FailureReport reportedFailure(int peer);
   std::string diagnoseStall(const std::string& mine, const std::vector<int>& peers);
   void reportWaiting(const std::string& mine, const std::vector<int>& peers);
 
@@ -96,7 +96,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   Options options_;
   std::unique_ptr<TcpStoreClient> storeClient_;
   std::shared_ptr<Store> externalStore_;  // createOnStore: the caller's store
-  std::unique_ptr<Store> store_;  // scoped to this communicator
+  std::unique_ptr<Store> store_;          // scoped to this communicator
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Engine> engine_;
   AlgorithmChoice algorithms_;

@@ -8,9 +8,12 @@
 
 namespace chorus {
 
+// Its failedRanks() hold `peer`, or every rank in `failed` when one check learns of several.
 class PeerError : public Error {
  public:
-  PeerError(int peer, const std::string& what) : Error(Result::RemoteError, what), peer_(peer) {}
+  PeerError(int peer, const std::string& what) : PeerError(peer, what, {peer}) {}
+  PeerError(int peer, const std::string& what, std::vector<int> failed)
+      : Error(Result::RemoteError, what, std::move(failed)), peer_(peer) {}
   int peer() const { return peer_; }
 
  private:

@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
       try {
         exposed = sync.finish();
       } catch (const chorus::Error& e) {
-        const std::vector<int> dead = deadRanksIn(e.what());
+        const std::vector<int>& dead = e.failedRanks();
         if (args.onFailure != "shrink" || dead.empty()) throw;
         // In place: carry on with the survivors, no restart, no checkpoint read.
         const double caught = unixNow();

@@ -1,21 +1,6 @@
 #include "recovery.hpp"
 
-#include <algorithm>
-#include <regex>
-
 namespace trainer {
-
-std::vector<int> deadRanksIn(const std::string& what) {
-  // Chorus words a dead peer as "rank N died" (store, tcp, ucx) or "rank N (pid P) is gone"
-  // (shm: the process exited or was killed).
-  static const std::regex died("rank ([0-9]+) (?:died|\\(pid [0-9]+\\) is gone)");
-  std::vector<int> dead;
-  for (std::sregex_iterator it(what.begin(), what.end(), died), end; it != end; ++it) {
-    const int r = std::stoi((*it)[1]);
-    if (std::find(dead.begin(), dead.end(), r) == dead.end()) dead.push_back(r);
-  }
-  return dead;
-}
 
 int64_t shrinkAndResync(CommThread& comm, const std::vector<int>& dead, int64_t stepsDone,
                         std::span<float> params, std::span<float> optimizer, Sampler& sampler) {

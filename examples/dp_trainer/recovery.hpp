@@ -1,5 +1,6 @@
-// In-place recovery without a restart: the survivors shrink the communicator, agree on the
-// step to redo and take the training state from a survivor that had not gone past it.
+// In-place recovery without a restart: the survivors shrink the communicator (without the
+// ranks chorus::Error::failedRanks names), agree on the step to redo and take the training
+// state from a survivor that had not gone past it.
 #pragma once
 
 #include "comm_thread.hpp"
@@ -11,10 +12,6 @@
 #include <vector>
 
 namespace trainer {
-
-// The ranks a Chorus error says died ("rank N died", "rank N (pid P) is gone"); empty when it names none. (The
-// error carries only a code and a message: there is no structured field to read.)
-std::vector<int> deadRanksIn(const std::string& what);
 
 // Shrinks `comm` without `dead`, then every survivor takes the state of the lowest rank
 // among those with the fewest steps done (a rank may have finished the step in which the

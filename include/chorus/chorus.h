@@ -42,6 +42,14 @@ chorusResult_t chorusCommInitRankConfig(chorusComm_t* comm, int nranks, chorusUn
 chorusResult_t chorusCommInitEnvConfig(chorusComm_t* comm, const chorusConfig_t* config);
 /* Progress without waiting: chorusSuccess (idle), chorusInProgress, or the failure. */
 chorusResult_t chorusCommGetAsyncError(chorusComm_t comm, chorusResult_t* asyncError);
+/* The ranks known to have failed (died, lost their connection, or named by the peer that
+ * failed first), ascending, in this communicator's numbering: what to pass to
+ * chorusCommShrink. Fills ranks[0 .. min(maxRanks, *failedCount)) and sets *failedCount to
+ * how many there are (call with ranks = NULL, maxRanks = 0 to size the array). None
+ * (*failedCount = 0) while the communicator has not failed, and when no rank is known to be
+ * at fault (a timeout, an abort). */
+chorusResult_t chorusCommGetFailedRanks(chorusComm_t comm, int* ranks, int maxRanks,
+                                        int* failedCount);
 /* The ranks not in excludeRanks form *newcomm (same order); every survivor calls it. */
 chorusResult_t chorusCommShrink(chorusComm_t comm, const int* excludeRanks, int excludeCount,
                                 chorusComm_t* newcomm);

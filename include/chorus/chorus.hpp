@@ -62,11 +62,19 @@ bool isValid(RedOp op);
 // rank, the peer, the collective and its sequence number where they are known.
 class Error : public std::runtime_error {
  public:
-  Error(Result code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  Error(Result code, const std::string& what, std::vector<int> failedRanks = {})
+      : std::runtime_error(what), code_(code), failedRanks_(std::move(failedRanks)) {}
   Result code() const { return code_; }
+  // The ranks (in the failing communicator's numbering, ascending) known to have failed:
+  // died, lost their connection, or reported by a peer that failed because of them. What
+  // shrink() should exclude. Empty when no rank is known to be at fault (a timeout: the
+  // message says which rank never arrived, but it may be slow rather than dead; an abort;
+  // bad input).
+  const std::vector<int>& failedRanks() const { return failedRanks_; }
 
  private:
   Result code_;
+  std::vector<int> failedRanks_;
 };
 
 // 128 opaque bytes (like ncclUniqueId): the rendezvous address and a random job secret.
@@ -249,6 +257,9 @@ class Communicator {
   // is, or the error that failed the communicator (lastError() says what happened).
   Result asyncError();
   std::string lastError() const;
+  // The failed ranks of the error that failed the communicator (Error::failedRanks); empty
+  // while it has not failed.
+  std::vector<int> failedRanks() const;
   // A new communicator of the ranks not listed (dead or unwanted), numbered in order:
   // every remaining rank calls it with the same list. Works after a failure; the store
   // must still be up (it lives in rank 0's process unless a launcher hosts it).

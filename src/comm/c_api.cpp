@@ -12,6 +12,7 @@ struct chorusComm {
   chorus::Communicator comm;
   std::string lastError;
   bool blocking = true;
+  std::vector<int> lastFailedRanks;  // of the last call that failed on this communicator
 };
 
 namespace {
@@ -28,7 +29,7 @@ chorusResult_t guarded(chorusComm_t comm, F&& body) {
     return chorusSuccess;
   } catch (const chorus::Error& e) {
     lastError = e.what();
-    if (comm) comm->lastError = e.what();
+    if (comm) comm->lastError = e.what(), comm->lastFailedRanks = e.failedRanks();
     return static_cast<chorusResult_t>(e.code());
   } catch (const std::bad_alloc&) {
     lastError = "out of memory";
@@ -73,7 +74,7 @@ chorusResult_t chorusCommInitRank(chorusComm_t* comm, int nranks, chorusUniqueId
     chorus::UniqueId id;
     std::memcpy(id.bytes.data(), commId.internal, sizeof(commId.internal));
     auto c = chorus::Communicator::init(rank, nranks, id);
-    *comm = new chorusComm{std::move(c), {}, true};
+    *comm = new chorusComm{std::move(c), {}, true, {}};
   });
 }
 
@@ -99,6 +100,18 @@ chorusResult_t chorusCommGetAsyncError(chorusComm_t comm, chorusResult_t* asyncE
   });
 }
 
+chorusResult_t chorusCommGetFailedRanks(chorusComm_t comm, int* ranks, int maxRanks,
+                                        int* failedCount) {
+  if (!comm || !failedCount || maxRanks < 0 || (maxRanks > 0 && !ranks))
+    return invalid("chorusCommGetFailedRanks: null or negative argument");
+  return guarded(comm, [&] {
+    std::vector<int> failed = comm->comm.failedRanks();
+    if (failed.empty()) failed = comm->lastFailedRanks;
+    *failedCount = static_cast<int>(failed.size());
+    for (int i = 0; i < maxRanks && i < *failedCount; ++i) ranks[i] = failed[i];
+  });
+}
+
 chorusResult_t chorusCommShrink(chorusComm_t comm, const int* excludeRanks, int excludeCount,
                                 chorusComm_t* newcomm) {
   if (!comm || !newcomm || (excludeCount > 0 && !excludeRanks) || excludeCount < 0)
@@ -106,7 +119,7 @@ chorusResult_t chorusCommShrink(chorusComm_t comm, const int* excludeRanks, int 
   *newcomm = nullptr;
   return guarded(comm, [&] {
     auto shrunk = comm->comm.shrink(std::span<const int>(excludeRanks, excludeCount));
-    *newcomm = new chorusComm{std::move(shrunk), {}, comm->blocking};
+    *newcomm = new chorusComm{std::move(shrunk), {}, comm->blocking, {}};
   });
 }
 
@@ -114,7 +127,7 @@ chorusResult_t chorusCommInitEnv(chorusComm_t* comm) {
   if (!comm) return invalid("chorusCommInitEnv: comm is null");
   *comm = nullptr;
   return guarded(nullptr, [&] {
-    *comm = new chorusComm{chorus::Communicator::initFromEnv(), {}, true};
+    *comm = new chorusComm{chorus::Communicator::initFromEnv(), {}, true, {}};
   });
 }
 

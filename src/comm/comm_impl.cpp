@@ -178,21 +178,40 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   TcpStoreClient* client = c->storeClient_.get();
   std::vector<int> parentRanks = parent ? parent->ranks : std::vector<int>{};
   c->parentRanks_ = parentRanks;
-  config.checkPeers = [client, parentRanks] {
-    for (int dead : client->deadRanks()) {
-      int r = dead;  // in this communicator's numbering
-      if (!parentRanks.empty()) {
-        auto it = std::find(parentRanks.begin(), parentRanks.end(), dead);
-        if (it == parentRanks.end()) continue;  // excluded when shrinking
-        r = static_cast<int>(it - parentRanks.begin());
-      }
-      throw PeerError(
-          r, "rank " + std::to_string(r) + " died (its connection to the rendezvous store closed)");
+  // The store knows processes by their job ranks: a shrunk communicator maps them to its own
+  // numbering (-1: not a member, excluded when shrinking).
+  auto member = [parentRanks](int jobRank) {
+    if (parentRanks.empty()) return jobRank;
+    auto it = std::find(parentRanks.begin(), parentRanks.end(), jobRank);
+    return it == parentRanks.end() ? -1 : static_cast<int>(it - parentRanks.begin());
+  };
+  config.checkPeers = [client, member] {
+    std::vector<int> deadRanks;
+    try {
+      deadRanks = client->deadRanks();
+    } catch (const PeerError& storeHost) {  // the store's host died: name it as a member
+      const int r = member(storeHost.peer());
+      if (r == storeHost.peer()) throw;
+      if (r < 0) throw PeerError(-1, storeHost.what(), {});  // not one of ours: no rank to name
+      throw PeerError(r, "rank " + std::to_string(r) + " (job rank " +
+                             std::to_string(storeHost.peer()) +
+                             ") died (lost the connection to the store it hosted)");
     }
+    std::vector<int> dead;  // members only, in this communicator's numbering, ascending
+    for (int jobRank : deadRanks)
+      if (const int r = member(jobRank); r >= 0) dead.push_back(r);
+    if (dead.empty()) return;
+    std::sort(dead.begin(), dead.end());
+    std::string what =
+        "rank " + std::to_string(dead[0]) + " died (its connection to the rendezvous store closed)";
+    for (size_t i = 1; i < dead.size(); ++i) what += "; rank " + std::to_string(dead[i]) + " too";
+    throw PeerError(dead[0], what, dead);
   };
   if (!client) config.checkPeers = nullptr;  // createOnStore: the store reports no deaths
   CommImpl* self = c.get();                  // the engine dies before the communicator
-  config.onFailure = [self](const std::string& cause) { self->reportFailure(cause); };
+  config.onFailure = [self](const std::string& cause, const std::vector<int>& failedRanks) {
+    self->reportFailure(cause, failedRanks);
+  };
   config.lastWords = [self](int peer) { return self->reportedFailure(peer); };
   config.diagnose = [self](const std::string& mine, const std::vector<int>& peers) {
     return self->diagnoseStall(mine, peers);

@@ -96,8 +96,8 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   // Failure reports through the store (failure_report.cpp): what this rank failed with,
   // what another rank reported before it died, and at a stall what the awaited peers
   // are doing.
-  void reportFailure(const std::string& cause);
-  std::string reportedFailure(int peer);
+  void reportFailure(const std::string& cause, const std::vector<int>& failedRanks);
+  FailureReport reportedFailure(int peer);
   std::string diagnoseStall(const std::string& mine, const std::vector<int>& peers);
   void reportWaiting(const std::string& mine, const std::vector<int>& peers);
 

@@ -77,6 +77,7 @@ std::string Communicator::algorithmFor(std::string_view collective, size_t count
 }
 Result Communicator::asyncError() { return live(impl_).engine().state(); }
 std::string Communicator::lastError() const { return live(impl_).engine().failureCause(); }
+std::vector<int> Communicator::failedRanks() const { return live(impl_).engine().failedRanks(); }
 Communicator Communicator::shrink(std::span<const int> excludeRanks) {
   return Communicator(live(impl_).shrink(excludeRanks));
 }
@@ -139,7 +140,8 @@ bool Work::test() {
   if (!op_ && !group_) throw Error(Result::InvalidUsage, "test on an empty Work");
   if (group_) return detail::testGroup(*group_, op_.get());
   if (!op_->done) comm_->engine().poll();
-  if (op_->done && op_->error != Result::Success) throw Error(op_->error, op_->message);
+  if (op_->done && op_->error != Result::Success)
+    throw Error(op_->error, op_->message, op_->failedRanks);
   return op_->done;
 }
 

@@ -36,7 +36,7 @@ constexpr size_t kMostPeers = 8;
 
 }  // namespace
 
-void CommImpl::reportFailure(const std::string& cause) {
+void CommImpl::reportFailure(const std::string& cause, const std::vector<int>& failedRanks) {
   const std::string report = "rank " + std::to_string(rank_) + ": " + cause;
   // For the launcher first (chorus-run sets CHORUS_REPORT_DIR and prints these when the
   // job fails): the store may be gone with the rank that hosts it.
@@ -50,11 +50,26 @@ void CommImpl::reportFailure(const std::string& cause) {
       ::close(fd);
     }
   }
+  // The ranks first (comma separated), so that whoever reads the report finds them.
+  std::string ranks;
+  for (int r : failedRanks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+  store_->set("failed-ranks/" + std::to_string(rank_), std::as_bytes(std::span(ranks)));
   store_->set("failed/" + std::to_string(rank_), std::as_bytes(std::span(report)));
 }
 
-std::string CommImpl::reportedFailure(int peer) {
-  return tryGet(*store_, "failed/" + std::to_string(peer), kReportLook).value_or("");
+FailureReport CommImpl::reportedFailure(int peer) {
+  FailureReport report;
+  report.cause = tryGet(*store_, "failed/" + std::to_string(peer), kReportLook).value_or("");
+  if (report.cause.empty()) return report;
+  const std::string list =
+      tryGet(*store_, "failed-ranks/" + std::to_string(peer), kQuickLook).value_or("");
+  for (size_t at = 0; at < list.size();) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    const int r = std::atoi(list.substr(at, comma - at).c_str());
+    if (r >= 0 && r < nranks_) report.failedRanks.push_back(r);
+    at = comma + 1;
+  }
+  return report;
 }
 
 void CommImpl::reportWaiting(const std::string& mine, const std::vector<int>& peers) {

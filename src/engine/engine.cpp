@@ -350,9 +350,10 @@ bool Engine::poll() {
     }
     return moved;
   } catch (const PeerError& e) {
-    failAll(e.code(), rootCause(e));
+    FailureReport root = rootCause(e);
+    failAll(e.code(), root.cause, std::move(root.failedRanks));
   } catch (const Error& e) {
-    failAll(e.code(), e.what());
+    failAll(e.code(), e.what(), e.failedRanks());
   } catch (const std::exception& e) {
     failAll(Result::InternalError, e.what());
   }
@@ -368,9 +369,9 @@ void Engine::checkPeers(Clock::time_point now) {
     if (config_.checkPeers) config_.checkPeers();
   } catch (const PeerError& dead) {
     std::string cause = dead.what();
-    if (std::string words = reportedBy(dead.peer()); !words.empty())
+    if (std::string words = reportedBy(dead.peer()).cause; !words.empty())
       cause += "; it had failed first: " + words;
-    failAll(dead.code(), cause);
+    failAll(dead.code(), cause, dead.failedRanks());
   }
 }
 
@@ -423,12 +424,12 @@ void Engine::noteWaiting(bool waiting) {
   }
 }
 
-std::string Engine::reportedBy(int rank) {
-  if (!config_.lastWords || rank < 0) return "";
+FailureReport Engine::reportedBy(int rank) {
+  if (!config_.lastWords || rank < 0) return {};
   try {
     return config_.lastWords(rank);
   } catch (const std::exception&) {
-    return "";
+    return {};
   }
 }
 
@@ -437,31 +438,34 @@ std::string Engine::reportedBy(int rank) {
 // named: a death the store or the transport knows of comes first; then what the peer
 // reported when it failed; then the chain of waits from it (the stall diagnosis), after
 // which the store may know of a death it had not heard of yet.
-std::string Engine::rootCause(const PeerError& seen) {
+// The failed ranks follow the cause: the dead ones, or the ones the peer that failed first
+// named, or the peer itself when nothing else is known (it closed the connection).
+FailureReport Engine::rootCause(const PeerError& seen) {
   const int peer = seen.peer();
-  auto knownDeath = [&]() -> std::string {
+  auto knownDeath = [&]() -> FailureReport {
     try {
       transport_.checkPeers();
       if (config_.checkPeers) config_.checkPeers();
     } catch (const PeerError& dead) {
       std::string cause = dead.what();
       if (dead.peer() != peer) cause += "; then: " + std::string(seen.what());
-      if (std::string words = reportedBy(dead.peer()); !words.empty())
+      if (std::string words = reportedBy(dead.peer()).cause; !words.empty())
         cause += "; it had failed first: " + words;
-      return cause;
+      return {cause, dead.failedRanks()};
     } catch (const std::exception&) {
     }
-    return "";
+    return {};
   };
   // A killed peer's store connection closes with its channels: give the notice a moment.
   for (int look = 0; look < 10; ++look) {
-    if (std::string death = knownDeath(); !death.empty()) return death;
+    if (FailureReport death = knownDeath(); !death.cause.empty()) return death;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (std::string words = reportedBy(peer); !words.empty())
-    return std::string(seen.what()) + "; rank " + std::to_string(peer) +
-           " had failed first: " + words;
-  if (!config_.diagnose || peer < 0 || inFlight_.empty()) return seen.what();
+  if (FailureReport words = reportedBy(peer); !words.cause.empty())
+    return {std::string(seen.what()) + "; rank " + std::to_string(peer) +
+                " had failed first: " + words.cause,
+            words.failedRanks};
+  if (!config_.diagnose || peer < 0 || inFlight_.empty()) return {seen.what(), seen.failedRanks()};
   std::string chain;
   try {
     const std::string self = inFlight_.front()->describe() +
@@ -470,19 +474,22 @@ std::string Engine::rootCause(const PeerError& seen) {
   } catch (const std::exception& e) {
     chain = " (no diagnosis: " + std::string(e.what()) + ")";
   }
-  if (std::string death = knownDeath(); !death.empty()) return death;
-  return seen.what() + chain;
+  if (FailureReport death = knownDeath(); !death.cause.empty()) return death;
+  return {seen.what() + chain, seen.failedRanks()};
 }
 
-void Engine::failAll(Result code, const std::string& cause) {
+void Engine::failAll(Result code, const std::string& cause, std::vector<int> failedRanks) {
   if (failed()) return;
   failure_ = code;
+  std::sort(failedRanks.begin(), failedRanks.end());
+  failedRanks.erase(std::unique(failedRanks.begin(), failedRanks.end()), failedRanks.end());
+  failedRanks_ = std::move(failedRanks);
   // What asyncError()'s reader gets: the collective and sequence number that failed too.
   failureCause_ = inFlight_.empty() ? cause : inFlight_.front()->describe() + ": " + cause;
   logf(LogLevel::Warn, "rank %d: %s", config_.rank, cause.c_str());
   if (config_.onFailure) {
     try {
-      config_.onFailure(failureCause_);
+      config_.onFailure(failureCause_, failedRanks_);
     } catch (const std::exception&) {  // best effort: the store may be gone too
     }
   }
@@ -490,6 +497,7 @@ void Engine::failAll(Result code, const std::string& cause) {
     if (op->done) continue;
     op->done = true;
     op->error = code;
+    op->failedRanks = failedRanks_;
     op->message =
         "rank " + std::to_string(config_.rank) + ": " + op->describe() + " failed: " + cause;
   }
@@ -553,13 +561,14 @@ bool Engine::waitFor(OpState& op, Deadline deadline) {
       Deadline until = std::min({deadline, now + kPeerCheckEvery, lastProgress_ + config_.timeout});
       transport_.wait(token, until);
     } catch (const PeerError& e) {
-      failAll(e.code(), rootCause(e));
+      FailureReport root = rootCause(e);
+      failAll(e.code(), root.cause, std::move(root.failedRanks));
     } catch (const Error& e) {
-      failAll(e.code(), e.what());
+      failAll(e.code(), e.what(), e.failedRanks());
     }
     spinStart = Clock::now();
   }
-  if (op.error != Result::Success) throw Error(op.error, op.message);
+  if (op.error != Result::Success) throw Error(op.error, op.message, op.failedRanks);
   return true;
 }
 

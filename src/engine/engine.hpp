@@ -18,6 +18,12 @@
 
 namespace chorus {
 
+// A failure's message and the ranks known to have caused it (Error::failedRanks).
+struct FailureReport {
+  std::string cause;
+  std::vector<int> failedRanks;
+};
+
 struct EngineConfig {
   int rank = 0;
   int nranks = 1;
@@ -27,10 +33,12 @@ struct EngineConfig {
   size_t sliceBytes = 256 << 10;    // most bytes one step moves per pass
   // Called every ~100 ms while ops wait, polled or not; throws PeerError for a dead peer.
   std::function<void()> checkPeers;
-  // Called once when the engine fails, with the cause (e.g. to tell the other ranks).
-  std::function<void(const std::string& cause)> onFailure;
-  // What `rank` reported when it failed ("" if nothing), to say why a peer died.
-  std::function<std::string(int rank)> lastWords;
+  // Called once when the engine fails, with the cause and the failed ranks (e.g. to tell
+  // the other ranks).
+  std::function<void(const std::string& cause, const std::vector<int>& failedRanks)> onFailure;
+  // What `rank` reported when it failed (empty cause if nothing) and the ranks it named as
+  // failed, to say why a peer died.
+  std::function<FailureReport(int rank)> lastWords;
   // At a stall: given what this rank waits in and the peers it waits for, returns what
   // those peers are doing (appended to the timeout's message).
   std::function<std::string(const std::string& self, const std::vector<int>& peers)> diagnose;
@@ -63,6 +71,7 @@ class Engine {
   // One progress pass, then Success (idle), InProgress (ops in flight) or the failure.
   Result state();
   std::string failureCause() const { return failureCause_; }
+  const std::vector<int>& failedRanks() const { return failedRanks_; }
 
  private:
   struct StepRef {
@@ -79,9 +88,9 @@ class Engine {
                      bool& moved);
   size_t allowedElements(const detail::OpState& op, int index) const;
   void completeStep(detail::OpState& op, int index);
-  void failAll(Result code, const std::string& cause);
-  std::string rootCause(const PeerError& seen);
-  std::string reportedBy(int rank);
+  void failAll(Result code, const std::string& cause, std::vector<int> failedRanks = {});
+  FailureReport rootCause(const PeerError& seen);
+  FailureReport reportedBy(int rank);
   void checkPeers(Clock::time_point now);
   void checkStall(Clock::time_point now);
   void noteWaiting(bool waiting);
@@ -109,6 +118,7 @@ class Engine {
   bool waitingNoted_ = false;  // config_.waiting told the others we wait
   Result failure_ = Result::Success;
   std::string failureCause_;
+  std::vector<int> failedRanks_;  // ascending, no repeats
   std::atomic<bool> abortRequested_{false};
   std::mutex abortMutex_;  // abort() may come from another thread
   std::string abortReason_;

@@ -47,7 +47,8 @@ struct OpState {
   size_t stepsLeft = 0;
   bool done = false;
   Result error = Result::Success;
-  std::string message;  // the failure, when error != Success
+  std::string message;           // the failure, when error != Success
+  std::vector<int> failedRanks;  // Error::failedRanks of the failure
 
   std::string describe() const;  // "allReduce #12 (1024 x float sum, ring)"
 };

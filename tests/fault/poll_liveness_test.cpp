@@ -7,7 +7,10 @@
 // each through one of the three polling interfaces by rank:
 //   rank % 3 == 0: C API, non-blocking communicator, chorusCommGetAsyncError;
 //   rank % 3 == 1: C++ Work::test();   rank % 3 == 2: C++ Communicator::asyncError().
-// Each survivor must get an error naming the victim within CHORUS_TIMEOUT of the fault
+// Each survivor must get an error naming the victim within CHORUS_TIMEOUT of the fault,
+// and the same interface's structured list of failed ranks must hold exactly the victim
+// after a kill (chorusCommGetFailedRanks, Error::failedRanks, Communicator::failedRanks)
+// and be empty after a stop (a timeout: the stopped rank is suspected, not known dead)
 // (stop: CHORUS_TIMEOUT plus the stall diagnosis, at most half of it, plus 2 s). It gives
 // up polling at 3 x CHORUS_TIMEOUT + 10 s and fails ("still in progress"). The parent
 // forks the ranks, hands them the unique id through pipes, and fails on any rank that
@@ -98,11 +101,34 @@ class Poller {
       if (state == chorusSuccess) return true;
       throw std::runtime_error(chorusGetLastError(c_));
     }
-    if (style_ == 1) return work_.test();
+    if (style_ == 1) {
+      try {
+        return work_.test();
+      } catch (const chorus::Error& e) {
+        failed_ = e.failedRanks();
+        throw;
+      }
+    }
     const chorus::Result state = cpp_.asyncError();
     if (state == chorus::Result::InProgress) return false;
     if (state == chorus::Result::Success) return true;
     throw std::runtime_error(cpp_.lastError());
+  }
+  // After poll() threw: the failed ranks, through the same interface.
+  std::vector<int> failedRanks() {
+    if (style_ == 0) {
+      int n = -1;
+      if (chorusCommGetFailedRanks(c_, nullptr, 0, &n) != chorusSuccess || n < 0)
+        throw std::runtime_error("chorusCommGetFailedRanks failed to size the list");
+      std::vector<int> ranks(n + 1, -7);  // one more than said: it must stay untouched
+      int again = -1;
+      if (chorusCommGetFailedRanks(c_, ranks.data(), n, &again) != chorusSuccess || again != n)
+        throw std::runtime_error("chorusCommGetFailedRanks: the count changed");
+      if (ranks[n] != -7) throw std::runtime_error("chorusCommGetFailedRanks wrote past maxRanks");
+      ranks.pop_back();
+      return ranks;
+    }
+    return style_ == 1 ? failed_ : cpp_.failedRanks();
   }
 
  private:
@@ -110,6 +136,7 @@ class Poller {
   chorusComm_t c_ = nullptr;
   chorus::Communicator cpp_;
   chorus::Work work_;
+  std::vector<int> failed_;  // Work::test's Error::failedRanks
 };
 
 int runRank(const Args& a, int rank, int idFd, Shared* sh) {
@@ -185,6 +212,22 @@ int runRank(const Args& a, int rank, int idFd, Shared* sh) {
                        (at + who.size() == msg.size() || !std::isdigit(msg[at + who.size()]));
     if (!named || msg.find("allReduce #1") == std::string::npos) {
       std::printf("rank %d: FAIL the error does not name %s and allReduce #1\n", rank, who.c_str());
+      return 1;
+    }
+    std::vector<int> failed;
+    try {
+      failed = comm->failedRanks();
+    } catch (const std::exception& e) {
+      std::printf("rank %d: FAIL %s\n", rank, e.what());
+      return 1;
+    }
+    const std::vector<int> want =
+        a.fault == "kill" ? std::vector<int>{a.victim} : std::vector<int>{};
+    if (failed != want) {
+      std::string got;
+      for (int r : failed) got += " " + std::to_string(r);
+      std::printf("rank %d: FAIL failed ranks via %s: [%s ], want [%s ]\n", rank, comm->style(),
+                  got.c_str(), a.fault == "kill" ? (" " + std::to_string(a.victim)).c_str() : "");
       return 1;
     }
     const double limit = a.fault == "stop" ? 1.5 * a.timeoutS + 2 : a.timeoutS;

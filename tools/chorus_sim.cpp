@@ -221,13 +221,17 @@ int collectives(int argc, char** argv) {
     std::fprintf(stderr, "chorus-sim: no such algorithm\n");
     return 2;
   }
-  // The tuner as a communicator of this shape would hold it: NVLink within a node, IB between.
+  // The tuner as a communicator on this fabric would hold it: its two link classes with the
+  // fabric's figures (sim::tunerLinks), the same replay without the flow-level effects.
   std::vector<const Algorithm*> candidates;
   for (const Algorithm& a : allAlgorithms())
     if (a.collective == collective) candidates.push_back(&a);
-  Tuner tuner(n, defaultTuning(LinkClass::Nvlink), Tuner::Mode::Model,
-              fabric.nodes > 1 ? &layout : nullptr,
-              fabric.nodes > 1 ? std::optional(defaultLinkModel(LinkClass::Ib)) : std::nullopt);
+  const LinkClasses links = tunerLinks(fabric);
+  Tuning tuning = defaultTuning(LinkClass::Nvlink);
+  tuning.model = links.intra;
+  tuning.source = "fabric " + fabric.name;
+  Tuner tuner(n, tuning, Tuner::Mode::Model, fabric.nodes > 1 ? &layout : nullptr,
+              fabric.nodes > 1 ? std::optional(links.inter) : std::nullopt);
   std::FILE* csv = csvPath.empty() ? nullptr : std::fopen(csvPath.c_str(), "w");
   if (!csvPath.empty() && !csv) {
     std::perror(csvPath.c_str());

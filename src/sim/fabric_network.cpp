@@ -22,6 +22,20 @@ int ceilDiv(int a, int b) { return (a + b - 1) / b; }
 
 }  // namespace
 
+LinkClasses tunerLinks(const Fabric& f) {
+  LinkModel intra;
+  intra.latencyUs = f.nvlinkLatencyUs;
+  intra.bytesPerUs = f.nvlinkGBps * 1000 * f.efficiency;
+  intra.reduceBytesPerUs = f.reduceGBps * 1000;
+  intra.copyBytesPerUs = f.copyGBps * 1000;
+  intra.overheadUs = f.overheadUs;
+  LinkModel inter = intra;
+  inter.latencyUs = f.nicLatencyUs + 3 * f.hopLatencyUs;
+  const double nicShare = f.nicGbps / 8 * std::min(f.nicsPerNode, f.gpusPerNode) / f.gpusPerNode;
+  inter.bytesPerUs = std::min(nicShare, f.pcieGBps) * 1000 * f.efficiency;
+  return {intra, inter};
+}
+
 FabricNetwork::FabricNetwork(Fabric fabric) : fabric_(std::move(fabric)) {
   const Fabric& f = fabric_;
   gpus_ = f.gpus();

@@ -25,6 +25,16 @@
 
 namespace chorus::sim {
 
+// The tuner's view of a fabric (its two link classes): within a node NVLink (rate x
+// efficiency, NVLink latency), between nodes the GPU's share of its node's NICs (no more
+// than its PCIe link, x efficiency) and the latency of a path through leaf, spine, leaf.
+// The flow-level effects (a NIC shared by several GPUs' flows, ECMP collisions,
+// oversubscription) are the simulator's alone.
+struct LinkClasses {
+  LinkModel intra, inter;
+};
+LinkClasses tunerLinks(const Fabric& fabric);
+
 class FabricNetwork final : public NetworkModel {
  public:
   explicit FabricNetwork(Fabric fabric);

@@ -48,6 +48,9 @@ class NetworkModel {
   // Smallest g dividing nranks such that shifting every rank by g maps the network onto
   // itself (what compressed replay needs); nranks when there is none.
   virtual int period(int nranks) const { return nranks; }
+  // Whether r -> r xor m g (every m with m g < nranks) maps the network onto itself; g a
+  // multiple of period(nranks). Only asked when g and nranks are powers of two.
+  virtual bool xorSymmetric(int /*g*/, int /*nranks*/) const { return false; }
 };
 
 // The tuner's model: messages within a node over `link`, between nodes (with a layout
@@ -78,6 +81,12 @@ class LinkClassNetwork final : public NetworkModel {
     for (int r = 0; r < nranks; ++r)
       if (layout_->nodeOf(r) != r / perNode) return nranks;
     return perNode;
+  }
+  // Nodes of a power-of-two size: r xor m g stays on r's node exactly when r does, so
+  // every message keeps its link class.
+  bool xorSymmetric(int g, int nranks) const override {
+    const int p = period(nranks);
+    return p < nranks && (p & (p - 1)) == 0 && g % p == 0;
   }
 
  private:

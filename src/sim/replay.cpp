@@ -30,9 +30,11 @@ struct Node {
 
 class Replay {
  public:
-  Replay(int nranks, int replayed, size_t elementSize, NetworkModel& net, size_t sliceBytes)
+  Replay(int nranks, int replayed, size_t elementSize, NetworkModel& net, size_t sliceBytes,
+         Symmetry symmetry)
       : nranks_(nranks),
         replayed_(replayed),
+        symmetry_(symmetry),
         elementSize_(elementSize),
         net_(net),
         ports_(net.ports()),
@@ -213,12 +215,15 @@ class Replay {
   }
 
   // A receive at rank r from q takes the matching send of q's class representative
-  // q0 = q mod replayed, sent to r shifted the same way (no shift without compression).
+  // q0 = q mod replayed, sent to r mapped the same way (r - (q - q0), or r xor (q - q0);
+  // no map without compression).
   void resolveMatches() {
     for (Node& n : nodes_) {
       if ((n.kind != StepKind::Recv && n.kind != StepKind::RecvReduce) || n.match < 0) continue;
       const int from = n.peer % replayed_, shift = n.peer - from;
-      const int to = wrapRank(n.rank - shift, nranks_), seq = n.match;
+      const int to =
+          symmetry_ == Symmetry::Xor ? n.rank ^ shift : wrapRank(n.rank - shift, nranks_);
+      const int seq = n.match;
       auto begin = sends_.begin() + sendBegin_[from], end = sends_.begin() + sendBegin_[from + 1];
       auto first = std::lower_bound(begin, end, to,
                                     [](const SendRef& s, int peer) { return s.peer < peer; });
@@ -314,6 +319,7 @@ class Replay {
   }
 
   const int nranks_, replayed_;
+  const Symmetry symmetry_;
   const size_t elementSize_;
   NetworkModel& net_;
   const int ports_;
@@ -332,7 +338,7 @@ class Replay {
 }  // namespace
 
 ReplayResult replay(std::span<const Schedule> schedules, size_t elementSize, NetworkModel& net,
-                    int nranks, size_t sliceBytes) {
+                    int nranks, size_t sliceBytes, Symmetry symmetry) {
   const int replayed = static_cast<int>(schedules.size());
   if (nranks <= 0) nranks = replayed;
   if (replayed == 0 || nranks % replayed != 0) {
@@ -341,7 +347,7 @@ ReplayResult replay(std::span<const Schedule> schedules, size_t elementSize, Net
     bad.micros = kInfinity;
     return bad;
   }
-  Replay replay(nranks, replayed, elementSize, net, sliceBytes);
+  Replay replay(nranks, replayed, elementSize, net, sliceBytes, symmetry);
   for (const Schedule& s : schedules) replay.addRank(s);
   return replay.run();
 }

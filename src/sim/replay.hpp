@@ -23,7 +23,9 @@
 // ranks 0..g-1 are replayed: a message to rank b is a message to b's class (b mod g), a
 // receive from rank q is matched with the send of q mod g shifted by q - q mod g. The
 // events are the same; simulate() (sim/simulate.hpp) checks the symmetry, and the `sim`
-// tests check full and compressed replays agree exactly.
+// tests check full and compressed replays agree exactly. The same holds when the map is
+// r -> r xor m g (recursive doubling's partners; Symmetry::Xor): rank q's sends to r are
+// then q mod g's sends to r xor (q - q mod g).
 // Cost: O(S log S) time and O(S) memory for S replayed steps.
 #pragma once
 
@@ -47,11 +49,15 @@ struct ReplayResult {
 
 namespace sim {
 
+// How the ranks r + m g (m = 1, 2, ...) map onto the replayed ranks 0..g-1.
+enum class Symmetry : unsigned char { Shift, Xor };
+
 // Times schedules[r] (rank r's, r < schedules.size()) on `net`. nranks 0: one schedule per
 // rank. nranks > schedules.size(): compressed replay, schedules.size() must divide nranks
-// and the caller vouches for the symmetry.
+// and the caller vouches for the symmetry (`symmetry` says which map).
 ReplayResult replay(std::span<const Schedule> schedules, size_t elementSize, NetworkModel& net,
-                    int nranks = 0, size_t sliceBytes = kPipelineSliceBytes);
+                    int nranks = 0, size_t sliceBytes = kPipelineSliceBytes,
+                    Symmetry symmetry = Symmetry::Shift);
 
 }  // namespace sim
 }  // namespace chorus

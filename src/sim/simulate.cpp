@@ -7,8 +7,9 @@ namespace chorus::sim {
 
 namespace {
 
-// Step by step, `b` (of rank a + shift) is `a` (of rank a) moved by `shift`.
-bool sameShifted(const Schedule& a, const Schedule& b, int shift, int nranks) {
+// Step by step, `b` (of rank map(a's rank)) is `a` with every peer q moved to map(q):
+// q + shift (mod nranks), or q xor shift.
+bool sameMapped(const Schedule& a, const Schedule& b, int shift, int nranks, Symmetry map) {
   if (a.steps.size() != b.steps.size()) return false;
   for (size_t i = 0; i < a.steps.size(); ++i) {
     const Step &x = a.steps[i], &y = b.steps[i];
@@ -17,7 +18,9 @@ bool sameShifted(const Schedule& a, const Schedule& b, int shift, int nranks) {
       return false;
     const bool local = x.peer < 0 || x.peer >= nranks;
     if (local != (y.peer < 0 || y.peer >= nranks)) return false;
-    if (!local && wrapRank(x.peer + shift, nranks) != y.peer) return false;
+    if (local) continue;
+    const int mapped = map == Symmetry::Xor ? x.peer ^ shift : wrapRank(x.peer + shift, nranks);
+    if (mapped != y.peer) return false;
   }
   return true;
 }
@@ -27,18 +30,19 @@ Schedule build(const Algorithm& algorithm, CollectiveArgs args, int rank) {
   return algorithm.build(args);
 }
 
+bool powerOfTwo(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
 }  // namespace
 
 int symmetryPeriod(const Algorithm& algorithm, const CollectiveArgs& args, int networkPeriod,
-                   std::vector<Schedule>& reps) {
+                   std::vector<Schedule>& reps, Symmetry map) {
   const int n = args.nranks;
   reps.clear();
   if (networkPeriod <= 0 || networkPeriod >= n || n % networkPeriod != 0) return n;
-  for (int g = networkPeriod; g < n; g += networkPeriod) {
+  if (map == Symmetry::Xor && !(powerOfTwo(n) && powerOfTwo(networkPeriod))) return n;
+  for (int g = networkPeriod; g < n; g = map == Symmetry::Xor ? 2 * g : g + networkPeriod) {
     if (n % g != 0) continue;
     if (g > 4096 || g > n / 2) break;  // too many classes to be worth it
-    while (static_cast<int>(reps.size()) < g)
-      reps.push_back(build(algorithm, args, static_cast<int>(reps.size())));
     const int copies = n / g;
     std::vector<int> sample;
     if (copies <= 6) {
@@ -46,11 +50,15 @@ int symmetryPeriod(const Algorithm& algorithm, const CollectiveArgs& args, int n
     } else {
       sample = {1, 2, 3, copies / 2, copies - 1};
     }
+    // Rank by rank (a schedule can be costly to build: a mismatch at rank 0 costs only
+    // the sample's schedules).
     bool ok = true;
-    for (int m : sample) {
-      for (int r = 0; r < g && ok; ++r)
-        ok = sameShifted(reps[r], build(algorithm, args, r + m * g), m * g, n);
-      if (!ok) break;
+    for (int r = 0; r < g && ok; ++r) {
+      if (static_cast<int>(reps.size()) <= r) reps.push_back(build(algorithm, args, r));
+      for (int m : sample) {
+        const int image = map == Symmetry::Xor ? r ^ (m * g) : r + m * g;
+        if (!(ok = sameMapped(reps[r], build(algorithm, args, image), m * g, n, map))) break;
+      }
     }
     if (ok) {
       reps.resize(g);
@@ -67,7 +75,21 @@ SimResult simulate(const Algorithm& algorithm, Collective collective, int nranks
   const CollectiveArgs args{collective, 0, nranks, count, 0, options.layout};
   std::vector<Schedule> schedules;
   int g = nranks;
-  if (options.compress) g = symmetryPeriod(algorithm, args, net.period(nranks), schedules);
+  Symmetry map = Symmetry::Shift;
+  if (options.compress) {
+    // The fewer classes of the two maps: recursive doubling's partners compress to a node
+    // by xor, while a shift finds at best half the ranks (r + p/2 = r xor p/2); a ring
+    // compresses by a shift only.
+    const int period = net.period(nranks);
+    g = symmetryPeriod(algorithm, args, period, schedules);
+    if (g > period && net.xorSymmetric(period, nranks)) {
+      std::vector<Schedule> byXor;
+      if (const int x = symmetryPeriod(algorithm, args, period, byXor, Symmetry::Xor); x < g) {
+        g = x, map = Symmetry::Xor;
+        schedules = std::move(byXor);
+      }
+    }
+  }
   if (g == nranks) {
     schedules.clear();
     const Schedule first = build(algorithm, args, 0);
@@ -82,8 +104,9 @@ SimResult simulate(const Algorithm& algorithm, Collective collective, int nranks
     for (int r = 1; r < nranks; ++r) schedules.push_back(build(algorithm, args, r));
   }
   static_cast<ReplayResult&>(result) =
-      replay(schedules, elementSize, net, nranks, options.sliceBytes);
+      replay(schedules, elementSize, net, nranks, options.sliceBytes, map);
   result.period = g;
+  result.symmetry = map;
   return result;
 }
 

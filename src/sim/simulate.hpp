@@ -21,16 +21,19 @@ struct SimOptions {
 };
 
 struct SimResult : ReplayResult {
-  int period = 0;         // ranks replayed: the symmetry class count (nranks: none found)
-  bool tooLarge = false;  // not replayed: asymmetric and over maxSteps
+  int period = 0;  // ranks replayed: the symmetry class count (nranks: none found)
+  Symmetry symmetry = Symmetry::Shift;  // the map between classes
+  bool tooLarge = false;                // not replayed: asymmetric and over maxSteps
 };
 
 // The smallest g dividing nranks, a multiple of the network's period, such that rank
 // r + m g's schedule is rank r's shifted by m g (kinds, peers shifted, element counts,
 // dependencies), checked for every r < g against a sample of m (all m when few:
 // 1, 2, 3, middle, last); nranks when none. `reps` receives ranks 0..g-1's schedules.
+// With Symmetry::Xor: rank r xor m g's schedule is rank r's with every peer xor m g (g and
+// nranks powers of two).
 int symmetryPeriod(const Algorithm& algorithm, const CollectiveArgs& args, int networkPeriod,
-                   std::vector<Schedule>& reps);
+                   std::vector<Schedule>& reps, Symmetry map = Symmetry::Shift);
 
 SimResult simulate(const Algorithm& algorithm, Collective collective, int nranks, size_t count,
                    size_t elementSize, NetworkModel& net, const SimOptions& options = {});

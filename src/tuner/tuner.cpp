@@ -2,6 +2,7 @@
 
 #include "log.hpp"
 #include "settings/settings.hpp"
+#include "sim/choose.hpp"
 #include "tuner/cost_model.hpp"
 
 #include <algorithm>
@@ -27,13 +28,18 @@ const Algorithm& Tuner::choose(Collective collective, size_t count, DataType typ
   const size_t elementSize = sizeOf(type);
   const Algorithm* best = nullptr;
   std::string why;
-  if (mode_ == Mode::Static || nranks_ > kMaxReplayRanks) {
+  auto thresholds = [&](const char* reason) {
     const Algorithm& preferred = defaultAlgorithm(collective, count * elementSize, nranks_);
     best = std::find(candidates.begin(), candidates.end(), &preferred) != candidates.end()
                ? &preferred
                : candidates.front();
-    why = mode_ == Mode::Static ? "static thresholds (CHORUS_TUNER=static or CHORUS_DETERMINISTIC)"
-                                : "static thresholds (too many ranks to replay)";
+    why = reason;
+  };
+  if (mode_ == Mode::Static) {
+    thresholds("static thresholds (CHORUS_TUNER=static or CHORUS_DETERMINISTIC)");
+  } else if (nranks_ > kMaxReplayRanks) {
+    best = replayChoice(collective, count, type, candidates, why);
+    if (!best) thresholds("static thresholds (no candidate small enough to replay)");
   } else if (const Algorithm* measured =
                  measuredChoice(collective, count * elementSize, candidates)) {
     best = measured;
@@ -58,6 +64,32 @@ const Algorithm& Tuner::choose(Collective collective, size_t count, DataType typ
          count, toString(type), nranks_, best->name, why.c_str());
   choices_.emplace(key, best);
   return *best;
+}
+
+const Algorithm* Tuner::replayChoice(Collective collective, size_t count, DataType type,
+                                     std::span<const Algorithm* const> candidates,
+                                     std::string& why) {
+  if (candidates.size() == 1) {
+    why = "the only candidate";
+    return candidates.front();
+  }
+  const LinkModel link = tuning_.forType(type);
+  sim::LinkClassNetwork net(nranks_, link, layout_, inter_ ? &*inter_ : nullptr);
+  sim::SimOptions options;
+  options.layout = layout_ && layout_->nranks() == nranks_ ? layout_ : nullptr;
+  options.maxSteps = kMaxReplaySteps;
+  const std::vector<sim::Ranked> ranked =
+      sim::rankByReplay(candidates, collective, nranks_, count, sizeOf(type), net, options);
+  why = "replay (" + tuning_.source + "):";
+  for (const sim::Ranked& r : ranked) {
+    char text[96];
+    std::snprintf(text, sizeof text, " %s %s%.1f us%s", r.algorithm->name,
+                  r.replayed ? "" : ">= ", r.micros,
+                  r.replayed ? (r.rounded ? " (equal shares)" : "")
+                             : (r.tooLarge ? " (too large to replay)" : " (bound)"));
+    why += text;
+  }
+  return ranked.front().replayed ? ranked.front().algorithm : nullptr;
 }
 
 const Algorithm* Tuner::measuredChoice(Collective collective, size_t bytes,

@@ -3,9 +3,11 @@
 // creation) and the replay is deterministic, so every rank picks the same algorithm.
 //
 // CHORUS_TUNER=model (default) uses the cost model; CHORUS_TUNER=static uses the fixed
-// thresholds of defaultAlgorithm(). Beyond kMaxReplayRanks ranks the replay of a ring
-// (O(p^2) steps) is too slow for the first call of each size, so the static thresholds
-// are used there too.
+// thresholds of defaultAlgorithm(). Up to kMaxReplayRanks ranks every candidate is
+// replayed in full (predictMicros); beyond, where a full replay of a ring (O(p^2) steps)
+// is too slow, sim::rankByReplay picks the same fastest one from compressed replays and
+// lower bounds (sim/choose.hpp: the replay chorus-sim uses), within kMaxReplaySteps per
+// candidate (a candidate over it is left out; static thresholds if none is left).
 #pragma once
 
 #include "algorithms/algorithms.hpp"
@@ -25,6 +27,7 @@ namespace chorus {
 class Tuner {
  public:
   static constexpr int kMaxReplayRanks = 128;
+  static constexpr size_t kMaxReplaySteps = size_t{6} << 20;  // ~1 GB, seconds
   enum class Mode { Model, Static };
 
   // With several nodes: `layout` says which ranks share one, `inter` is the link between
@@ -45,6 +48,10 @@ class Tuner {
   Mode mode() const { return mode_; }
 
  private:
+  // Beyond kMaxReplayRanks: the replay's pick (nullptr when no candidate could be
+  // replayed); `why` gets every candidate's time or bound.
+  const Algorithm* replayChoice(Collective collective, size_t count, DataType type,
+                                std::span<const Algorithm* const> candidates, std::string& why);
   const Algorithm* measuredChoice(Collective collective, size_t bytes,
                                   std::span<const Algorithm* const> candidates) const;
 

@@ -120,6 +120,27 @@ TEST(SimCompression, DISABLED_EveryCompressibleAlgorithmAt1024Ranks) {
   }
 }
 
+// Recursive doubling's partners are r xor 2^k: on the tuner's networks (nodes of a power of
+// two) those schedules compress to one node by the xor map, and still equal the full
+// replay; a shift would find only half the ranks. The fabric's flow classes are shifts,
+// so it never claims the xor map.
+TEST(SimCompression, XorPartnersCompressToOneNode) {
+  for (const char* name : {"rd", "rhd", "hier_rd"}) {
+    const Algorithm* a = findAlgorithm(Collective::AllReduce, name);
+    ASSERT_NE(a, nullptr);
+    for (int p : {16, 256}) {
+      EXPECT_EQ(expectSame(*a, p, size_t(p) * 1024, Net::TwoClasses), 2) << name << " p=" << p;
+      if (a->build != hierRdAllReduce)  // one class: no nodes for hier_rd
+        EXPECT_EQ(expectSame(*a, p, size_t(p) * 1024, Net::OneClass), 1) << name << " p=" << p;
+    }
+  }
+  // rd's whole vector goes to every partner: any count compresses.
+  EXPECT_EQ(
+      expectSame(*findAlgorithm(Collective::AllReduce, "rd"), 64, 64 * 1024 + 3, Net::OneClass), 1);
+  const Layout layout = Layout::uniform(8, 2);
+  EXPECT_FALSE(makeNet(Net::Fabric, 16, layout)->xorSymmetric(2, 16));
+}
+
 // Unequal shares (count not a multiple of p) break the symmetry: no compression, and the
 // result is still the full replay's.
 TEST(SimCompression, UnequalSharesAreNotCompressed) {

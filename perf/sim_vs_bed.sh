@@ -38,7 +38,7 @@ copy_gbps 19
 FABRIC
   "$sim" --fabric-file "$fabric" -b 64K -e 64M -f 4 --csv "$out/sim_$layout.csv" >"$out/sim_$layout.txt"
   $bed run -k "$k" -m 1 -r "${mbit}mbit" -n "$n" -t 1200 -e CHORUS_TUNE_PROBE=0 -- \
-    "$perf" -t allreduce -A each -b 64K -e 64M -f 4 -R "$rounds" -n 2 -w 1 -T 0 2>&1 |
+    "$perf" -t allreduce -A each -b 64K -e 64M -f 4 -K "$rounds" -n 2 -w 1 -T 0 2>&1 |
     sed -n 's/^\[0\] //p' >"$out/bed_$layout.txt"
   echo "# $layout ($k nodes x $n ranks, NIC ${mbit} Mbit/s): busbw GB/s measured / simulated (ratio sim/measured)"
   awk -v layout="$layout" '

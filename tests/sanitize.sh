@@ -50,11 +50,9 @@ sanitizer_env() {
 }
 
 build() {  # asan|tsan
-  local flags=address,undefined generator=()
+  local flags=address,undefined
   [[ $1 == tsan ]] && flags=thread
-  # Ninja when installed (tools/quickstart.sh installs it): less CPU than make's recursion.
-  if [[ ! -f $dir/CMakeCache.txt ]] && command -v ninja >/dev/null; then generator=(-G Ninja); fi
-  cmake -S "$root" -B "$dir" "${generator[@]}" "${common[@]}" -DCHORUS_SANITIZE=$flags >"$dir.configure.log" 2>&1 ||
+  cmake -S "$root" -B "$dir" "${common[@]}" -DCHORUS_SANITIZE=$flags >"$dir.configure.log" 2>&1 ||
     { cat "$dir.configure.log"; exit 1; }
   cmake --build "$dir" -j"$jobs" --target "${targets[@]}" >"$dir.build.log" 2>&1 ||
     { tail -n 60 "$dir.build.log"; exit 1; }

@@ -21,9 +21,7 @@ configure_and_build() {
   local cxx=${CHORUS_FUZZ_CXX:-clang++} cc=${CHORUS_FUZZ_CC:-clang}
   command -v "$cxx" >/dev/null || { echo "run_fuzz: $cxx not found (apt-get install clang libclang-rt-14-dev)"; exit 1; }
   # -O1 -g1: line tables suffice for the reports, and the build stays short in CI.
-  local generator=()
-  if [[ ! -f $build/CMakeCache.txt ]] && command -v ninja >/dev/null; then generator=(-G Ninja); fi
-  cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" \
     -DCMAKE_CXX_COMPILER="$cxx" \
     -DCMAKE_C_COMPILER="$cc" -DCHORUS_SANITIZE=address,undefined -DCHORUS_FUZZ=ON \

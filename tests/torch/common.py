@@ -10,7 +10,7 @@ import chorus.torch  # noqa: F401  registers the "chorus" backend
 
 
 def init(backend, timeout_s=120):
-    how = os.environ.get("CHORUS_TEST_INIT", "env")
+    how = os.environ.get("TORCH_CHORUS_TEST_INIT", "env")
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     timeout = timedelta(seconds=timeout_s)
     if how == "env":
@@ -20,7 +20,8 @@ def init(backend, timeout_s=120):
         dist.init_process_group(backend, init_method=url, rank=rank, world_size=size,
                                 timeout=timeout)
     else:
-        dist.init_process_group(backend, init_method="file://" + os.environ["CHORUS_TEST_FILE"],
+        dist.init_process_group(backend,
+                                init_method="file://" + os.environ["TORCH_CHORUS_TEST_FILE"],
                                 rank=rank, world_size=size, timeout=timeout)
     return rank, size
 

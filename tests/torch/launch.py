@@ -5,9 +5,12 @@
     launch.py -n 4 [--init env|tcp|file] [--dead RANK] [--timeout S] script.py [args]
 
 Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (a free port) and
-CHORUS_TEST_INIT / CHORUS_TEST_FILE for the init method. Exit 0 when every rank exits 0,
-except --dead RANK, which must exit non-zero (it kills itself on purpose). On a time-out
-every rank is killed and the launcher fails naming the ranks still running.
+TORCH_CHORUS_TEST_INIT / TORCH_CHORUS_TEST_FILE for the init method (not CHORUS_ names:
+those are Chorus's settings, and Chorus warns about any it does not know). Exit 0 when
+every rank exits 0, except --dead RANK, which must exit non-zero (it kills itself on
+purpose), and no rank warned of an unknown CHORUS_ variable (its stderr is passed through
+and read). On a time-out every rank is killed and the launcher fails naming the ranks
+still running.
 """
 import argparse
 import os
@@ -15,13 +18,27 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+
+UNKNOWN_SETTING = b"is not a Chorus setting"
 
 
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def relay(stream, lock, unknown):
+    """Copies a rank's stderr to ours line by line, keeping the unknown-setting warnings."""
+    for line in iter(stream.readline, b""):
+        with lock:
+            sys.stderr.buffer.write(line)
+            sys.stderr.buffer.flush()
+            if UNKNOWN_SETTING in line:
+                unknown.append(line.decode(errors="replace").strip())
+    stream.close()
 
 
 def main():
@@ -35,12 +52,15 @@ def main():
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="chorus-torch-")
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
-               WORLD_SIZE=str(a.n), CHORUS_TEST_INIT=a.init,
-               CHORUS_TEST_FILE=os.path.join(tmp, "rendezvous"))
-    procs = []
+               WORLD_SIZE=str(a.n), TORCH_CHORUS_TEST_INIT=a.init,
+               TORCH_CHORUS_TEST_FILE=os.path.join(tmp, "rendezvous"))
+    procs, relays, lock, unknown = [], [], threading.Lock(), []
     for r in range(a.n):
         e = dict(env, RANK=str(r), LOCAL_RANK=str(r))
-        procs.append(subprocess.Popen([sys.executable, a.script] + a.args, env=e))
+        procs.append(subprocess.Popen([sys.executable, a.script] + a.args, env=e,
+                                      stderr=subprocess.PIPE))
+        relays.append(threading.Thread(target=relay, args=(procs[-1].stderr, lock, unknown)))
+        relays[-1].start()
     deadline = time.monotonic() + a.timeout
     while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -48,7 +68,9 @@ def main():
     for r in running:
         procs[r].kill()
         procs[r].wait()
-    failed = []
+    for t in relays:
+        t.join(timeout=10)
+    failed = [f"a rank warned: {w}" for w in unknown]
     for r, p in enumerate(procs):
         if r in running:
             failed.append(f"rank {r} still running after {a.timeout:.0f} s (killed)")

@@ -45,9 +45,9 @@ def main():
     else:
         rank, size = init("gloo")
         ch, gl = dist.new_group(backend="chorus"), dist.group.WORLD
+    verbose = os.environ.get("TORCH_CHORUS_TEST_VERBOSE")
     mark = (lambda what: print(f"rank {rank}: {what} after {time.monotonic() - t0:.1f} s",
-                               file=sys.stderr)) if os.environ.get("CHORUS_TEST_VERBOSE") else (
-        lambda what: None)
+                               file=sys.stderr)) if verbose else (lambda what: None)
     mark("groups ready")
     c = Checks(rank)
     n = 37

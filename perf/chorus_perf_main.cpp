@@ -21,8 +21,8 @@ namespace {
 
 class ChorusBackend : public perf::Backend {
  public:
-  ChorusBackend(chorus::Communicator& comm, std::string algorithm)
-      : comm_(comm), algorithm_(std::move(algorithm)) {}
+  ChorusBackend(chorus::Communicator& comm, std::string algorithm, bool registered)
+      : comm_(comm), algorithm_(std::move(algorithm)), registered_(registered) {}
 
   int rank() const override { return comm_.rank(); }
   int size() const override { return comm_.size(); }
@@ -61,9 +61,16 @@ class ChorusBackend : public perf::Backend {
     }
   }
 
+  void* registerBuffer(void* data, size_t bytes) override {
+    return comm_.registerBuffer(data, bytes);
+  }
+  void deregister(void* handle) override { comm_.deregister(handle); }
+  void* allocate(size_t bytes) override { return chorus::memAlloc(bytes); }
+  void release(void* data) override { chorus::memFree(data); }
+
   std::string info() const override {
     return "Chorus nranks " + std::to_string(size()) + " transport " + comm_.transportName() +
-           " algorithm " + algorithm_;
+           " algorithm " + algorithm_ + " memAlloc pages " + chorus::memPageKind();
   }
   std::string rankInfo() const override { return "transport " + comm_.transportName(); }
 
@@ -71,7 +78,7 @@ class ChorusBackend : public perf::Backend {
   std::vector<std::string> variants() const override {
     std::vector<std::string> names;
     for (const chorus::Algorithm& a : chorus::allAlgorithms())
-      if (a.collective == collective()) names.push_back(a.name);
+      if (a.collective == collective() && (registered_ || !a.oneSided)) names.push_back(a.name);
     names.push_back("auto");
     return names;
   }
@@ -107,6 +114,7 @@ class ChorusBackend : public perf::Backend {
 
   chorus::Communicator& comm_;
   std::string algorithm_;
+  bool registered_ = false;  // -R 1 or 2: the one-sided algorithms can run
   perf::Coll coll_ = perf::Coll::AllReduce;
 
  public:
@@ -163,7 +171,7 @@ int main(int argc, char** argv) {
     const bool each = args.algorithm == "each";
     if (!each && !args.algorithm.empty() && args.algorithm != "auto")
       comm.setAlgorithm(args.algorithm);
-    ChorusBackend backend(comm, args.algorithm);
+    ChorusBackend backend(comm, args.algorithm, args.registration != 0);
     backend.setColl(args.coll);
     if (each) return perf::runVariants(args, backend, "chorus-perf");
     return perf::runBenchmark(args, backend,

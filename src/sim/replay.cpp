@@ -10,7 +10,7 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-size_t stepCount(const Step& s) { return s.kind == StepKind::Send ? s.src.count : s.dst.count; }
+size_t stepCount(const Step& s) { return isOutgoing(s.kind) ? s.src.count : s.dst.count; }
 
 // One step of one rank, flattened with its dependencies as global indices.
 struct Node {
@@ -66,11 +66,11 @@ class Replay {
         const size_t made = stepCount(schedule.steps[s.after]);
         n.pipelined = made == n.count;
       }
-      if (s.kind != StepKind::Copy && s.kind != StepKind::Reduce) {
+      if (!isLocal(s.kind)) {
         if (s.peer < 0 || s.peer >= nranks_) {
           n.match = -2;  // never satisfiable: reported as a deadlock
         } else {
-          const bool sending = s.kind == StepKind::Send;
+          const bool sending = isOutgoing(s.kind);
           auto& last = sending ? lastSend_ : lastRecv_;
           if (!seen_[s.peer]) {
             seen_[s.peer] = true;
@@ -205,6 +205,13 @@ class Replay {
         return b / net_.reduceBytesPerUs();
       case StepKind::Copy:
         return b / net_.copyBytesPerUs();
+      // One-sided: the message is only a description; the reader moves the bytes.
+      case StepKind::Expose:
+        return selfMessage(n) ? 0 : n.cost.overheadUs;
+      case StepKind::PeerRead:
+        return b / net_.copyBytesPerUs();
+      case StepKind::PeerReduce:
+        return b / net_.reduceBytesPerUs();
     }
     return 0;
   }
@@ -233,7 +240,7 @@ class Replay {
   // q0 = q mod replayed, sent to r shifted the same way (no shift without compression).
   void resolveMatches() {
     for (Node& n : nodes_) {
-      if ((n.kind != StepKind::Recv && n.kind != StepKind::RecvReduce) || n.match < 0) continue;
+      if (!isIncoming(n.kind) || n.match < 0) continue;
       const int from = n.peer % replayed_, shift = n.peer - from;
       const int to = wrapRank(n.rank - shift, nranks_), seq = n.match;
       auto begin = sends_.begin() + sendBegin_[from], end = sends_.begin() + sendBegin_[from + 1];
@@ -257,7 +264,7 @@ class Replay {
         if (n.linkPrev >= 0) f(n.linkPrev, g);
         if (n.count == 0) continue;  // an empty step waits only for its queue
         if (n.after >= 0) f(n.after, g);
-        if (n.kind != StepKind::Send && n.match >= 0) f(n.match, g);
+        if (!isOutgoing(n.kind) && n.match >= 0) f(n.match, g);
       }
     };
     forEachDep([&](int dep, size_t) { ++depBegin_[dep + 1]; });
@@ -287,7 +294,7 @@ class Replay {
           est = std::max(est, p.finish);
         }
       }
-      if (n.kind != StepKind::Send && n.match >= 0) {
+      if (!isOutgoing(n.kind) && n.match >= 0) {
         const Node& s = nodes_[n.match];
         const double latency = selfMessage(s) ? 0 : s.cost.latencyUs;
         est = std::max(est, s.start + latency);
@@ -304,7 +311,7 @@ class Replay {
   int cpuOf(int rank) const { return (ports_ + 1) * rank + 1; }
   int resourceOf(const Node& n) const {
     if (n.count == 0 || ownCost(n) == 0) return -1;
-    if (n.kind != StepKind::Send || selfMessage(n)) return cpuOf(n.rank);
+    if (!isOutgoing(n.kind) || selfMessage(n)) return cpuOf(n.rank);
     return (ports_ + 1) * n.rank + (n.cost.port == 0 ? 0 : n.cost.port + 1);
   }
 

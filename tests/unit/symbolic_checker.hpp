@@ -15,6 +15,13 @@
 // or reads data before it is produced, shows up as a wrong result; optionally one rank
 // (`late`) sends only when nothing else can move, so data meant for it is delayed while
 // its peers' data reaches it.
+//
+// One-sided steps: an Expose opens a window on the exposed range; the matching PeerRead or
+// PeerReduce reads the owner's memory as it is when the reader gets to it (so reading data
+// before it is produced shows up as a wrong result). Exposes and reads run as early as
+// allowed, and the window stays open until the owner receives a message the reader
+// sent after finishing the read: writing into an open window, or finishing with one open,
+// is an error ("overwritten while a peer may still read it").
 #pragma once
 
 #include "algorithms/algorithms.hpp"
@@ -32,7 +39,7 @@ namespace chorus::symbolic {
 // The engine's pipelining rule (Engine::allowedElements, the cost model's `pipelined`):
 // how many elements of `step` its `after` lets run, given what the producer has done.
 inline size_t elementsOf(const Step& s) {
-  return s.kind == StepKind::Send ? s.src.count : s.dst.count;
+  return isOutgoing(s.kind) ? s.src.count : s.dst.count;
 }
 inline size_t allowedElements(const Step& step, const Step* producer, size_t producerElements,
                               bool producerComplete) {

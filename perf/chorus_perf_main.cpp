@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <utility>
+#include <vector>
 #include <string>
 
 namespace {
@@ -22,12 +24,26 @@ namespace {
 class ChorusBackend : public perf::Backend {
  public:
   ChorusBackend(chorus::Communicator& comm, std::string algorithm, bool registered)
-      : comm_(comm), algorithm_(std::move(algorithm)), registered_(registered) {}
+      : comm_(comm), algorithm_(std::move(algorithm)), registered_(registered) {
+    if (algorithm_ != "each" && algorithm_ != "auto") spec_ = algorithm_;
+  }
 
   int rank() const override { return comm_.rank(); }
   int size() const override { return comm_.size(); }
 
   void run(const perf::Call& c) override {
+    // The runner's own calls (timings, error counts) use its small buffers, which a
+    // one-sided algorithm forced for the benchmark cannot read: they run the tuner's choice.
+    if (registered_ && !spec_.empty() && !benchmarkBuffer(c.send) && !benchmarkBuffer(c.recv)) {
+      comm_.setAlgorithm("allreduce:auto");
+      runOne(c);
+      comm_.setAlgorithm(spec_);
+      return;
+    }
+    runOne(c);
+  }
+
+  void runOne(const perf::Call& c) {
     const auto type = static_cast<chorus::DataType>(c.type);  // same values as NCCL's
     const auto op = static_cast<chorus::RedOp>(c.op);
     switch (c.coll) {
@@ -62,10 +78,15 @@ class ChorusBackend : public perf::Backend {
   }
 
   void* registerBuffer(void* data, size_t bytes) override {
+    buffers_.push_back({static_cast<const char*>(data), bytes});
     return comm_.registerBuffer(data, bytes);
   }
   void deregister(void* handle) override { comm_.deregister(handle); }
-  void* allocate(size_t bytes) override { return chorus::memAlloc(bytes); }
+  void* allocate(size_t bytes) override {
+    void* p = chorus::memAlloc(bytes);
+    buffers_.push_back({static_cast<const char*>(p), bytes});
+    return p;
+  }
   void release(void* data) override { chorus::memFree(data); }
 
   std::string info() const override {
@@ -83,7 +104,8 @@ class ChorusBackend : public perf::Backend {
     return names;
   }
   void select(const std::string& variant) override {
-    comm_.setAlgorithm(lowerName() + ":" + variant);
+    spec_ = lowerName() + ":" + variant;
+    comm_.setAlgorithm(spec_);
   }
   std::string picked(const perf::Call& c) const override {
     return comm_.algorithmFor(lowerName(), c.count, static_cast<chorus::DataType>(c.type));
@@ -115,6 +137,13 @@ class ChorusBackend : public perf::Backend {
   chorus::Communicator& comm_;
   std::string algorithm_;
   bool registered_ = false;  // -R 1 or 2: the one-sided algorithms can run
+  std::string spec_;         // the algorithm forced for the benchmark's calls ("": none)
+  std::vector<std::pair<const char*, size_t>> buffers_;  // registered or allocated
+  bool benchmarkBuffer(const void* p) const {
+    for (auto [data, bytes] : buffers_)
+      if (p >= data && static_cast<const char*>(p) < data + bytes) return true;
+    return false;
+  }
   perf::Coll coll_ = perf::Coll::AllReduce;
 
  public:

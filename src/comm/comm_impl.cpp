@@ -382,9 +382,10 @@ Work CommImpl::submit(const Call& call) {
                    "them (registerBuffer) on every rank" +
                    (transport_->peerMemory() ? "" : std::string(", over a transport that can (shm)")));
   } else if (!forced && bytes >= Tuner::kOneSidedMinBytes && (regions = exposableBuffers(call))) {
-    oneSided = tuner_->chooseOneSided(call.collective, bytes, [&](const Algorithm& a) {
-      return !algorithms_.excluded(a);
-    });
+    const bool mapped = regions->first.fd >= 0 && regions->second.fd >= 0;
+    const bool huge = regions->first.hugePages && regions->second.hugePages;
+    oneSided = tuner_->chooseOneSided(call.collective, bytes, mapped, huge,
+                                      [&](const Algorithm& a) { return !algorithms_.excluded(a); });
   }
   const Algorithm& algorithm =
       oneSided ? *oneSided

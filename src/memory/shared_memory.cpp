@@ -9,7 +9,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
+#include <string_view>
 #include <sstream>
 
 namespace chorus {
@@ -22,6 +24,7 @@ struct Allocation {
   size_t bytes;      // as mapped (rounded up to the page)
   int fd;
   uint64_t serial;
+  bool huge;  // hugetlb or shmem THP pages
 };
 
 struct Allocations {
@@ -70,6 +73,25 @@ auto containing(const Map& map, uintptr_t start, size_t bytes) {
   return start >= it->first && start + bytes <= end && start + bytes >= start ? it : map.end();
 }
 
+// Whether every mapping covering [start, start + bytes) may get transparent huge pages.
+bool thpEligible(uintptr_t start, size_t bytes) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false, covered = false, eligible = true;
+  uintptr_t covers = start;
+  while (std::getline(smaps, line)) {
+    unsigned long lo, hi;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+      inside = lo < start + bytes && start < hi;
+      if (inside && lo <= covers) covers = std::max<uintptr_t>(covers, hi);
+      continue;
+    }
+    if (inside && line.rfind("THPeligible:", 0) == 0) eligible &= line.back() == '1';
+  }
+  covered = covers >= start + bytes;
+  return covered && eligible;
+}
+
 }  // namespace
 
 std::string pageKind() {
@@ -83,7 +105,7 @@ std::optional<LocalRegion> allocatedRegion(const void* data, size_t bytes) {
   auto it = containing(all.byStart, reinterpret_cast<uintptr_t>(data), bytes);
   if (it == all.byStart.end()) return std::nullopt;
   return LocalRegion{reinterpret_cast<const std::byte*>(it->first), it->second.bytes, it->second.fd,
-                     it->second.serial};
+                     it->second.serial, it->second.huge};
 }
 
 void* Registrations::add(const void* data, size_t bytes) {
@@ -104,7 +126,7 @@ void* Registrations::add(const void* data, size_t bytes) {
     throwInvalid(text.str());
   }
   const uint64_t handle = nextHandle_++;
-  byStart_.emplace(start, Entry{bytes, handle});
+  byStart_.emplace(start, Entry{bytes, handle, thpEligible(start, bytes)});
   return reinterpret_cast<void*>(static_cast<uintptr_t>(handle));
 }
 
@@ -126,7 +148,8 @@ std::optional<LocalRegion> Registrations::find(const void* data, size_t bytes) c
   if (auto allocated = allocatedRegion(data, bytes)) return allocated;
   auto it = containing(byStart_, reinterpret_cast<uintptr_t>(data), bytes);
   if (it == byStart_.end()) return std::nullopt;
-  return LocalRegion{reinterpret_cast<const std::byte*>(it->first), it->second.bytes, -1, 0};
+  return LocalRegion{reinterpret_cast<const std::byte*>(it->first), it->second.bytes, -1, 0,
+                     it->second.hugePages};
 }
 
 }  // namespace memory
@@ -153,7 +176,8 @@ void* memAlloc(size_t bytes) {
   Allocations& all = allocations();
   {
     std::lock_guard lock(all.mutex);
-    all.byStart.emplace(reinterpret_cast<uintptr_t>(p), Allocation{mapped, fd, all.nextSerial++});
+    all.byStart.emplace(reinterpret_cast<uintptr_t>(p),
+                        Allocation{mapped, fd, all.nextSerial++, std::string_view(kind) != "4k"});
   }
   static bool told = false;
   if (!told) {

@@ -19,6 +19,10 @@ struct LocalRegion {
   size_t bytes = 0;
   int fd = -1;          // memfd of a memAlloc buffer; -1: registered ordinary memory
   uint64_t serial = 0;  // process-unique id of a memAlloc buffer (fd numbers are reused)
+  // Registered memory the kernel may back with transparent huge pages (THPeligible in
+  // /proc/self/smaps when registered): CMA reads it at about memcpy speed, while on 4 KiB
+  // pages it runs at 0.35-0.5x (perf/README.md) and does not pay.
+  bool hugePages = false;
 };
 
 namespace memory {
@@ -47,6 +51,7 @@ class Registrations {
   struct Entry {
     size_t bytes;
     uint64_t handle;
+    bool hugePages;
   };
   std::map<uintptr_t, Entry> byStart_;
   uint64_t nextHandle_ = 1;

@@ -81,10 +81,13 @@ const Algorithm* Tuner::measuredChoice(Collective collective, size_t bytes,
 }
 
 const Algorithm* Tuner::chooseOneSided(
-    Collective collective, size_t bytes,
+    Collective collective, size_t bytes, bool mapped, bool hugePages,
     const std::function<bool(const Algorithm&)>& allowed) const {
   if (collective != Collective::AllReduce || bytes < kOneSidedMinBytes || nranks_ < 2 || inter_)
     return nullptr;
+  // CMA on 4 KiB pages (registered malloc memory) measured no faster than the copy path at
+  // 16 and 64 MiB, np 4 (perf/README.md, one-sided): keep copying there.
+  if (!mapped && !hugePages) return nullptr;
   // Measured on 2 shared cores, np 2-4 (perf/README.md): reading all inputs in place
   // (one dependent step) wins in the middle, where waits cost more than bytes; above it
   // the two-shot's n-times-fewer reads win.

@@ -1,5 +1,6 @@
 #include "engine/engine.hpp"
 
+#include "algorithms/schedule_rules.hpp"
 #include "engine/wire_header.hpp"
 #include "errors.hpp"
 #include "kernels/reduce.hpp"
@@ -24,8 +25,6 @@ constexpr auto kPeerCheckEvery = std::chrono::milliseconds(100);
 const std::byte kZeros[kStreamAlign] = {};
 
 size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
-
-size_t stepCount(const Step& s) { return isOutgoing(s.kind) ? s.src.count : s.dst.count; }
 
 // An Expose's message: where the range lives, as the transport describes it to the peer.
 struct ExposeRecord {
@@ -86,13 +85,13 @@ void Engine::submit(std::shared_ptr<OpState> op) {
   for (int i = 0; i < static_cast<int>(schedule.steps.size()); ++i) {
     const Step& step = schedule.steps[i];
     StepRef ref{op.get(), i};
-    if (isLocal(step.kind)) {
+    if (rules::isLocal(step)) {
       localSteps_.push_back(ref);
       continue;
     }
     // The op's first message each way to each peer carries the fingerprint.
     auto& mark = isOutgoing(step.kind) ? headerSentTo_ : headerFrom_;
-    if ((stepCount(step) > 0 || isOneSided(step.kind)) && mark[step.peer] != submitted_) {
+    if (rules::isMessage(step) && mark[step.peer] != submitted_) {
       mark[step.peer] = submitted_;
       op->progress[i].withHeader = true;
     }
@@ -126,13 +125,10 @@ void Engine::returnScratch(OpState& op) {
 }
 
 size_t Engine::allowedElements(const OpState& op, int index) const {
-  const Step& step = op.schedule->steps[index];
-  size_t count = stepCount(step);
-  if (step.after < 0) return count;
-  const Step& producer = op.schedule->steps[step.after];
-  const auto& made = op.progress[step.after];
-  if (made.complete) return count;
-  return stepCount(producer) == count ? made.elements : 0;
+  const int after = op.schedule->steps[index].after;
+  if (after < 0) return rules::allowedElements(*op.schedule, index, 0, false);  // no `after`
+  return rules::allowedElements(*op.schedule, index, op.progress[after].elements,
+                                op.progress[after].complete);
 }
 
 static std::byte* resolve(const OpState& op, const Range& r) {
@@ -287,11 +283,11 @@ PeerMemory& Engine::peerMemory() {
 }
 
 // Sends the record that makes step.src readable by the peer, once `after` is complete
-// (the whole range must be written before the peer may read any of it).
+// (rules::allowedElements, rule 4: the whole range is written before a peer reads any).
 bool Engine::advanceExpose(OpState& op, int index) {
   const Step& step = op.schedule->steps[index];
   auto& p = op.progress[index];
-  if (step.after >= 0 && !op.progress[step.after].complete) return false;
+  if (allowedElements(op, index) < step.src.count) return false;
   Channel& channel = channelTo(step.peer);
   bool moved = false;
   if (p.withHeader && !sendHeader(op, p, channel, moved)) return moved;
@@ -403,7 +399,8 @@ void Engine::completeStep(OpState& op, int index) {
 bool Engine::advance(StepRef ref) {
   const Step& step = ref.op->schedule->steps[ref.step];
   // An empty step moves no data but still keeps its place in the order.
-  if (stepCount(step) == 0 && step.after >= 0 && !ref.op->progress[step.after].complete)
+  const bool afterComplete = step.after >= 0 && ref.op->progress[step.after].complete;
+  if (rules::elementsOf(step) == 0 && !rules::emptyStepMayComplete(step, afterComplete))
     return false;
   switch (step.kind) {
     case StepKind::Send:

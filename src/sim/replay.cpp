@@ -1,5 +1,7 @@
 #include "sim/replay.hpp"
 
+#include "algorithms/schedule_rules.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <queue>
@@ -9,8 +11,6 @@ namespace chorus::sim {
 namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
-
-size_t stepCount(const Step& s) { return isOutgoing(s.kind) ? s.src.count : s.dst.count; }
 
 // One step of one rank, flattened with its dependencies as global indices.
 struct Node {
@@ -37,11 +37,7 @@ class Replay {
         net_(net),
         ports_(net.ports()),
         sliceBytes_(static_cast<double>(sliceBytes)),
-        lastSend_(nranks, -1),
-        lastRecv_(nranks, -1),
-        sendSeq_(nranks, 0),
-        recvSeq_(nranks, 0),
-        seen_(nranks, false) {
+        queues_(nranks) {
     sendBegin_.reserve(replayed + 1);
   }
 
@@ -50,7 +46,6 @@ class Replay {
     const int rank = static_cast<int>(sendBegin_.size());
     const int base = static_cast<int>(nodes_.size());
     sendBegin_.push_back(sends_.size());
-    std::vector<int> touched;
     int ordinal = 0;
     for (size_t i = 0; i < schedule.steps.size(); ++i) {
       const Step& s = schedule.steps[i];
@@ -60,31 +55,23 @@ class Replay {
       n.pipelined = false;
       n.rank = rank;
       n.peer = s.peer;
-      n.count = stepCount(s);
+      n.count = rules::elementsOf(s);
       if (s.after >= 0 && static_cast<size_t>(s.after) < schedule.steps.size()) {
         n.after = base + s.after;
-        const size_t made = stepCount(schedule.steps[s.after]);
-        n.pipelined = made == n.count;
+        n.pipelined = rules::pipelinesBehindAfter(schedule, s) && s.kind != StepKind::Expose;
       }
-      if (!isLocal(s.kind)) {
+      if (!rules::isLocal(s)) {
         if (s.peer < 0 || s.peer >= nranks_) {
           n.match = -2;  // never satisfiable: reported as a deadlock
         } else {
-          const bool sending = isOutgoing(s.kind);
-          auto& last = sending ? lastSend_ : lastRecv_;
-          if (!seen_[s.peer]) {
-            seen_[s.peer] = true;
-            touched.push_back(s.peer);
-          }
-          n.linkPrev = last[s.peer];
-          last[s.peer] = g;
-          if (n.count > 0) {  // empty steps move no bytes: they match nothing
-            if (sending) {
+          const rules::QueueOrder::Place place = queues_.link(s, static_cast<int>(i));
+          if (place.previous >= 0) n.linkPrev = base + place.previous;
+          if (place.message >= 0) {  // empty steps move no bytes: they match nothing
+            if (isOutgoing(s.kind)) {
               sends_.push_back({s.peer, g});
-              ++sendSeq_[s.peer];
               if (s.peer != rank) n.ordinal = ordinal++;
             } else {
-              n.match = recvSeq_[s.peer]++;
+              n.match = place.message;
             }
           }
         }
@@ -95,11 +82,7 @@ class Replay {
     // lower_bound(b) + k.
     std::stable_sort(sends_.begin() + sendBegin_.back(), sends_.end(),
                      [](const SendRef& a, const SendRef& b) { return a.peer < b.peer; });
-    for (int peer : touched) {  // per rank state back to empty, in O(peers touched)
-      lastSend_[peer] = lastRecv_[peer] = -1;
-      sendSeq_[peer] = recvSeq_[peer] = 0;
-      seen_[peer] = false;
-    }
+    queues_.clear();  // O(queues used)
   }
 
   ReplayResult run() {
@@ -345,8 +328,7 @@ class Replay {
   std::vector<Node> nodes_;
   std::vector<SendRef> sends_;
   std::vector<size_t> sendBegin_;
-  std::vector<int> lastSend_, lastRecv_, sendSeq_, recvSeq_;
-  std::vector<bool> seen_;
+  rules::QueueOrder queues_;  // rule 1: each message step's place in its peer queue
   std::vector<size_t> depBegin_;
   std::vector<int> dependents_;
   using Entry = std::pair<double, int>;  // (time, step), or (time, -1 - resource): a wake

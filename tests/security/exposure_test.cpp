@@ -3,9 +3,11 @@
 // rendezvous file (mode 0600 in a private directory; files and directories another user
 // planted first do not stop the job), and listening sockets (bound to the chosen
 // interface, not the wildcard address; the unique id's store on loopback by default).
+#include "../common/process_support.hpp"
+#include "../common/store_support.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "errors.hpp"
-#include "security/connection_auth.hpp"
+#include "security/handshake.hpp"
 #include "store/hash_store.hpp"
 #include "store/store.hpp"
 #include "transports/transport.hpp"
@@ -21,28 +23,16 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <thread>
 
 using namespace chorus;
+using namespace chorus::test_support;
 using namespace std::chrono_literals;
 
 namespace {
 
 const security::JobSecret kSecret = security::JobSecret::fromHex("5eed5eed5eed5eed", "test");
 const security::JobSecret kOtherSecret = security::JobSecret::fromHex("5eed5eed5eed5eee", "test");
-
-bool closedWithin(net::Socket& s, std::chrono::milliseconds limit) {
-  auto deadline = Clock::now() + limit;
-  char buf[64];
-  while (Clock::now() < deadline) {
-    pollfd p{s.fd(), POLLIN, 0};
-    if (::poll(&p, 1, 20) <= 0) continue;
-    ssize_t n = ::recv(s.fd(), buf, sizeof(buf), MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
-  }
-  return false;
-}
 
 std::vector<std::string> shmEntries(const std::string& prefix) {
   std::vector<std::string> out;
@@ -80,37 +70,35 @@ class SpyStore : public HashStore {
 }  // namespace
 
 TEST(Exposure, SilentAndGarbageStrangersDoNotStallTheStore) {
-  TcpStoreServer server(net::SocketAddress::parse("127.0.0.1", 0), kSecret, -1);
+  auto server = loopbackStore(kSecret);
   std::vector<net::Socket> silent;
   for (int i = 0; i < 20; ++i)
-    silent.push_back(net::Socket::connect(server.address(), deadlineIn(5s)));
-  auto garbage = net::Socket::connect(server.address(), deadlineIn(5s));
+    silent.push_back(net::Socket::connect(server->address(), deadlineIn(5s)));
+  auto garbage = net::Socket::connect(server->address(), deadlineIn(5s));
   std::string junk(1000, '\xff');
   garbage.sendAll(junk.data(), junk.size(), deadlineIn(5s));
   // A half-finished hello, then nothing.
-  auto half = net::Socket::connect(server.address(), deadlineIn(5s));
+  auto half = net::Socket::connect(server->address(), deadlineIn(5s));
   auto hello = security::Initiator(kSecret.key(), {}).hello();
   half.sendAll(hello.data(), 5, deadlineIn(5s));
 
   auto start = Clock::now();
-  TcpStoreClient client(server.address(), kSecret, 0, deadlineIn(5s));
-  std::string value = "v";
-  client.set("k", std::as_bytes(std::span(value)));
+  TcpStoreClient client(server->address(), kSecret, 0, deadlineIn(5s));
+  client.set("k", bytes("v"));
   EXPECT_EQ(client.get("k", deadlineIn(5s)).size(), 1u);
   EXPECT_LT(Clock::now() - start, 2s);
   EXPECT_TRUE(closedWithin(garbage, 5s));
   // A client that does not know the secret is told so, and the store keeps serving.
-  EXPECT_THROW(TcpStoreClient(server.address(), kOtherSecret, 1, deadlineIn(5s)), Error);
+  EXPECT_THROW(TcpStoreClient(server->address(), kOtherSecret, 1, deadlineIn(5s)), Error);
   EXPECT_EQ(client.add("n", 2), 2);
   client.goodbye();
 }
 
 TEST(Exposure, ShmSegmentsAre0600AndUnlinked) {
-  ::setenv("CHORUS_SOCKET_IFNAME", "lo", 1);
+  EnvGuard env;
+  env.set("CHORUS_SOCKET_IFNAME", "lo");
   SpyStore store;
-  std::string host = "host";
-  for (int r = 0; r < 2; ++r)
-    store.set("host/" + std::to_string(r), std::as_bytes(std::span(host)));
+  for (int r = 0; r < 2; ++r) store.set("host/" + std::to_string(r), bytes("host"));
   std::vector<std::unique_ptr<Transport>> ranks(2);
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r)
@@ -129,14 +117,13 @@ TEST(Exposure, ShmSegmentsAre0600AndUnlinked) {
 }
 
 TEST(Exposure, MpirunRendezvousFileIs0600) {
-  for (const char* v : {"CHORUS_RANK", "RANK", "CHORUS_ADDR", "MASTER_ADDR", "CHORUS_PORT",
-                        "MASTER_PORT", "CHORUS_SECRET", "CHORUS_JOB_SECRET"})
-    ::unsetenv(v);
+  EnvGuard env{"CHORUS_RANK", "RANK",        "CHORUS_ADDR",   "MASTER_ADDR",
+               "CHORUS_PORT", "MASTER_PORT", "CHORUS_SECRET", "CHORUS_JOB_SECRET"};
   std::string job = "security-test-" + std::to_string(::getpid());
-  ::setenv("OMPI_COMM_WORLD_RANK", "0", 1);
-  ::setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
-  ::setenv("OMPI_MCA_ess_base_jobid", job.c_str(), 1);
-  ::setenv("CHORUS_SOCKET_IFNAME", "lo", 1);
+  env.set("OMPI_COMM_WORLD_RANK", "0");
+  env.set("OMPI_COMM_WORLD_SIZE", "2");
+  env.set("OMPI_MCA_ess_base_jobid", job);
+  env.set("CHORUS_SOCKET_IFNAME", "lo");
   auto launch = readEnvironment(deadlineIn(5s));
   std::string path = rendezvousDirectory() + "/" + job + ".rdv";
   struct stat st {};
@@ -144,15 +131,14 @@ TEST(Exposure, MpirunRendezvousFileIs0600) {
   EXPECT_EQ(st.st_mode & 07777, 0600u);
   EXPECT_EQ(st.st_uid, ::getuid());
   ::unlink(path.c_str());  // the process removes it at exit; do not leave it for others
-  for (const char* v : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_MCA_ess_base_jobid"})
-    ::unsetenv(v);
   // The store it published listens on the chosen interface only.
   EXPECT_EQ(launch.rendezvous.store.toString().rfind("127.0.0.1:", 0), 0u)
       << launch.rendezvous.store.toString();
 }
 
 TEST(Exposure, ListenersBindTheChosenInterface) {
-  ::setenv("CHORUS_SOCKET_IFNAME", "lo", 1);
+  EnvGuard env;
+  env.set("CHORUS_SOCKET_IFNAME", "lo");
   auto r = startProcessStore(-1, false);
   EXPECT_EQ(r.store.toString().rfind("127.0.0.1:", 0), 0u) << r.store.toString();
   HashStore store;
@@ -169,26 +155,10 @@ TEST(Exposure, ListenersBindTheChosenInterface) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(errors[0] + errors[1], "");
   for (int rank = 0; rank < 2; ++rank) {
-    auto v = store.get("tcp/" + std::to_string(rank), deadlineIn(1s));
-    std::string address(reinterpret_cast<char*>(v.data()), v.size());
+    std::string address = text(store.get("tcp/" + std::to_string(rank), deadlineIn(1s)));
     EXPECT_EQ(address.rfind("127.0.0.1:", 0), 0u) << address;
   }
 }
-
-namespace {
-
-// Sets a variable for one test and puts the old value back.
-struct ScopedEnv {
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    value ? ::setenv(name, value, 1) : ::unsetenv(name);
-  }
-  ~ScopedEnv() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
-}  // namespace
 
 // Another user cannot abort an mpirun job by creating its rendezvous file first: not at
 // the old predictable /tmp path, not by taking the private directory's name (nor by a
@@ -207,12 +177,14 @@ TEST(Exposure, HostileRendezvousFilesDoNotAbortTheJob) {
   ASSERT_EQ(::chmod(tmp.c_str(), 01777), 0);  // like /tmp: anybody creates, sticky
   ASSERT_EQ(::mkdir(home.c_str(), 0700), 0);
   std::string job = "hostile-" + std::to_string(::getpid());
-  for (const char* v : {"CHORUS_RANK", "RANK", "CHORUS_ADDR", "MASTER_ADDR", "CHORUS_PORT",
-                        "MASTER_PORT", "CHORUS_SECRET", "CHORUS_JOB_SECRET", "XDG_CACHE_HOME"})
-    ::unsetenv(v);
-  ScopedEnv run("XDG_RUNTIME_DIR", nullptr), t("TMPDIR", tmp.c_str()), h("HOME", home.c_str());
-  ScopedEnv size("OMPI_COMM_WORLD_SIZE", "2"), id("OMPI_MCA_ess_base_jobid", job.c_str());
-  ScopedEnv ifname("CHORUS_SOCKET_IFNAME", "lo");
+  EnvGuard env{"CHORUS_RANK",    "RANK",           "CHORUS_ADDR",   "MASTER_ADDR",
+               "CHORUS_PORT",    "MASTER_PORT",    "CHORUS_SECRET", "CHORUS_JOB_SECRET",
+               "XDG_CACHE_HOME", "XDG_RUNTIME_DIR"};
+  env.set("TMPDIR", tmp);
+  env.set("HOME", home);
+  env.set("OMPI_COMM_WORLD_SIZE", "2");
+  env.set("OMPI_MCA_ess_base_jobid", job);
+  env.set("CHORUS_SOCKET_IFNAME", "lo");
 
   // The stranger's traps: the old fixed path, and the private directory's name, taken.
   const std::string oldPath = "/tmp/chorus-" + job + ".rdv";
@@ -254,7 +226,7 @@ TEST(Exposure, HostileRendezvousFilesDoNotAbortTheJob) {
     ::_exit(0);
   }
   ::close(fds[1]);
-  ScopedEnv rank("OMPI_COMM_WORLD_RANK", "0");
+  env.set("OMPI_COMM_WORLD_RANK", "0");
   std::string mine = "rank 0 failed";
   try {
     auto l = readEnvironment(deadlineIn(20s));
@@ -284,7 +256,7 @@ TEST(Exposure, HostileRendezvousFilesDoNotAbortTheJob) {
 // getUniqueId's store listens on loopback unless CHORUS_SOCKET_IFNAME says otherwise, and
 // an id made on another host (or network namespace) says so instead of hanging.
 TEST(Exposure, UniqueIdStoreIsOnLoopbackAndSaysWhenFarAway) {
-  ScopedEnv none("CHORUS_SOCKET_IFNAME", nullptr);
+  EnvGuard env{"CHORUS_SOCKET_IFNAME"};
   UniqueId id = getUniqueId();
   Rendezvous r = decodeUniqueId(id);
   EXPECT_EQ(r.store.toString().rfind("127.0.0.1:", 0), 0u) << r.store.toString();

@@ -3,12 +3,11 @@
 // secret only the job's uid may connect from this host. Each refusal is a clear error
 // (or a dropped connection for raw protocol abuse), and the store keeps serving the
 // others. Strangers are real processes (fork; setuid for another uid).
+#include "../common/store_support.hpp"
 #include "errors.hpp"
-#include "security/connection_auth.hpp"
 #include "store/store.hpp"
 #include "store/store_wire.hpp"
 
-#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,35 +19,12 @@
 #include <thread>
 
 using namespace chorus;
+using namespace chorus::test_support;
 using namespace std::chrono_literals;
 
 namespace {
 
 const security::JobSecret kSecret = security::JobSecret::fromHex("c0ffee", "test");
-
-std::unique_ptr<TcpStoreServer> makeServer(const security::JobSecret& secret = kSecret) {
-  return std::make_unique<TcpStoreServer>(net::SocketAddress::parse("127.0.0.1", 0), secret, -1);
-}
-
-std::span<const std::byte> bytes(const std::string& s) { return std::as_bytes(std::span(s)); }
-std::string text(const std::vector<std::byte>& b) {
-  return {reinterpret_cast<const char*>(b.data()), b.size()};
-}
-
-// Runs f and returns the chorus::Error it throws (a test failure when it throws none).
-Error errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no chorus::Error thrown";
-  return Error(Result::Success, "");
-}
-
-bool says(const Error& e, const std::string& what) {
-  return std::string(e.what()).find(what) != std::string::npos;
-}
 
 // Runs `child` in a forked process (as `uid` when >= 0) and returns its exit code.
 int inChild(const std::function<int()>& child, int uid = -1) {
@@ -77,22 +53,10 @@ int claimFails(const net::SocketAddress& at, int rank, const std::string& want) 
   }
 }
 
-bool closedWithin(net::Socket& s, std::chrono::milliseconds limit) {
-  auto deadline = Clock::now() + limit;
-  char buf[256];
-  while (Clock::now() < deadline) {
-    pollfd p{s.fd(), POLLIN, 0};
-    if (::poll(&p, 1, 20) <= 0) continue;
-    ssize_t n = ::recv(s.fd(), buf, sizeof(buf), MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 TEST(StoreRules, ARankBelongsToTheProcessThatClaimedIt) {
-  auto server = makeServer();
+  auto server = loopbackStore(kSecret);
   auto at = server->address();
   auto mine = std::make_unique<TcpStoreClient>(at, kSecret, 1, deadlineIn(10s));
   // This process may open another client for its rank (one per communicator) ...
@@ -126,7 +90,7 @@ TEST(StoreRules, ARankBelongsToTheProcessThatClaimedIt) {
 }
 
 TEST(StoreRules, AKeyBelongsToItsFirstSetter) {
-  auto server = makeServer();
+  auto server = loopbackStore(kSecret);
   auto at = server->address();
   TcpStoreClient rank0(at, kSecret, 0, deadlineIn(10s)), rank1(at, kSecret, 1, deadlineIn(10s));
   rank0.set("tcp/0/token", bytes("secret-of-0"));
@@ -151,7 +115,7 @@ TEST(StoreRules, AKeyBelongsToItsFirstSetter) {
 }
 
 TEST(StoreRules, OversizeFramesAndHoldingsAreRefused) {
-  auto server = makeServer();
+  auto server = loopbackStore(kSecret);
   auto at = server->address();
   TcpStoreClient client(at, kSecret, 0, deadlineIn(10s));
   // The client refuses to send a value over the cap, and stays usable.
@@ -161,10 +125,8 @@ TEST(StoreRules, OversizeFramesAndHoldingsAreRefused) {
 
   // A raw client that authenticates, says hello, then announces a frame over the cap is
   // dropped at once, before the server buffers it.
-  auto raw = net::Socket::connect(at, deadlineIn(5s));
   std::string hello = store_wire::helloPayload(-1, std::string(store_wire::kIncarnation, 'r'));
-  security::authenticateConnection(raw, kSecret.key(), security::asBytes("chorus store" + hello),
-                                   deadlineIn(5s), "store");
+  auto raw = authenticatedStoreSocket(at, kSecret, hello, deadlineIn(5s));
   std::string frame = store_wire::frame(store_wire::kHello, 1, hello);
   raw.sendAll(frame.data(), frame.size(), deadlineIn(5s));
   char answer[store_wire::kHeader + 4];
@@ -176,9 +138,7 @@ TEST(StoreRules, OversizeFramesAndHoldingsAreRefused) {
   raw.sendAll(header.data(), header.size(), deadlineIn(5s));
   EXPECT_TRUE(closedWithin(raw, 5s));
   // Before authentication the cap is the hello's size.
-  auto early = net::Socket::connect(at, deadlineIn(5s));
-  security::authenticateConnection(early, kSecret.key(), security::asBytes("chorus store" + hello),
-                                   deadlineIn(5s), "store");
+  auto early = authenticatedStoreSocket(at, kSecret, hello, deadlineIn(5s));
   std::string long_hello;
   store_wire::putInt(long_hello, store_wire::kMaxHelloFrame + 1, 4);
   early.sendAll(long_hello.data(), long_hello.size(), deadlineIn(5s));
@@ -204,7 +164,7 @@ TEST(StoreRules, WithADerivedSecretOnlyTheJobsUidConnects) {
   const int nobody = 65534;
   auto derived = security::JobSecret::fromHex("d371ed", "test");
   derived.derived = true;
-  auto server = makeServer(derived);
+  auto server = loopbackStore(derived);
   auto at = server->address();
   TcpStoreClient job(at, derived, 0, deadlineIn(10s));
   auto stranger = [&] {
@@ -221,7 +181,7 @@ TEST(StoreRules, WithADerivedSecretOnlyTheJobsUidConnects) {
   EXPECT_EQ(text(job.get("job", deadlineIn(5s))), "completes");
   EXPECT_EQ(job.deadRanks(), std::vector<int>{});
   // The uid check is for derived secrets only: a real secret is enough proof.
-  auto strong = makeServer(kSecret);
+  auto strong = loopbackStore(kSecret);
   EXPECT_EQ(inChild(
                 [&] {
                   TcpStoreClient c(strong->address(), kSecret, 1, deadlineIn(10s));

@@ -13,6 +13,7 @@
 //      by the store, and the job completes. Pass: every rank exits 0, each
 //      loud stranger was disconnected, the refusals were logged (WARN, naming the address),
 //      and the silent store stranger is dropped by the store's handshake deadline.
+#include "../common/store_support.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "errors.hpp"
 #include "security/handshake.hpp"
@@ -21,7 +22,6 @@
 #include <chorus/chorus.hpp>
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,25 +29,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 using namespace chorus;
+using namespace chorus::test_support;
 using namespace std::chrono_literals;
 
 namespace {
 
 constexpr int kRanks = 3;
 
-std::string text(const std::vector<std::byte>& b) {
-  return {reinterpret_cast<const char*>(b.data()), b.size()};
-}
-
-int realStderr = 2;
-std::vector<pid_t> children;  // killed if the driver fails half-way  // the driver sends fd 2 to a
-                              // log file while it runs
+int realStderr = 2;           // the driver sends fd 2 to a log file while it runs
+std::vector<pid_t> children;  // killed if the driver fails half-way
 
 int fail(const std::string& why) {
   ::dprintf(realStderr, "FAIL: %s\n", why.c_str());
@@ -86,19 +83,6 @@ int runRank(int rank) {
 }
 
 // --- strangers -----------------------------------------------------------------------
-
-// True when the other end closes (or resets) the connection within `limit`.
-bool closedWithin(net::Socket& s, std::chrono::milliseconds limit) {
-  auto deadline = Clock::now() + limit;
-  char buf[256];
-  while (Clock::now() < deadline) {
-    pollfd p{s.fd(), POLLIN, 0};
-    if (::poll(&p, 1, 50) <= 0) continue;
-    ssize_t n = ::recv(s.fd(), buf, sizeof(buf), MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
-  }
-  return false;
-}
 
 struct Strangers {
   std::vector<net::Socket> silent;  // held open until the job is over
@@ -139,26 +123,23 @@ void knock(const net::SocketAddress& address, const std::string& name, Strangers
 // refused with a clear error, and the job goes on.
 void insiders(const net::SocketAddress& store, const security::JobSecret& secret,
               TcpStoreClient& observer, Strangers& out) {
-  auto expectRefused = [&](const std::string& what, const std::string& want, auto&& f) {
-    try {
-      f();
+  auto expectRefused = [&](const std::string& what, const std::string& want,
+                           const std::function<void()>& f) {
+    const Error e = errorOf(f);
+    if (e.code() == Result::Success) {
       out.failures += what + " was allowed; ";
-    } catch (const Error& e) {
-      std::printf("insiders: %s refused: %s\n", what.c_str(), e.what());
-      if (e.code() != Result::InvalidUsage || std::string(e.what()).find(want) == std::string::npos)
-        out.failures += what + " failed in the wrong way: " + e.what() + "; ";
+      return;
     }
+    std::printf("insiders: %s refused: %s\n", what.c_str(), e.what());
+    if (e.code() != Result::InvalidUsage || !says(e, want))
+      out.failures += what + " failed in the wrong way: " + e.what() + "; ";
   };
-  expectRefused("another process claiming rank 1", "rank 1 is already held", [&] {
-    TcpStoreClient(store, secret, 1, deadlineIn(10s));
-  });
-  std::string token(32, 'x');
-  expectRefused("overwriting rank 1's tcp token", "belongs to rank 1", [&] {
-    observer.set("comm0/tcp/1/token", std::as_bytes(std::span(token)));
-  });
-  expectRefused("adding to rank 1's address", "not a counter", [&] {
-    observer.add("comm0/tcp/1", 1);
-  });
+  expectRefused("another process claiming rank 1", "rank 1 is already held",
+                [&] { TcpStoreClient(store, secret, 1, deadlineIn(10s)); });
+  expectRefused("overwriting rank 1's tcp token", "belongs to rank 1",
+                [&] { observer.set("comm0/tcp/1/token", bytes(std::string(32, 'x'))); });
+  expectRefused("adding to rank 1's address", "not a counter",
+                [&] { observer.add("comm0/tcp/1", 1); });
 }
 
 // "1.2.3.4:5", or the first of "nic=1.2.3.4:5,nic=[::1]:6" (one listener per rail).
@@ -171,21 +152,9 @@ net::SocketAddress parseAddress(std::string t) {
 
 // --- the driver ----------------------------------------------------------------------
 
-// fork + execve of ourselves, with everything prepared before the fork (we have threads).
-pid_t startRank(int rank, uint16_t port, const security::JobSecret& secret,
-                const std::string& log) {
-  const std::string hex = secret.hex();
-  std::vector<std::string> env = {"CHORUS_RANK=" + std::to_string(rank),
-                                  "CHORUS_WORLD_SIZE=" + std::to_string(kRanks),
-                                  "CHORUS_ADDR=127.0.0.1",
-                                  "CHORUS_PORT=" + std::to_string(port),
-                                  std::string("CHORUS_SECRET=") + hex,
-                                  "CHORUS_TRANSPORT=tcp",
-                                  "CHORUS_SOCKET_IFNAME=lo",
-                                  "CHORUS_DEBUG=WARN",
-                                  "CHORUS_STRANGER_RANK=" + std::to_string(rank)};
-  for (char** e = environ; *e; ++e)
-    if (std::string(*e).rfind("CHORUS_", 0) != 0) env.push_back(*e);
+// fork + execve of ourselves with `env`, stderr to `log`, everything prepared before the
+// fork (we have threads).
+pid_t startSelf(std::vector<std::string> env, const std::string& log) {
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -200,6 +169,22 @@ pid_t startRank(int rank, uint16_t port, const security::JobSecret& secret,
   }
   ::close(fd);
   return pid;
+}
+
+pid_t startRank(int rank, uint16_t port, const security::JobSecret& secret,
+                const std::string& log) {
+  std::vector<std::string> env = {"CHORUS_RANK=" + std::to_string(rank),
+                                  "CHORUS_WORLD_SIZE=" + std::to_string(kRanks),
+                                  "CHORUS_ADDR=127.0.0.1",
+                                  "CHORUS_PORT=" + std::to_string(port),
+                                  "CHORUS_SECRET=" + secret.hex(),
+                                  "CHORUS_TRANSPORT=tcp",
+                                  "CHORUS_SOCKET_IFNAME=lo",
+                                  "CHORUS_DEBUG=WARN",
+                                  "CHORUS_STRANGER_RANK=" + std::to_string(rank)};
+  for (char** e = environ; *e; ++e)
+    if (std::string(*e).rfind("CHORUS_", 0) != 0) env.push_back(*e);
+  return startSelf(std::move(env), log);
 }
 
 // A rank of the torchrun-style job: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, no secret.
@@ -218,20 +203,7 @@ pid_t startTorchRank(int rank, uint16_t port, const std::string& log) {
         v.rfind("MASTER_", 0) != 0 && v.rfind("TORCHELASTIC_", 0) != 0)
       env.push_back(v);
   }
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  char arg0[] = "chorus_stranger_test";
-  char* argv[] = {arg0, nullptr};
-  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(fd, 2);
-    ::execve("/proc/self/exe", argv, envp.data());
-    ::_exit(127);
-  }
-  ::close(fd);
-  return pid;
+  return startSelf(std::move(env), log);
 }
 
 // Waits for every rank; "" when all exited 0.
@@ -247,8 +219,8 @@ std::string reap(const std::vector<pid_t>& pids, const std::string& job) {
       for (pid_t p : pids) ::kill(p, SIGKILL);
       failures += job + " rank " + std::to_string(r) + " hung; ";
     } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      failures += job + " rank " + std::to_string(r) + " failed (status " +
-                  std::to_string(status) + "); ";
+      failures +=
+          job + " rank " + std::to_string(r) + " failed (status " + std::to_string(status) + "); ";
     }
   }
   return failures;
@@ -271,8 +243,7 @@ int drive() {
   ::setenv("CHORUS_DEBUG", "WARN", 1);
 
   auto secret = security::JobSecret::random();
-  auto server =
-      std::make_unique<TcpStoreServer>(net::SocketAddress::parse("127.0.0.1", 0), secret, -1);
+  auto server = loopbackStore(secret);
   auto storeAddress = server->address();
   Strangers strangers;
   auto start = Clock::now();
@@ -295,8 +266,7 @@ int drive() {
   }
   TcpStoreClient observer(storeAddress, secret, -1, deadlineIn(30s));
   // Rank 0's host record, so that ranks 1 and 2 go on to listen for it.
-  std::string host = hostIdentity();
-  observer.set("comm0/host/0", std::as_bytes(std::span(host)));
+  observer.set("comm0/host/0", bytes(hostIdentity()));
   for (int r = 1; r < kRanks; ++r) {
     auto address = text(observer.get("comm0/tcp/" + std::to_string(r), deadlineIn(30s)));
     knock(parseAddress(address), "rank " + std::to_string(r) + "'s tcp port", strangers);
@@ -304,20 +274,7 @@ int drive() {
   insiders(storeAddress, secret, observer, strangers);
   observer.set("security/go", {});
 
-  std::string failures = strangers.failures;
-  for (int r = 0; r < kRanks; ++r) {
-    int status = 0;
-    auto deadline = Clock::now() + 60s;
-    pid_t got = 0;
-    while ((got = ::waitpid(pids[r], &status, WNOHANG)) == 0 && Clock::now() < deadline)
-      std::this_thread::sleep_for(20ms);
-    if (got == 0) {
-      for (pid_t p : pids) ::kill(p, SIGKILL);
-      failures += "rank " + std::to_string(r) + " hung; ";
-    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      failures += "rank " + std::to_string(r) + " failed (status " + std::to_string(status) + "); ";
-    }
-  }
+  std::string failures = strangers.failures + reap(pids, "job with strangers");
   auto jobSeconds = std::chrono::duration<double>(Clock::now() - start).count();
   // The silent store stranger goes at the store's handshake deadline (10 s).
   auto left =
@@ -386,7 +343,8 @@ int driveWithoutSecret() {
     try {
       if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(4);
       ::setenv("RANK", "1", 1), ::setenv("WORLD_SIZE", "3", 1);
-      ::setenv("MASTER_ADDR", "127.0.0.1", 1), ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      ::setenv("MASTER_ADDR", "127.0.0.1", 1),
+          ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       auto launch = readEnvironment(deadlineIn(10s));  // derives the job's secret
       TcpStoreClient(launch.rendezvous.store, launch.rendezvous.secret, 1, deadlineIn(10s));
       rc = 1;  // let in
@@ -412,7 +370,8 @@ int driveWithoutSecret() {
   }
   children.clear();
   if (!failures.empty()) return fail(failures);
-  std::printf("PASS: without a secret, a stranger of another uid was refused and the job completed\n");
+  std::printf(
+      "PASS: without a secret, a stranger of another uid was refused and the job completed\n");
   return 0;
 }
 

@@ -1,36 +1,31 @@
 // Runs the chorus-info binary in a controlled environment and parses both its forms: the
 // JSON (with nlohmann) and the text (by columns), checking values, sources and exit status.
+#include "../common/process_support.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <map>
 #include <sstream>
 #include <string>
 
 namespace {
 
-struct Output {
-  std::string out;
-  int status = -1;
-};
+using chorus::test_support::runCommand;
+using Output = chorus::test_support::CommandResult;
 
-// chorus-info with exactly `env` (plus PATH), so the test machine's variables cannot leak in.
+// Runs `program args` with exactly `env` (plus PATH), so the test machine's variables
+// cannot leak in; `streams` says where stderr goes.
+Output withOnly(const std::string& env, const std::string& program, const std::string& args,
+                const char* streams = "2>&1") {
+  return runCommand("env -i PATH=/usr/bin:/bin " + env + " " + program + " " + args + " " +
+                    streams);
+}
+
+// chorus-info's stdout alone (its warnings would break the JSON).
 Output chorusInfo(const std::string& args, const std::string& env) {
-  const std::string command =
-      "env -i PATH=/usr/bin:/bin " + env + " " + CHORUS_INFO_PATH + " " + args + " 2>/dev/null";
-  Output run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return run;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) run.out.append(buf, n);
-  const int status = ::pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+  return withOnly(env, CHORUS_INFO_PATH, args, "2>/dev/null");
 }
 
 nlohmann::json settingNamed(const nlohmann::json& doc, const std::string& name) {
@@ -136,17 +131,7 @@ namespace {
 // The settings as the programs see them: chorus-run and chorus-perf refuse a bad value,
 // and CHORUS_DEBUG=INFO lists what differs from the defaults when a communicator starts.
 Output launch(const std::string& env, const std::string& program) {
-  const std::string command = "env -i PATH=/usr/bin:/bin " + env + " " + CHORUS_RUN_PATH +
-                              " -n 2 --timeout 120 " + program + " 2>&1";
-  Output run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return run;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) run.out.append(buf, n);
-  const int status = ::pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+  return withOnly(env, CHORUS_RUN_PATH, "-n 2 --timeout 120 " + program);
 }
 
 const std::string kPerf = std::string(CHORUS_PERF_PATH) + " -b 8 -e 8 -n 1 -w 0 -c 1";
@@ -178,19 +163,12 @@ TEST(SettingsEndToEnd, LauncherAndBenchmarkRefuseABadValue) {
             std::string::npos)
       << run.out;
   // chorus-perf alone (its modes that start no communicator check too).
-  const std::string command = std::string("env -i PATH=/usr/bin:/bin CHORUS_SHM_FIFO_BYTES=12 ") +
-                              CHORUS_PERF_PATH + " --explain 4 --link shm 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  const int status = ::pclose(pipe);
-  EXPECT_EQ(WEXITSTATUS(status), 2) << out;
-  EXPECT_NE(out.find("CHORUS_SHM_FIFO_BYTES='12' is not accepted: expected a size from 4K to 1G"),
-            std::string::npos)
-      << out;
+  run = withOnly("CHORUS_SHM_FIFO_BYTES=12", CHORUS_PERF_PATH, "--explain 4 --link shm");
+  EXPECT_EQ(run.status, 2) << run.out;
+  EXPECT_NE(
+      run.out.find("CHORUS_SHM_FIFO_BYTES='12' is not accepted: expected a size from 4K to 1G"),
+      std::string::npos)
+      << run.out;
 }
 
 }  // namespace

@@ -1,4 +1,6 @@
 #include "bootstrap/bootstrap.hpp"
+#include "../common/process_support.hpp"
+#include "../common/store_support.hpp"
 #include "errors.hpp"
 #include "store/store.hpp"
 
@@ -10,64 +12,38 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <map>
-#include <optional>
 #include <thread>
 
 using namespace chorus;
+using namespace chorus::test_support;
 using namespace std::chrono_literals;
 
 namespace {
 
-template <typename F>
-Error expectError(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no chorus::Error thrown";
-  return Error(Result::Success, "");
-}
-
-bool contains(const Error& e, const std::string& s) {
-  return std::string(e.what()).find(s) != std::string::npos;
-}
-
-// Clears every variable readEnvironment looks at, and puts them back afterwards.
+// Clears every variable readEnvironment looks at; the guard puts them back afterwards.
 class Env : public ::testing::Test {
  protected:
-  static constexpr const char* kVars[] = {"CHORUS_RANK",
-                                          "CHORUS_WORLD_SIZE",
-                                          "CHORUS_LOCAL_RANK",
-                                          "CHORUS_ADDR",
-                                          "CHORUS_PORT",
-                                          "CHORUS_SECRET",
-                                          "RANK",
-                                          "WORLD_SIZE",
-                                          "LOCAL_RANK",
-                                          "MASTER_ADDR",
-                                          "MASTER_PORT",
-                                          "OMPI_COMM_WORLD_RANK",
-                                          "OMPI_COMM_WORLD_SIZE",
-                                          "OMPI_COMM_WORLD_LOCAL_RANK",
-                                          "OMPI_MCA_ess_base_jobid",
-                                          "PMIX_NAMESPACE",
-                                          "OMPI_MCA_orte_ess_jobid",
-                                          "TORCHELASTIC_RUN_ID",
-                                          "CHORUS_SOCKET_IFNAME"};
-  void SetUp() override {
-    for (const char* v : kVars) {
-      if (const char* old = std::getenv(v)) saved_[v] = old;
-      ::unsetenv(v);
-    }
-  }
-  void TearDown() override {
-    for (const char* v : kVars) ::unsetenv(v);
-    for (auto& [k, v] : saved_) ::setenv(k.c_str(), v.c_str(), 1);
-  }
-  static void set(const char* name, const std::string& value) { ::setenv(name, value.c_str(), 1); }
-  std::map<std::string, std::string> saved_;
+  void set(const char* name, const std::string& value) { env_.set(name, value); }
+  void clear(const char* name) { env_.clear(name); }
+  EnvGuard env_{"CHORUS_RANK",
+                "CHORUS_WORLD_SIZE",
+                "CHORUS_LOCAL_RANK",
+                "CHORUS_ADDR",
+                "CHORUS_PORT",
+                "CHORUS_SECRET",
+                "RANK",
+                "WORLD_SIZE",
+                "LOCAL_RANK",
+                "MASTER_ADDR",
+                "MASTER_PORT",
+                "OMPI_COMM_WORLD_RANK",
+                "OMPI_COMM_WORLD_SIZE",
+                "OMPI_COMM_WORLD_LOCAL_RANK",
+                "OMPI_MCA_ess_base_jobid",
+                "PMIX_NAMESPACE",
+                "OMPI_MCA_orte_ess_jobid",
+                "TORCHELASTIC_RUN_ID",
+                "CHORUS_SOCKET_IFNAME"};
 };
 
 }  // namespace
@@ -88,18 +64,18 @@ TEST(UniqueId, RoundTripsIpv4AndIpv6) {
 
 TEST(UniqueId, RejectsWhatIsNotAnId) {
   UniqueId zeros;
-  Error e = expectError([&] { decodeUniqueId(zeros); });
+  Error e = errorOf([&] { decodeUniqueId(zeros); });
   EXPECT_EQ(e.code(), Result::InvalidArgument);
-  EXPECT_TRUE(contains(e, "magic"));
+  EXPECT_TRUE(says(e, "magic"));
 
   Rendezvous r;
   r.store = net::SocketAddress::parse("127.0.0.1", 1);
   UniqueId id = encodeUniqueId(r);
   id.bytes[8] = 9;  // version
-  EXPECT_EQ(expectError([&] { decodeUniqueId(id); }).code(), Result::InvalidArgument);
+  EXPECT_EQ(errorOf([&] { decodeUniqueId(id); }).code(), Result::InvalidArgument);
   id = encodeUniqueId(r);
   id.bytes[10] = 77;  // address family
-  EXPECT_EQ(expectError([&] { decodeUniqueId(id); }).code(), Result::InvalidArgument);
+  EXPECT_EQ(errorOf([&] { decodeUniqueId(id); }).code(), Result::InvalidArgument);
 }
 
 TEST_F(Env, GetUniqueIdStartsAWorkingStore) {
@@ -118,9 +94,9 @@ TEST_F(Env, ProcessStoreFollowsSocketIfname) {
   Rendezvous r = startProcessStore(2, false);
   EXPECT_EQ(r.store.toString().rfind("127.0.0.1:", 0), 0u) << r.store.toString();
   set("CHORUS_SOCKET_IFNAME", "=nosuchif9");
-  Error e = expectError([] { startProcessStore(0, false); });
+  Error e = errorOf([] { startProcessStore(0, false); });
   EXPECT_EQ(e.code(), Result::InvalidArgument);
-  EXPECT_TRUE(contains(e, "nosuchif9"));
+  EXPECT_TRUE(says(e, "nosuchif9"));
 }
 
 TEST_F(Env, ChorusVariablesTakePrecedence) {
@@ -167,7 +143,7 @@ TEST_F(Env, TorchrunStyleRankZeroHostsWithADerivedSecret) {
   EXPECT_EQ(r1.rendezvous.secret, r0.rendezvous.secret);  // both ranks derive the same one
   set("TORCHELASTIC_RUN_ID", "job-7");
   EXPECT_NE(readEnvironment(deadlineIn(5s)).rendezvous.secret, r0.rendezvous.secret);
-  ::unsetenv("TORCHELASTIC_RUN_ID");
+  clear("TORCHELASTIC_RUN_ID");
   set("MASTER_PORT", "29501");
   EXPECT_NE(readEnvironment(deadlineIn(5s)).rendezvous.secret, r0.rendezvous.secret);
   set("CHORUS_RANK", "0");  // a CHORUS_ variable overrides its torchrun twin
@@ -176,9 +152,9 @@ TEST_F(Env, TorchrunStyleRankZeroHostsWithADerivedSecret) {
 
 TEST_F(Env, MissingOrContradictoryVariablesAreNamed) {
   auto fails = [](const std::string& what) {
-    Error e = expectError([] { readEnvironment(deadlineIn(1s)); });
+    Error e = errorOf([] { readEnvironment(deadlineIn(1s)); });
     EXPECT_EQ(e.code(), Result::InvalidArgument);
-    EXPECT_TRUE(contains(e, what)) << "'" << e.what() << "' does not name " << what;
+    EXPECT_TRUE(says(e, what)) << "'" << e.what() << "' does not name " << what;
   };
   fails("CHORUS_RANK");  // nothing set at all
   set("RANK", "1");
@@ -197,16 +173,16 @@ TEST_F(Env, MissingOrContradictoryVariablesAreNamed) {
   set("MASTER_PORT", "80");
   set("CHORUS_SECRET", "not-hex");
   fails("CHORUS_SECRET");
-  ::unsetenv("CHORUS_SECRET");
+  clear("CHORUS_SECRET");
   set("LOCAL_RANK", "-1");
   fails("LOCAL_RANK");
-  ::unsetenv("LOCAL_RANK");
-  ::unsetenv("MASTER_ADDR");
+  clear("LOCAL_RANK");
+  clear("MASTER_ADDR");
   fails("MASTER_PORT is set but");
-  ::unsetenv("MASTER_PORT");
+  clear("MASTER_PORT");
   set("CHORUS_SECRET", "12");
   fails("CHORUS_SECRET");
-  ::unsetenv("CHORUS_SECRET");
+  clear("CHORUS_SECRET");
   set("MASTER_PORT", "80");
   set("MASTER_ADDR", "no such host!.invalid");
   fails("MASTER_ADDR");
@@ -217,9 +193,9 @@ TEST_F(Env, MissingOrContradictoryVariablesAreNamed) {
 TEST_F(Env, MpirunWithoutAJobIdIsAClearError) {
   set("OMPI_COMM_WORLD_RANK", "1");
   set("OMPI_COMM_WORLD_SIZE", "2");
-  Error e = expectError([] { readEnvironment(deadlineIn(1s)); });
+  Error e = errorOf([] { readEnvironment(deadlineIn(1s)); });
   EXPECT_EQ(e.code(), Result::InvalidArgument);
-  EXPECT_TRUE(contains(e, "OMPI_MCA_ess_base_jobid"));
+  EXPECT_TRUE(says(e, "OMPI_MCA_ess_base_jobid"));
 }
 
 TEST_F(Env, MpirunFileRendezvousSharesRankZerosStore) {
@@ -233,9 +209,9 @@ TEST_F(Env, MpirunFileRendezvousSharesRankZerosStore) {
   std::ofstream(path) << "chorus-rendezvous 1\naddress 127.0.0.1:1\nsecret 1\nnranks 2\n"
                          "pid 1\nwritten 1\n";
   set("OMPI_COMM_WORLD_RANK", "1");
-  Error e = expectError([] { readEnvironment(deadlineIn(300ms)); });
+  Error e = errorOf([] { readEnvironment(deadlineIn(300ms)); });
   EXPECT_EQ(e.code(), Result::Timeout);
-  EXPECT_TRUE(contains(e, path));
+  EXPECT_TRUE(says(e, path));
 
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
@@ -246,8 +222,8 @@ TEST_F(Env, MpirunFileRendezvousSharesRankZerosStore) {
     std::string out;
     try {
       EnvLaunch l = readEnvironment(deadlineIn(20s));
-      out = l.rendezvous.store.toString() + " " + l.rendezvous.secret.hex() + " " +
-            l.source + " " + std::to_string(l.rank);
+      out = l.rendezvous.store.toString() + " " + l.rendezvous.secret.hex() + " " + l.source + " " +
+            std::to_string(l.rank);
     } catch (const std::exception& ex) {
       out = std::string("error: ") + ex.what();
     }
@@ -269,8 +245,8 @@ TEST_F(Env, MpirunFileRendezvousSharesRankZerosStore) {
   ::close(fds[0]);
   int status = 0;
   ::waitpid(child, &status, 0);
-  EXPECT_EQ(std::string(buf), r0.rendezvous.store.toString() + " " +
-                                  r0.rendezvous.secret.hex() + " mpirun 1");
+  EXPECT_EQ(std::string(buf),
+            r0.rendezvous.store.toString() + " " + r0.rendezvous.secret.hex() + " mpirun 1");
   TcpStoreClient client(r0.rendezvous.store, r0.rendezvous.secret, 1, deadlineIn(5s));
   EXPECT_EQ(client.add("k", 1), 1);
   client.goodbye();
@@ -294,10 +270,11 @@ TEST(JobSecret, RandomDiffersAndHexRoundTrips) {
   EXPECT_EQ(security::JobSecret::fromHex(a.hex(), "x"), a);
   EXPECT_EQ(security::JobSecret::fromHex("0x1", "x").bytes[31], 1);
   EXPECT_EQ(security::JobSecret::fromHex("abc", "x").bytes[30], 0x0a);
-  EXPECT_EQ(expectError([] { security::JobSecret::fromHex(std::string(65, '1'), "S"); }).code(),
+  EXPECT_EQ(errorOf([] { security::JobSecret::fromHex(std::string(65, '1'), "S"); }).code(),
             Result::InvalidArgument);
-  EXPECT_EQ(expectError([] { security::JobSecret::fromHex("12g4", "S"); }).code(),
+  EXPECT_EQ(errorOf([] { security::JobSecret::fromHex("12g4", "S"); }).code(),
             Result::InvalidArgument);
   // A passphrase gives 256 bits that depend on every character.
-  EXPECT_NE(security::JobSecret::fromPassphrase("pass1"), security::JobSecret::fromPassphrase("pass2"));
+  EXPECT_NE(security::JobSecret::fromPassphrase("pass1"),
+            security::JobSecret::fromPassphrase("pass2"));
 }

@@ -1,6 +1,7 @@
 #include "symbolic_checker.hpp"
 
 #include "algorithms/layout.hpp"
+#include "algorithms/schedule_rules.hpp"
 #include "symbolic_contents.hpp"
 
 #include <algorithm>
@@ -9,7 +10,8 @@
 namespace chorus::symbolic {
 namespace {
 
-bool local(const Step& s) { return isLocal(s.kind); }
+using rules::elementsOf;
+using rules::isLocal;
 
 // What one send has streamed so far; positions count from the message's start.
 struct Message {
@@ -71,7 +73,7 @@ class Run {
         installments_(installments),
         late_(late),
         ranks_(nranks) {
-    std::vector<int> lastOf(2 * static_cast<size_t>(nranks), -1), touched;
+    rules::QueueOrder queues(nranks);
     for (int r = 0; r < nranks && error_.empty(); ++r) {
       RankRun& s = ranks_[r];
       s.schedule = build(r);
@@ -98,17 +100,13 @@ class Run {
         const Step& step = s.schedule.steps[i];
         if (!validate(r, i)) return;
         if (step.after >= 0) ++dependentCount[step.after];
-        if (local(step)) continue;
-        const bool out = isOutgoing(step.kind);
-        int& last = lastOf[2 * static_cast<size_t>(step.peer) + out];
-        if (last < 0) touched.push_back(2 * step.peer + out);
-        s.prevInQueue[i] = last;
-        if (last >= 0) s.nextInQueue[last] = i;
-        last = i;
-        if (!out) s.recvPeers.push_back(step.peer);
+        if (isLocal(step)) continue;
+        const int previous = queues.link(step, i).previous;
+        s.prevInQueue[i] = previous;
+        if (previous >= 0) s.nextInQueue[previous] = i;
+        if (isIncoming(step.kind)) s.recvPeers.push_back(step.peer);
       }
-      for (int index : touched) lastOf[index] = -1;
-      touched.clear();
+      queues.clear();
       s.dependentsBegin.assign(n + 1, 0);
       for (size_t i = 0; i < n; ++i)
         s.dependentsBegin[i + 1] = s.dependentsBegin[i] + dependentCount[i];
@@ -206,7 +204,7 @@ class Run {
     static const char* kinds[] = {"send",   "recv",     "recvReduce", "copy",
                                   "reduce", "expose",   "peerRead",   "peerReduce"};
     std::string text = kinds[static_cast<int>(s.kind)];
-    if (!local(s)) text += " peer " + std::to_string(s.peer);
+    if (!isLocal(s)) text += " peer " + std::to_string(s.peer);
     return text + ", " + std::to_string(elementsOf(s)) + " elements";
   }
 
@@ -244,7 +242,7 @@ class Run {
     RankRun& s = ranks_[r];
     const Step& step = s.schedule.steps[i];
     if (step.after < -1 || step.after >= i) return fail(r, i, "waits for a later step");
-    if (!local(step) && (step.peer < 0 || step.peer >= nranks_ || step.peer == r))
+    if (!isLocal(step) && (step.peer < 0 || step.peer >= nranks_ || step.peer == r))
       return fail(r, i, "bad peer " + std::to_string(step.peer));
     const bool reads = step.kind != StepKind::Recv && step.kind != StepKind::PeerRead;
     const bool writes = !isOutgoing(step.kind);
@@ -327,11 +325,15 @@ class Run {
       std::erase_if(open, [&](const Window& w) { return w.id == id; });
   }
 
-  // Expose: once `after` is complete (all of it), tell the peer where the range is.
+  // Expose: once `after` is complete (all of it, rule 4), tell the peer where the range is.
   void advanceExpose(int r, int i) {
     RankRun& s = ranks_[r];
     const Step& step = s.schedule.steps[i];
-    if (step.after >= 0 && !s.done[step.after]) return;
+    const bool afterDone = step.after >= 0 && s.done[step.after];
+    if (!rules::emptyStepMayComplete(step, afterDone) ||
+        rules::allowedElements(s.schedule, i, step.after >= 0 ? s.progress[step.after] : 0,
+                               afterDone) < step.src.count)
+      return;
     RankRun& peer = ranks_[step.peer];
     const size_t l = link(peer, r);
     if (l == peer.recvPeers.size() || peer.recvPeers[l] != r) {
@@ -368,14 +370,12 @@ class Run {
       return;
     }
     applyAcks(r, message);
-    const Step* producer = step.after >= 0 ? &s.schedule.steps[step.after] : nullptr;
+    const bool afterDone = step.after >= 0 && s.done[step.after];
     const size_t from = s.progress[i];
-    const size_t to = total == 0 ? 0
-                                 : allowedElements(step, producer,
-                                                   producer ? s.progress[step.after] : 0,
-                                                   producer && s.done[step.after]);
+    const size_t to = rules::allowedElements(
+        s.schedule, i, step.after >= 0 ? s.progress[step.after] : 0, afterDone);
     if (total > 0 && to <= from) return;
-    if (total == 0 && producer && !s.done[step.after]) return;
+    if (total == 0 && !rules::emptyStepMayComplete(step, afterDone)) return;
     if (to > from) {
       read(step.peer, message.range, from, to - from, incoming_);
       if (step.kind == StepKind::PeerReduce) {
@@ -404,20 +404,19 @@ class Run {
     RankRun& s = ranks_[r];
     const Step& step = s.schedule.steps[i];
     if (s.done[i]) return;
-    if (!local(step) && s.prevInQueue[i] >= 0 && !s.done[s.prevInQueue[i]]) return;
+    if (!isLocal(step) && s.prevInQueue[i] >= 0 && !s.done[s.prevInQueue[i]]) return;
     if (step.kind == StepKind::Expose) return advanceExpose(r, i);
     if (step.kind == StepKind::PeerRead || step.kind == StepKind::PeerReduce)
       return advancePeerRead(r, i);
-    const Step* producer = step.after >= 0 ? &s.schedule.steps[step.after] : nullptr;
-    const bool producerDone = producer && s.done[step.after];
+    const bool afterDone = step.after >= 0 && s.done[step.after];
     const size_t total = elementsOf(step);
-    if (total == 0) {  // moves nothing, matches nothing, keeps its place (Engine::advance)
-      if (!producer || producerDone) progressed(r, i, 0);
+    if (total == 0) {  // moves nothing, matches nothing, keeps its place
+      if (rules::emptyStepMayComplete(step, afterDone)) progressed(r, i, 0);
       return;
     }
     const size_t from = s.progress[i];
-    const size_t limit =
-        allowedElements(step, producer, producer ? s.progress[step.after] : 0, producerDone);
+    const size_t limit = rules::allowedElements(
+        s.schedule, i, step.after >= 0 ? s.progress[step.after] : 0, afterDone);
     if (limit <= from) return;
     size_t to = limit;
     switch (step.kind) {

@@ -5,16 +5,16 @@
 // the number of steps, not the element count, and p = 1024 with every rank holding a
 // non-empty chunk is as cheap as count 0.
 //
-// The executor follows the engine's rules (Engine::allowedElements, Engine::advance), not
-// a friendlier model: steps to or from one peer run in issue order, sends and receives in
-// separate queues; a step waits for its `after` element by element when both cover the
-// same number of elements and for its completion otherwise; an empty step moves nothing
-// and matches nothing but still waits for its `after`. It is adversarial where the engine
-// is free to choose: sends are put off as long as anything else can run and move in
-// installments (down to one element), so a step that overwrites data before it is sent,
-// or reads data before it is produced, shows up as a wrong result; optionally one rank
-// (`late`) sends only when nothing else can move, so data meant for it is delayed while
-// its peers' data reaches it.
+// The executor follows the rules the engine runs (algorithms/schedule_rules.hpp, the same
+// functions), not a friendlier model: steps to or from one peer run in issue order, sends
+// and receives in separate queues; a step waits for its `after` element by element when
+// both cover the same number of elements and for its completion otherwise; an empty step
+// moves nothing and matches nothing but still waits for its `after`. It is adversarial
+// where the engine is free to choose: sends are put off as long as anything else can run
+// and move in installments (down to one element), so a step that overwrites data before it
+// is sent, or reads data before it is produced, shows up as a wrong result; optionally one
+// rank (`late`) sends only when nothing else can move, so data meant for it is delayed
+// while its peers' data reaches it.
 //
 // One-sided steps: an Expose opens a window on the exposed range; the matching PeerRead or
 // PeerReduce reads the owner's memory as it is when the reader gets to it (so reading data
@@ -35,18 +35,6 @@ class Layout;
 }
 
 namespace chorus::symbolic {
-
-// The engine's pipelining rule (Engine::allowedElements, the cost model's `pipelined`):
-// how many elements of `step` its `after` lets run, given what the producer has done.
-inline size_t elementsOf(const Step& s) {
-  return isOutgoing(s.kind) ? s.src.count : s.dst.count;
-}
-inline size_t allowedElements(const Step& step, const Step* producer, size_t producerElements,
-                              bool producerComplete) {
-  const size_t count = elementsOf(step);
-  if (!producer || producerComplete) return count;
-  return elementsOf(*producer) == count ? producerElements : 0;
-}
 
 struct Case {
   int nranks = 1;

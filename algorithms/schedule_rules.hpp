@@ -1,0 +1,103 @@
+// How a Schedule runs: the ordering rules every executor follows, in one place. The
+// engine (src/engine) runs them on real transports, the replay (src/sim/replay.cpp, the
+// tuner's cost model and chorus-sim) times them, and the symbolic checker (tests/unit)
+// proves schedules correct under them. Pure functions over a Schedule and what its steps
+// have done so far; nothing here moves data.
+//
+// 1. Message order. Steps with a peer (Send; Recv and RecvReduce) run through one queue
+//    per peer and direction, in issue order: a step starts once the one before it in its
+//    queue is complete. Each queue is a byte stream, so the k-th non-empty send from rank a
+//    to rank b is the k-th non-empty receive at b from a. Copy and Reduce are in no queue.
+// 2. `after`. A step handles an element only after its `after` has handled it when both
+//    cover the same number of elements (element-wise pipelining); otherwise it waits for
+//    `after` to complete.
+// 3. Empty steps move nothing and match no message, but keep their place in their queue
+//    and complete only once their `after` has. (The replay times them as free and lets
+//    them wait only for their queue, not their `after`: a few timings at count < nranks.)
+// 4. One-sided steps (Expose; PeerRead and PeerReduce) are in the same queues as Send and
+//    Recv (Expose goes out, the reads come in) and are always a message, even when empty
+//    (then a pure signal). An Expose starts only when its `after` is complete: the whole
+//    range must be written before a peer may read any of it. The exposed range must not
+//    be written until a later message from that peer has arrived (the checker proves it).
+#pragma once
+
+#include "algorithms/schedule.hpp"
+
+#include <cstddef>
+#include <vector>
+
+namespace chorus::rules {
+
+// The elements a step handles: what a send streams, what anything else writes.
+inline size_t elementsOf(const Step& step) {
+  return isOutgoing(step.kind) ? step.src.count : step.dst.count;
+}
+
+// Copy and Reduce: no peer, no queue.
+inline bool isLocal(const Step& step) { return chorus::isLocal(step.kind); }
+
+// Rules 1, 3 and 4: whether the step is a message of its queue (matched in order).
+inline bool isMessage(const Step& step) {
+  return !isLocal(step) && (elementsOf(step) > 0 || isOneSided(step.kind));
+}
+
+// Rule 2: true when `step` (of `schedule`) follows its `after` element by element.
+inline bool pipelinesBehindAfter(const Schedule& schedule, const Step& step) {
+  return step.after >= 0 && elementsOf(schedule.steps[step.after]) == elementsOf(step);
+}
+
+// Rule 2: how many elements of step `index` may be handled now, given that its `after`
+// has handled `afterElements` of its own and whether it is complete (both ignored when
+// the step has no `after`).
+inline size_t allowedElements(const Schedule& schedule, int index, size_t afterElements,
+                              bool afterComplete) {
+  const Step& step = schedule.steps[index];
+  if (step.after < 0 || afterComplete) return elementsOf(step);
+  if (step.kind == StepKind::Expose) return 0;  // rule 4
+  return pipelinesBehindAfter(schedule, step) ? afterElements : 0;
+}
+
+// Rule 3: whether an empty step may complete, given whether its `after` is complete.
+inline bool emptyStepMayComplete(const Step& step, bool afterComplete) {
+  return step.after < 0 || afterComplete;
+}
+
+// Rule 1 for executors that see one schedule at a time: the place of each message step
+// in its queue. Link the steps of one schedule in order, then clear() before the next;
+// the cost is O(1) a step and O(queues used) a clear, whatever the rank count.
+class QueueOrder {
+ public:
+  struct Place {
+    int previous = -1;  // the step before it in its queue; -1: first, or a local step
+    int message = -1;   // messages (isMessage): which message of the queue it is (0, 1, ...)
+  };
+
+  explicit QueueOrder(int nranks) : queues_(2 * static_cast<size_t>(nranks)) {}
+
+  // Step `index` of the schedule being linked; its peer must be in [0, nranks).
+  Place link(const Step& step, int index) {
+    if (isLocal(step)) return {};
+    const size_t q = 2 * static_cast<size_t>(step.peer) + isOutgoing(step.kind);
+    Queue& queue = queues_[q];
+    if (queue.last < 0) used_.push_back(q);
+    Place place{queue.last, -1};
+    queue.last = index;
+    if (isMessage(step)) place.message = queue.messages++;
+    return place;
+  }
+
+  void clear() {
+    for (size_t q : used_) queues_[q] = {};
+    used_.clear();
+  }
+
+ private:
+  struct Queue {
+    int last = -1;
+    int messages = 0;
+  };
+  std::vector<Queue> queues_;  // 2 peer + 1 for sends, 2 peer for receives
+  std::vector<size_t> used_;
+};
+
+}  // namespace chorus::rules

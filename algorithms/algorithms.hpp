@@ -16,6 +16,9 @@ struct Algorithm {
   Collective collective;
   ScheduleBuilder build;
   const char* description;
+  // Reads peers' buffers in place (one-sided steps): runs only when every rank's buffers
+  // are registered or from memAlloc, and the transport offers PeerMemory.
+  bool oneSided = false;
 };
 
 std::span<const Algorithm> allAlgorithms();
@@ -32,6 +35,8 @@ Schedule rhdAllReduce(const CollectiveArgs& args);
 Schedule hierRingAllReduce(const CollectiveArgs& args);
 Schedule hierRdAllReduce(const CollectiveArgs& args);
 Schedule hierRhdAllReduce(const CollectiveArgs& args);
+Schedule peerOneshotAllReduce(const CollectiveArgs& args);
+Schedule peerTwoshotAllReduce(const CollectiveArgs& args);
 Schedule ringAllGather(const CollectiveArgs& args);
 Schedule rdAllGather(const CollectiveArgs& args);
 Schedule bruckAllGather(const CollectiveArgs& args);

@@ -36,7 +36,23 @@ enum class StepKind : uint8_t {
   RecvReduce,  // dst = src OP (stream from peer), element by element
   Copy,        // dst = src, locally
   Reduce,      // dst = dst OP src, locally
+  // One-sided (needs buffers the transport can expose, transport.hpp's PeerMemory). Each
+  // Expose is matched, in order, by one PeerRead or PeerReduce of the peer, like a Send
+  // by a Recv; its message says where the range is, not what it holds.
+  Expose,      // src is ready: peer may read it from now until this rank receives any
+               // later message from that peer (the peer's next message says it is done)
+  PeerRead,    // dst = the range the peer exposed, read in place
+  PeerReduce,  // dst = src OP the range the peer exposed, read in place
 };
+
+// Which queue of the peer's a step is in (the engine runs each queue in issue order).
+inline bool isOutgoing(StepKind k) { return k == StepKind::Send || k == StepKind::Expose; }
+inline bool isLocal(StepKind k) { return k == StepKind::Copy || k == StepKind::Reduce; }
+inline bool isIncoming(StepKind k) { return !isOutgoing(k) && !isLocal(k); }
+// One-sided steps carry a message even when their range is empty (then a pure signal).
+inline bool isOneSided(StepKind k) {
+  return k == StepKind::Expose || k == StepKind::PeerRead || k == StepKind::PeerReduce;
+}
 
 struct Step {
   StepKind kind = StepKind::Copy;

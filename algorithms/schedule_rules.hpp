@@ -14,6 +14,11 @@
 // 3. Empty steps move nothing and match no message, but keep their place in their queue
 //    and complete only once their `after` has. (The replay times them as free and lets
 //    them wait only for their queue, not their `after`: a few timings at count < nranks.)
+// 4. One-sided steps (Expose; PeerRead and PeerReduce) are in the same queues as Send and
+//    Recv (Expose goes out, the reads come in) and are always a message, even when empty
+//    (then a pure signal). An Expose starts only when its `after` is complete: the whole
+//    range must be written before a peer may read any of it. The exposed range must not
+//    be written until a later message from that peer has arrived (the checker proves it).
 #pragma once
 
 #include "algorithms/schedule.hpp"
@@ -25,12 +30,15 @@ namespace chorus::rules {
 
 // The elements a step handles: what a send streams, what anything else writes.
 inline size_t elementsOf(const Step& step) {
-  return step.kind == StepKind::Send ? step.src.count : step.dst.count;
+  return isOutgoing(step.kind) ? step.src.count : step.dst.count;
 }
 
 // Copy and Reduce: no peer, no queue.
-inline bool isLocal(const Step& step) {
-  return step.kind == StepKind::Copy || step.kind == StepKind::Reduce;
+inline bool isLocal(const Step& step) { return chorus::isLocal(step.kind); }
+
+// Rules 1, 3 and 4: whether the step is a message of its queue (matched in order).
+inline bool isMessage(const Step& step) {
+  return !isLocal(step) && (elementsOf(step) > 0 || isOneSided(step.kind));
 }
 
 // Rule 2: true when `step` (of `schedule`) follows its `after` element by element.
@@ -45,6 +53,7 @@ inline size_t allowedElements(const Schedule& schedule, int index, size_t afterE
                               bool afterComplete) {
   const Step& step = schedule.steps[index];
   if (step.after < 0 || afterComplete) return elementsOf(step);
+  if (step.kind == StepKind::Expose) return 0;  // rule 4
   return pipelinesBehindAfter(schedule, step) ? afterElements : 0;
 }
 
@@ -60,7 +69,7 @@ class QueueOrder {
  public:
   struct Place {
     int previous = -1;  // the step before it in its queue; -1: first, or a local step
-    int message = -1;   // non-empty steps: which message of the queue it is (0, 1, ...)
+    int message = -1;   // messages (isMessage): which message of the queue it is (0, 1, ...)
   };
 
   explicit QueueOrder(int nranks) : queues_(2 * static_cast<size_t>(nranks)) {}
@@ -68,12 +77,12 @@ class QueueOrder {
   // Step `index` of the schedule being linked; its peer must be in [0, nranks).
   Place link(const Step& step, int index) {
     if (isLocal(step)) return {};
-    const size_t q = 2 * static_cast<size_t>(step.peer) + (step.kind == StepKind::Send);
+    const size_t q = 2 * static_cast<size_t>(step.peer) + isOutgoing(step.kind);
     Queue& queue = queues_[q];
     if (queue.last < 0) used_.push_back(q);
     Place place{queue.last, -1};
     queue.last = index;
-    if (elementsOf(step) > 0) place.message = queue.messages++;
+    if (isMessage(step)) place.message = queue.messages++;
     return place;
   }
 

@@ -33,6 +33,22 @@ inline int reduce(Schedule& s, Range src, Range dst, bool finalize, int after) {
   return static_cast<int>(s.steps.size()) - 1;
 }
 
+// One-sided steps (schedule.hpp): `given` is ready for `peer` to read in place; an empty
+// range makes it a signal ("done with what you exposed", "wait until I am done").
+inline int expose(Schedule& s, int peer, Range given, int after = -1) {
+  s.steps.push_back({StepKind::Expose, peer, given, {}, after, false});
+  return static_cast<int>(s.steps.size()) - 1;
+}
+inline int peerRead(Schedule& s, int peer, Range dst, int after = -1) {
+  s.steps.push_back({StepKind::PeerRead, peer, {}, dst, after, false});
+  return static_cast<int>(s.steps.size()) - 1;
+}
+inline int peerReduce(Schedule& s, int peer, Range local, Range dst, bool finalize,
+                      int after = -1) {
+  s.steps.push_back({StepKind::PeerReduce, peer, local, dst, after, finalize});
+  return static_cast<int>(s.steps.size()) - 1;
+}
+
 // What every reducing algorithm does first: no steps for count 0, and on one rank the
 // result is the input, copied and finalized. True when that is the whole schedule.
 inline bool emptyOrSingleRank(Schedule& s, int nranks, size_t count) {

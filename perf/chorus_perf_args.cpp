@@ -92,8 +92,8 @@ std::string usage(const ArgsSpec& spec) {
       << "                           each = every algorithm and auto, interleaved, one table\n"
       << "  -K,--repeats <n>         with -A each: runs per algorithm and size, median (3)\n";
   }
-  o << "  -R,--local_register <0>  buffer registration as nccl-tests' -R: only 0 (none) for\n"
-    << "                           now; 1 and 2 are not yet supported\n";
+  o << "  -R,--local_register <0>  buffers as nccl-tests' -R: 0 plain (mmap), 1 plain and\n"
+    << "                           registered (registerBuffer), 2 from memAlloc\n";
   o << "  -J,--output_file <file>  write every row as JSON (rank 0)\n"
     << "  -T,--min_time <ms>       repeat a size until its timed loop lasts this long, so\n"
     << "                           small-size latency is accurate; 0 = exactly -n (default 50)\n"
@@ -229,11 +229,10 @@ ParseStatus parseArgs(int argc, char** argv, const ArgsSpec& spec, Args& args, s
         args.repeats = static_cast<int>(*n);
         break;
       }
-      case 'R': {  // nccl-tests' buffer registration; reserved until registration lands
+      case 'R': {  // nccl-tests' buffer registration
         auto n = parseInt(v);
         if (!n || *n < 0 || *n > 2) return fail("bad value '" + std::string(v) + "' for -R");
-        if (*n != 0)
-          return fail("-R " + std::string(v) + ": buffer registration is not yet supported");
+        args.registration = static_cast<int>(*n);
         break;
       }
       case 'J':

@@ -14,6 +14,7 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <vector>
 
 namespace perf {
@@ -23,24 +24,46 @@ using Clock = std::chrono::steady_clock;
 constexpr double kMaxIters = 1e6;
 constexpr size_t kRankLineBytes = 256;
 
-// Page-aligned anonymous memory, optionally on transparent huge pages.
+// Page-aligned anonymous memory, optionally on transparent huge pages, registered with
+// the backend (-R 1); or the backend's own allocation (-R 2).
 class Buffer {
  public:
-  Buffer(size_t bytes, bool hugePages) : bytes_(std::max<size_t>(bytes, 4096)) {
+  Buffer(size_t bytes, const Args& args, Backend& backend)
+      : bytes_(std::max<size_t>(bytes, 4096)), backend_(backend) {
+    if (args.registration == 2) {
+      data_ = static_cast<char*>(backend.allocate(bytes_));
+      allocated_ = true;
+      return;
+    }
     void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
-    if (hugePages) madvise(p, bytes_, MADV_HUGEPAGE);
+    if (args.hugePages) madvise(p, bytes_, MADV_HUGEPAGE);
     data_ = static_cast<char*>(p);
+    if (args.registration == 1) handle_ = backend.registerBuffer(data_, bytes_);
   }
-  ~Buffer() { munmap(data_, bytes_); }
+  ~Buffer() {
+    try {
+      if (handle_) backend_.deregister(handle_);
+      if (allocated_) backend_.release(data_);
+    } catch (const std::exception&) {
+    }
+    if (!allocated_) munmap(data_, bytes_);
+  }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   char* data() const { return data_; }
 
  private:
   size_t bytes_;
+  Backend& backend_;
   char* data_ = nullptr;
+  void* handle_ = nullptr;
+  bool allocated_ = false;
 };
+
+[[noreturn]] void noRegistration() {
+  throw std::runtime_error("-R 1 and -R 2 need a library with buffer registration (chorus-perf)");
+}
 
 double allReduceDouble(Backend& b, double v, Op op) {
   double out = 0;
@@ -239,6 +262,11 @@ std::vector<Case> casesFor(const Args& args, const Backend& b, std::string& erro
 
 }  // namespace
 
+void* Backend::registerBuffer(void*, size_t) { noRegistration(); }
+void Backend::deregister(void*) { noRegistration(); }
+void* Backend::allocate(size_t) { noRegistration(); }
+void Backend::release(void*) { noRegistration(); }
+
 int runBenchmark(const Args& args, Backend& b, const std::string& program) {
   const bool leader = b.rank() == 0;
   std::unique_ptr<Report> report;
@@ -255,8 +283,8 @@ int runBenchmark(const Args& args, Backend& b, const std::string& program) {
     }
     rankLines = gatherRankLines(b);
     if (leader) report->printConfig(args, rankLines, info);
-    Buffer sendBuf(args.maxBytes, args.hugePages);
-    Buffer recvBuf(args.maxBytes, args.hugePages);
+    Buffer sendBuf(args.maxBytes, args, b);
+    Buffer recvBuf(args.maxBytes, args, b);
     Sweep sweep(args, b, sendBuf.data(), recvBuf.data());
     if (leader) report->printTableHeader();
     const std::vector<size_t> sizes = sweepSizes(args);
@@ -303,8 +331,8 @@ int runVariants(const Args& args, Backend& b, const std::string& program) {
     return 2;
   }
   const std::vector<std::string> variants = b.variants();
-  Buffer sendBuf(args.maxBytes, args.hugePages);
-  Buffer recvBuf(args.maxBytes, args.hugePages);
+  Buffer sendBuf(args.maxBytes, args, b);
+  Buffer recvBuf(args.maxBytes, args, b);
   Sweep sweep(args, b, sendBuf.data(), recvBuf.data());
   int64_t wrong = 0;
   int rows = 0, within10 = 0;

@@ -32,6 +32,12 @@ class Backend {
   // Runs one call to completion; throws (any std::exception) on failure.
   virtual void run(const Call& call) = 0;
   virtual bool supports(Type) const { return true; }
+  // -R 1: registers a buffer (returns a handle for deregister); -R 2: the library's
+  // allocator (memAlloc/memFree). A backend without them throws a std::exception.
+  virtual void* registerBuffer(void* data, size_t bytes);
+  virtual void deregister(void* handle);
+  virtual void* allocate(size_t bytes);
+  virtual void release(void* data);
   virtual bool supports(Op) const { return true; }
   // Printed in the header (e.g. the library and transport) and on each rank's line.
   virtual std::string info() const { return {}; }

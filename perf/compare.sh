@@ -5,16 +5,18 @@
 # or a wrong element: both programs exit non-zero then).
 #
 #   perf/compare.sh [-n NP] [-t COLL] [-b MIN] [-e MAX] [-f FACTOR] [-d TYPE] [-o OP]
-#                   [-K REPS] [-B BUILD_DIR] [-m] [-l LOG_DIR] [-- extra benchmark flags]
+#                   [-K REPS] [-B BUILD_DIR] [-m] [-R "1 2"] [-l LOG_DIR] [-- extra flags]
 #
+# -R "1 2": also chorus-perf -R 1 (registered buffers) and -R 2 (memAlloc buffers), as
+# more columns. Every run also writes JSON (LOG_DIR/NAME.REP.json) for perf/plot.py.
 # Defaults: -n 4 -t allreduce -d float -o sum -b 8 -e 64M -f 2 -K 3 -B build.
 # MPIRUN_ARGS (environment) is added to every mpirun command line.
 set -euo pipefail
 
 np=4 coll=allreduce type=float op=sum minb=8 maxb=64M factor=2 reps=3
-build=build with_mpirun_chorus=0 logdir=""
+build=build with_mpirun_chorus=0 logdir="" registrations=""
 usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
-while getopts "n:t:b:e:f:d:o:K:B:ml:h" opt; do
+while getopts "n:t:b:e:f:d:o:K:B:mR:l:h" opt; do
   case $opt in
     n) np=$OPTARG ;;
     t) coll=$OPTARG ;;
@@ -26,6 +28,7 @@ while getopts "n:t:b:e:f:d:o:K:B:ml:h" opt; do
     K) reps=$OPTARG ;;
     B) build=$OPTARG ;;
     m) with_mpirun_chorus=1 ;;
+    R) registrations=$OPTARG ;;
     l) logdir=$OPTARG ;;
     h) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
@@ -58,6 +61,10 @@ if ((with_mpirun_chorus)); then
   names+=(chorus_mpirun)
   cmds[chorus_mpirun]="${mpirun_cmd[*]} $perf_bin ${bench_args[*]}"
 fi
+for r in $registrations; do
+  names+=("chorus_R$r")
+  cmds[chorus_R$r]="$run_bin -n $np $perf_bin ${bench_args[*]} -R $r"
+done
 
 echo "# compare.sh: $coll $type $op, np $np, sizes $minb..$maxb x$factor, $reps repetitions"
 echo "# logs in $logdir"
@@ -65,7 +72,7 @@ for ((rep = 1; rep <= reps; rep++)); do
   for name in "${names[@]}"; do
     log=$logdir/$name.$rep.log
     echo "# run $rep/$reps $name: ${cmds[$name]}"
-    if ! ${cmds[$name]} >"$log" 2>&1; then
+    if ! ${cmds[$name]} -J "$logdir/$name.$rep.json" >"$log" 2>&1; then
       echo "compare.sh: $name failed (run $rep); last lines of $log:" >&2
       tail -n 20 "$log" >&2
       exit 1
@@ -93,18 +100,19 @@ for name in "${names[@]}"; do
 done
 
 echo "#"
-echo "# medians of $reps runs, out-of-place; ratio = MPI time / Chorus time (> 1: Chorus faster)"
-awk -v np="$np" -v coll="$coll" -v third="$with_mpirun_chorus" '
+echo "# medians of $reps runs, out-of-place; ratio = MPI time / that run's time (> 1: faster than MPI)"
+awk -v np="$np" -v coll="$coll" -v names="${names[*]}" '
   BEGIN {
     c = tolower(coll); gsub(/[-_]/, "", c)
     factor = 1
     if (c == "allreduce") factor = 2 * (np - 1) / np
     else if (c == "allgather" || c == "reducescatter") factor = (np - 1) / np
-    h = sprintf("# %10s  %10s  %12s  %7s  %10s  %12s", "size", "MPI busbw", "Chorus busbw", "ratio", "MPI time", "Chorus time")
-    u = sprintf("# %10s  %10s  %12s  %7s  %10s  %12s", "(B)", "(GB/s)", "(GB/s)", "", "(us)", "(us)")
-    if (third) {
-      h = h sprintf("  %12s  %7s  %12s", "Ch.mpi busbw", "ratio", "Ch.mpi time")
-      u = u sprintf("  %12s  %7s  %12s", "(GB/s)", "", "(us)")
+    m = split(names, label, " ")
+    h = sprintf("# %10s  %10s  %10s", "size", "MPI busbw", "MPI time")
+    u = sprintf("# %10s  %10s  %10s", "(B)", "(GB/s)", "(us)")
+    for (j = 2; j <= m; j++) {
+      h = h sprintf("  %14s  %6s  %10s", label[j] " busbw", "ratio", "time")
+      u = u sprintf("  %14s  %6s  %10s", "(GB/s)", "", "(us)")
     }
     print h; print u
   }
@@ -113,9 +121,12 @@ awk -v np="$np" -v coll="$coll" -v third="$with_mpirun_chorus" '
   function bw(size, us) { return us > 0 ? size / us / 1e3 * factor : 0 }
   END {
     for (i = 1; i <= k; i++) {
-      s = order[i]; tm = t[1, s]; tc = t[2, s]
-      line = sprintf("  %10s  %10.4f  %12.4f  %7.2f  %10.2f  %12.2f", s, bw(s, tm), bw(s, tc), tc > 0 ? tm / tc : 0, tm, tc)
-      if (third) { t3 = t[3, s]; line = line sprintf("  %12.4f  %7.2f  %12.2f", bw(s, t3), t3 > 0 ? tm / t3 : 0, t3) }
+      s = order[i]; tm = t[1, s]
+      line = sprintf("  %10s  %10.4f  %10.2f", s, bw(s, tm), tm)
+      for (j = 2; j <= m; j++) {
+        tc = t[j, s]
+        line = line sprintf("  %14.4f  %6.2f  %10.2f", bw(s, tc), tc > 0 ? tm / tc : 0, tc)
+      }
       print line
     }
   }' "${files[@]}"

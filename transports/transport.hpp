@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace chorus {
 
@@ -30,6 +31,33 @@ class Channel {
   virtual void consume(size_t bytes) = 0;
 };
 
+struct LocalRegion;
+
+// One-sided access to peers' memory, the second kind of data movement beside the Channel:
+// a rank describes part of a buffer it registered (an opaque blob it sends the peer, e.g.
+// over the Channel), the peer reaches that memory from the blob: mapped into its own
+// address space when the transport can (shm: the memfd; CUDA IPC: the device pointer), or
+// read into a local buffer (shm: CMA; verbs: RDMA READ). Every transport offers the same
+// three calls; a read that cannot finish at once (an RDMA read) returns 0 until it has,
+// and the engine polls it again under its deadline.
+class PeerMemory {
+ public:
+  virtual ~PeerMemory() = default;
+  // Describes [data, data + bytes), which lies in `region`, for `peer`. At most kMaxBlob
+  // bytes. Throws Error if this transport cannot expose such memory.
+  static constexpr size_t kMaxBlob = 48;
+  virtual std::vector<std::byte> describe(const LocalRegion& region, const void* data,
+                                          size_t bytes) = 0;
+  // The described memory in this process's address space, or nullptr when it can only be
+  // read (then read() reaches it). Mappings are cached; throws PeerError if the peer is gone.
+  virtual const std::byte* map(int peer, std::span<const std::byte> blob) = 0;
+  // Copies bytes [offset, offset + bytes) of the described memory into `dst`; returns the
+  // bytes now complete (all of them, or 0 while a posted read is in flight). Throws
+  // PeerError naming the peer if it is gone.
+  virtual size_t read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
+                      size_t bytes) = 0;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -44,6 +72,8 @@ class Transport {
   // the peers' processes); throws PeerError naming a dead one. The engine calls it every
   // ~100 ms while ops are in flight, from polling and from waiting alike.
   virtual void checkPeers() {}
+  // One-sided access to peers' memory, or nullptr where this transport has none (yet).
+  virtual PeerMemory* peerMemory() { return nullptr; }
 };
 
 // Everything a transport needs to connect: who we are and where to rendezvous.

@@ -113,6 +113,14 @@ chorusResult_t chorusBarrier(chorusComm_t comm);
 chorusResult_t chorusGroupStart(void);
 chorusResult_t chorusGroupEnd(void);
 
+/* Shared memory that peers map (ncclMemAlloc), huge pages where available; see
+ * chorus::memAlloc. chorusMemFree(NULL) does nothing. */
+chorusResult_t chorusMemAlloc(void** ptr, size_t size);
+chorusResult_t chorusMemFree(void* ptr);
+/* Registers a user buffer for the one-sided path (ncclCommRegister); *handle is opaque. */
+chorusResult_t chorusCommRegister(const chorusComm_t comm, void* buff, size_t size, void** handle);
+chorusResult_t chorusCommDeregister(const chorusComm_t comm, void* handle);
+
 const char* chorusGetErrorString(chorusResult_t result);
 /* The message of the last failure on this thread (names rank, peer, collective, sequence). */
 const char* chorusGetLastError(chorusComm_t comm);

@@ -106,6 +106,19 @@ struct Options {
   bool deterministic = false;
 };
 
+// Host memory that peers on this machine can map (ncclMemAlloc): memfd shared memory,
+// on huge pages where the system has them (hugetlbfs pages, else transparent huge pages
+// on shared memory when enabled; CHORUS_DEBUG=INFO and chorus-info say which). Collectives
+// whose buffers all lie in such memory on every rank read peers' buffers in place (the
+// one-sided path) where that is faster. Throws Error(SystemError) when the memory cannot
+// be had, Error(InvalidArgument) for 0 bytes.
+void* memAlloc(size_t bytes);
+// Frees a memAlloc buffer; nullptr is ignored. Throws Error(InvalidArgument) for a pointer
+// memAlloc did not return.
+void memFree(void* ptr);
+// "hugetlb", "thp" or "4k": the pages memAlloc gets on this machine now.
+std::string memPageKind();
+
 namespace detail {
 class CommImpl;
 struct OpState;
@@ -235,6 +248,17 @@ class Communicator {
   Work barrier();
   // chorus::group(calls), for calls on this communicator (or any other).
   Work group(const std::function<void()>& calls);
+
+  // Registers [buffer, buffer + bytes) of ordinary host memory for the one-sided path
+  // (ncclCommRegister): peers read it through the kernel (CMA) instead of through the
+  // transport's queues. Returns an opaque handle for deregister. Collectives take the
+  // one-sided path only when every rank's buffers are registered (or from memAlloc);
+  // a rank whose buffers are not gets a clear error naming the peer that differs.
+  // Throws Error(InvalidArgument) for a null buffer, 0 bytes or an overlap with a range
+  // already registered. The memory must stay valid until deregistered.
+  void* registerBuffer(const void* buffer, size_t bytes);
+  // Throws Error(InvalidArgument) for a handle registerBuffer did not return here.
+  void deregister(void* handle);
 
   // Overrides the algorithm choice (same syntax as CHORUS_ALGO); throws on an unknown name.
   void setAlgorithm(std::string_view spec);

@@ -91,7 +91,7 @@ void AlgorithmChoice::apply(std::string_view spec) {
     size_t slot = static_cast<size_t>(c);
     bool anyLeft = false;
     for (const Algorithm& a : allAlgorithms())
-      anyLeft |= a.collective == c &&
+      anyLeft |= a.collective == c && !a.oneSided &&
                  std::count(next.excluded_[slot].begin(), next.excluded_[slot].end(), a.name) == 0;
     if (!anyLeft) bad("the exclusions leave no " + std::string(toString(c)) + " algorithm");
   }
@@ -104,10 +104,16 @@ void AlgorithmChoice::apply(std::string_view spec) {
   *this = std::move(next);
 }
 
+bool AlgorithmChoice::excluded(const Algorithm& algorithm) const {
+  const auto& names = excluded_[static_cast<size_t>(algorithm.collective)];
+  return std::count(names.begin(), names.end(), algorithm.name) > 0;
+}
+
 std::array<std::vector<const Algorithm*>, AlgorithmChoice::kCollectives>
 AlgorithmChoice::allCandidates() {
   std::array<std::vector<const Algorithm*>, kCollectives> all;
-  for (const Algorithm& a : allAlgorithms()) all[static_cast<size_t>(a.collective)].push_back(&a);
+  for (const Algorithm& a : allAlgorithms())
+    if (!a.oneSided) all[static_cast<size_t>(a.collective)].push_back(&a);
   return all;
 }
 

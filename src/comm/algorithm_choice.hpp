@@ -21,10 +21,12 @@ class AlgorithmChoice {
   const Algorithm* forced(Collective collective) const {
     return forced_[static_cast<size_t>(collective)];
   }
-  // The algorithms of this collective the tuner may choose from (never empty).
+  // The copy-path algorithms of this collective the tuner may choose from (never empty);
+  // one-sided ones (Algorithm::oneSided) are chosen apart, when the buffers allow.
   std::span<const Algorithm* const> candidates(Collective collective) const {
     return candidates_[static_cast<size_t>(collective)];
   }
+  bool excluded(const Algorithm& algorithm) const;  // by a "^name" spec
 
  private:
   static constexpr size_t kCollectives = 8;

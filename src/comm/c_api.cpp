@@ -154,6 +154,27 @@ chorusResult_t chorusCommUserRank(const chorusComm_t comm, int* rank) {
   return chorusSuccess;
 }
 
+chorusResult_t chorusMemAlloc(void** ptr, size_t size) {
+  if (!ptr) return invalid("chorusMemAlloc: ptr is null");
+  *ptr = nullptr;
+  return guarded(nullptr, [&] { *ptr = chorus::memAlloc(size); });
+}
+
+chorusResult_t chorusMemFree(void* ptr) {
+  return guarded(nullptr, [&] { chorus::memFree(ptr); });
+}
+
+chorusResult_t chorusCommRegister(const chorusComm_t comm, void* buff, size_t size, void** handle) {
+  if (!comm || !handle) return invalid("chorusCommRegister: null communicator or handle");
+  *handle = nullptr;
+  return guarded(comm, [&] { *handle = comm->comm.registerBuffer(buff, size); });
+}
+
+chorusResult_t chorusCommDeregister(const chorusComm_t comm, void* handle) {
+  if (!comm) return invalid("chorusCommDeregister: communicator is null");
+  return guarded(comm, [&] { comm->comm.deregister(handle); });
+}
+
 // Blocking: waits for the call. Non-blocking: one progress pass, then chorusInProgress
 // unless it completed; chorusCommGetAsyncError reports the rest. Inside a group: queued,
 // chorusGroupEnd starts it.

@@ -382,11 +382,39 @@ void CommImpl::setAlgorithm(std::string_view spec) {
   tuner_->reset();
 }
 
+// The regions holding the call's buffers when one-sided access is possible for it.
+std::optional<std::pair<LocalRegion, LocalRegion>> CommImpl::exposableBuffers(
+    const Call& call) const {
+  if (!transport_->peerMemory() || call.collective != Collective::AllReduce) return std::nullopt;
+  const size_t bytes = call.count * sizeOf(call.type);
+  auto in = registrations_.find(call.input, bytes);
+  auto out = in && call.output == call.input ? in : registrations_.find(call.output, bytes);
+  if (!in || !out) return std::nullopt;
+  return std::make_pair(*in, *out);
+}
+
 std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   validate(call);
   const Algorithm* forced = algorithms_.forced(call.collective);
+  std::optional<std::pair<LocalRegion, LocalRegion>> regions;
+  const Algorithm* oneSided = nullptr;
+  const size_t bytes = call.count * sizeOf(call.type);
+  if (forced && forced->oneSided) {
+    regions = exposableBuffers(call);
+    if (!regions)
+      throwInvalid(std::string(toString(call.collective)) + ": algorithm " + forced->name +
+                   " reads peers' buffers in place: allocate them with memAlloc or register "
+                   "them (registerBuffer) on every rank" +
+                   (transport_->peerMemory() ? "" : std::string(", over a transport that can (shm)")));
+  } else if (!forced && bytes >= Tuner::kOneSidedMinBytes && (regions = exposableBuffers(call))) {
+    const bool mapped = regions->first.fd >= 0 && regions->second.fd >= 0;
+    const bool huge = regions->first.hugePages && regions->second.hugePages;
+    oneSided = tuner_->chooseOneSided(call.collective, bytes, mapped, huge,
+                                      [&](const Algorithm& a) { return !algorithms_.excluded(a); });
+  }
   const Algorithm& algorithm =
-      runnable(forced ? *forced
+      oneSided ? *oneSided
+      : runnable(forced ? *forced
                : call.collective == Collective::Send || call.collective == Collective::Recv
                    ? *algorithms_.candidates(call.collective).front()
                    : tuner_->choose(call.collective, call.count, call.type,
@@ -404,6 +432,10 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   op->input = static_cast<const std::byte*>(call.input);
   op->output = static_cast<std::byte*>(call.output);
   op->schedule = scheduleFor(algorithm, call);
+  if (algorithm.oneSided) {
+    op->inputRegion = regions->first;
+    op->outputRegion = regions->second;
+  }
   return op;
 }
 

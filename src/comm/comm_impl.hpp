@@ -4,6 +4,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "comm/algorithm_choice.hpp"
 #include "engine/engine.hpp"
+#include "memory/shared_memory.hpp"
 #include "store/store.hpp"
 #include "transports/transport.hpp"
 #include "tuner/tuner.hpp"
@@ -57,6 +58,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   void setAlgorithm(std::string_view spec);
   const Tuner& tuner() const { return *tuner_; }
   const Layout& layout() const { return layout_; }
+  memory::Registrations& registrations() { return registrations_; }
 
   struct Call {
     Collective collective;
@@ -87,6 +89,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   void validate(const Call& call) const;
   std::shared_ptr<OpState> prepare(const Call& call);
   Work queueOrLaunch(std::shared_ptr<OpState> op);
+  std::optional<std::pair<LocalRegion, LocalRegion>> exposableBuffers(const Call& call) const;
   std::shared_ptr<const Schedule> scheduleFor(const Algorithm& algorithm, const Call& call);
   // Tuning (tuning_setup.cpp): rank 0 takes the tune file's entry, or probes the link and
   // times the kernels, or keeps the defaults, and shares the result so that every rank's
@@ -117,6 +120,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   AlgorithmChoice algorithms_;
   Layout layout_;  // which ranks share a node
   std::unique_ptr<Tuner> tuner_;
+  memory::Registrations registrations_;  // registerBuffer
   uint64_t nextSequence_ = 0;
   bool ready_ = false;  // every rank finished creation
   bool reportedToLauncher_ = false;

@@ -1,6 +1,7 @@
 // The public C++ API: thin wrappers over CommImpl.
 #include "comm/comm_impl.hpp"
 #include "comm/group.hpp"
+#include "memory/shared_memory.hpp"
 #include "settings/settings.hpp"
 
 #include <algorithm>
@@ -75,6 +76,11 @@ std::string Communicator::algorithmFor(std::string_view collective, size_t count
   throw Error(Result::InvalidArgument,
               "algorithmFor: unknown collective '" + std::string(collective) + "'");
 }
+void* Communicator::registerBuffer(const void* buffer, size_t bytes) {
+  return live(impl_).registrations().add(buffer, bytes);
+}
+void Communicator::deregister(void* handle) { live(impl_).registrations().remove(handle); }
+std::string memPageKind() { return memory::pageKind(); }
 Result Communicator::asyncError() { return live(impl_).engine().state(); }
 std::string Communicator::lastError() const { return live(impl_).engine().failureCause(); }
 std::vector<int> Communicator::failedRanks() const { return live(impl_).engine().failedRanks(); }

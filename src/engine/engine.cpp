@@ -26,6 +26,15 @@ const std::byte kZeros[kStreamAlign] = {};
 
 size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+// An Expose's message: where the range lives, as the transport describes it to the peer.
+struct ExposeRecord {
+  uint32_t blobBytes;
+  uint32_t reserved;
+  uint64_t bytes;  // of the range, checked against the reader's step
+  std::byte blob[PeerMemory::kMaxBlob];
+};
+static_assert(sizeof(ExposeRecord) % kStreamAlign == 0 && sizeof(ExposeRecord) <= 64);
+
 inline void cpuRelax() { __builtin_ia32_pause(); }
 
 }  // namespace
@@ -81,13 +90,13 @@ void Engine::submit(std::shared_ptr<OpState> op) {
       localSteps_.push_back(ref);
       continue;
     }
-    // The op's first non-empty message each way to each peer carries the fingerprint.
-    auto& mark = step.kind == StepKind::Send ? headerSentTo_ : headerFrom_;
-    if (rules::elementsOf(step) > 0 && mark[step.peer] != submitted_) {
+    // The op's first message each way to each peer carries the fingerprint.
+    auto& mark = isOutgoing(step.kind) ? headerSentTo_ : headerFrom_;
+    if (rules::isMessage(step) && mark[step.peer] != submitted_) {
       mark[step.peer] = submitted_;
       op->progress[i].withHeader = true;
     }
-    auto& queue = step.kind == StepKind::Send ? sendQueue_[step.peer] : recvQueue_[step.peer];
+    auto& queue = isOutgoing(step.kind) ? sendQueue_[step.peer] : recvQueue_[step.peer];
     if (sendQueue_[step.peer].empty() && recvQueue_[step.peer].empty())
       busyPeers_.push_back(step.peer);
     queue.push_back(ref);
@@ -266,6 +275,120 @@ bool Engine::advanceLocal(OpState& op, int index) {
   return true;
 }
 
+PeerMemory& Engine::peerMemory() {
+  PeerMemory* memory = transport_.peerMemory();
+  if (!memory)
+    throw Error(Result::InvalidUsage, std::string("transport ") + transport_.name() +
+                                          " has no one-sided access to peers' memory");
+  return *memory;
+}
+
+// Sends the record that makes step.src readable by the peer, once `after` is complete
+// (rules::allowedElements, rule 4: the whole range is written before a peer reads any).
+bool Engine::advanceExpose(OpState& op, int index) {
+  const Step& step = op.schedule->steps[index];
+  auto& p = op.progress[index];
+  if (allowedElements(op, index) < step.src.count) return false;
+  Channel& channel = channelTo(step.peer);
+  bool moved = false;
+  if (p.withHeader && !sendHeader(op, p, channel, moved)) return moved;
+  if (p.bytes == 0) {
+    ExposeRecord record{};
+    record.bytes = step.src.count * op.elementSize;
+    if (step.src.count > 0) {
+      const auto& region = step.src.buffer == Buffer::Input    ? op.inputRegion
+                           : step.src.buffer == Buffer::Output ? op.outputRegion
+                                                               : std::nullopt;
+      if (!region)
+        throw Error(Result::InvalidUsage, op.describe() + ": a one-sided step exposes a buffer "
+                                                          "that is not registered");
+      std::vector<std::byte> blob =
+          peerMemory().describe(*region, resolve(op, step.src), record.bytes);
+      record.blobBytes = static_cast<uint32_t>(blob.size());
+      std::memcpy(record.blob, blob.data(), blob.size());
+    }
+    std::memcpy(p.record.data(), &record, sizeof record);
+  }
+  while (p.bytes < sizeof(ExposeRecord)) {
+    size_t taken = channel.trySend(p.record.data() + p.bytes, sizeof(ExposeRecord) - p.bytes);
+    if (taken == 0) return moved;
+    p.bytes += taken;
+    moved = true;
+  }
+  p.elements = step.src.count;
+  completeStep(op, index);
+  return true;
+}
+
+// Takes the peer's Expose record, then reads (PeerRead) or folds (PeerReduce) its range
+// in place, one slice per pass so that a chain of PeerReduce steps over the same
+// destination moves together and the destination stays in cache between them.
+bool Engine::advancePeerRead(OpState& op, int index) {
+  const Step& step = op.schedule->steps[index];
+  auto& p = op.progress[index];
+  Channel& channel = channelTo(step.peer);
+  bool moved = false;
+  if ((p.withHeader || (p.headerBytes > 0 && p.headerBytes < sizeof(WireHeader))) &&
+      !receiveHeader(op, p, channel, step.peer, moved))
+    return moved;
+  const size_t es = op.elementSize, count = step.dst.count;
+  ExposeRecord record;
+  if (!p.recordTaken) {
+    while (p.recordBytes < sizeof(ExposeRecord)) {
+      std::span<const std::byte> incoming = channel.peek();
+      if (incoming.empty()) return moved;
+      size_t used = std::min(incoming.size(), sizeof(ExposeRecord) - p.recordBytes);
+      std::memcpy(p.record.data() + p.recordBytes, incoming.data(), used);
+      channel.consume(used);
+      p.recordBytes += static_cast<uint8_t>(used);
+      moved = true;
+    }
+    std::memcpy(&record, p.record.data(), sizeof record);
+    if (record.bytes != count * es || record.blobBytes > PeerMemory::kMaxBlob)
+      throw Error(Result::InvalidUsage,
+                  op.describe() + ": rank " + std::to_string(step.peer) + " exposed " +
+                      std::to_string(record.bytes) + " bytes where this rank reads " +
+                      std::to_string(count * es) + " (the ranks run different schedules)");
+    p.recordTaken = true;
+    if (count > 0)
+      p.peerData = peerMemory().map(step.peer, std::span(record.blob, record.blobBytes));
+  } else {
+    std::memcpy(&record, p.record.data(), sizeof record);
+  }
+  if (count == 0) {
+    completeStep(op, index);
+    return true;
+  }
+  const size_t limit =
+      std::min({count, p.elements + std::max<size_t>(1, config_.sliceBytes / es),
+                allowedElements(op, index)});
+  if (limit <= p.elements) return moved;
+  const size_t from = p.elements, n = limit - from;
+  std::byte* dst = resolve(op, step.dst) + from * es;
+  const std::byte* remote = p.peerData ? p.peerData + from * es : nullptr;
+  const std::span blob(record.blob, record.blobBytes);
+  if (!remote) {
+    std::byte* into = dst;
+    if (step.kind == StepKind::PeerReduce) {
+      if (bounce_.size() < n * es) bounce_.resize(n * es);
+      into = bounce_.data();
+    }
+    if (peerMemory().read(step.peer, blob, from * es, into, n * es) == 0) return moved;
+    remote = into;
+  }
+  if (step.kind == StepKind::PeerReduce) {
+    kernels::reduce(op.type, op.op, dst, resolve(op, step.src) + from * es, remote, n);
+  } else if (remote != dst) {
+    std::memcpy(dst, remote, n * es);
+  }
+  if (step.finalize && op.op == RedOp::Avg && config_.nranks > 1)
+    kernels::divide(op.type, dst, dst, n, config_.nranks);
+  p.elements = limit;
+  p.bytes = limit * es;
+  if (limit == count) completeStep(op, index);
+  return true;
+}
+
 void Engine::completeStep(OpState& op, int index) {
   op.progress[index].complete = true;
   if (--op.stepsLeft == 0) {
@@ -289,6 +412,11 @@ bool Engine::advance(StepRef ref) {
     case StepKind::Copy:
     case StepKind::Reduce:
       return advanceLocal(*ref.op, ref.step);
+    case StepKind::Expose:
+      return advanceExpose(*ref.op, ref.step);
+    case StepKind::PeerRead:
+    case StepKind::PeerReduce:
+      return advancePeerRead(*ref.op, ref.step);
   }
   return false;
 }

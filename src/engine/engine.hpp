@@ -83,6 +83,9 @@ class Engine {
   bool advanceSend(detail::OpState& op, int index);
   bool advanceRecv(detail::OpState& op, int index);
   bool advanceLocal(detail::OpState& op, int index);  // Copy and Reduce
+  bool advanceExpose(detail::OpState& op, int index);
+  bool advancePeerRead(detail::OpState& op, int index);  // PeerRead and PeerReduce
+  PeerMemory& peerMemory();
   bool sendHeader(detail::OpState& op, detail::StepProgress& p, Channel& channel, bool& moved);
   bool receiveHeader(detail::OpState& op, detail::StepProgress& p, Channel& channel, int peer,
                      bool& moved);
@@ -113,6 +116,7 @@ class Engine {
   std::vector<int> busyPeers_;                       // peers with queued steps
   std::deque<std::shared_ptr<detail::OpState>> inFlight_;
   std::vector<std::vector<std::byte>> scratchPool_;
+  std::vector<std::byte> bounce_;  // a slice read from a peer that cannot be mapped
   Clock::time_point lastProgress_;
   Clock::time_point lastPeerCheck_;
   bool waitingNoted_ = false;  // config_.waiting told the others we wait

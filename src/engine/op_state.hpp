@@ -2,12 +2,14 @@
 #pragma once
 
 #include "algorithms/schedule.hpp"
+#include "memory/shared_memory.hpp"
 
 #include <chorus/chorus.hpp>
 
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,12 @@ struct StepProgress {
   bool withHeader = false;
   uint8_t headerBytes = 0;
   std::array<std::byte, 32> header{};
+  // One-sided steps: the Expose record (where the range lives, engine.cpp) being sent or
+  // received, and, once received, the peer's range mapped here (nullptr: read() reaches it).
+  uint8_t recordBytes = 0;
+  bool recordTaken = false;
+  std::array<std::byte, 64> record{};
+  const std::byte* peerData = nullptr;
 };
 
 struct OpState {
@@ -42,6 +50,9 @@ struct OpState {
   size_t elementSize = 1;
   bool barrier = false;                 // Communicator::barrier: described as such
   std::array<std::byte, 8> ownBytes{};  // a barrier's buffer
+  // The registered (or memAlloc) memory holding input and output, when they are: what
+  // Expose steps describe to peers.
+  std::optional<LocalRegion> inputRegion, outputRegion;
 
   std::vector<StepProgress> progress;
   size_t stepsLeft = 0;

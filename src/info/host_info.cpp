@@ -1,6 +1,7 @@
 #include "info/host_info.hpp"
 
 #include "kernels/cpu/kernel_table.hpp"
+#include "memory/shared_memory.hpp"
 #include "net/socket.hpp"
 #include "settings/settings.hpp"
 #include "topology/topology.hpp"
@@ -64,8 +65,15 @@ std::vector<Feature> kernelIsas() {
 std::vector<Feature> transports() {
   std::vector<Feature> out;
   const bool shm = ::access("/dev/shm", W_OK) == 0;
-  out.push_back(
-      {"shm", shm, shm ? "ranks on this host, /dev/shm writable" : "/dev/shm not writable"});
+  // memAlloc's pages matter for the one-sided path (peers map memAlloc buffers).
+  const std::string pages = memory::pageKind();
+  const std::string oneSided =
+      "; one-sided: memAlloc buffers (memfd) on " + pages + " pages" +
+      (pages == "4k" ? " (no free hugetlb pages, shmem THP off)" : "") +
+      ", registered buffers by CMA";
+  out.push_back({"shm", shm,
+                 (shm ? "ranks on this host, /dev/shm writable" : "/dev/shm not writable") +
+                     oneSided});
   try {
     const std::string spec = settings::text("CHORUS_SOCKET_IFNAME");
     std::string names;

@@ -60,7 +60,7 @@ class Replay {
       n.count = rules::elementsOf(s);
       if (s.after >= 0 && static_cast<size_t>(s.after) < schedule.steps.size()) {
         n.after = base + s.after;
-        n.pipelined = rules::pipelinesBehindAfter(schedule, s);
+        n.pipelined = rules::pipelinesBehindAfter(schedule, s) && s.kind != StepKind::Expose;
       }
       if (!rules::isLocal(s)) {
         if (s.peer < 0 || s.peer >= nranks_) {
@@ -69,7 +69,7 @@ class Replay {
           const rules::QueueOrder::Place place = queues_.link(s, static_cast<int>(i));
           if (place.previous >= 0) n.linkPrev = base + place.previous;
           if (place.message >= 0) {  // empty steps move no bytes: they match nothing
-            if (s.kind == StepKind::Send) {
+            if (isOutgoing(s.kind)) {
               sends_.push_back({s.peer, g});
               if (s.peer != rank) n.ordinal = ordinal++;
             } else {
@@ -190,6 +190,13 @@ class Replay {
         return b / net_.reduceBytesPerUs();
       case StepKind::Copy:
         return b / net_.copyBytesPerUs();
+      // One-sided: the message is only a description; the reader moves the bytes.
+      case StepKind::Expose:
+        return selfMessage(n) ? 0 : n.cost.overheadUs;
+      case StepKind::PeerRead:
+        return b / net_.copyBytesPerUs();
+      case StepKind::PeerReduce:
+        return b / net_.reduceBytesPerUs();
     }
     return 0;
   }
@@ -219,7 +226,7 @@ class Replay {
   // no map without compression).
   void resolveMatches() {
     for (Node& n : nodes_) {
-      if ((n.kind != StepKind::Recv && n.kind != StepKind::RecvReduce) || n.match < 0) continue;
+      if (!isIncoming(n.kind) || n.match < 0) continue;
       const int from = n.peer % replayed_, shift = n.peer - from;
       const int to =
           symmetry_ == Symmetry::Xor ? n.rank ^ shift : wrapRank(n.rank - shift, nranks_);
@@ -245,7 +252,7 @@ class Replay {
         if (n.linkPrev >= 0) f(n.linkPrev, g);
         if (n.count == 0) continue;  // an empty step waits only for its queue
         if (n.after >= 0) f(n.after, g);
-        if (n.kind != StepKind::Send && n.match >= 0) f(n.match, g);
+        if (!isOutgoing(n.kind) && n.match >= 0) f(n.match, g);
       }
     };
     forEachDep([&](int dep, size_t) { ++depBegin_[dep + 1]; });
@@ -275,7 +282,7 @@ class Replay {
           est = std::max(est, p.finish);
         }
       }
-      if (n.kind != StepKind::Send && n.match >= 0) {
+      if (!isOutgoing(n.kind) && n.match >= 0) {
         const Node& s = nodes_[n.match];
         const double latency = selfMessage(s) ? 0 : s.cost.latencyUs;
         est = std::max(est, s.start + latency);
@@ -292,7 +299,7 @@ class Replay {
   int cpuOf(int rank) const { return (ports_ + 1) * rank + 1; }
   int resourceOf(const Node& n) const {
     if (n.count == 0 || ownCost(n) == 0) return -1;
-    if (n.kind != StepKind::Send || selfMessage(n)) return cpuOf(n.rank);
+    if (!isOutgoing(n.kind) || selfMessage(n)) return cpuOf(n.rank);
     return (ports_ + 1) * n.rank + (n.cost.port == 0 ? 0 : n.cost.port + 1);
   }
 

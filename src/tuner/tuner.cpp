@@ -112,6 +112,23 @@ const Algorithm* Tuner::measuredChoice(Collective collective, size_t bytes,
   return nullptr;  // excluded now: the model decides
 }
 
+const Algorithm* Tuner::chooseOneSided(
+    Collective collective, size_t bytes, bool mapped, bool hugePages,
+    const std::function<bool(const Algorithm&)>& allowed) const {
+  if (collective != Collective::AllReduce || bytes < kOneSidedMinBytes || nranks_ < 2 || inter_)
+    return nullptr;
+  // CMA on 4 KiB pages (registered malloc memory) measured no faster than the copy path at
+  // 16 and 64 MiB, np 4 (perf/README.md, one-sided): keep copying there.
+  if (!mapped && !hugePages) return nullptr;
+  // Measured on 2 shared cores, np 2-4 (perf/README.md): reading all inputs in place
+  // (one dependent step) wins in the middle, where waits cost more than bytes; above it
+  // the two-shot's n-times-fewer reads win.
+  static constexpr size_t kTwoshotBytes = 1 << 20;
+  const char* name = bytes < kTwoshotBytes ? "peer_oneshot" : "peer_twoshot";
+  const Algorithm* a = findAlgorithm(collective, name);
+  return a && allowed(*a) ? a : nullptr;
+}
+
 Tuner::Mode tunerModeFromEnv() {
   const std::string mode = settings::text("CHORUS_TUNER");
   if (mode == "model") return Tuner::Mode::Model;

@@ -16,6 +16,7 @@
 
 #include <chorus/chorus.hpp>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -40,6 +41,16 @@ class Tuner {
   // predicted time of every candidate.
   const Algorithm& choose(Collective collective, size_t count, DataType type,
                           std::span<const Algorithm* const> candidates, bool log);
+  // The one-sided algorithm (Algorithm::oneSided) to run instead of the copy path when
+  // every rank's buffers can be read in place, or nullptr below the sizes where reading in
+  // place beats the copy path (measured: perf/README.md, one-sided). `allowed` says which
+  // are not excluded by CHORUS_ALGO. `mapped`: the peers map the buffers (memAlloc);
+  // else they read them by CMA, which pays only on huge pages (`hugePages`).
+  const Algorithm* chooseOneSided(Collective collective, size_t bytes, bool mapped, bool hugePages,
+                                  const std::function<bool(const Algorithm&)>& allowed) const;
+  // Below this many bytes no one-sided algorithm is chosen (callers skip the lookup).
+  static constexpr size_t kOneSidedMinBytes = 64 << 10;
+
   // Forget cached choices (the candidates changed).
   void reset() { choices_.clear(); }
 

@@ -4,6 +4,8 @@
 
 #include "inputs.hpp"
 
+#include <chorus/chorus.hpp>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -30,15 +32,42 @@ inline void fillJunk(unsigned char* out, size_t from, size_t bytes, uint64_t see
   }
 }
 
+// Where buffers come from (--buffers): ordinary memory, ordinary memory registered with
+// the communicator (registerBuffer), or chorus::memAlloc; the last two let collectives
+// take the one-sided path.
+enum class BufferMode { Malloc, Registered, MemAlloc };
+struct BufferSource {
+  BufferMode mode = BufferMode::Malloc;
+  chorus::Communicator* comm = nullptr;  // for Registered
+};
+inline BufferSource& bufferSource() {
+  static BufferSource source;
+  return source;
+}
+
 class GuardedBuffer {
  public:
   static constexpr size_t kGuard = 512;
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+  ~GuardedBuffer() {
+    const BufferSource& source = bufferSource();
+    if (handle_) source.comm->deregister(handle_);
+    if (allocated_) chorus::memFree(mem_.release());
+  }
 
   // `misalign`: bytes added to a 64-byte aligned start (a multiple of the element size).
   GuardedBuffer(size_t bytes, size_t misalign, uint64_t seed)
       : bytes_(bytes), seed_(mix64(seed ^ 0x6a09e667f3bcc908ull)) {
     total_ = kGuard + 64 + misalign + bytes + kGuard;
-    mem_.reset(new unsigned char[total_]);
+    const BufferSource& source = bufferSource();
+    if (source.mode == BufferMode::MemAlloc) {
+      allocated_ = static_cast<unsigned char*>(chorus::memAlloc(total_));
+      mem_.reset(allocated_);
+    } else {
+      mem_.reset(new unsigned char[total_]);
+      if (source.mode == BufferMode::Registered) handle_ = source.comm->registerBuffer(mem_.get(), total_);
+    }
     auto base = reinterpret_cast<uintptr_t>(mem_.get()) + kGuard;
     base = (base + 63) & ~uintptr_t{63};
     data_ = reinterpret_cast<unsigned char*>(base) + misalign;
@@ -85,6 +114,8 @@ class GuardedBuffer {
   size_t bytes_;
   uint64_t seed_;
   size_t total_ = 0;
+  unsigned char* allocated_ = nullptr;  // memAlloc'd: the destructor frees it
+  void* handle_ = nullptr;              // registered: the destructor deregisters it
   std::unique_ptr<unsigned char[]> mem_;
   unsigned char* data_ = nullptr;
 };

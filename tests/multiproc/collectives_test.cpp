@@ -13,6 +13,7 @@
 
 #include <chorus/chorus.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -330,6 +331,8 @@ struct Args {
   std::string algo;
   std::string expectLayout;  // Communicator::layout() must say exactly this
   std::string expectAlgo;    // "allreduce:hier,allgather:hier": what algorithmFor must name
+  std::string buffers = "malloc";  // malloc | registered | memalloc (buffers.hpp)
+  std::string only;                // run only this collective's cases (collName)
   bool quick = false;
   bool verbose = false;
   int onlyCase = -1;
@@ -347,6 +350,14 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->expectLayout = argv[++i];
     } else if (k == "--expect-algo" && hasValue) {
       a->expectAlgo = argv[++i];
+    } else if (k == "--buffers" && hasValue) {
+      a->buffers = argv[++i];
+      if (a->buffers != "malloc" && a->buffers != "registered" && a->buffers != "memalloc") {
+        std::fprintf(stderr, "--buffers: malloc, registered or memalloc\n");
+        return false;
+      }
+    } else if (k == "--only" && hasValue) {
+      a->only = argv[++i];
     } else if (k == "--case" && hasValue) {
       a->onlyCase = std::atoi(argv[++i]);
     } else if (k == "--quick") {
@@ -356,6 +367,7 @@ bool parseArgs(int argc, char** argv, Args* a) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--transport shm|tcp] [--algo SPEC] [--quick] [--case N] "
+                   "[--buffers malloc|registered|memalloc] [--only COLLECTIVE] "
                    "[--verbose] [--expect-layout TEXT] [--expect-algo COLL:NAME,...]\n",
                    argv[0]);
       return false;
@@ -395,6 +407,10 @@ int main(int argc, char** argv) {
   const int rank = comm.rank();
   const int n = comm.size();
   Stats stats;
+  bufferSource() = {args.buffers == "registered" ? BufferMode::Registered
+                    : args.buffers == "memalloc" ? BufferMode::MemAlloc
+                                                 : BufferMode::Malloc,
+                    &comm};
 
   // The communicator must match the launcher and the requested transport.
   int envRank = envInt("CHORUS_RANK");
@@ -436,16 +452,24 @@ int main(int argc, char** argv) {
 
   const std::vector<Case> cases = buildCases(n, args.quick);
   if (rank == 0) {
-    std::printf("chorus_collectives_test: %d ranks, transport %s, %zu cases%s\n", n,
-                comm.transportName().c_str(), cases.size(), args.quick ? " (quick)" : "");
+    std::printf("chorus_collectives_test: %d ranks, transport %s, %zu cases%s, %s buffers\n", n,
+                comm.transportName().c_str(), cases.size(), args.quick ? " (quick)" : "",
+                args.buffers.c_str());
   }
 
+  if (!args.only.empty() &&
+      std::none_of(cases.begin(), cases.end(),
+                   [&](const Case& c) { return args.only == collName(c.coll); })) {
+    std::printf("FAIL rank %d: --only %s matches no case\n", rank, args.only.c_str());
+    return 1;
+  }
   Runner runner(comm);
   std::map<std::string, double> seconds;  // per collective, this rank
   bool stopped = false;
   const auto start = Clock::now();
   for (const Case& c : cases) {
     if (args.onlyCase >= 0 && c.index != args.onlyCase) continue;
+    if (!args.only.empty() && args.only != collName(c.coll)) continue;
     CaseCheck chk(rank, c, stats, runner.scratch());
     const auto t0 = Clock::now();
     const double wait0 = gWaitSeconds;
@@ -488,6 +512,8 @@ int main(int argc, char** argv) {
   bool aggregated = false;
   if (!stopped) {
     try {
+      // The totals live on the stack: an algorithm forced for registered buffers cannot run.
+      if (args.buffers != "malloc") comm.setAlgorithm("allreduce:auto");
       chorus::Work w =
           comm.allReduce(totals, totals, 3, chorus::DataType::Int64, chorus::RedOp::Sum);
       aggregated = w.wait(kWaitLimit);

@@ -3,11 +3,15 @@
 // number within 10 s, and exit. Self-contained launcher (no chorus-run):
 //   chorus_kill_test --transport shm|tcp --ranks 4 --victim 2 [--kill-after-ms 500]
 //                    [--count 4194304] [--detect-limit-s 10] [--deadline-s 30]
+//                    [--buffers malloc|registered|memalloc]
+// With registered or memAlloc buffers the all-reduce reads peers' memory in place (the
+// one-sided path): a peer killed then must still give an error, not a hang or a SIGBUS.
 // The parent forks the ranks first, then calls chorus::getUniqueId() and hands the id to
 // them through pipes (no fork after threads). A rank that has not exited by the deadline
 // is a HANG: everything is killed and the test fails.
 #include <chorus/chorus.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -57,6 +61,7 @@ struct Args {
   size_t count = size_t{4} << 20;
   double detectLimitS = 10;
   double deadlineS = 30;
+  std::string buffers = "malloc";
 };
 
 bool readAll(int fd, void* buf, size_t n) {
@@ -91,8 +96,25 @@ int runRank(const Args& a, int rank, int idFd, Shared* sh) {
     slot.state = 3;
     return 3;
   }
-  std::vector<float> send(a.count, 1.0f + static_cast<float>(rank));
-  std::vector<float> recv(a.count, 0.0f);
+  std::vector<float> sendStore, recvStore;
+  float *sendData, *recvData;
+  if (a.buffers == "memalloc") {
+    sendData = static_cast<float*>(chorus::memAlloc(a.count * sizeof(float)));
+    recvData = static_cast<float*>(chorus::memAlloc(a.count * sizeof(float)));
+  } else {
+    sendStore.resize(a.count);
+    recvStore.resize(a.count);
+    sendData = sendStore.data();
+    recvData = recvStore.data();
+    if (a.buffers == "registered") {
+      comm.registerBuffer(sendData, a.count * sizeof(float));
+      comm.registerBuffer(recvData, a.count * sizeof(float));
+    }
+  }
+  // Forced: the tuner keeps CMA-read buffers on 4 KiB pages on the copy path.
+  if (a.buffers != "malloc") comm.setAlgorithm("allreduce:peer_twoshot");
+  std::fill(sendData, sendData + a.count, 1.0f + static_cast<float>(rank));
+  std::fill(recvData, recvData + a.count, 0.0f);
   if (rank == a.victim) {
     std::thread([&a, sh, &slot] {
       std::this_thread::sleep_for(std::chrono::milliseconds(a.killAfterMs));
@@ -104,7 +126,7 @@ int runRank(const Args& a, int rank, int idFd, Shared* sh) {
   slot.state = 1;
   try {
     for (;;) {
-      chorus::Work w = comm.allReduce(send.data(), recv.data(), a.count, chorus::DataType::Float32,
+      chorus::Work w = comm.allReduce(sendData, recvData, a.count, chorus::DataType::Float32,
                                       chorus::RedOp::Sum);
       w.wait();
       ++slot.iterations;
@@ -162,12 +184,15 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->detectLimitS = std::atof(v);
     } else if (k == "--deadline-s") {
       a->deadlineS = std::atof(v);
+    } else if (k == "--buffers") {
+      a->buffers = v;
     } else {
       return false;
     }
   }
   return argc % 2 == 1 && a->ranks >= 2 && a->ranks <= kMaxRanks && a->victim >= 0 &&
-         a->victim < a->ranks && a->count > 0;
+         a->victim < a->ranks && a->count > 0 &&
+         (a->buffers == "malloc" || a->buffers == "registered" || a->buffers == "memalloc");
 }
 
 }  // namespace
@@ -177,15 +202,16 @@ int main(int argc, char** argv) {
   if (!parseArgs(argc, argv, &a)) {
     std::fprintf(stderr,
                  "usage: %s --transport shm|tcp --ranks N --victim V [--kill-after-ms MS] "
-                 "[--count FLOATS] [--detect-limit-s S] [--deadline-s S]\n",
+                 "[--count FLOATS] [--detect-limit-s S] [--deadline-s S] "
+                 "[--buffers malloc|registered|memalloc]\n",
                  argv[0]);
     return 2;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::printf(
       "kill test: %d ranks over %s, rank %d killed %d ms into a loop of %zu-float "
-      "allReduces\n",
-      a.ranks, a.transport.c_str(), a.victim, a.killAfterMs, a.count);
+      "allReduces, %s buffers\n",
+      a.ranks, a.transport.c_str(), a.victim, a.killAfterMs, a.count, a.buffers.c_str());
   std::fflush(stdout);
 
   void* mem =

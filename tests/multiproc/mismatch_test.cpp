@@ -1,6 +1,6 @@
 // chorus_mismatch_test: ranks that call different things at the same point get an error
 // that names the rank and what it called, at once, instead of a hang or wrong data.
-//   chorus-run -n 3 chorus_mismatch_test --case count|collective|op|type|root|p2p|absent
+//   chorus-run -n 3 chorus_mismatch_test --case count|collective|op|type|root|p2p|absent|memalloc
 // Rank 1 is the odd one out. Every rank whose call touches the difference must fail
 // within 10 s (only a sender whose data was taken, or a rank the difference does not
 // reach, may complete), with an error that says "mismatched calls" and names both calls
@@ -13,6 +13,7 @@
 // CHORUS_TOPO_FILE (rank 1: both layouts), not stall.
 #include <chorus/chorus.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -44,6 +45,18 @@ chorus::Work call(chorus::Communicator& comm, const std::string& which, bool odd
     comm.setAlgorithm("broadcast:ring");
     return comm.broadcast(in.data(), out.data(), n, DataType::Float32, odd ? 2 : 0);
   }
+  if (which == "memalloc") {  // only rank 1's buffers are ordinary memory: the others
+    const size_t big = 1 << 16;  // take the one-sided path (peer_oneshot at 256 KiB)
+    in.resize(big, 1.0f);
+    out.resize(big);
+    if (odd) {
+      comm.setAlgorithm("allreduce:ring");  // whatever it picks; pinned for the message
+      return comm.allReduce(in.data(), out.data(), big, DataType::Float32, RedOp::Sum);
+    }
+    auto* shared = static_cast<float*>(chorus::memAlloc(2 * big * sizeof(float)));
+    std::fill(shared, shared + big, 1.0f);  // freed at exit
+    return comm.allReduce(shared, shared + big, big, DataType::Float32, RedOp::Sum);
+  }
   if (which == "p2p") {  // rank 0 sends 1000 to rank 1, which expects 500
     if (comm.rank() == 0) return comm.send(in.data(), n, DataType::Float32, 1);
     if (comm.rank() == 1) return comm.recv(out.data(), n / 2, DataType::Float32, 0);
@@ -66,6 +79,7 @@ Expect expectFor(const std::string& which) {
   if (which == "op") return {"float max", "float sum", false};
   if (which == "type") return {"int32 sum", "float sum", false};
   if (which == "root") return {"root 2", "root 0", true};
+  if (which == "memalloc") return {"float sum, ring)", "float sum, peer_oneshot)", false};
   return {"recv #1 (500 x float", "send #1 (1000 x float", true};  // p2p
 }
 

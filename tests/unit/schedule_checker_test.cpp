@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace chorus {
 namespace {
@@ -76,6 +77,40 @@ Schedule crossedRingAllGather(const CollectiveArgs& args) {
   return s;
 }
 
+// One-sided: the result part is exposed before it is folded (its Expose waits for
+// nothing): the fold then writes what a peer may be reading.
+Schedule earlyExposePeerTwoshot(const CollectiveArgs& args) {
+  Schedule s = peerTwoshotAllReduce(args);
+  for (Step& step : s.steps)
+    if (step.kind == StepKind::Expose && step.src.buffer == Buffer::Output) step.after = -1;
+  return s;
+}
+// One-sided: never says it is done reading, so the peers' windows never close.
+Schedule silentPeerTwoshot(const CollectiveArgs& args) {
+  Schedule s = peerTwoshotAllReduce(args);
+  std::erase_if(s.steps, [](const Step& step) {
+    return (step.kind == StepKind::Expose || step.kind == StepKind::PeerRead) &&
+           (step.kind == StepKind::Expose ? step.src.count : step.dst.count) == 0;
+  });
+  return s;
+}
+// One-sided, in place: rank 0 copies its result over its input as it folds, without
+// waiting for the peers to say they are done reading that input.
+Schedule overwritingPeerOneshot(const CollectiveArgs& args) {
+  Schedule s = peerOneshotAllReduce(args);
+  if (args.rank == 0 && !s.steps.empty() && s.steps.back().kind == StepKind::Copy)
+    s.steps.back().after = static_cast<int>(s.steps.size()) - 2 * args.nranks;  // the fold
+  return s;
+}
+// One-sided: the reader reads a stream message in place (Expose replaced by Send).
+Schedule mixedPeerTwoshot(const CollectiveArgs& args) {
+  Schedule s = peerTwoshotAllReduce(args);
+  if (args.rank == 0)
+    for (Step& step : s.steps)
+      if (step.kind == StepKind::Expose && step.src.count > 0) step.kind = StepKind::Send;
+  return s;
+}
+
 std::string proveBroken(Collective collective, ScheduleBuilder build, const Case& c) {
   const Algorithm broken{"broken", collective, build, ""};
   return prove(broken, c);
@@ -108,6 +143,15 @@ TEST(Schedule, TheCheckerRejectsBrokenSchedules) {
        Case{4, 3, 0, false, 1}, "a message of 3 elements from rank 0 into a receive of 2"},
       {"a receive from the wrong peer", Collective::AllGather, crossedRingAllGather,
        Case{4, 3, 0, false, 1}, "sends to rank 0, which never receives from it"},
+      {"one-sided: result exposed before it is folded", Collective::AllReduce,
+       earlyExposePeerTwoshot, Case{3, 7, 0, false, 1},
+       "overwrites what its step 5 exposed while rank 1 may still read it"},
+      {"one-sided: readers never say they are done", Collective::AllReduce, silentPeerTwoshot,
+       Case{4, 9, 0, false, 1}, "may still read"},
+      {"one-sided in place: input overwritten while peers read it", Collective::AllReduce,
+       overwritingPeerOneshot, Case{3, 5, 0, true, 1}, "contributes twice"},
+      {"one-sided: a stream message read in place", Collective::AllReduce, mixedPeerTwoshot,
+       Case{3, 6, 0, false, 1}, "a stream message of"},
   };
   for (const Broken& b : cases) {
     std::string error = proveBroken(b.collective, b.build, b.c);

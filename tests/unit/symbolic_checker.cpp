@@ -5,6 +5,7 @@
 #include "symbolic_contents.hpp"
 
 #include <algorithm>
+#include <map>
 
 namespace chorus::symbolic {
 namespace {
@@ -18,6 +19,19 @@ struct Message {
   size_t available = 0;
   Pieces pieces;
   size_t cursor = 0, cursorAt = 0;  // first piece not fully received, and where it starts
+  // An Expose's message: the owner's range to read in place, and its window (-1: a signal).
+  bool exposed = false;
+  Range range;
+  int window = -1;
+  std::vector<int> acks;  // windows of the receiver the sender finished reading before it
+  bool acksApplied = false;
+};
+
+// An exposed range that `reader` may still read.
+struct Window {
+  int id, reader, step;
+  const Contents* buffer;
+  size_t begin, count;
 };
 
 // Messages on one link in order; those before `head` are received.
@@ -43,6 +57,8 @@ struct RankRun {
   Contents store, outStore, scratch;
   size_t inputBase = 0, outputBase = 0, inputCount = 0, outputCount = 0;
   bool separateOutput = false;
+  std::vector<Window> windows;                 // open, exposed by this rank
+  std::map<int, std::vector<int>> readsToAck;  // per owner: windows read, not yet said so
 };
 
 class Run {
@@ -88,7 +104,7 @@ class Run {
         const int previous = queues.link(step, i).previous;
         s.prevInQueue[i] = previous;
         if (previous >= 0) s.nextInQueue[previous] = i;
-        if (step.kind != StepKind::Send) s.recvPeers.push_back(step.peer);
+        if (isIncoming(step.kind)) s.recvPeers.push_back(step.peer);
       }
       queues.clear();
       s.dependentsBegin.assign(n + 1, 0);
@@ -104,7 +120,7 @@ class Run {
       s.inbox.resize(s.recvPeers.size());
       for (int i = 0; i < static_cast<int>(n); ++i) {
         const Step& step = s.schedule.steps[i];
-        if (step.kind != StepKind::Send && !isLocal(step) && s.prevInQueue[i] < 0)
+        if (isIncoming(step.kind) && s.prevInQueue[i] < 0)
           s.recvHead[link(s, step.peer)] = i;
       }
     }
@@ -142,6 +158,9 @@ class Run {
         return "rank " + std::to_string(r) + " stuck at step " + std::to_string(i) + " (" +
                describeStep(s.schedule.steps[i]) + ")";
       }
+      for (const Window& w : s.windows)
+        return "rank " + std::to_string(r) + " finishes while rank " + std::to_string(w.reader) +
+               " may still read what its step " + std::to_string(w.step) + " exposed";
       for (size_t l = 0; l < s.inbox.size(); ++l)
         if (!s.inbox[l].empty())
           return "a message from rank " + std::to_string(s.recvPeers[l]) + " to rank " +
@@ -182,7 +201,8 @@ class Run {
 
  private:
   static std::string describeStep(const Step& s) {
-    static const char* kinds[] = {"send", "recv", "recvReduce", "copy", "reduce"};
+    static const char* kinds[] = {"send",   "recv",     "recvReduce", "copy",
+                                  "reduce", "expose",   "peerRead",   "peerReduce"};
     std::string text = kinds[static_cast<int>(s.kind)];
     if (!isLocal(s)) text += " peer " + std::to_string(s.peer);
     return text + ", " + std::to_string(elementsOf(s)) + " elements";
@@ -224,7 +244,10 @@ class Run {
     if (step.after < -1 || step.after >= i) return fail(r, i, "waits for a later step");
     if (!isLocal(step) && (step.peer < 0 || step.peer >= nranks_ || step.peer == r))
       return fail(r, i, "bad peer " + std::to_string(step.peer));
-    const bool reads = step.kind != StepKind::Recv, writes = step.kind != StepKind::Send;
+    const bool reads = step.kind != StepKind::Recv && step.kind != StepKind::PeerRead;
+    const bool writes = !isOutgoing(step.kind);
+    if (step.kind == StepKind::Expose && step.src.buffer == Buffer::Scratch && step.src.count > 0)
+      return fail(r, i, "exposes scratch, which peers cannot reach");
     for (auto [uses, range] : {std::pair{reads, &step.src}, std::pair{writes, &step.dst}})
       if (uses && range->offset + range->count > sizeOf(s, range->buffer))
         return fail(r, i, "range out of bounds");
@@ -258,8 +281,7 @@ class Run {
     s.done[i] = 1;
     --s.stepsLeft;
     const Step& step = s.schedule.steps[i];
-    if (!isLocal(step) && step.kind != StepKind::Send)
-      s.recvHead[link(s, step.peer)] = s.nextInQueue[i];
+    if (isIncoming(step.kind)) s.recvHead[link(s, step.peer)] = s.nextInQueue[i];
     if (s.nextInQueue[i] >= 0) notify(r, s.nextInQueue[i]);
   }
 
@@ -278,7 +300,98 @@ class Run {
       pieces.swap(finalized_);
     }
     auto [buffer, base] = resolve(s, step.dst.buffer);
-    buffer->write(base + step.dst.offset + from, pieces);
+    size_t n = 0;
+    for (const Piece& p : pieces) n += p.length;
+    const size_t at = base + step.dst.offset + from;
+    for (const Window& w : s.windows)
+      if (w.buffer == buffer && at < w.begin + w.count && w.begin < at + n)
+        fail(r, i, "overwrites what its step " + std::to_string(w.step) + " exposed while rank " +
+                       std::to_string(w.reader) + " may still read it");
+    buffer->write(at, pieces);
+  }
+
+  // A message from `from` to `to` tells `to` which of its windows `from` finished reading.
+  void carryAcks(int from, int to, Message& m) {
+    auto it = ranks_[from].readsToAck.find(to);
+    if (it == ranks_[from].readsToAck.end()) return;
+    m.acks = std::move(it->second);
+    ranks_[from].readsToAck.erase(it);
+  }
+  void applyAcks(int r, Message& m) {
+    if (m.acksApplied) return;
+    m.acksApplied = true;
+    auto& open = ranks_[r].windows;
+    for (int id : m.acks)
+      std::erase_if(open, [&](const Window& w) { return w.id == id; });
+  }
+
+  // Expose: once `after` is complete (all of it, rule 4), tell the peer where the range is.
+  void advanceExpose(int r, int i) {
+    RankRun& s = ranks_[r];
+    const Step& step = s.schedule.steps[i];
+    const bool afterDone = step.after >= 0 && s.done[step.after];
+    if (!rules::emptyStepMayComplete(step, afterDone) ||
+        rules::allowedElements(s.schedule, i, step.after >= 0 ? s.progress[step.after] : 0,
+                               afterDone) < step.src.count)
+      return;
+    RankRun& peer = ranks_[step.peer];
+    const size_t l = link(peer, r);
+    if (l == peer.recvPeers.size() || peer.recvPeers[l] != r) {
+      fail(r, i, "exposes to rank " + std::to_string(step.peer) + ", which never reads from it");
+      return;
+    }
+    Message m{step.src.count, step.src.count};
+    m.exposed = true;
+    m.range = step.src;
+    if (step.src.count > 0) {
+      auto [buffer, base] = resolve(s, step.src.buffer);
+      m.window = nextWindow_++;
+      s.windows.push_back({m.window, step.peer, i, buffer, base + step.src.offset, step.src.count});
+    }
+    carryAcks(r, step.peer, m);
+    peer.inbox[l].messages.push_back(std::move(m));
+    if (peer.recvHead[l] >= 0) notify(step.peer, peer.recvHead[l]);
+    progressed(r, i, step.src.count);
+  }
+
+  // PeerRead / PeerReduce: the owner's exposed range as it is now.
+  void advancePeerRead(int r, int i) {
+    RankRun& s = ranks_[r];
+    const Step& step = s.schedule.steps[i];
+    auto& queue = s.inbox[link(s, step.peer)];
+    if (queue.empty()) return;
+    Message& message = queue.front();
+    const size_t total = step.dst.count;
+    if (!message.exposed || message.total != total) {
+      fail(r, i, std::string(message.exposed ? "an exposed range" : "a stream message") + " of " +
+                     std::to_string(message.total) + " elements from rank " +
+                     std::to_string(step.peer) + " where it reads " + std::to_string(total) +
+                     " in place");
+      return;
+    }
+    applyAcks(r, message);
+    const bool afterDone = step.after >= 0 && s.done[step.after];
+    const size_t from = s.progress[i];
+    const size_t to = rules::allowedElements(
+        s.schedule, i, step.after >= 0 ? s.progress[step.after] : 0, afterDone);
+    if (total > 0 && to <= from) return;
+    if (total == 0 && !rules::emptyStepMayComplete(step, afterDone)) return;
+    if (to > from) {
+      read(step.peer, message.range, from, to - from, incoming_);
+      if (step.kind == StepKind::PeerReduce) {
+        read(r, step.src, from, to - from, other_);
+        fold(other_, incoming_, stride_, pieces_, foldError_);
+        store(r, i, from, pieces_);
+      } else {
+        store(r, i, from, incoming_);
+      }
+      if (!foldError_.empty()) fail(r, i, foldError_);
+    }
+    if (to == total) {
+      if (message.window >= 0) s.readsToAck[step.peer].push_back(message.window);
+      Pieces().swap(queue.messages[queue.head++].pieces);
+    }
+    progressed(r, i, to);
   }
 
   void read(int r, const Range& range, size_t from, size_t n, Pieces& out) {
@@ -292,6 +405,9 @@ class Run {
     const Step& step = s.schedule.steps[i];
     if (s.done[i]) return;
     if (!isLocal(step) && s.prevInQueue[i] >= 0 && !s.done[s.prevInQueue[i]]) return;
+    if (step.kind == StepKind::Expose) return advanceExpose(r, i);
+    if (step.kind == StepKind::PeerRead || step.kind == StepKind::PeerReduce)
+      return advancePeerRead(r, i);
     const bool afterDone = step.after >= 0 && s.done[step.after];
     const size_t total = elementsOf(step);
     if (total == 0) {  // moves nothing, matches nothing, keeps its place
@@ -315,7 +431,10 @@ class Run {
                "sends to rank " + std::to_string(step.peer) + ", which never receives from it");
           return;
         }
-        if (from == 0) peer.inbox[l].messages.push_back({total});
+        if (from == 0) {
+          peer.inbox[l].messages.push_back({total});
+          carryAcks(r, step.peer, peer.inbox[l].back());
+        }
         Message& message = peer.inbox[l].back();
         read(r, step.src, from, to - from, pieces_);
         for (Piece& p : pieces_)
@@ -334,11 +453,21 @@ class Run {
         fold(other_, incoming_, stride_, pieces_, foldError_);
         store(r, i, from, pieces_);
         break;
+      case StepKind::Expose:
+      case StepKind::PeerRead:
+      case StepKind::PeerReduce:
+        return;  // above
       case StepKind::Recv:
       case StepKind::RecvReduce: {
         auto& queue = s.inbox[link(s, step.peer)];
         if (queue.empty()) return;  // the peer has not started sending
         Message& message = queue.front();
+        if (message.exposed) {
+          fail(r, i, "receives a stream where rank " + std::to_string(step.peer) +
+                         " exposed a range to read in place");
+          return;
+        }
+        applyAcks(r, message);
         if (message.total != total) {
           fail(r, i,
                "a message of " + std::to_string(message.total) + " elements from rank " +
@@ -386,6 +515,7 @@ class Run {
   std::vector<std::pair<int, int>> localWork_, sendWork_, lateSendWork_, round_;
   Pieces pieces_, other_, incoming_, finalized_;
   std::string error_, foldError_;
+  int nextWindow_ = 0;
 };
 
 std::string describeCase(const Algorithm& a, const Case& c) {

@@ -15,6 +15,13 @@
 // is sent, or reads data before it is produced, shows up as a wrong result; optionally one
 // rank (`late`) sends only when nothing else can move, so data meant for it is delayed
 // while its peers' data reaches it.
+//
+// One-sided steps: an Expose opens a window on the exposed range; the matching PeerRead or
+// PeerReduce reads the owner's memory as it is when the reader gets to it (so reading data
+// before it is produced shows up as a wrong result). Exposes and reads run as early as
+// allowed, and the window stays open until the owner receives a message the reader
+// sent after finishing the read: writing into an open window, or finishing with one open,
+// is an error ("overwritten while a peer may still read it").
 #pragma once
 
 #include "algorithms/algorithms.hpp"

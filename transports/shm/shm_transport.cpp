@@ -5,6 +5,7 @@
 // so nothing is left behind in /dev/shm even if a rank is killed later.
 #include "transports/shm/doorbell.hpp"
 #include "transports/shm/fifo.hpp"
+#include "transports/shm/shm_peer_memory.hpp"
 
 #include "errors.hpp"
 #include "settings/settings.hpp"
@@ -206,6 +207,11 @@ class ShmTransport : public Transport {
     myBell_->sleep(static_cast<uint32_t>(token), deadline);
   }
 
+  PeerMemory* peerMemory() override {
+    if (!peerMemory_) peerMemory_ = std::make_unique<shm::ShmPeerMemory>(pids_);
+    return peerMemory_.get();
+  }
+
   void checkPeers() override {
     for (int r = 0; r < nranks_; ++r) {
       if (r != rank_ && processGone(pids_[r]))
@@ -221,6 +227,7 @@ class ShmTransport : public Transport {
   std::vector<std::unique_ptr<ShmChannel>> channels_;
   std::vector<pid_t> pids_;
   shm::Doorbell* myBell_ = nullptr;
+  std::unique_ptr<shm::ShmPeerMemory> peerMemory_;
 };
 
 }  // namespace

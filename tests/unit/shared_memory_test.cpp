@@ -1,0 +1,89 @@
+// memAlloc / memFree and buffer registration (src/memory/shared_memory.hpp): the regions
+// found for a buffer, and clear errors for bad input.
+#include "memory/shared_memory.hpp"
+
+#include <chorus/chorus.h>
+#include <chorus/chorus.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace chorus {
+namespace {
+
+std::string errorOf(auto&& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return std::string(toString(e.code())) + ": " + e.what();
+  }
+  return "";
+}
+
+TEST(SharedMemory, MemAllocGivesSharedMemoryAPeerCanFind) {
+  auto* p = static_cast<std::byte*>(memAlloc(3 << 20));
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 7, 3 << 20);  // writable, all of it
+  auto region = memory::allocatedRegion(p + 100, 1 << 20);
+  ASSERT_TRUE(region);
+  EXPECT_EQ(region->base, p);
+  EXPECT_GE(region->bytes, size_t{3} << 20);
+  EXPECT_GE(region->fd, 0);
+  EXPECT_FALSE(memory::allocatedRegion(p + (4 << 20), 1));  // beyond it
+  const std::string kind = memPageKind();
+  EXPECT_TRUE(kind == "hugetlb" || kind == "thp" || kind == "4k") << kind;
+  memFree(p);
+  EXPECT_FALSE(memory::allocatedRegion(p, 1));
+}
+
+TEST(SharedMemory, BadInputGetsClearErrors) {
+  EXPECT_NE(errorOf([] { memAlloc(0); }).find("invalid argument: memAlloc: size is 0"),
+            std::string::npos)
+      << errorOf([] { memAlloc(0); });
+  int local = 0;
+  EXPECT_NE(errorOf([&] { memFree(&local); }).find("was not returned by memAlloc"),
+            std::string::npos);
+  void* p = memAlloc(4096);
+  memFree(p);
+  EXPECT_NE(errorOf([&] { memFree(p); }).find("or was freed already"), std::string::npos);
+  EXPECT_NO_THROW(memFree(nullptr));
+
+  memory::Registrations regs;
+  std::vector<std::byte> buffer(1000);
+  EXPECT_NE(errorOf([&] { regs.add(nullptr, 10); }).find("buffer is null"), std::string::npos);
+  EXPECT_NE(errorOf([&] { regs.add(buffer.data(), 0); }).find("size is 0"), std::string::npos);
+  void* h = regs.add(buffer.data() + 100, 500);
+  EXPECT_NE(errorOf([&] { regs.add(buffer.data(), 101); }).find("overlaps the registered"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { regs.add(buffer.data() + 599, 10); }).find("overlaps"),
+            std::string::npos);
+  void* next = regs.add(buffer.data() + 600, 10);  // touching is not overlapping
+  EXPECT_TRUE(regs.find(buffer.data() + 100, 500));
+  EXPECT_FALSE(regs.find(buffer.data() + 100, 501));  // runs past the registration
+  EXPECT_FALSE(regs.find(buffer.data(), 1));
+  EXPECT_EQ(regs.find(buffer.data() + 200, 8)->fd, -1);  // ordinary memory: read by CMA
+  regs.remove(h);
+  EXPECT_FALSE(regs.find(buffer.data() + 100, 1));
+  EXPECT_NE(errorOf([&] { regs.remove(h); }).find("unknown handle"), std::string::npos);
+  regs.remove(next);
+  EXPECT_TRUE(regs.empty());
+}
+
+TEST(SharedMemory, CApi) {
+  void* p = nullptr;
+  ASSERT_EQ(chorusMemAlloc(&p, 1 << 16), chorusSuccess);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(chorusMemFree(p), chorusSuccess);
+  EXPECT_EQ(chorusMemFree(p), chorusInvalidArgument);  // twice
+  EXPECT_EQ(chorusMemAlloc(nullptr, 16), chorusInvalidArgument);
+  EXPECT_EQ(chorusMemAlloc(&p, 0), chorusInvalidArgument);
+  void* handle = nullptr;
+  EXPECT_EQ(chorusCommRegister(nullptr, &p, 8, &handle), chorusInvalidArgument);
+  EXPECT_EQ(chorusCommDeregister(nullptr, handle), chorusInvalidArgument);
+}
+
+}  // namespace
+}  // namespace chorus

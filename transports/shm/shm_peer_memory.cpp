@@ -1,0 +1,158 @@
+#include "transports/shm/shm_peer_memory.hpp"
+
+#include "errors.hpp"
+#include "memory/shared_memory.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace chorus::shm {
+namespace {
+
+constexpr size_t kMaxMappings = 64;  // per transport; the least recently used goes first
+
+enum class Kind : uint8_t { Memfd = 1, Cma = 2 };
+
+struct Blob {
+  Kind kind;
+  uint8_t pad[3];
+  int32_t pid;
+  int32_t fd;
+  uint32_t pad2;
+  uint64_t serial;       // memfd: the allocation's serial
+  uint64_t regionBytes;  // memfd: size of the whole allocation
+  uint64_t where;        // memfd: offset of the data in it; CMA: its address
+  uint64_t bytes;
+};
+static_assert(sizeof(Blob) <= PeerMemory::kMaxBlob);
+
+Blob parse(std::span<const std::byte> blob) {
+  Blob b;
+  if (blob.size() != sizeof b) throw Error(Result::InternalError, "shm: malformed memory blob");
+  std::memcpy(&b, blob.data(), sizeof b);
+  return b;
+}
+
+[[noreturn]] void peerGone(int peer, pid_t pid, const char* what) {
+  throw PeerError(peer, "rank " + std::to_string(peer) + " (pid " + std::to_string(pid) +
+                            ") is gone: " + what + " failed (" + std::strerror(errno) + ")");
+}
+
+// The peer's memfd, opened here: through /proc (needs only read access to the peer's
+// /proc entries), else pidfd_getfd (needs ptrace rights over it).
+int openPeerFd(int peer, pid_t pid, int fd) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  int mine = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (mine >= 0) return mine;
+  const int openErrno = errno;
+  if (openErrno == ENOENT && ::kill(pid, 0) != 0) peerGone(peer, pid, "opening its memfd");
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd >= 0) {
+    mine = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+    ::close(pidfd);
+    if (mine >= 0) return mine;
+  }
+  throw Error(Result::SystemError,
+              "shm: cannot map rank " + std::to_string(peer) + "'s memAlloc buffer: open(" + path +
+                  ") failed (" + std::strerror(openErrno) + ") and pidfd_getfd failed (" +
+                  std::strerror(errno) + "); ranks must run as one user with access to each "
+                  "other's /proc entries (or CAP_SYS_PTRACE)");
+}
+
+}  // namespace
+
+ShmPeerMemory::~ShmPeerMemory() {
+  for (auto& [key, m] : mappings_) munmap(m.base, m.bytes);
+}
+
+std::vector<std::byte> ShmPeerMemory::describe(const LocalRegion& region, const void* data,
+                                               size_t bytes) {
+  Blob b{};
+  b.pid = static_cast<int32_t>(getpid());
+  b.bytes = bytes;
+  if (region.fd >= 0) {
+    b.kind = Kind::Memfd;
+    b.fd = region.fd;
+    b.serial = region.serial;
+    b.regionBytes = region.bytes;
+    b.where = static_cast<uint64_t>(static_cast<const std::byte*>(data) - region.base);
+  } else {
+    b.kind = Kind::Cma;
+    b.fd = -1;
+    b.where = reinterpret_cast<uintptr_t>(data);
+  }
+  std::vector<std::byte> out(sizeof b);
+  std::memcpy(out.data(), &b, sizeof b);
+  return out;
+}
+
+const std::byte* ShmPeerMemory::map(int peer, std::span<const std::byte> blob) {
+  const Blob b = parse(blob);
+  if (b.pid != pids_.at(peer))
+    throw Error(Result::InternalError, "shm: rank " + std::to_string(peer) +
+                                           " described memory of another process");
+  if (b.kind != Kind::Memfd) return nullptr;
+  auto key = std::make_pair(peer, b.serial);
+  auto it = mappings_.find(key);
+  if (it == mappings_.end()) {
+    if (mappings_.size() >= kMaxMappings) {
+      auto oldest = mappings_.begin();
+      for (auto m = mappings_.begin(); m != mappings_.end(); ++m)
+        if (m->second.lastUse < oldest->second.lastUse) oldest = m;
+      munmap(oldest->second.base, oldest->second.bytes);
+      mappings_.erase(oldest);
+    }
+    const int fd = openPeerFd(peer, b.pid, b.fd);
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) != b.regionBytes) {
+      ::close(fd);
+      throw Error(Result::InternalError, "shm: rank " + std::to_string(peer) +
+                                             "'s memAlloc buffer changed before it was mapped");
+    }
+    void* p = mmap(nullptr, b.regionBytes, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (p == MAP_FAILED) throwSystemError("shm: mmap of rank " + std::to_string(peer) + "'s buffer");
+    it = mappings_.emplace(key, Mapping{p, b.regionBytes, 0}).first;
+  }
+  it->second.lastUse = ++uses_;
+  if (b.where + b.bytes > b.regionBytes)
+    throw Error(Result::InternalError, "shm: memory blob beyond its region");
+  return static_cast<const std::byte*>(it->second.base) + b.where;
+}
+
+size_t ShmPeerMemory::read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
+                           size_t bytes) {
+  if (const std::byte* mapped = map(peer, blob)) {
+    std::memcpy(dst, mapped + offset, bytes);
+    return bytes;
+  }
+  const Blob b = parse(blob);
+  size_t done = 0;
+  while (done < bytes) {
+    iovec local{static_cast<std::byte*>(dst) + done, bytes - done};
+    iovec remote{reinterpret_cast<void*>(b.where + offset + done), bytes - done};
+    ssize_t n = process_vm_readv(b.pid, &local, 1, &remote, 1, 0);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (errno == ESRCH) peerGone(peer, b.pid, "process_vm_readv");
+    if (errno == EPERM)
+      throw Error(Result::SystemError,
+                  "shm: reading rank " + std::to_string(peer) +
+                      "'s registered buffer with process_vm_readv is not permitted (ranks must "
+                      "run as one user; kernel.yama.ptrace_scope must be 0); use memAlloc "
+                      "buffers or leave the buffers unregistered");
+    throwSystemError("shm: process_vm_readv from rank " + std::to_string(peer));
+  }
+  return bytes;
+}
+
+}  // namespace chorus::shm

@@ -2,6 +2,7 @@
 #include "comm/comm_impl.hpp"
 
 #include "algorithms/layout.hpp"
+#include "engine/wire_header.hpp"
 #include "errors.hpp"
 #include "log.hpp"
 #include "settings/settings.hpp"
@@ -339,6 +340,7 @@ std::shared_ptr<CommImpl> CommImpl::shrink(std::span<const int> exclude) {
 }
 
 const char* CommImpl::algorithmFor(Collective collective, size_t count, DataType type) {
+  if (viaMailbox(Call{collective, nullptr, nullptr, count, type, RedOp::Sum, 0})) return "mailbox";
   if (const Algorithm* forced = algorithms_.forced(collective)) return runnable(*forced).name;
   return runnable(
              tuner_->choose(collective, count, type, algorithms_.candidates(collective), false))
@@ -357,8 +359,37 @@ void CommImpl::setAlgorithm(std::string_view spec) {
   tuner_->reset();
 }
 
+bool CommImpl::viaMailbox(const Call& call) const {
+  if (call.collective != Collective::AllReduce || nranks_ < 2 || nranks_ > kMailboxMaxRanks ||
+      call.count == 0 || algorithms_.forced(call.collective))
+    return false;
+  const Mailbox* box = transport_->mailbox();
+  return box && sizeof(WireHeader) + call.count * sizeOf(call.type) <= box->capacity();
+}
+
+// The small all-reduce of a mailbox: no algorithm to choose, no schedule to look up.
+Work CommImpl::submitToMailbox(const Call& call) {
+  auto op = std::make_shared<OpState>();
+  op->collective = call.collective;
+  op->sequence = nextSequence_++;
+  op->type = call.type;
+  op->op = call.op;
+  op->count = call.count;
+  op->algorithm = "mailbox";
+  op->algorithmIndex = OpState::kMailboxAlgorithm;
+  op->elementSize = sizeOf(call.type);
+  op->input = static_cast<const std::byte*>(call.input);
+  op->output = static_cast<std::byte*>(call.output);
+  op->viaMailbox = true;
+  if (logLevel() >= LogLevel::Trace)
+    logf(LogLevel::Trace, "rank %d: %s", rank_, op->describe().c_str());
+  engine_->submit(op);
+  return Work(shared_from_this(), std::move(op));
+}
+
 Work CommImpl::submit(const Call& call) {
   validate(call);
+  if (viaMailbox(call)) return submitToMailbox(call);
   const Algorithm* forced = algorithms_.forced(call.collective);
   const Algorithm& algorithm =
       runnable(forced ? *forced

@@ -74,6 +74,11 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
  private:
   CommImpl(int rank, int nranks) : rank_(rank), nranks_(nranks) {}
   void validate(const Call& call) const;
+  // Small all-reduces go through the transport's mailbox when it has one (shm) and no
+  // algorithm is forced: the same answer on every rank for the same call.
+  static constexpr int kMailboxMaxRanks = 32;
+  bool viaMailbox(const Call& call) const;
+  Work submitToMailbox(const Call& call);
   std::shared_ptr<const Schedule> scheduleFor(const Algorithm& algorithm, const Call& call);
   // Tuning (tuning_setup.cpp): rank 0 takes the tune file's entry, or probes the link and
   // times the kernels, or keeps the defaults, and shares the result so that every rank's

@@ -56,6 +56,19 @@ class PeerMemory {
   // PeerError naming the peer if it is gone.
   virtual size_t read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
                       size_t bytes) = 0;
+// Small messages without a queue (transports that share memory: shm): each rank owns two
+// slots that every peer reads in place. Message `seq` (1, 2, ... per rank, in step on
+// every rank) goes to slot seq % 2, so a rank may post message seq + 2 only once it has
+// taken every peer's message seq + 1 (the peers posted that after taking its message seq).
+// transports/shm/mailbox.hpp says how a slot is written (data and sequence flag together).
+class Mailbox {
+ public:
+  virtual ~Mailbox() = default;
+  virtual size_t capacity() const = 0;  // most bytes one message holds
+  // Publishes this rank's message `seq` and wakes peers asleep in Transport::wait.
+  virtual void post(uint32_t seq, const void* data, size_t bytes) = 0;
+  // Copies `peer`'s message `seq` into `out` when all of it is there; false otherwise.
+  virtual bool tryTake(int peer, uint32_t seq, void* out, size_t bytes) = 0;
 };
 
 class Transport {
@@ -74,6 +87,8 @@ class Transport {
   virtual void checkPeers() {}
   // One-sided access to peers' memory, or nullptr where this transport has none (yet).
   virtual PeerMemory* peerMemory() { return nullptr; }
+  // The small-message mailbox, or nullptr when this transport has none.
+  virtual Mailbox* mailbox() { return nullptr; }
 };
 
 // Everything a transport needs to connect: who we are and where to rendezvous.

@@ -4,6 +4,7 @@
 #include "comm/group.hpp"
 
 #include "algorithms/layout.hpp"
+#include "engine/wire_header.hpp"
 #include "errors.hpp"
 #include "log.hpp"
 #include "settings/settings.hpp"
@@ -364,6 +365,7 @@ std::shared_ptr<CommImpl> CommImpl::shrink(std::span<const int> exclude) {
 }
 
 const char* CommImpl::algorithmFor(Collective collective, size_t count, DataType type) {
+  if (viaMailbox(Call{collective, nullptr, nullptr, count, type, RedOp::Sum, 0})) return "mailbox";
   if (const Algorithm* forced = algorithms_.forced(collective)) return runnable(*forced).name;
   return runnable(
              tuner_->choose(collective, count, type, algorithms_.candidates(collective), false))
@@ -382,6 +384,30 @@ void CommImpl::setAlgorithm(std::string_view spec) {
   tuner_->reset();
 }
 
+bool CommImpl::viaMailbox(const Call& call) const {
+  if (call.collective != Collective::AllReduce || nranks_ < 2 || nranks_ > kMailboxMaxRanks ||
+      call.count == 0 || algorithms_.forced(call.collective))
+    return false;
+  const Mailbox* box = transport_->mailbox();
+  return box && sizeof(WireHeader) + call.count * sizeOf(call.type) <= box->capacity();
+}
+
+// The small all-reduce of a mailbox: no algorithm to choose, no schedule to look up.
+std::shared_ptr<OpState> CommImpl::prepareMailbox(const Call& call) {
+  auto op = std::make_shared<OpState>();
+  op->collective = call.collective;
+  op->type = call.type;
+  op->op = call.op;
+  op->count = call.count;
+  op->algorithm = "mailbox";
+  op->algorithmIndex = OpState::kMailboxAlgorithm;
+  op->elementSize = sizeOf(call.type);
+  op->input = static_cast<const std::byte*>(call.input);
+  op->output = static_cast<std::byte*>(call.output);
+  op->viaMailbox = true;
+  return op;
+}
+
 // The regions holding the call's buffers when one-sided access is possible for it.
 std::optional<std::pair<LocalRegion, LocalRegion>> CommImpl::exposableBuffers(
     const Call& call) const {
@@ -395,6 +421,7 @@ std::optional<std::pair<LocalRegion, LocalRegion>> CommImpl::exposableBuffers(
 
 std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   validate(call);
+  if (viaMailbox(call)) return prepareMailbox(call);
   const Algorithm* forced = algorithms_.forced(call.collective);
   std::optional<std::pair<LocalRegion, LocalRegion>> regions;
   const Algorithm* oneSided = nullptr;

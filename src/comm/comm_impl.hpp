@@ -90,6 +90,11 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   std::shared_ptr<OpState> prepare(const Call& call);
   Work queueOrLaunch(std::shared_ptr<OpState> op);
   std::optional<std::pair<LocalRegion, LocalRegion>> exposableBuffers(const Call& call) const;
+  // Small all-reduces go through the transport's mailbox when it has one (shm) and no
+  // algorithm is forced: the same answer on every rank for the same call.
+  static constexpr int kMailboxMaxRanks = 32;
+  bool viaMailbox(const Call& call) const;
+  std::shared_ptr<OpState> prepareMailbox(const Call& call);
   std::shared_ptr<const Schedule> scheduleFor(const Algorithm& algorithm, const Call& call);
   // Tuning (tuning_setup.cpp): rank 0 takes the tune file's entry, or probes the link and
   // times the kernels, or keeps the defaults, and shares the result so that every rank's

@@ -22,6 +22,7 @@ namespace {
 
 constexpr size_t kStreamAlign = 8;  // every message starts 8-byte aligned in its stream
 constexpr auto kPeerCheckEvery = std::chrono::milliseconds(100);
+constexpr auto kPauseSpin = std::chrono::microseconds(5);
 const std::byte kZeros[kStreamAlign] = {};
 
 size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -60,12 +61,14 @@ Engine::Engine(Transport& transport, EngineConfig config)
       recvQueue_(config_.nranks),
       headerSentTo_(config_.nranks, 0),
       headerFrom_(config_.nranks, 0) {
+  taken_.assign(config_.nranks, 1);
   lastProgress_ = lastPeerCheck_ = Clock::now();
 }
 
 Engine::~Engine() = default;
 
 void Engine::submit(std::shared_ptr<OpState> op) {
+  if (op->viaMailbox) return submitMailbox(std::move(op));
   const Schedule& schedule = *op->schedule;
   op->progress.assign(schedule.steps.size(), {});
   op->stepsLeft = schedule.steps.size();
@@ -433,6 +436,11 @@ bool Engine::progressPass() {
       ++i;
     }
   }
+  while (!mailboxOps_.empty()) {
+    const bool progressed = advanceMailbox();
+    moved |= progressed;
+    if (!progressed) break;
+  }
   for (size_t i = 0; i < busyPeers_.size();) {
     int peer = busyPeers_[i];
     for (auto* queue : {&recvQueue_[peer], &sendQueue_[peer]}) {
@@ -504,6 +512,9 @@ void Engine::checkPeers(Clock::time_point now) {
 }
 
 std::string Engine::waitingFor() const {
+  if (!mailboxOps_.empty())
+    for (int peer = 0; peer < config_.nranks; ++peer)
+      if (!taken_[peer]) return "waiting for rank " + std::to_string(peer) + "'s small message";
   for (int peer : busyPeers_) {
     if (!recvQueue_[peer].empty()) return "waiting for data from rank " + std::to_string(peer);
   }
@@ -516,8 +527,12 @@ std::string Engine::waitingFor() const {
 
 std::vector<int> Engine::awaitedPeers() const {
   std::vector<int> peers;
+  if (!mailboxOps_.empty())
+    for (int peer = 0; peer < config_.nranks; ++peer)
+      if (!taken_[peer]) peers.push_back(peer);
   for (int peer : busyPeers_)
-    if (!recvQueue_[peer].empty()) peers.push_back(peer);
+    if (!recvQueue_[peer].empty() && std::find(peers.begin(), peers.end(), peer) == peers.end())
+      peers.push_back(peer);
   if (peers.empty())
     for (int peer : busyPeers_) peers.push_back(peer);
   std::sort(peers.begin(), peers.end());
@@ -633,6 +648,7 @@ void Engine::failAll(Result code, const std::string& cause, std::vector<int> fai
   for (auto& q : sendQueue_) q.clear();
   for (auto& q : recvQueue_) q.clear();
   localSteps_.clear();
+  mailboxOps_.clear();
   busyPeers_.clear();
 }
 
@@ -674,7 +690,9 @@ bool Engine::waitFor(OpState& op, Deadline deadline) {
     if (op.done) break;
     if (now >= deadline) return false;
     if (now - spinStart < config_.spin) {
-      if (config_.yieldWhileSpinning)
+      // A peer that has not answered within a few microseconds is probably not running
+      // (other processes hold the cores): hand the core over rather than spin it away.
+      if (config_.yieldWhileSpinning || now - spinStart > kPauseSpin)
         sched_yield();
       else
         cpuRelax();

@@ -79,6 +79,9 @@ class Engine {
     int step;
   };
   bool progressPass();
+  void submitMailbox(std::shared_ptr<detail::OpState> op);  // mailbox_allreduce.cpp
+  bool advanceMailbox();  // the oldest mailbox op; true if anything moved
+  void checkStrayCall(detail::OpState& op, int peer, std::byte* slot, size_t bytes);
   bool advance(StepRef ref);
   bool advanceSend(detail::OpState& op, int index);
   bool advanceRecv(detail::OpState& op, int index);
@@ -111,6 +114,11 @@ class Engine {
   EngineConfig config_;
   std::vector<std::deque<StepRef>> sendQueue_, recvQueue_;  // per peer, issue order
   std::vector<StepRef> localSteps_;
+  std::deque<detail::OpState*> mailboxOps_;  // issue order; only the first one moves
+  uint32_t mailboxCount_ = 0;                // mailbox ops submitted (their message numbers)
+  std::vector<std::byte> gathered_;          // every rank's message of the first mailbox op
+  std::vector<char> taken_;                  // per rank: its message is in gathered_
+  int takenLeft_ = 0;
   uint64_t submitted_ = 0;                           // ops submitted (stamps below)
   std::vector<uint64_t> headerSentTo_, headerFrom_;  // per peer: last op that marked a header
   std::vector<int> busyPeers_;                       // peers with queued steps

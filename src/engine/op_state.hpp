@@ -41,8 +41,14 @@ struct OpState {
   int root = 0;
   const char* algorithm = "";
   int algorithmIndex = -1;  // in allAlgorithms(), travels in the fingerprint
+  static constexpr int kMailboxAlgorithm = 0xfe;  // algorithmIndex of a mailbox op
 
-  std::shared_ptr<const Schedule> schedule;
+  std::shared_ptr<const Schedule> schedule;  // null for a mailbox op
+  // A small all-reduce through the transport's Mailbox instead of a schedule: every rank
+  // posts its input, takes every peer's and reduces them in rank order.
+  bool viaMailbox = false;
+  uint32_t mailboxSeq = 0;  // its message number (the engine's count of mailbox ops)
+  bool mailboxPosted = false;
   const std::byte* input = nullptr;
   std::byte* output = nullptr;
   std::byte* scratch = nullptr;

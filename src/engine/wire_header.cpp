@@ -17,7 +17,9 @@ bool rooted(Collective c) { return c == Collective::Broadcast || c == Collective
 std::string describeHeader(const WireHeader& h) {
   const auto collective = static_cast<Collective>(h.collective);
   const auto algorithms = allAlgorithms();
-  const char* algorithm = h.algorithm < algorithms.size() ? algorithms[h.algorithm].name : "?";
+  const char* algorithm = h.algorithm < algorithms.size()             ? algorithms[h.algorithm].name
+                          : h.algorithm == OpState::kMailboxAlgorithm ? "mailbox"
+                                                                      : "?";
   char text[200];
   std::snprintf(text, sizeof text, "%s #%llu (%llu x %s%s%s, %s%s)", toString(collective),
                 static_cast<unsigned long long>(h.sequence),

@@ -1,9 +1,10 @@
 // chorus_poll_liveness_test: a program that only polls (as NCCL's non-blocking users and
 // PyTorch do) must see a dead or stopped peer as an error, not InProgress forever.
 //   chorus_poll_liveness_test --transport shm|tcp|ucx|ib [--fault kill|stop] [--ranks 4]
-//                             [--victim 1] [--timeout-s 5]
+//                             [--victim 1] [--timeout-s 5] [--count N]
 // Every rank runs one all-reduce to completion by polling and checks its result; then the
-// victim SIGKILLs (or SIGSTOPs) itself and the others start a large all-reduce and poll it,
+// victim SIGKILLs (or SIGSTOPs) itself and the others start a large all-reduce (--count
+// elements, 2^20 by default; 4 takes the shm mailbox of small all-reduces) and poll it,
 // each through one of the three polling interfaces by rank:
 //   rank % 3 == 0: C API, non-blocking communicator, chorusCommGetAsyncError;
 //   rank % 3 == 1: C++ Work::test();   rank % 3 == 2: C++ Communicator::asyncError().
@@ -24,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -42,6 +44,7 @@ struct Args {
   std::string transport = "shm", fault = "kill";
   int ranks = 4, victim = 1;
   double timeoutS = 5;
+  size_t count = size_t{1} << 20;  // of the all-reduce after the fault
 };
 
 struct Shared {                  // MAP_SHARED, between the ranks
@@ -149,7 +152,7 @@ int runRank(const Args& a, int rank, int idFd, Shared* sh) {
   setenv("CHORUS_TRANSPORT", a.transport.c_str(), 1);
   setenv("CHORUS_TIMEOUT", std::to_string(a.timeoutS).c_str(), 1);
   std::unique_ptr<Poller> comm;
-  const size_t small = 10007, large = size_t{1} << 20;
+  const size_t small = 10007, large = std::max(small, a.count);
   std::vector<int64_t> in(large), out(large, -1);
   try {
     comm = std::make_unique<Poller>(rank, a.ranks, id);
@@ -188,7 +191,7 @@ int runRank(const Args& a, int rank, int idFd, Shared* sh) {
   const int64_t giveUp = start + static_cast<int64_t>((3 * a.timeoutS + 10) * 1e9);
   long polls = 0;
   try {
-    comm->start(in.data(), out.data(), large);
+    comm->start(in.data(), out.data(), a.count);
     while (monoNs() < giveUp) {
       ++polls;
       if (comm->poll()) {
@@ -256,13 +259,15 @@ int main(int argc, char** argv) {
       a.victim = std::atoi(v.c_str());
     else if (k == "--timeout-s")
       a.timeoutS = std::atof(v.c_str());
+    else if (k == "--count")
+      a.count = std::strtoull(v.c_str(), nullptr, 10);
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
     }
   }
   if (a.ranks < 2 || a.victim < 0 || a.victim >= a.ranks ||
-      (a.fault != "kill" && a.fault != "stop")) {
+      (a.fault != "kill" && a.fault != "stop") || a.count == 0) {
     std::fprintf(stderr, "bad arguments\n");
     return 2;
   }

@@ -1,6 +1,9 @@
 // chorus_mismatch_test: ranks that call different things at the same point get an error
 // that names the rank and what it called, at once, instead of a hang or wrong data.
-//   chorus-run -n 3 chorus_mismatch_test --case count|collective|op|type|root|p2p|absent|memalloc
+//   chorus-run -n 3 chorus_mismatch_test --case count|collective|op|type|root|p2p|absent|memalloc|
+//                                               small|smallbig
+// (small: 2 against 64 floats, both through the shm mailbox; smallbig: 16 there against
+// 1000 through a schedule.)
 // Rank 1 is the odd one out. Every rank whose call touches the difference must fail
 // within 10 s (only a sender whose data was taken, or a rank the difference does not
 // reach, may complete), with an error that says "mismatched calls" and names both calls
@@ -32,6 +35,11 @@ chorus::Work call(chorus::Communicator& comm, const std::string& which, bool odd
   const size_t n = 1000;
   if (which == "count")
     return comm.allReduce(in.data(), out.data(), odd ? n / 2 : n, DataType::Float32, RedOp::Sum);
+  // Small all-reduces take the shm mailbox: both ranks there, or rank 1 alone there.
+  if (which == "small")
+    return comm.allReduce(in.data(), out.data(), odd ? 2 : 64, DataType::Float32, RedOp::Sum);
+  if (which == "smallbig")
+    return comm.allReduce(in.data(), out.data(), odd ? 16 : n, DataType::Float32, RedOp::Sum);
   if (which == "collective")
     return odd ? comm.allGather(in.data(), out.data(), n / comm.size(), DataType::Float32)
                : comm.allReduce(in.data(), out.data(), n, DataType::Float32, RedOp::Sum);
@@ -74,6 +82,8 @@ struct Expect {
 
 Expect expectFor(const std::string& which) {
   if (which == "count") return {"(500 x float sum", "(1000 x float sum", false};
+  if (which == "small") return {"(2 x float sum", "(64 x float sum", false};
+  if (which == "smallbig") return {"(16 x float sum", "(1000 x float sum", false};
   if (which == "collective")
     return {"allGather #1 (333 x float", "allReduce #1 (1000 x float", false};
   if (which == "op") return {"float max", "float sum", false};

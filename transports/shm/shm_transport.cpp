@@ -6,6 +6,7 @@
 #include "transports/shm/doorbell.hpp"
 #include "transports/shm/fifo.hpp"
 #include "transports/shm/shm_peer_memory.hpp"
+#include "transports/shm/mailbox.hpp"
 
 #include "errors.hpp"
 #include "settings/settings.hpp"
@@ -171,16 +172,28 @@ class ShmTransport : public Transport {
     ownName_ = nameOf(rank_);
     segments_.resize(nranks_);
     segments_[rank_] = Segment::create(ownName_, nranks_, fifoBytes);
+    const std::string mailboxName = "/chorusmbox-" + token;
+    if (rank_ == 0) {
+      mailboxName_ = mailboxName;
+      mailbox_ = shm::ShmMailbox::create(mailboxName, nranks_);
+    }
     storeBarrier(store, "shm/created", nranks_, ctx.deadline);
     for (int r = 0; r < nranks_; ++r)
       if (r != rank_) segments_[r] = Segment::open(nameOf(r), nranks_);
+    if (rank_ != 0) mailbox_ = shm::ShmMailbox::open(mailboxName, nranks_);
     storeBarrier(store, "shm/mapped", nranks_, ctx.deadline);
     shm_unlink(ownName_.c_str());
     ownName_.clear();
+    if (!mailboxName_.empty()) shm_unlink(mailboxName_.c_str());
+    mailboxName_.clear();
 
     myBell_ = &segments_[rank_].header()->doorbell;
     channels_.resize(nranks_);
     pids_.resize(nranks_);
+    std::vector<shm::Doorbell*> bells(nranks_, nullptr);
+    for (int r = 0; r < nranks_; ++r)
+      if (r != rank_) bells[r] = &segments_[r].header()->doorbell;
+    mailbox_->attach(rank_, std::move(bells));
     for (int r = 0; r < nranks_; ++r) {
       pids_[r] = segments_[r].header()->pid;
       if (r == rank_) continue;
@@ -191,6 +204,7 @@ class ShmTransport : public Transport {
 
   ~ShmTransport() override {
     if (!ownName_.empty()) shm_unlink(ownName_.c_str());
+    if (!mailboxName_.empty()) shm_unlink(mailboxName_.c_str());
   }
 
   const char* name() const override { return "shm"; }
@@ -211,6 +225,7 @@ class ShmTransport : public Transport {
     if (!peerMemory_) peerMemory_ = std::make_unique<shm::ShmPeerMemory>(pids_);
     return peerMemory_.get();
   }
+  Mailbox* mailbox() override { return mailbox_.get(); }
 
   void checkPeers() override {
     for (int r = 0; r < nranks_; ++r) {
@@ -223,6 +238,8 @@ class ShmTransport : public Transport {
  private:
   int rank_, nranks_;
   std::string ownName_;
+  std::string mailboxName_;  // rank 0 until every rank mapped it
+  std::unique_ptr<shm::ShmMailbox> mailbox_;
   std::vector<Segment> segments_;
   std::vector<std::unique_ptr<ShmChannel>> channels_;
   std::vector<pid_t> pids_;

@@ -1,0 +1,104 @@
+// Small all-reduce through the transport's Mailbox (transport.hpp): every rank posts its
+// call's fingerprint and input as one message, takes every peer's message and reduces
+// all of them in rank order, so every rank computes the same bits. No schedule, no
+// queue, no per-peer header exchange: one post and n - 1 reads of a few cache lines.
+// The engine's guarantees hold as for any op: progress is checked by the same stall
+// deadline and peer checks, a peer whose fingerprint differs gets "mismatched calls", and
+// a peer that made another call on the channels instead is caught by its call header.
+#include "engine/engine.hpp"
+#include "engine/wire_header.hpp"
+#include "kernels/reduce.hpp"
+
+#include <cstring>
+
+namespace chorus {
+
+using detail::OpState;
+using detail::WireHeader;
+
+namespace {
+size_t roundUp8(size_t v) { return (v + 7) / 8 * 8; }
+}  // namespace
+
+void Engine::submitMailbox(std::shared_ptr<OpState> op) {
+  if (failed()) {
+    op->done = true;
+    op->error = failure_;
+    op->message = "rank " + std::to_string(config_.rank) + ": " + op->describe() +
+                  " not started: the communicator failed earlier: " + failureCause_;
+    return;
+  }
+  op->progress.assign(1, {});
+  op->stepsLeft = 1;
+  op->mailboxSeq = ++mailboxCount_;
+  if (inFlight_.empty()) lastProgress_ = Clock::now();
+  mailboxOps_.push_back(op.get());
+  inFlight_.push_back(std::move(op));
+}
+
+// A peer whose message is not there but whose channel holds data while this rank expects
+// none from it made another call (it sends its fingerprint ahead of its data). Throws the
+// mismatch. Reads the slot again after seeing the data: the peer posts before it sends
+// anything later, so a message that is there by then counts.
+void Engine::checkStrayCall(OpState& op, int peer, std::byte* slot, size_t bytes) {
+  if (!recvQueue_[peer].empty()) return;
+  std::span<const std::byte> incoming = transport_.channel(peer).peek();
+  if (incoming.size() < sizeof(WireHeader)) return;
+  if (transport_.mailbox()->tryTake(peer, op.mailboxSeq, slot, bytes)) return;
+  WireHeader theirs;
+  std::memcpy(&theirs, incoming.data(), sizeof theirs);
+  if (auto wrong = detail::mismatch(op, theirs, peer)) throw Error(Result::InvalidUsage, *wrong);
+}
+
+bool Engine::advanceMailbox() {
+  OpState& op = *mailboxOps_.front();
+  Mailbox& box = *transport_.mailbox();
+  const int nranks = config_.nranks;
+  const size_t dataBytes = op.count * op.elementSize;
+  const size_t bytes = sizeof(WireHeader) + dataBytes;
+  const size_t stride = roundUp8(bytes);
+  bool moved = false;
+  if (!op.mailboxPosted) {
+    gathered_.resize(stride * nranks);
+    taken_.assign(nranks, 0);
+    taken_[config_.rank] = 1;
+    takenLeft_ = nranks - 1;
+    std::byte* mine = gathered_.data() + stride * config_.rank;
+    const WireHeader header = headerOf(op);
+    std::memcpy(mine, &header, sizeof header);
+    std::memcpy(mine + sizeof header, op.input, dataBytes);
+    box.post(op.mailboxSeq, mine, bytes);
+    op.mailboxPosted = true;
+    moved = true;
+  }
+  for (int peer = 0; peer < nranks && takenLeft_ > 0; ++peer) {
+    if (taken_[peer]) continue;
+    std::byte* slot = gathered_.data() + stride * peer;
+    if (!box.tryTake(peer, op.mailboxSeq, slot, bytes)) {
+      checkStrayCall(op, peer, slot, bytes);
+      if (!box.tryTake(peer, op.mailboxSeq, slot, bytes)) continue;
+    }
+    WireHeader theirs;
+    std::memcpy(&theirs, slot, sizeof theirs);
+    if (auto wrong = detail::mismatch(op, theirs, peer)) throw Error(Result::InvalidUsage, *wrong);
+    taken_[peer] = 1;
+    --takenLeft_;
+    moved = true;
+  }
+  if (takenLeft_ > 0) return moved;
+
+  auto data = [&](int r) { return gathered_.data() + stride * r + sizeof(WireHeader); };
+  if (nranks == 1) {
+    std::memcpy(op.output, data(0), dataBytes);
+  } else {
+    kernels::reduce(op.type, op.op, op.output, data(0), data(1), op.count);
+    for (int r = 2; r < nranks; ++r)
+      kernels::reduce(op.type, op.op, op.output, op.output, data(r), op.count);
+    if (op.op == RedOp::Avg) kernels::divide(op.type, op.output, op.output, op.count, nranks);
+  }
+  mailboxOps_.pop_front();
+  completeStep(op, 0);
+  return true;
+}
+
+}  // namespace chorus

@@ -1,0 +1,113 @@
+#include "transports/shm/mailbox.hpp"
+
+#include "errors.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace chorus::shm {
+namespace {
+
+constexpr uint32_t kMagic = 0x43484d42;  // "CHMB"
+constexpr size_t kHeaderBytes = 64;
+// Two slots per rank, each on its own cache lines.
+constexpr size_t kSlotBytes = (ShmMailbox::kSlotWords * 8 + 63) / 64 * 64;
+
+struct Header {
+  uint32_t magic;
+  uint32_t nranks;
+};
+
+size_t segmentBytesFor(int nranks) { return kHeaderBytes + kSlotBytes * 2 * nranks; }
+
+void* mapShared(int fd, size_t bytes, const std::string& name) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) throwSystemError("mmap of " + name);
+  return p;
+}
+
+}  // namespace
+
+std::unique_ptr<ShmMailbox> ShmMailbox::create(const std::string& name, int nranks) {
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) throwSystemError("shm_open(" + name + ")");
+  const size_t bytes = segmentBytesFor(nranks);
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    close(fd);
+    shm_unlink(name.c_str());
+    throwSystemError("ftruncate of " + name + " (is /dev/shm large enough?)");
+  }
+  void* base = mapShared(fd, bytes, name);
+  // ftruncate zeroed the slots: sequence 0 is never posted, so no slot looks written.
+  new (base) Header{kMagic, static_cast<uint32_t>(nranks)};
+  return std::unique_ptr<ShmMailbox>(new ShmMailbox(base, bytes, nranks));
+}
+
+std::unique_ptr<ShmMailbox> ShmMailbox::open(const std::string& name, int nranks) {
+  int fd = shm_open(name.c_str(), O_RDWR, 0600);
+  if (fd < 0) throwSystemError("shm_open(" + name + ")");
+  struct stat st {};
+  fstat(fd, &st);
+  const size_t bytes = static_cast<size_t>(st.st_size);
+  if (bytes != segmentBytesFor(nranks)) {
+    close(fd);
+    throw Error(Result::InternalError, "shm mailbox " + name + " is not ours");
+  }
+  void* base = mapShared(fd, bytes, name);
+  auto box = std::unique_ptr<ShmMailbox>(new ShmMailbox(base, bytes, nranks));
+  auto* h = static_cast<Header*>(base);
+  if (h->magic != kMagic || h->nranks != static_cast<uint32_t>(nranks))
+    throw Error(Result::InternalError, "shm mailbox " + name + " is not ours");
+  return box;
+}
+
+ShmMailbox::~ShmMailbox() { munmap(base_, bytes_); }
+
+void ShmMailbox::attach(int rank, std::vector<Doorbell*> bells) {
+  rank_ = rank;
+  bells_ = std::move(bells);
+}
+
+std::atomic<uint64_t>* ShmMailbox::slot(int rank, uint32_t seq) const {
+  auto* at = static_cast<std::byte*>(base_) + kHeaderBytes + kSlotBytes * (2 * rank + seq % 2);
+  return reinterpret_cast<std::atomic<uint64_t>*>(at);
+}
+
+void ShmMailbox::post(uint32_t seq, const void* data, size_t bytes) {
+  if (bytes > kCapacity)
+    throw Error(Result::InvalidArgument,
+                "shm mailbox: " + std::to_string(bytes) + " bytes > " + std::to_string(kCapacity));
+  uint32_t words[kSlotWords] = {};
+  const size_t n = (bytes + 3) / 4;
+  std::memcpy(words, data, bytes);
+  std::atomic<uint64_t>* out = slot(rank_, seq);
+  const uint64_t flag = uint64_t{seq} << 32;
+  for (size_t i = 0; i < n; ++i) out[i].store(flag | words[i], std::memory_order_relaxed);
+  // Dekker with Doorbell::prepare (a seq_cst store, then the sleeper polls once more):
+  // either the sleeper sees the message or we see it asleep and ring.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (Doorbell* bell : bells_)
+    if (bell && bell->sleeping.load(std::memory_order_relaxed)) bell->ring();
+}
+
+bool ShmMailbox::tryTake(int peer, uint32_t seq, void* out, size_t bytes) {
+  if (bytes > kCapacity || peer < 0 || peer >= nranks_)
+    throw Error(Result::InvalidArgument, "shm mailbox: bad take from rank " + std::to_string(peer));
+  uint32_t words[kSlotWords];
+  const size_t n = (bytes + 3) / 4;
+  const std::atomic<uint64_t>* in = slot(peer, seq);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t w = in[i].load(std::memory_order_acquire);
+    if (static_cast<uint32_t>(w >> 32) != seq) return false;
+    words[i] = static_cast<uint32_t>(w);
+  }
+  std::memcpy(out, words, bytes);
+  return true;
+}
+
+}  // namespace chorus::shm

@@ -11,7 +11,7 @@
 set -euo pipefail
 unset LD_LIBRARY_PATH
 mode=$1
-work=$3
+work=${3:-}
 [[ $mode == install ]] || work=$2
 prefix=$work/prefix
 cc=${CC:-cc}

@@ -35,13 +35,18 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
-    "usage: chorus-run -n N [--timeout SEC] [--tag-output] [--max-restarts K] prog [args...]\n"
+    "usage: chorus-run -n N [--timeout SEC] [--tag-output] [--max-restarts K] [--respawn K]\n"
+    "                  prog [args...]\n"
     "  -n N             number of ranks to start on this host\n"
     "  --timeout SEC    kill every rank after SEC seconds (exit status 124), per launch\n"
     "  --tag-output     prefix each line of output with [rank]\n"
     "  --max-restarts K when a rank fails, start the whole job again, up to K times, with\n"
     "                   CHORUS_RESTART_COUNT=1..K and a fresh rendezvous (not after a\n"
     "                   timeout or a signal to chorus-run)\n"
+    "  --respawn K      when a rank fails, start a replacement of that rank alone, up to K\n"
+    "                   times in all, with CHORUS_REJOIN=<epoch> (1 for its first\n"
+    "                   replacement), into the same rendezvous: the others carry on and\n"
+    "                   admit it with Communicator::grow (it calls joinFromEnv)\n"
     "Each rank gets CHORUS_RANK, CHORUS_WORLD_SIZE, CHORUS_LOCAL_RANK, CHORUS_LOCAL_SIZE,\n"
     "CHORUS_ADDR, CHORUS_PORT and CHORUS_SECRET. When a rank fails the others get\n"
     "CHORUS_RUN_GRACE seconds (default 15) to finish before they are killed.\n";
@@ -64,6 +69,7 @@ struct Options {
   double timeout = 0;  // 0: none
   bool tagOutput = false;
   int maxRestarts = 0;
+  int respawns = 0;
   std::vector<std::string> command;
 };
 
@@ -102,6 +108,13 @@ Options parseArgs(int argc, char** argv) {
       if (v.empty() || *end != '\0' || k < 0 || k > 1000000)
         usage("--max-restarts wants a count of restarts, not '" + v + "'");
       o.maxRestarts = int(k);
+    } else if (a == "--respawn" || a.rfind("--respawn=", 0) == 0) {
+      std::string v = a == "--respawn" ? value(a) : a.substr(10);
+      char* end = nullptr;
+      long k = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || k < 0 || k > 1000000)
+        usage("--respawn wants a count of replacements, not '" + v + "'");
+      o.respawns = int(k);
     } else if (a == "--tag-output") {
       o.tagOutput = true;
     } else {
@@ -153,6 +166,7 @@ struct Rank {
   bool running = false;
   int status = 0;
   bool killed = false;    // by us
+  int epoch = 0;          // replacements of this rank so far (CHORUS_REJOIN)
   int out[2] = {-1, -1};  // read ends of stdout/stderr pipes under --tag-output
   std::string pending[2];
 };
@@ -167,6 +181,7 @@ class Launcher {
 
  private:
   void start(const std::string& program, sigset_t oldMask);
+  void spawn(Rank& r);  // starts (or restarts) one rank
   void reap();
   void killAll(int sig);
   void pumpOutput(Rank& r, int which);
@@ -185,6 +200,13 @@ class Launcher {
   int live_ = 0;
   bool timedOut_ = false;
   bool killingAll_ = false;  // no grace period any more
+  int respawned_ = 0;        // --respawn replacements started
+  // What spawn() needs, set by start().
+  std::string program_;
+  sigset_t oldMask_{};
+  std::vector<std::string> base_;
+  std::string hex_;
+  pid_t parent_ = 0;
   Clock::time_point graceAt_ = Clock::time_point::max();
 };
 
@@ -192,80 +214,90 @@ void Launcher::start(const std::string& program, sigset_t oldMask) {
   const auto secret = chorus::security::JobSecret::random();
   server_ = std::make_unique<chorus::TcpStoreServer>(
       chorus::net::SocketAddress::parse("127.0.0.1", 0), secret, -1);
-  chorus::TcpStoreServer& server = *server_;
   // Our variables replace any inherited ones of the same name.
-  std::vector<std::string> base;
   for (char** e = environ; *e; ++e) {
     std::string entry = *e;
     std::string name = entry.substr(0, entry.find('='));
     if (name != "CHORUS_RANK" && name != "CHORUS_WORLD_SIZE" && name != "CHORUS_LOCAL_RANK" &&
         name != "CHORUS_LOCAL_SIZE" && name != "CHORUS_ADDR" && name != "CHORUS_PORT" &&
-        name != "CHORUS_SECRET" && name != "CHORUS_REPORT_DIR" && name != "CHORUS_RESTART_COUNT")
-      base.push_back(std::move(entry));
+        name != "CHORUS_SECRET" && name != "CHORUS_REPORT_DIR" && name != "CHORUS_RESTART_COUNT" &&
+        name != "CHORUS_REJOIN")
+      base_.push_back(std::move(entry));
   }
   // Ranks leave their failure there (CommImpl::reportFailure); finish() prints them.
   char dir[] = "/tmp/chorus-run-XXXXXX";
   if (::mkdtemp(dir)) reportDir_ = dir;
-  const std::string hex = secret.hex();
+  hex_ = secret.hex();
+  program_ = program;
+  oldMask_ = oldMask;
+  parent_ = ::getpid();
+  ranks_.resize(size_t(o_.n));
+  for (int i = 0; i < o_.n; ++i) {
+    ranks_[size_t(i)].index = i;
+    spawn(ranks_[size_t(i)]);
+  }
+}
+
+void Launcher::spawn(Rank& r) {
+  const int i = r.index;
   std::vector<char*> argv;
   for (auto& a : o_.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  pid_t parent = ::getpid();
-  ranks_.resize(size_t(o_.n));
-  for (int i = 0; i < o_.n; ++i) {
-    Rank& r = ranks_[size_t(i)];
-    r.index = i;
-    std::vector<std::string> env = base;
-    env.push_back("CHORUS_RANK=" + std::to_string(i));
-    env.push_back("CHORUS_WORLD_SIZE=" + std::to_string(o_.n));
-    env.push_back("CHORUS_LOCAL_RANK=" + std::to_string(i));
-    env.push_back("CHORUS_LOCAL_SIZE=" + std::to_string(o_.n));
-    env.push_back("CHORUS_ADDR=127.0.0.1");
-    env.push_back("CHORUS_PORT=" + std::to_string(server.address().port()));
-    env.push_back("CHORUS_SECRET=" + std::string(hex));
-    env.push_back("CHORUS_RESTART_COUNT=" + std::to_string(restart_));
-    if (!reportDir_.empty()) env.push_back("CHORUS_REPORT_DIR=" + reportDir_);
-    std::vector<char*> envp;
-    envp.reserve(env.size() + 1);
-    for (auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    int pipes[2][2] = {{-1, -1}, {-1, -1}};
-    if (o_.tagOutput) {
-      for (auto& p : pipes)
-        if (::pipe2(p, O_CLOEXEC) != 0) {
-          std::perror("chorus-run: pipe");
-          std::exit(1);
-        }
-    }
-    pid_t pid = ::fork();
-    if (pid < 0) {
-      std::perror("chorus-run: fork");
-      killAll(SIGKILL);
-      std::exit(1);
-    }
-    if (pid == 0) {  // child: async-signal-safe calls only
-      ::sigprocmask(SIG_SETMASK, &oldMask, nullptr);
-      ::signal(SIGPIPE, SIG_DFL);
-      ::setpgid(0, 0);
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-      int devnull = ::open("/dev/null", O_RDONLY);
-      if (devnull >= 0) ::dup2(devnull, 0);
-      if (o_.tagOutput) ::dup2(pipes[0][1], 1), ::dup2(pipes[1][1], 2);
-      ::execve(program.c_str(), argv.data(), envp.data());
-      const char msg[] = "chorus-run: exec failed\n";
-      (void)!::write(2, msg, sizeof(msg) - 1);
-      ::_exit(127);
-    }
-    ::setpgid(pid, pid);  // also here, so that a kill right away reaches the group
-    r.pid = pid;
-    r.running = true;
-    ++live_;
-    if (o_.tagOutput) {
-      for (int k = 0; k < 2; ++k) {
-        ::close(pipes[k][1]);
-        r.out[k] = pipes[k][0];
+  std::vector<std::string> env = base_;
+  env.push_back("CHORUS_RANK=" + std::to_string(i));
+  env.push_back("CHORUS_WORLD_SIZE=" + std::to_string(o_.n));
+  env.push_back("CHORUS_LOCAL_RANK=" + std::to_string(i));
+  env.push_back("CHORUS_LOCAL_SIZE=" + std::to_string(o_.n));
+  env.push_back("CHORUS_ADDR=127.0.0.1");
+  env.push_back("CHORUS_PORT=" + std::to_string(server_->address().port()));
+  env.push_back("CHORUS_SECRET=" + hex_);
+  env.push_back("CHORUS_RESTART_COUNT=" + std::to_string(restart_));
+  if (r.epoch > 0) env.push_back("CHORUS_REJOIN=" + std::to_string(r.epoch));
+  if (!reportDir_.empty()) env.push_back("CHORUS_REPORT_DIR=" + reportDir_);
+  std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
+  for (auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  int pipes[2][2] = {{-1, -1}, {-1, -1}};
+  if (o_.tagOutput) {
+    for (auto& p : pipes)
+      if (::pipe2(p, O_CLOEXEC) != 0) {
+        std::perror("chorus-run: pipe");
+        std::exit(1);
       }
+  }
+  const pid_t parent = parent_;
+  const char* program = program_.c_str();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    std::perror("chorus-run: fork");
+    killAll(SIGKILL);
+    std::exit(1);
+  }
+  if (pid == 0) {  // child: async-signal-safe calls only
+    ::sigprocmask(SIG_SETMASK, &oldMask_, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    if (o_.tagOutput) ::dup2(pipes[0][1], 1), ::dup2(pipes[1][1], 2);
+    ::execve(program, argv.data(), envp.data());
+    const char msg[] = "chorus-run: exec failed\n";
+    (void)!::write(2, msg, sizeof(msg) - 1);
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also here, so that a kill right away reaches the group
+  r.pid = pid;
+  r.running = true;
+  r.killed = false;
+  ++live_;
+  if (o_.tagOutput) {
+    for (int k = 0; k < 2; ++k) {
+      ::close(pipes[k][1]);
+      if (r.out[k] >= 0) ::close(r.out[k]);  // the predecessor's: a helper may hold it open
+      r.out[k] = pipes[k][0];
     }
   }
 }
@@ -289,6 +321,19 @@ void Launcher::reap() {
     it->status = status;
     --live_;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+    if (respawned_ < o_.respawns && !it->killed && !killingAll_ && !interrupted_ && !timedOut_) {
+      ++respawned_;
+      ++it->epoch;
+      const std::string how = WIFEXITED(status)
+                                  ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                                  : "killed by signal " + signalName(WTERMSIG(status));
+      writeAll(2, "chorus-run: rank " + std::to_string(it->index) + " (pid " + std::to_string(pid) +
+                      ") " + how + "; starting a replacement (CHORUS_REJOIN=" +
+                      std::to_string(it->epoch) + ", respawn " + std::to_string(respawned_) +
+                      " of " + std::to_string(o_.respawns) + ")\n");
+      spawn(*it);
+      continue;
+    }
     failureOrder_.push_back(it->index);
     std::string how = WIFEXITED(status)
                           ? "exited with status " + std::to_string(WEXITSTATUS(status))

@@ -36,9 +36,13 @@ checkpoints
 failures
   --fail-at-step S[,S..] --fail-rank R[,R..]   SIGKILL rank R at step S on restart i
   --fail-random SEED --fail-count K            the same, K failures drawn from SEED
-  --on-failure exit|shrink  exit (chorus-run --max-restarts relaunches; default), or the
-                            survivors shrink() the communicator and carry on in place
-                            (set CHORUS_RUN_GRACE high so chorus-run lets them)
+  --on-failure exit|shrink|grow  exit (chorus-run --max-restarts relaunches; default), or
+                            the survivors shrink() the communicator and carry on in place
+                            (set CHORUS_RUN_GRACE high so chorus-run lets them); grow: as
+                            shrink, and admit a replacement (chorus-run --respawn) with
+                            grow() at the start of the step after it joins
+  --grow-wait               with grow: the survivors wait for the replacement right after
+                            the shrink and redo the failed step at full size (bit-exact)
 output
   --out DIR (chorus-train-out)  --save-final FILE  --dump-init FILE (raw float32 weights)  --trace-steps N (30)  --threads N (1)  --quiet
 )";
@@ -108,6 +112,7 @@ Args parseArgs(int argc, char** argv) {
   };
   std::map<std::string, std::function<void()>> switches = {
       {"--ckpt-blocking", [&] { a.ckptBlocking = true; }},
+      {"--grow-wait", [&] { a.growWait = true; }},
       {"--no-resume", [&] { a.resume = false; }},
       {"--no-deterministic", [&] { a.deterministic = false; }},
       {"--quiet", [&] { a.quiet = true; }},
@@ -140,8 +145,9 @@ Args parseArgs(int argc, char** argv) {
   if (a.dim % a.heads != 0) usage("--dim must be a multiple of --heads");
   if (a.failAtStep.size() != a.failRank.size())
     usage("--fail-at-step and --fail-rank need as many entries each");
-  if (a.onFailure != "exit" && a.onFailure != "shrink")
-    usage("--on-failure must be exit or shrink");
+  if (a.onFailure != "exit" && a.onFailure != "shrink" && a.onFailure != "grow")
+    usage("--on-failure must be exit, shrink or grow");
+  if (a.growWait && a.onFailure != "grow") usage("--grow-wait needs --on-failure grow");
   if (a.ckptDir.empty()) a.ckptDir = a.out + "/ckpt";
   o.totalSteps = a.steps;
   return a;

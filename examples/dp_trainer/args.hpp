@@ -30,7 +30,9 @@ struct Args {
   bool resume = true;
   std::vector<int64_t> failAtStep;  // the i-th one on restart i (CHORUS_RESTART_COUNT)
   std::vector<int> failRank;
-  std::string onFailure = "exit";  // or "shrink": survivors carry on without the dead rank
+  std::string onFailure = "exit";  // or "shrink": survivors carry on without the dead rank,
+                                   // or "grow": and admit its replacement
+  bool growWait = false;           // grow: wait for the replacement before going on
   uint64_t failRandomSeed = 0;
   int failCount = 0;
   std::string saveFinal;

@@ -58,6 +58,19 @@ void CommThread::shrink(const std::vector<int>& dead) {
   size_ = comm_.size();
 }
 
+void CommThread::grow(int newcomers) {
+  run([&](chorus::Communicator& c) { c = c.grow(newcomers); });
+  rank_ = comm_.rank();
+  size_ = comm_.size();
+}
+
+int CommThread::pendingJoins() {
+  double waiting = 0;
+  if (rank_ == 0) run([&](chorus::Communicator& c) { waiting = c.pendingJoins(); });
+  allReduce(&waiting, 1, chorus::RedOp::Max);
+  return static_cast<int>(waiting);
+}
+
 void CommThread::barrier() {
   double one = 1;
   allReduce(&one, 1, chorus::RedOp::Sum);

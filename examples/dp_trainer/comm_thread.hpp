@@ -38,6 +38,11 @@ class CommThread {
   // Replaces the communicator by one of the ranks not in `dead` (Communicator::shrink);
   // call when no task is queued.
   void shrink(const std::vector<int>& dead);
+  // Replaces the communicator by one that admits `newcomers` joined processes
+  // (Communicator::grow); call when no task is queued.
+  void grow(int newcomers);
+  // Rank 0's count of processes waiting to join, agreed by every rank (one all-reduce).
+  int pendingJoins();
   // Small synchronous helpers.
   void barrier();
   void allReduce(double* values, size_t n, chorus::RedOp op);

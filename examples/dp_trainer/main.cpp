@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 using namespace trainer;
 
@@ -91,15 +92,20 @@ int main(int argc, char** argv) {
   chorus::Options options;
   options.deterministic = args.deterministic;
   options.timeout = std::chrono::seconds(args.timeoutS);
+  // A replacement that chorus-run --respawn started (CHORUS_REJOIN) joins the survivors,
+  // who admit it with grow() at a step's start and hand it their state.
+  const bool newcomer = std::getenv("CHORUS_REJOIN") != nullptr;
   chorus::Communicator comm;
   try {
-    comm = chorus::Communicator::initFromEnv(options);
+    comm = newcomer ? chorus::Communicator::joinFromEnv(options)
+                    : chorus::Communicator::initFromEnv(options);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "chorus-train: cannot join the job: %s\n", e.what());
     return 2;
   }
-  int rank = comm.rank(), nranks = comm.size();  // change when shrinking
-  const int launchRank = rank, launchSize = nranks;
+  int rank = comm.rank(), nranks = comm.size();  // change when shrinking or growing
+  const int launchRank = newcomer ? std::atoi(std::getenv("CHORUS_RANK")) : rank;
+  const int launchSize = newcomer ? std::atoi(std::getenv("CHORUS_WORLD_SIZE")) : nranks;
   bool lead = rank == 0;
   int64_t step = 0;
   try {
@@ -137,10 +143,11 @@ int main(int argc, char** argv) {
         ckptTime = m.wallTime;
       }
     }
-    ct.run([&](chorus::Communicator& c) {
-      chorus::Work w = c.broadcast(found, found, 6, chorus::DataType::Uint64, 0);
-      ct.await(w, "broadcast of the checkpoint choice");
-    });
+    if (!newcomer)
+      ct.run([&](chorus::Communicator& c) {
+        chorus::Work w = c.broadcast(found, found, 6, chorus::DataType::Uint64, 0);
+        ct.await(w, "broadcast of the checkpoint choice");
+      });
     int64_t start = 0;
     if (found[0]) {
       Sampler::State s{found[4], found[2], found[3], std::vector<uint32_t>(found[5])};
@@ -168,6 +175,7 @@ int main(int argc, char** argv) {
                      loaded->path.c_str(), static_cast<long long>(start));
         jobLog.resumed(attempt, start, ckptTime, unixNow());
       }
+    } else if (newcomer) {  // its state comes from the members once they admit it (below)
     } else if (lead && attempt > 0) {  // a restart with no good checkpoint: all is lost
       jobLog.resumed(attempt, 0, 0, unixNow());
     } else if (lead) {
@@ -175,28 +183,54 @@ int main(int argc, char** argv) {
     }
 
     // Peak GEMM rate of the job: every rank measures at once, the sum is the machine's.
-    ct.barrier();
-    double peak = measurePeakGemm();
-    ct.allReduce(&peak, 1, chorus::RedOp::Sum);
+    double peak = 0;
+    if (!newcomer) {
+      ct.barrier();
+      peak = measurePeakGemm();
+      ct.allReduce(&peak, 1, chorus::RedOp::Sum);
+    }
 
     Timeline timeline(rank);
     auto ckpt = std::make_unique<Checkpointer>(args.ckptDir, rank, nranks, args.ckptKeep,
                                                !args.ckptBlocking, timeline);
     GradSync sync(ct, buckets, timeline);
-    const Failure failure = failureFor(args, attempt, nranks);
+    // Injected failures strike the first process of a rank only, not its replacements.
+    const Failure failure = newcomer ? Failure{} : failureFor(args, attempt, launchSize);
     int64_t globalBatch = static_cast<int64_t>(args.batch) * nranks;
     double samples = 0;
     std::vector<Shrink> shrinks;
+    std::vector<Grow> grows;
 
     // Checkpoint interval: fixed, or Young-Daly once the first save has been measured.
     double mtbf = args.mtbf;
     if (mtbf <= 0 && lead && !jobLog.lost().empty())  // from the failures seen so far
       mtbf = (unixNow() - jobLog.jobStart()) / static_cast<double>(jobLog.lost().size());
-    ct.allReduce(&mtbf, 1, chorus::RedOp::Max);
+    if (!newcomer) ct.allReduce(&mtbf, 1, chorus::RedOp::Max);
     int64_t every = args.ckptEvery;
     std::string policy = every > 0 ? "every " + std::to_string(every) + " steps (--ckpt-every)"
                                    : "none (no --ckpt-every or --mtbf)";
-    const int64_t measureAt = every <= 0 && mtbf > 0 ? std::min(args.steps - 1, start + 3) : -1;
+    int64_t measureAt = every <= 0 && mtbf > 0 ? std::min(args.steps - 1, start + 3) : -1;
+    // Growing back: the members admit newcomers and everyone takes a member's state and the
+    // job's settings (the newcomer measured none of them).
+    auto admit = [&](int newcomers) {
+      const double began = unixNow();
+      if (newcomers > 0) ct.grow(newcomers);
+      double shared[4] = {peak, mtbf, static_cast<double>(every), static_cast<double>(measureAt)};
+      const int64_t redo =
+          resync(ct, newcomers > 0 ? step : kNothingDone, params, opt.state(), sampler, shared);
+      peak = shared[0], mtbf = shared[1];
+      every = static_cast<int64_t>(shared[2]), measureAt = static_cast<int64_t>(shared[3]);
+      rank = ct.rank(), nranks = ct.size(), lead = rank == 0;
+      globalBatch = static_cast<int64_t>(args.batch) * nranks;
+      grows.push_back({redo, nranks, unixNow() - began});
+      return redo;
+    };
+    if (newcomer) {
+      start = admit(0);
+      policy = "as the members had it (this process joined at step " + std::to_string(start) + ")";
+      std::fprintf(stderr, "chorus-train: launch rank %d joined as rank %d of %d at step %lld\n",
+                   launchRank, rank, nranks, static_cast<long long>(start));
+    }
 
     std::FILE* metrics = nullptr;
     if (lead) {
@@ -213,7 +247,21 @@ int main(int argc, char** argv) {
     double heldOut = 0;
     const auto loopStart = Clock::now();
     for (step = start; step < args.steps; ++step) {
+      int joining = 0;
+      if (args.onFailure == "grow" && nranks < launchSize && (joining = ct.pendingJoins()) > 0) {
+        ckpt->awaitSnapshot();  // the state may be overwritten
+        const int before = nranks;
+        admit(joining);
+        ckpt.reset();  // its shards were cut for the old ranks
+        ckpt = std::make_unique<Checkpointer>(args.ckptDir, rank, nranks, args.ckptKeep,
+                                              !args.ckptBlocking, timeline);
+        if (lead && !metrics) metrics = std::fopen((args.out + "/metrics.csv").c_str(), "a");
+        if (lead)
+          std::fprintf(stderr, "chorus-train: grew from %d to %d ranks at step %lld in %.3f s\n",
+                       before, nranks, static_cast<long long>(step), grows.back().seconds);
+      }
       const bool failNow = failure.step == step && failure.rank == launchRank;
+      const Sampler::State stepStart = sampler.state();  // a failed step is redone from here
       const auto t0 = Clock::now();
       sampler.nextBatch(static_cast<size_t>(globalBatch), batchIdx);
       grads[P] =
@@ -237,11 +285,12 @@ int main(int argc, char** argv) {
         exposed = sync.finish();
       } catch (const chorus::Error& e) {
         const std::vector<int>& dead = e.failedRanks();
-        if (args.onFailure != "shrink" || dead.empty()) throw;
+        if (args.onFailure == "exit" || dead.empty()) throw;
         // In place: carry on with the survivors, no restart, no checkpoint read.
         const double caught = unixNow();
         sync.abandon();
-        ckpt->awaitSnapshot();  // the state is about to be overwritten
+        ckpt->awaitSnapshot();       // the state is about to be overwritten
+        sampler.restore(stepStart);  // redo the step with the same batch
         Shrink s;
         s.step = step;
         s.dead = dead;
@@ -264,6 +313,14 @@ int main(int argc, char** argv) {
                        "%.3f s (the error came %.3f s after the kill) and redo step %lld\n",
                        dead.front(), static_cast<long long>(step), nranks, s.shrinkSeconds,
                        s.detectSeconds, static_cast<long long>(redo));
+        if (args.growWait) {  // the replacement's process starts meanwhile (chorus-run --respawn)
+          const auto giveUp = Clock::now() + std::chrono::seconds(args.timeoutS);
+          while (ct.pendingJoins() == 0) {
+            if (Clock::now() > giveUp)
+              throw std::runtime_error("--grow-wait: no replacement joined within --timeout-s");
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          }
+        }
         step = redo - 1;
         continue;
       }
@@ -354,6 +411,7 @@ int main(int argc, char** argv) {
       r.effectiveTrainingTime = std::min(1.0, r.usefulSeconds / r.elapsedSeconds);
       r.lost = jobLog.lost();
       r.shrinks = shrinks;
+      r.grows = grows;
       r.finalLoss = loss, r.heldOut = heldOut, r.heldOutMetric = task->metricName();
       r.algorithm = algorithm;
       std::ofstream(args.out + "/report.json") << r.json();

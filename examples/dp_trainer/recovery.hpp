@@ -19,4 +19,12 @@ namespace trainer {
 int64_t shrinkAndResync(CommThread& comm, const std::vector<int>& dead, int64_t stepsDone,
                         std::span<float> params, std::span<float> optimizer, Sampler& sampler);
 
+// Every rank takes the state (weights, optimizer, data order and position, and `shared`,
+// the job's settings) of the lowest rank among those with the fewest steps done. After a
+// grow the newcomer passes kNothingDone, so that a member's state wins. Returns the steps
+// done to carry on from.
+constexpr int64_t kNothingDone = int64_t{1} << 52;
+int64_t resync(CommThread& comm, int64_t stepsDone, std::span<float> params,
+               std::span<float> optimizer, Sampler& sampler, std::span<double> shared);
+
 }  // namespace trainer

@@ -85,6 +85,11 @@ std::string RunReport::json() const {
       << ", \"shrink_seconds\": " << shrinks[i].shrinkSeconds
       << ", \"ranks_after\": " << shrinks[i].ranksAfter << "}";
   }
+  o << "],\n  \"grows\": [";
+  for (size_t i = 0; i < grows.size(); ++i)
+    o << (i ? ", " : "") << "{\"step\": " << grows[i].step
+      << ", \"ranks_after\": " << grows[i].ranksAfter << ", \"grow_seconds\": " << grows[i].seconds
+      << "}";
   o << "],\n  \"final_loss\": " << finalLoss << ",\n  \"held_out_" << heldOutMetric
     << "\": " << heldOut << "\n}\n";
   return o.str();
@@ -118,6 +123,9 @@ void RunReport::printTable(FILE* out) const {
         out,
         "  failure at step %lld -> shrank to %d ranks in %.3f s (error %.3f s after the kill)\n",
         static_cast<long long>(s.step), s.ranksAfter, s.shrinkSeconds, s.detectSeconds);
+  for (const Grow& g : grows)
+    std::fprintf(out, "  grew back to %d ranks at step %lld in %.3f s\n", g.ranksAfter,
+                 static_cast<long long>(g.step), g.seconds);
   if (heldOutMetric == "accuracy")
     std::fprintf(out, "  final loss %.4f, held-out accuracy %.2f%%\n", finalLoss, heldOut * 100);
   else

@@ -46,6 +46,12 @@ struct Shrink {
   int ranksAfter = 0;
 };
 
+struct Grow {
+  int64_t step = 0;  // the step the grown communicator starts with
+  int ranksAfter = 0;
+  double seconds = 0;  // grow() (or join) and the state broadcast
+};
+
 struct RunReport {
   int nranks = 0, attempt = 0;
   int64_t steps = 0, startStep = 0, stepsRun = 0;
@@ -64,6 +70,7 @@ struct RunReport {
   double elapsedSeconds = 0, usefulSeconds = 0, effectiveTrainingTime = 0;
   std::vector<LostWork> lost;
   std::vector<Shrink> shrinks;
+  std::vector<Grow> grows;
   double finalLoss = 0, heldOut = 0;
   std::string heldOutMetric = "accuracy";
   std::string algorithm;

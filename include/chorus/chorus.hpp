@@ -296,6 +296,21 @@ class Communicator {
   // its own transport connections among its members, so both may be used at once.
   // Options (timeout, transport, algorithm) are this communicator's.
   Communicator split(int color, int key);
+  // Growing back after a shrink. A replacement process (chorus-run --respawn starts one
+  // with CHORUS_REJOIN=<epoch>) calls joinFromEnv(); the members call grow(n), every one
+  // with the same n, which admits the next n processes that joined. Both return the new
+  // communicator: members and newcomers numbered by launch rank, so a replacement takes its
+  // predecessor's place. grow() works on a failed communicator; both wait at most the
+  // timeout (Options, CHORUS_TIMEOUT) and then throw Error(Timeout) saying who is missing.
+  // Each replacement of a launch rank has a higher epoch; a second process with the same
+  // epoch, or one of an older epoch, is refused (Error(InvalidUsage)), and a launch rank
+  // still held by a member cannot join again. Needs a store that outlives the ranks
+  // (chorus-run's, or the process of getUniqueId while it lives).
+  Communicator grow(int newcomers);
+  static Communicator joinFromEnv(const Options& options = {});
+  // How many processes have joined and wait for a grow() (a store read, not collective:
+  // ranks may see different counts; agree on one, e.g. rank 0's by broadcast).
+  int pendingJoins();
 
  private:
   explicit Communicator(std::shared_ptr<detail::CommImpl> impl) : impl_(std::move(impl)) {}

@@ -133,8 +133,9 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     if (parent) c->hostedStore_ = parent->store;
     // A shrunk communicator's client is an observer (-1): the store already knows these
     // processes by their parent ranks, and reports deaths under those (mapped below).
-    c->storeClient_ = std::make_unique<TcpStoreClient>(rendezvous.store, rendezvous.secret,
+    c->storeClient_ = std::make_shared<TcpStoreClient>(rendezvous.store, rendezvous.secret,
                                                        parent ? -1 : rank, deadline);
+    c->claim_ = parent ? parent->claim : c->storeClient_;
     c->prefix_ = parent && !parent->prefix.empty()
                      ? parent->prefix
                      : nextPrefix(rendezvous.secret, parent ? parent->ranks[rank] : rank);
@@ -179,6 +180,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   TcpStoreClient* client = c->storeClient_.get();
   std::vector<int> parentRanks = parent ? parent->ranks : std::vector<int>{};
   c->parentRanks_ = parentRanks;
+  c->jobSize_ = parent ? parent->jobSize : nranks;
   // The store knows processes by their job ranks: a shrunk communicator maps them to its own
   // numbering (-1: not a member, excluded when shrinking).
   auto member = [parentRanks](int jobRank) {
@@ -261,13 +263,16 @@ CommImpl::~CommImpl() {
     logf(LogLevel::Warn, "rank %d: leaving without the others: %s", rank_, e.what());
   }
   try {
-    if (storeClient_) storeClient_->goodbye();
+    // The claim may outlive this communicator in a shrunk or grown one made from it.
+    if (storeClient_ && storeClient_.use_count() == 1) storeClient_->goodbye();
+    if (claim_ && claim_ != storeClient_ && claim_.use_count() == 1) claim_->goodbye();
   } catch (const std::exception&) {
   }
   engine_.reset();
   transport_.reset();
   store_.reset();
   storeClient_.reset();
+  claim_.reset();
   hostedStore_.reset();
 }
 
@@ -354,9 +359,11 @@ std::shared_ptr<CommImpl> CommImpl::shrink(std::span<const int> exclude) {
     throw Error(Result::InvalidUsage,
                 "shrink: this communicator was created on the caller's store (createOnStore); "
                 "create a new one on a new store instead");
-  Parent parent{{}, hostedStore_, ""};
+  // Every member has shrunk (or grown) this communicator as often: the prefix agrees.
+  Parent parent{
+      {}, hostedStore_, claim_, prefix_ + "s" + std::to_string(children_++) + "/", jobSize_};
   for (int r = 0; r < nranks_; ++r)
-    if (!out[r]) parent.ranks.push_back(r);
+    if (!out[r]) parent.ranks.push_back(parentRanks_.empty() ? r : parentRanks_[r]);
   const int rank = static_cast<int>(std::find(parent.ranks.begin(), parent.ranks.end(), rank_) -
                                     parent.ranks.begin());
   logf(LogLevel::Info, "rank %d: shrinking %d ranks to %zu (now rank %d)", rank_, nranks_,

@@ -23,12 +23,16 @@ std::chrono::milliseconds timeoutFor(const Options& options);
 
 class CommImpl : public std::enable_shared_from_this<CommImpl> {
  public:
-  // `parent`: set when shrinking, the ranks of the parent communicator that form this
-  // one (in order) and the parent's store server, if it hosts one, to keep alive.
+  // `parent`: set when shrinking, growing or joining: the store identities of the members
+  // in rank order (the rank each process claimed in the store), the parent's store server,
+  // if it hosts one, to keep alive, the store client that holds this process's claim, the
+  // new communicator's key prefix and the job's launch size.
   struct Parent {
     std::vector<int> ranks;
     std::shared_ptr<TcpStoreServer> store;
+    std::shared_ptr<TcpStoreClient> claim;
     std::string prefix;  // store key prefix of the new communicator ("": the next free one)
+    int jobSize = 0;
   };
   static std::shared_ptr<CommImpl> create(int rank, int nranks, const Rendezvous& rendezvous,
                                           bool hostsStore, const Options& options,
@@ -44,6 +48,18 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   // A communicator of the ranks not in `exclude` (failed or unwanted), numbered in order;
   // every survivor calls it with the same list. Works on a failed communicator.
   std::shared_ptr<CommImpl> shrink(std::span<const int> exclude);
+  // Grow (grow.cpp): every member calls grow(n) with the same n; it admits the next n
+  // processes that called join() and returns a communicator of the members and them,
+  // numbered by launch rank (a replacement takes its predecessor's place). Works on a
+  // failed communicator.
+  std::shared_ptr<CommImpl> grow(int newcomers);
+  // A replacement process of launch rank `jobRank` (of `jobSize`), the `epoch`-th (>= 1):
+  // claims its own store identity for that epoch, so that a second process of the same
+  // epoch, or one of an older epoch, is refused; then waits until members grow().
+  static std::shared_ptr<CommImpl> join(const Rendezvous& rendezvous, int jobRank, int jobSize,
+                                        int epoch, const Options& options);
+  // Processes that called join() and no grow() admitted yet (a store read; not collective).
+  int pendingJoins();
   ~CommImpl();
   // Every rank lives in this process (initAll): destruction skips the barrier with the
   // others, so that one thread may destroy them one after another.
@@ -113,12 +129,15 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   std::chrono::milliseconds timeout_{};
   std::shared_ptr<TcpStoreServer> hostedStore_;
   Rendezvous rendezvous_;
-  std::vector<int> parentRanks_;  // a shrunk communicator: its members' parent ranks
+  std::vector<int> parentRanks_;  // shrunk or grown: its members' store identities
+  int jobSize_ = 0;               // the launch's rank count (store identity = epoch x it + rank)
+  std::string prefix_;            // of this communicator's store keys
+  int children_ = 0;              // shrinks and grows of this communicator so far
+  std::shared_ptr<TcpStoreClient> claim_;  // holds this process's rank in the store
   Options options_;
-  std::unique_ptr<TcpStoreClient> storeClient_;
+  std::shared_ptr<TcpStoreClient> storeClient_;
   std::shared_ptr<Store> externalStore_;  // createOnStore: the caller's store
   std::unique_ptr<Store> store_;          // scoped to this communicator
-  std::string prefix_;                    // store_'s key prefix
   uint64_t splits_ = 0;                   // split() calls so far (names the children's prefixes)
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Engine> engine_;

@@ -87,6 +87,30 @@ std::vector<int> Communicator::failedRanks() const { return live(impl_).engine()
 Communicator Communicator::shrink(std::span<const int> excludeRanks) {
   return Communicator(live(impl_).shrink(excludeRanks));
 }
+Communicator Communicator::grow(int newcomers) { return Communicator(live(impl_).grow(newcomers)); }
+int Communicator::pendingJoins() { return live(impl_).pendingJoins(); }
+
+Communicator Communicator::joinFromEnv(const Options& options) {
+  settings::validateProcess();
+  EnvLaunch launch;
+  try {
+    launch = readEnvironment(Clock::now() + detail::timeoutFor(options));
+  } catch (const Error& e) {
+    throw Error(e.code(), settings::processName() + ": " + e.what());
+  }
+  const int64_t epoch = settings::integer("CHORUS_REJOIN", 0);
+  if (epoch < 1)
+    throw Error(Result::InvalidUsage,
+                "joinFromEnv: CHORUS_REJOIN is not set (a replacement's epoch, >= 1; chorus-run "
+                "--respawn sets it)");
+  if (launch.hostsStore)
+    throw Error(Result::InvalidUsage,
+                "joinFromEnv: rank " + std::to_string(launch.rank) +
+                    " would host the store itself; a replacement needs a store that outlived "
+                    "the rank it replaces (chorus-run's)");
+  return Communicator(CommImpl::join(launch.rendezvous, launch.rank, launch.nranks,
+                                     static_cast<int>(epoch), options));
+}
 
 Communicator Communicator::split(int color, int key) {
   auto impl = live(impl_).split(color, key);

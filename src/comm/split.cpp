@@ -35,7 +35,9 @@ std::shared_ptr<CommImpl> CommImpl::split(int color, int key) {
   // every color's ranks meet only each other and later splits never collide.
   Parent parent{{},
                 hostedStore_,
-                prefix_ + "split" + std::to_string(round) + "/" + std::to_string(color) + "/"};
+                claim_,
+                prefix_ + "split" + std::to_string(round) + "/" + std::to_string(color) + "/",
+                jobSize_};
   for (int r : members)  // the store knows processes by their first communicator's ranks
     parent.ranks.push_back(parentRanks_.empty() ? r : parentRanks_[r]);
   logf(LogLevel::Info, "rank %d: split color %d key %d: rank %d of %zu", rank_, color, key, rank,

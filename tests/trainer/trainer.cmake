@@ -28,6 +28,11 @@ if(TARGET chorus-train)
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/shrink_in_place.sh
                    $<TARGET_FILE:chorus-run> $<TARGET_FILE:chorus-train>)
   set_tests_properties(trainer_shrink_in_place PROPERTIES LABELS trainer TIMEOUT 200)
+
+  add_test(NAME trainer_grow_back
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/grow_back.sh
+                   $<TARGET_FILE:chorus-run> $<TARGET_FILE:chorus-train>)
+  set_tests_properties(trainer_grow_back PROPERTIES LABELS trainer TIMEOUT 300)
 endif()
 
 add_test(NAME trainer_chorus_run_restarts

@@ -6,9 +6,13 @@
 # busbw, their ratio, and per size the measured winner, the simulated winner and the
 # tuner's pick in the bed. Needs root.
 #   perf/sim_vs_bed.sh [RATE_MBIT=1000] [LAYOUTS="2x2 3x2"] [ROUNDS=1] [OUT=sim_vs_bed]
-# Bed model (fabric file written to OUT/bed_KxN.fabric): ranks of one node talk TCP over
-# loopback (the bed's transport is tcp everywhere: ~25 us, ~1 GB/s, as the tuner's tcp
-# defaults); between nodes TCP over a veth limited by tc to RATE (~95% payload).
+# Bed model (fabric file written to OUT/bed_KxN.fabric) calibrated in the same run, not
+# fitted to the points: the communicator's tuning probe (CHORUS_TUNE_PROBE=1: every pair
+# ping-pongs at once, so the figures carry the load of ranks sharing the cores) measures
+# the link within a node (TCP over loopback) and between nodes (TCP over the veth that tc
+# limits to RATE): latency, per-message overhead, rate; and the local reduce and copy
+# rates. The fabric takes those figures as its NVLink and NIC (efficiency 1: the probe
+# measured payload), and the bed's tuner decides from the same figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mbit=${1:-1000} layouts=${2:-"2x2 3x2"} rounds=${3:-1} out=${4:-sim_vs_bed}
@@ -17,29 +21,25 @@ mkdir -p "$out"
 for layout in $layouts; do
   k=${layout%x*} n=${layout#*x}
   fabric=$out/bed_$layout.fabric
-  cat >"$fabric" <<FABRIC
-name bed-$layout
-nodes $k
-gpus_per_node $n
-nics_per_node 1
-nic_gbps $(awk -v m="$mbit" 'BEGIN {print m / 1000}')
-nic_latency_us 50
-hop_latency_us 0
-nvlink_gbps 1
-nvlink_latency_us 25
-pcie_gbps 100
-rails 0
-leaf_nodes $k
-pod_leaves 1
-efficiency 0.95
-overhead_us 3
-reduce_gbps 12
-copy_gbps 19
-FABRIC
+  $bed run -k "$k" -m 1 -r "${mbit}mbit" -n "$n" -t 1200 -e CHORUS_TUNE_PROBE=1 \
+    -e CHORUS_DEBUG=INFO -- \
+    "$perf" -t allreduce -A each -b 64K -e 64M -f 4 -K "$rounds" -n 2 -w 1 -T 0 >"$out/bed_$layout.log" 2>&1
+  sed -n 's/^\[0\] //p' "$out/bed_$layout.log" | grep -v 'CHORUS INFO' >"$out/bed_$layout.txt"
+  # The probe's figures (rank 0's log): within a node, between nodes.
+  awk -v k="$k" -v n="$n" -v layout="$layout" '
+    /^\[0\].*tuning \(probe\):/ { within = $0 }
+    /^\[0\].*tuning between nodes/ { between = $0 }
+    function get(line, key,   m) { return match(line, key "=[0-9.e+-]+") ? substr(line, RSTART + length(key) + 1, RLENGTH - length(key) - 1) : "" }
+    END {
+      if (within == "" || between == "") { print "no tuning probe figures in the log" > "/dev/stderr"; exit 1 }
+      printf "name bed-%s\nnodes %d\ngpus_per_node %d\nnics_per_node 1\nrails 0\nleaf_nodes %d\npod_leaves 1\n", layout, k, n, k
+      printf "hop_latency_us 0\npcie_gbps 1000\nefficiency 1\n"
+      printf "nvlink_latency_us %s\nnvlink_gbps %.4f\n", get(within, "latency_us"), get(within, "bytes_per_us") / 1000
+      printf "nic_latency_us %s\nnic_gbps %.4f\n", get(between, "latency_us"), get(between, "bytes_per_us") * 8 / 1000
+      printf "overhead_us %.3f\n", (get(within, "overhead_us") + get(between, "overhead_us")) / 2
+      printf "reduce_gbps %.4f\ncopy_gbps %.4f\n", get(within, "reduce_bytes_per_us") / 1000, get(within, "copy_bytes_per_us") / 1000
+    }' "$out/bed_$layout.log" >"$fabric"
   "$sim" --fabric-file "$fabric" -b 64K -e 64M -f 4 --csv "$out/sim_$layout.csv" >"$out/sim_$layout.txt"
-  $bed run -k "$k" -m 1 -r "${mbit}mbit" -n "$n" -t 1200 -e CHORUS_TUNE_PROBE=0 -- \
-    "$perf" -t allreduce -A each -b 64K -e 64M -f 4 -K "$rounds" -n 2 -w 1 -T 0 2>&1 |
-    sed -n 's/^\[0\] //p' >"$out/bed_$layout.txt"
   echo "# $layout ($k nodes x $n ranks, NIC ${mbit} Mbit/s): busbw GB/s measured / simulated (ratio sim/measured)"
   awk -v layout="$layout" '
     FNR == 1 { file++ }

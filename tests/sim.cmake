@@ -5,3 +5,7 @@ add_executable(chorus_sim_tests ${SIM_TEST_SOURCES})
 target_link_libraries(chorus_sim_tests PRIVATE chorus_internal GTest::gtest GTest::gtest_main)
 add_dependencies(chorus_sim_tests chorus-sim)
 gtest_discover_tests(chorus_sim_tests PROPERTIES LABELS sim TIMEOUT 600 DISCOVERY_TIMEOUT 60)
+# chorus-sim end to end: the tuner's pick is the fabric simulator's fastest at 256 GPUs.
+add_test(NAME sim_tool_tuner_agrees COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/sim/tool_test.sh
+                                            $<TARGET_FILE:chorus-sim>)
+set_tests_properties(sim_tool_tuner_agrees PROPERTIES LABELS sim TIMEOUT 300)

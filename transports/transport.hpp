@@ -56,6 +56,8 @@ class PeerMemory {
   // PeerError naming the peer if it is gone.
   virtual size_t read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
                       size_t bytes) = 0;
+};
+
 // Small messages without a queue (transports that share memory: shm): each rank owns two
 // slots that every peer reads in place. Message `seq` (1, 2, ... per rank, in step on
 // every rank) goes to slot seq % 2, so a rank may post message seq + 2 only once it has

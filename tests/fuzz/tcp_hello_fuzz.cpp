@@ -24,7 +24,7 @@ struct Taken {
 void hellos(const uint8_t* data, size_t size, bool structured, int nranks,
             const TcpConfig& config) {
   const int rank = nranks - 1;  // accepts from every other rank
-  std::vector<std::vector<Taken>> slots(size_t(nranks));
+  std::vector<std::vector<Taken>> slots(static_cast<size_t>(nranks));
   auto offer = [&](const Hello& h) {
     Taken* slot = slotFor(h, rank, nranks, config, slots);
     if (!slot) return;

@@ -15,8 +15,9 @@
 namespace chorus::topo {
 namespace {
 
-const std::string kData =
-    (std::filesystem::path(__FILE__).parent_path() / "../data/topology/").lexically_normal();
+// An absolute path from the build (__FILE__ is relative under Ninja, and ctest runs the
+// tests from the build tree).
+const std::string kData = CHORUS_TEST_DATA_DIR "/topology/";
 
 Topology recorded(const std::string& xml, const std::string& sysfs) {
   DetectOptions o;

@@ -42,6 +42,7 @@ const Algorithm& Tuner::choose(Collective collective, size_t count, DataType typ
     const LinkModel link = tuning_.forType(type);
     double bestMicros = 0;
     for (const Algorithm* a : candidates) {
+      if (a->oneSided && candidates.size() > 1) continue;  // needs registered buffers
       const double us = predictMicros(*a, collective, nranks_, count, elementSize, link, layout_,
                                       inter_ ? &*inter_ : nullptr);
       if (!best || us < bestMicros) best = a, bestMicros = us;
@@ -76,7 +77,7 @@ const Algorithm* Tuner::measuredChoice(Collective collective, size_t bytes,
       nearest = &entry;
   }
   for (const Algorithm* a : candidates)
-    if (nearest && nearest->second == a->name) return a;
+    if (nearest && nearest->second == a->name && !a->oneSided) return a;
   return nullptr;  // excluded now: the model decides
 }
 

@@ -103,7 +103,7 @@ std::vector<Prediction> rankAlgorithms(Collective collective, int nranks, size_t
                                        const Layout* layout, const LinkModel* inter) {
   std::vector<Prediction> ranked;
   for (const Algorithm& a : allAlgorithms())
-    if (a.collective == collective)
+    if (a.collective == collective && !a.oneSided)  // chosen apart (Tuner::chooseOneSided)
       ranked.push_back(
           {&a, predictMicros(a, collective, nranks, count, elementSize, link, layout, inter)});
   std::stable_sort(ranked.begin(), ranked.end(),
@@ -122,7 +122,7 @@ std::string explainTable(Collective collective, int nranks, const LinkModel& lin
                          std::span<const size_t> sizes, size_t elementSize) {
   std::vector<const Algorithm*> columns;
   for (const Algorithm& a : allAlgorithms())
-    if (a.collective == collective) columns.push_back(&a);
+    if (a.collective == collective && !a.oneSided) columns.push_back(&a);
   char line[256];
   std::snprintf(line, sizeof(line),
                 "# %s, %d ranks, link %.1f us %.2f GB/s, reduce %.1f GB/s, copy %.1f GB/s: "

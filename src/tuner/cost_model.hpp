@@ -42,8 +42,8 @@ struct Prediction {
   double micros;
 };
 
-// Every registered algorithm of the collective, best (fastest) first; ties keep the
-// registry's order.
+// Every registered copy-path algorithm of the collective (one-sided ones need registered
+// buffers and are chosen apart), best (fastest) first; ties keep the registry's order.
 std::vector<Prediction> rankAlgorithms(Collective collective, int nranks, size_t count,
                                        size_t elementSize, const LinkModel& link,
                                        const Layout* layout = nullptr,

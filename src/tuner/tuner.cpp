@@ -48,6 +48,7 @@ const Algorithm& Tuner::choose(Collective collective, size_t count, DataType typ
     const LinkModel link = tuning_.forType(type);
     double bestMicros = 0;
     for (const Algorithm* a : candidates) {
+      if (a->oneSided && candidates.size() > 1) continue;  // needs registered buffers
       const double us = predictMicros(*a, collective, nranks_, count, elementSize, link, layout_,
                                       inter_ ? &*inter_ : nullptr);
       if (!best || us < bestMicros) best = a, bestMicros = us;
@@ -108,7 +109,7 @@ const Algorithm* Tuner::measuredChoice(Collective collective, size_t bytes,
       nearest = &entry;
   }
   for (const Algorithm* a : candidates)
-    if (nearest && nearest->second == a->name) return a;
+    if (nearest && nearest->second == a->name && !a->oneSided) return a;
   return nullptr;  // excluded now: the model decides
 }
 
@@ -120,11 +121,14 @@ const Algorithm* Tuner::chooseOneSided(
   // CMA on 4 KiB pages (registered malloc memory) measured no faster than the copy path at
   // 16 and 64 MiB, np 4 (perf/README.md, one-sided): keep copying there.
   if (!mapped && !hugePages) return nullptr;
-  // Measured on 2 shared cores, np 2-4 (perf/README.md): reading all inputs in place
-  // (one dependent step) wins in the middle, where waits cost more than bytes; above it
-  // the two-shot's n-times-fewer reads win.
-  static constexpr size_t kTwoshotBytes = 1 << 20;
-  const char* name = bytes < kTwoshotBytes ? "peer_oneshot" : "peer_twoshot";
+  // Measured on 2 shared cores (perf/README.md, one-sided; medians of 3 alternating runs,
+  // memAlloc buffers against the copy path): at np 2 each one-sided call's extra
+  // handshakes (expose, result, done) cost more than they save below 256 KiB, where
+  // reading both inputs at once (one-shot) wins up to 1 MiB; at np 4 two-shot is faster
+  // from 64 KiB (1.7x there, 2.4x at 1 MiB, 2.9x at 16 MiB) and one-shot never beats it.
+  const bool pair = nranks_ == 2;
+  if (pair && bytes < (256 << 10)) return nullptr;
+  const char* name = pair && bytes < (1 << 20) ? "peer_oneshot" : "peer_twoshot";
   const Algorithm* a = findAlgorithm(collective, name);
   return a && allowed(*a) ? a : nullptr;
 }

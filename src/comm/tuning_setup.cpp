@@ -143,6 +143,13 @@ void CommImpl::setUpTuner(int localRanks, int cores) {
     nextSequence_ = 0;  // the probe's sends are not the user's collectives
     if (rank_ == 0) {
       measureLocalRates(tuning, std::min(1.0, static_cast<double>(cores) / localRanks));
+      // The probe's burst goes to one peer that is already running; in a collective with
+      // more ranks than cores a message to another peer waits for that peer to get a
+      // core, so each message costs more: scale the per-message overhead by the
+      // oversubscription (np=4 on 2 cores: twoshot's 6 messages against rd's 2 made the
+      // model pick twoshot at 4 KiB where rd ran 1.3-1.5x faster).
+      if (link == LinkClass::Shm && localRanks > cores)
+        tuning.model.overheadUs *= static_cast<double>(localRanks) / cores;
       tuning.ranks = localRanks;
       tuning.source = "probe";
       logf(LogLevel::Info, "tuning probe took %.1f ms",

@@ -125,6 +125,17 @@ bool processGone(pid_t pid) {
          (line[close + 2] == 'Z' || line[close + 2] == 'X');
 }
 
+// Each inbound FIFO's bytes: CHORUS_SHM_FIFO_BYTES when set; else 1 MiB up to 32 ranks
+// and 32 MiB / nranks beyond (at least 64 KiB), so that a rank's FIFOs take at most
+// 32 MiB however many peers write to it (n^2 FIFOs of 1 MiB: 16 GiB at 128 ranks).
+size_t fifoBytesFor(int nranks) {
+  constexpr size_t kBudget = size_t{32} << 20, kFloor = size_t{64} << 10;
+  const size_t set = std::bit_ceil(
+      static_cast<size_t>(std::max<int64_t>(4096, settings::integer("CHORUS_SHM_FIFO_BYTES"))));
+  if (settings::isSet("CHORUS_SHM_FIFO_BYTES")) return set;
+  return std::min(set, std::max(kFloor, std::bit_floor(kBudget / static_cast<size_t>(nranks))));
+}
+
 class ShmChannel : public Channel {
  public:
   ShmChannel(shm::Fifo out, shm::Fifo in, shm::Doorbell* peerBell)
@@ -149,14 +160,13 @@ class ShmTransport : public Transport {
  public:
   explicit ShmTransport(const TransportContext& ctx) : rank_(ctx.rank), nranks_(ctx.nranks) {
     Store& store = *ctx.store;
-    for (int r = 0; r < nranks_; ++r) {
-      auto id = store.get("host/" + std::to_string(r), ctx.deadline);
-      if (std::string(reinterpret_cast<const char*>(id.data()), id.size()) != ctx.hostId)
-        throw Error(Result::InvalidUsage,
-                    "shm transport: rank " + std::to_string(r) + " is on another host");
-    }
-    size_t fifoBytes = std::bit_ceil(
-        static_cast<size_t>(std::max<int64_t>(4096, settings::integer("CHORUS_SHM_FIFO_BYTES"))));
+    // Every rank must share this host: each compares itself with rank 0 (O(1) store keys
+    // per rank, not one per peer); all learn the count at the "shm/created" barrier.
+    const auto host0 = store.get("host/0", ctx.deadline);
+    const bool foreign =
+        std::string(reinterpret_cast<const char*>(host0.data()), host0.size()) != ctx.hostId;
+    store.add("shm/foreign", foreign ? 1 : 0);
+    const size_t fifoBytes = fifoBytesFor(nranks_);
     std::string token;
     if (rank_ == 0) {
       std::random_device rd;
@@ -178,6 +188,15 @@ class ShmTransport : public Transport {
       mailbox_ = shm::ShmMailbox::create(mailboxName, nranks_);
     }
     storeBarrier(store, "shm/created", nranks_, ctx.deadline);
+    if (const int64_t elsewhere = store.add("shm/foreign", 0); elsewhere > 0) {
+      shm_unlink(ownName_.c_str());
+      if (!mailboxName_.empty()) shm_unlink(mailboxName_.c_str());
+      throw Error(Result::InvalidUsage,
+                  foreign ? "shm transport: rank " + std::to_string(rank_) +
+                                " is on another host than rank 0"
+                          : "shm transport: " + std::to_string(elsewhere) +
+                                " rank(s) are on another host than rank 0");
+    }
     for (int r = 0; r < nranks_; ++r)
       if (r != rank_) segments_[r] = Segment::open(nameOf(r), nranks_);
     if (rank_ != 0) mailbox_ = shm::ShmMailbox::open(mailboxName, nranks_);

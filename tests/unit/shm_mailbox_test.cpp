@@ -1,0 +1,117 @@
+// The shm transport's small-message mailbox and its set-up: ranks are threads sharing a
+// HashStore (each maps the segments as a separate process would).
+#include "errors.hpp"
+#include "store/hash_store.hpp"
+#include "transports/transport.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace chorus {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Creates one shm transport per rank concurrently; hosts[r] is rank r's host identity.
+// Returns the transports, or the error each rank's creation threw.
+struct Created {
+  std::vector<std::unique_ptr<Transport>> transports;
+  std::vector<std::string> errors;
+};
+Created createAll(const std::vector<std::string>& hosts) {
+  const int n = static_cast<int>(hosts.size());
+  HashStore store;
+  for (int r = 0; r < n; ++r)
+    store.set("host/" + std::to_string(r), std::as_bytes(std::span(hosts[r])));
+  Created c;
+  c.transports.resize(n);
+  c.errors.resize(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        c.transports[r] = makeShmTransport({r, n, &store, hosts[r], Clock::now() + 20s});
+      } catch (const std::exception& e) {
+        c.errors[r] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  return c;
+}
+
+std::vector<std::byte> message(int rank, uint32_t seq, size_t bytes) {
+  std::vector<std::byte> m(bytes);
+  for (size_t i = 0; i < bytes; ++i) m[i] = std::byte((rank * 131 + seq * 17 + i * 7) & 0xff);
+  return m;
+}
+
+TEST(ShmMailbox, TakesWholeMessagesOfTheAskedSequenceOnly) {
+  Created c = createAll({"h", "h", "h"});
+  for (const auto& e : c.errors) ASSERT_EQ(e, "");
+  Mailbox* box0 = c.transports[0]->mailbox();
+  Mailbox* box1 = c.transports[1]->mailbox();
+  ASSERT_NE(box0, nullptr);
+  ASSERT_GE(box0->capacity(), 288u);
+  std::vector<std::byte> got(box0->capacity());
+  EXPECT_FALSE(box0->tryTake(1, 1, got.data(), 8));  // nothing posted yet
+  for (uint32_t seq = 1; seq <= 6; ++seq) {
+    const size_t bytes = seq % 2 ? box1->capacity() : 5 + seq;  // odd lengths too
+    const auto sent = message(1, seq, bytes);
+    box1->post(seq, sent.data(), bytes);
+    EXPECT_TRUE(box0->tryTake(1, seq, got.data(), bytes)) << seq;
+    EXPECT_EQ(std::memcmp(got.data(), sent.data(), bytes), 0) << seq;
+    EXPECT_FALSE(box0->tryTake(1, seq + 1, got.data(), bytes)) << seq;  // not yet posted
+    if (seq > 1)  // seq - 1 lives in the other slot: still there until seq + 1 replaces it
+      EXPECT_TRUE(box0->tryTake(1, seq - 1, got.data(), 4)) << seq;
+    if (seq > 2)  // seq replaced seq - 2
+      EXPECT_FALSE(box0->tryTake(1, seq - 2, got.data(), 4)) << seq;
+    EXPECT_FALSE(box0->tryTake(2, seq, got.data(), 4));  // rank 2 never posted
+  }
+  EXPECT_THROW(box1->post(7, got.data(), box1->capacity() + 1), Error);
+}
+
+TEST(ShmMailbox, ThreeRanksExchangeManyMessagesInStep) {
+  Created c = createAll({"h", "h", "h"});
+  for (const auto& e : c.errors) ASSERT_EQ(e, "");
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(3, 0);
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back([&, r] {
+      Mailbox& box = *c.transports[r]->mailbox();
+      std::vector<std::byte> got(box.capacity());
+      const auto giveUp = Clock::now() + 60s;
+      for (uint32_t seq = 1; seq <= 300; ++seq) {
+        const size_t bytes = 4 + (seq * 13) % (box.capacity() - 4);
+        const auto mine = message(r, seq, bytes);
+        box.post(seq, mine.data(), bytes);
+        for (int p = 0; p < 3; ++p) {
+          if (p == r) continue;
+          while (!box.tryTake(p, seq, got.data(), bytes))
+            if (Clock::now() > giveUp)
+              return void(++wrong[r]);
+            else
+              std::this_thread::yield();  // three threads, maybe fewer cores
+          wrong[r] += std::memcmp(got.data(), message(p, seq, bytes).data(), bytes) != 0;
+        }
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong, std::vector<int>(3, 0));
+}
+
+TEST(ShmTransport, EveryRankRefusesWhenOneIsOnAnotherHost) {
+  Created c = createAll({"h", "h", "elsewhere"});
+  EXPECT_NE(c.errors[2].find("rank 2 is on another host than rank 0"), std::string::npos)
+      << c.errors[2];
+  for (int r = 0; r < 2; ++r)
+    EXPECT_NE(c.errors[r].find("1 rank(s) are on another host than rank 0"), std::string::npos)
+        << c.errors[r];
+}
+
+}  // namespace
+}  // namespace chorus

@@ -24,10 +24,14 @@ typedef struct {
 
 typedef struct chorusComm* chorusComm_t;
 
+/* chorusCommSplit's color for a rank that joins no new communicator (NCCL_SPLIT_NOCOLOR). */
+#define CHORUS_SPLIT_NOCOLOR -1
+
 typedef struct {
   int blocking; /* 1 (default): calls wait; 0: calls return chorusInProgress */
 } chorusConfig_t;
-#define CHORUS_CONFIG_INITIALIZER {1}
+#define CHORUS_CONFIG_INITIALIZER \
+  { 1 }
 
 chorusResult_t chorusGetVersion(int* version);
 /* Starts the rendezvous store in the calling process and fills *uniqueId. */
@@ -41,6 +45,14 @@ chorusResult_t chorusCommGetAsyncError(chorusComm_t comm, chorusResult_t* asyncE
 /* The ranks not in excludeRanks form *newcomm (same order); every survivor calls it. */
 chorusResult_t chorusCommShrink(chorusComm_t comm, const int* excludeRanks, int excludeCount,
                                 chorusComm_t* newcomm);
+/* NCCL's ncclCommSplit: every rank of comm calls it; ranks with the same color (>= 0) form
+ * *newcomm, numbered by key (ties: rank in comm); CHORUS_SPLIT_NOCOLOR gives *newcomm =
+ * NULL. config NULL: comm's blocking mode. */
+chorusResult_t chorusCommSplit(chorusComm_t comm, int color, int key, chorusComm_t* newcomm,
+                               const chorusConfig_t* config);
+/* NCCL's ncclCommInitAll: ndev ranks of one job in this process, comms[i] is rank i.
+ * devlist is accepted for NCCL's signature and ignored (host memory); it may be NULL. */
+chorusResult_t chorusCommInitAll(chorusComm_t* comms, int ndev, const int* devlist);
 /* Reads rank, size and rendezvous address from the environment (chorus-run, torchrun, mpirun). */
 chorusResult_t chorusCommInitEnv(chorusComm_t* comm);
 chorusResult_t chorusCommDestroy(chorusComm_t comm);
@@ -66,6 +78,32 @@ chorusResult_t chorusSend(const void* sendbuff, size_t count, chorusDataType_t d
                           chorusComm_t comm);
 chorusResult_t chorusRecv(void* recvbuff, size_t count, chorusDataType_t datatype, int peer,
                           chorusComm_t comm);
+/* Root gathers: block r of recvbuff (root only, nranks * sendcount) is rank r's sendbuff. */
+chorusResult_t chorusGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                            chorusDataType_t datatype, int root, chorusComm_t comm);
+/* Root scatters: block r of sendbuff (root only, nranks * recvcount) goes to rank r. */
+chorusResult_t chorusScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                             chorusDataType_t datatype, int root, chorusComm_t comm);
+/* Per-rank counts (nranks entries, equal on every rank): rank r sends counts[r] elements;
+ * recvbuff holds them all packed in rank order. */
+chorusResult_t chorusAllGatherV(const void* sendbuff, void* recvbuff, const size_t* counts,
+                                chorusDataType_t datatype, chorusComm_t comm);
+/* sendbuff holds the sum of counts packed in rank order; rank r receives the reduction of
+ * block r (counts[r] elements). */
+chorusResult_t chorusReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* counts,
+                                    chorusDataType_t datatype, chorusRedOp_t op, chorusComm_t comm);
+/* Returns once every rank of comm has called it. */
+chorusResult_t chorusBarrier(chorusComm_t comm);
+
+/* Group calls (NCCL's ncclGroupStart/End), per thread, nestable. Inside a group every call
+ * is checked and queued and returns chorusSuccess at once; the outermost chorusGroupEnd
+ * starts them all together, so sends and receives to any peers never deadlock and calls
+ * on several communicators progress together. It then waits for all of them when every
+ * communicator in the group is blocking, else returns chorusInProgress while any runs
+ * (chorusCommGetAsyncError drives them). The first failure's code is returned and
+ * chorusGetLastError(NULL) names rank, collective and sequence number. */
+chorusResult_t chorusGroupStart(void);
+chorusResult_t chorusGroupEnd(void);
 
 const char* chorusGetErrorString(chorusResult_t result);
 /* The message of the last failure on this thread (names rank, peer, collective, sequence). */

@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
-#include <stdexcept>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace chorus {
 
@@ -99,11 +101,17 @@ struct Options {
 namespace detail {
 class CommImpl;
 struct OpState;
+struct GroupState;
 }  // namespace detail
 
-// Handle to one collective in flight. Collectives issued one after another run
-// concurrently and need not complete in issue order: a later one may finish first (each
-// Work says when its own is done). Every rank must issue them in the same order.
+// Communicator::split's color for a rank that joins no sub-communicator (NCCL's
+// NCCL_SPLIT_NOCOLOR).
+inline constexpr int NoColor = -1;
+
+// Handle to one collective in flight, or to every call of a group (groupEnd). Collectives
+// issued one after another run concurrently and need not complete in issue order: a later
+// one may finish first (each Work says when its own is done). Every rank must issue them
+// in the same order.
 class Work {
  public:
   Work() = default;
@@ -115,11 +123,51 @@ class Work {
 
  private:
   friend class detail::CommImpl;
-  Work(std::shared_ptr<detail::CommImpl> comm, std::shared_ptr<detail::OpState> op)
-      : comm_(std::move(comm)), op_(std::move(op)) {}
+  friend Work groupEnd();
+  Work(std::shared_ptr<detail::CommImpl> comm, std::shared_ptr<detail::OpState> op,
+       std::shared_ptr<detail::GroupState> group = nullptr)
+      : comm_(std::move(comm)), op_(std::move(op)), group_(std::move(group)) {}
   std::shared_ptr<detail::CommImpl> comm_;
   std::shared_ptr<detail::OpState> op_;
+  // Calls made inside a group and the Work groupEnd returns: waiting drives every
+  // communicator of the group (they may need each other, e.g. ranks of one process).
+  std::shared_ptr<detail::GroupState> group_;
 };
+
+// Group calls, NCCL's ncclGroupStart/ncclGroupEnd, per thread and nestable. Between
+// groupStart() and the outermost groupEnd(), every call on any communicator is checked
+// (bad arguments throw at once) and queued, not started; its Work cannot be waited on
+// yet (Error InvalidUsage). The outermost groupEnd() starts them all together and returns
+// one Work that completes when every one of them has; each call's own Work works too.
+// So sends and receives to any set of peers never deadlock, whatever their sizes and
+// order, and collectives on several communicators of this process (initAll) progress
+// together. At launch each communicator runs the group's collectives in issue order, then
+// its sends and receives in issue order: ranks need not agree on how the two interleave,
+// only on the order of the collectives and of the messages between each pair of ranks.
+// An inner groupEnd() only closes its level and returns a Work for the whole group.
+void groupStart();
+Work groupEnd();
+// How deep this thread is inside groups (0: none).
+int groupDepth();
+
+// A group as an object: starts one on construction; end() ends it (groupEnd). If it is
+// destroyed without end(), the queued calls are dropped unstarted (their Works throw) and
+// the group is closed, as when an exception leaves it.
+class Group {
+ public:
+  Group();
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+  ~Group();
+  Work end();
+
+ private:
+  bool open_ = true;
+};
+
+// Runs `calls` inside a group and ends it: group([&] { comm.send(...); comm.recv(...); })
+// .wait(). If `calls` throws, nothing it queued starts and the exception passes on.
+Work group(const std::function<void()>& calls);
 
 class Communicator {
  public:
@@ -129,6 +177,11 @@ class Communicator {
   // CHORUS_ADDR/MASTER_ADDR, CHORUS_PORT/MASTER_PORT (as chorus-run and torchrun set
   // them), or Open MPI's OMPI_COMM_WORLD_* when started by mpirun.
   static Communicator initFromEnv(const Options& options = {});
+  // Several ranks in this process (ncclCommInitAll): nranks communicators of one job,
+  // ranks 0..nranks-1, created together (one thread each; the rendezvous store lives in
+  // this process). Each may then be driven from its own thread, or all from one thread
+  // through groups.
+  static std::vector<Communicator> initAll(int nranks, const Options& options = {});
 
   Communicator() = default;
   Communicator(Communicator&&) noexcept = default;
@@ -153,6 +206,27 @@ class Communicator {
   // elements each, block j of send goes to rank j and block j of recv comes from rank j.
   // In-place with send == recv.
   Work allToAll(const void* send, void* recv, size_t count, DataType type);
+  // Gather: rank r's `sendCount` elements land in block r of the root's recv (size() x
+  // sendCount); recv is used on the root only. In-place: send == recv + rank * sendCount
+  // on the root.
+  Work gather(const void* send, void* recv, size_t sendCount, DataType type, int root);
+  // Scatter: block r of the root's send (size() x recvCount) lands in rank r's recv; send
+  // is used on the root only. In-place: recv == send + rank * recvCount on the root.
+  Work scatter(const void* send, void* recv, size_t recvCount, DataType type, int root);
+  // All-gather with per-rank counts (PyTorch's uneven all_gather): counts has size()
+  // entries, the same on every rank; rank r contributes counts[r] elements (its send
+  // holds counts[rank()]) and recv holds them all packed in rank order (block r at the
+  // sum of counts[0..r)). In-place: send == recv + that offset of this rank.
+  Work allGatherV(const void* send, void* recv, std::span<const size_t> counts, DataType type);
+  // Reduce-scatter with per-rank counts (FSDP's uneven shards): send holds the sum of
+  // counts, packed in rank order; rank r receives the reduction of block r (counts[r]
+  // elements). In-place: recv == send + this rank's offset.
+  Work reduceScatterV(const void* send, void* recv, std::span<const size_t> counts, DataType type,
+                      RedOp op);
+  // Completes once every rank has called it (a collective; Work as any other).
+  Work barrier();
+  // chorus::group(calls), for calls on this communicator (or any other).
+  Work group(const std::function<void()>& calls);
 
   // Overrides the algorithm choice (same syntax as CHORUS_ALGO); throws on an unknown name.
   void setAlgorithm(std::string_view spec);
@@ -179,6 +253,14 @@ class Communicator {
   // every remaining rank calls it with the same list. Works after a failure; the store
   // must still be up (it lives in rank 0's process unless a launcher hosts it).
   Communicator shrink(std::span<const int> excludeRanks);
+  // NCCL's ncclCommSplit: every rank of this communicator calls it; the ranks that pass
+  // the same color (>= 0) form a new communicator, numbered by key, ties by their rank
+  // here. A rank passing NoColor joins none and gets an empty Communicator (false).
+  // The new one shares this one's rendezvous store and job secret (no new store, no new
+  // listening port) and exchanges colors over this communicator's connections; it opens
+  // its own transport connections among its members, so both may be used at once.
+  // Options (timeout, transport, algorithm) are this communicator's.
+  Communicator split(int color, int key);
 
  private:
   explicit Communicator(std::shared_ptr<detail::CommImpl> impl) : impl_(std::move(impl)) {}

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 struct chorusComm {
   chorus::Communicator comm;
@@ -16,6 +17,9 @@ struct chorusComm {
 namespace {
 
 thread_local std::string lastError;
+// Inside a group: whether a non-blocking communicator made a call (groupEnd then does
+// not wait), and the first failure of a queued call.
+thread_local bool groupNonBlocking = false;
 
 template <typename F>
 chorusResult_t guarded(chorusComm_t comm, F&& body) {
@@ -138,14 +142,17 @@ chorusResult_t chorusCommUserRank(const chorusComm_t comm, int* rank) {
 }
 
 // Blocking: waits for the call. Non-blocking: one progress pass, then chorusInProgress
-// unless it completed; chorusCommGetAsyncError reports the rest.
+// unless it completed; chorusCommGetAsyncError reports the rest. Inside a group: queued,
+// chorusGroupEnd starts it.
 #define CHORUS_BLOCKING(comm, call)                            \
   do {                                                         \
     if (!(comm)) return invalid("null communicator");          \
     bool done = true;                                          \
     chorusResult_t r = guarded((comm), [&] {                   \
       chorus::Work w = (comm)->comm.call;                      \
-      if ((comm)->blocking)                                    \
+      if (chorus::groupDepth() > 0)                            \
+        groupNonBlocking |= !(comm)->blocking;                 \
+      else if ((comm)->blocking)                               \
         w.wait();                                              \
       else                                                     \
         done = w.test();                                       \
@@ -185,6 +192,72 @@ chorusResult_t chorusSend(const void* sendbuff, size_t count, chorusDataType_t d
 chorusResult_t chorusRecv(void* recvbuff, size_t count, chorusDataType_t datatype, int peer,
                           chorusComm_t comm) {
   CHORUS_BLOCKING(comm, recv(recvbuff, count, typeOf(datatype), peer));
+}
+
+chorusResult_t chorusGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                            chorusDataType_t datatype, int root, chorusComm_t comm) {
+  CHORUS_BLOCKING(comm, gather(sendbuff, recvbuff, sendcount, typeOf(datatype), root));
+}
+chorusResult_t chorusScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                             chorusDataType_t datatype, int root, chorusComm_t comm) {
+  CHORUS_BLOCKING(comm, scatter(sendbuff, recvbuff, recvcount, typeOf(datatype), root));
+}
+chorusResult_t chorusAllGatherV(const void* sendbuff, void* recvbuff, const size_t* counts,
+                                chorusDataType_t datatype, chorusComm_t comm) {
+  if (!counts) return invalid("chorusAllGatherV: counts is null");
+  CHORUS_BLOCKING(comm,
+                  allGatherV(sendbuff, recvbuff, std::span<const size_t>(counts, comm->comm.size()),
+                             typeOf(datatype)));
+}
+chorusResult_t chorusReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* counts,
+                                    chorusDataType_t datatype, chorusRedOp_t op,
+                                    chorusComm_t comm) {
+  if (!counts) return invalid("chorusReduceScatterV: counts is null");
+  CHORUS_BLOCKING(
+      comm, reduceScatterV(sendbuff, recvbuff, std::span<const size_t>(counts, comm->comm.size()),
+                           typeOf(datatype), opOf(op)));
+}
+chorusResult_t chorusBarrier(chorusComm_t comm) { CHORUS_BLOCKING(comm, barrier()); }
+
+chorusResult_t chorusGroupStart(void) {
+  return guarded(nullptr, [] {
+    if (chorus::groupDepth() == 0) groupNonBlocking = false;
+    chorus::groupStart();
+  });
+}
+
+chorusResult_t chorusGroupEnd(void) {
+  bool done = true;
+  chorusResult_t r = guarded(nullptr, [&] {
+    chorus::Work w = chorus::groupEnd();
+    if (chorus::groupDepth() > 0) return;  // an inner level: nothing starts yet
+    if (groupNonBlocking)
+      done = w.test();
+    else
+      w.wait();
+  });
+  return r == chorusSuccess && !done ? chorusInProgress : r;
+}
+
+chorusResult_t chorusCommSplit(chorusComm_t comm, int color, int key, chorusComm_t* newcomm,
+                               const chorusConfig_t* config) {
+  if (!comm || !newcomm) return invalid("chorusCommSplit: null argument");
+  *newcomm = nullptr;
+  return guarded(comm, [&] {
+    chorus::Communicator part = comm->comm.split(color, key);
+    if (part)
+      *newcomm =
+          new chorusComm{std::move(part), {}, config ? config->blocking != 0 : comm->blocking};
+  });
+}
+
+chorusResult_t chorusCommInitAll(chorusComm_t* comms, int ndev, const int* devlist) {
+  (void)devlist;  // host memory: no devices to pick
+  if (!comms || ndev < 1) return invalid("chorusCommInitAll: null comms or ndev < 1");
+  return guarded(nullptr, [&] {
+    std::vector<chorus::Communicator> all = chorus::Communicator::initAll(ndev);
+    for (int i = 0; i < ndev; ++i) comms[i] = new chorusComm{std::move(all[i]), {}, true};
+  });
 }
 
 const char* chorusGetErrorString(chorusResult_t result) {

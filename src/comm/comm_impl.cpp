@@ -1,6 +1,8 @@
 // Communicator set-up and the submission path of every collective.
 #include "comm/comm_impl.hpp"
 
+#include "comm/group.hpp"
+
 #include "algorithms/layout.hpp"
 #include "errors.hpp"
 #include "log.hpp"
@@ -21,14 +23,13 @@ namespace chorus::detail {
 namespace {
 
 // Several communicators may share one store: each gets its own key prefix, numbered in
-// creation order (the same on every rank). Counted per rank of origin (the rank in the
-// first communicator of that store), so that several ranks in one process (one thread
-// each, ncclCommInitAll) count apart as separate processes would.
-std::string nextPrefix(const security::JobSecret& secret, int originRank) {
+// creation order (the same on every rank). Counted per rank of the job (the rank the
+// store knows), as several ranks may live in one process (initAll).
+std::string nextPrefix(const security::JobSecret& secret, int jobRank) {
   static std::mutex mutex;
   static std::map<std::pair<security::JobSecret, int>, int> created;
   std::lock_guard lock(mutex);
-  return "comm" + std::to_string(created[{secret, originRank}]++) + "/";
+  return "comm" + std::to_string(created[{secret, jobRank}]++) + "/";
 }
 
 // Cores this process may run on (taskset, cgroup cpusets), not the machine's total.
@@ -133,9 +134,10 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     // processes by their parent ranks, and reports deaths under those (mapped below).
     c->storeClient_ = std::make_unique<TcpStoreClient>(rendezvous.store, rendezvous.secret,
                                                        parent ? -1 : rank, deadline);
-    c->originRank_ = parent ? parent->originRank : rank;
-    c->store_ = std::make_unique<PrefixStore>(*c->storeClient_,
-                                              nextPrefix(rendezvous.secret, c->originRank_));
+    c->prefix_ = parent && !parent->prefix.empty()
+                     ? parent->prefix
+                     : nextPrefix(rendezvous.secret, parent ? parent->ranks[rank] : rank);
+    c->store_ = std::make_unique<PrefixStore>(*c->storeClient_, c->prefix_);
   }
   Store& store = *c->store_;
 
@@ -189,7 +191,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     }
   };
   if (!client) config.checkPeers = nullptr;  // createOnStore: the store reports no deaths
-  CommImpl* self = c.get();  // the engine dies before the communicator
+  CommImpl* self = c.get();                  // the engine dies before the communicator
   config.onFailure = [self](const std::string& cause) { self->reportFailure(cause); };
   config.lastWords = [self](int peer) { return self->reportedFailure(peer); };
   config.diagnose = [self](const std::string& mine, const std::vector<int>& peers) {
@@ -227,7 +229,7 @@ CommImpl::~CommImpl() {
       for (int dead : storeClient_->deadRanks())
         someoneDied |=
             parentRanks_.empty() || std::count(parentRanks_.begin(), parentRanks_.end(), dead);
-    if (ready_ && !someoneDied) {
+    if (ready_ && !someoneDied && !ranksInThisProcess_) {
       if (engine_->failed()) {
         if (store_->add("destroy", 1) == nranks_) store_->set("destroy/done", {});
       } else {
@@ -332,7 +334,7 @@ std::shared_ptr<CommImpl> CommImpl::shrink(std::span<const int> exclude) {
     throw Error(Result::InvalidUsage,
                 "shrink: this communicator was created on the caller's store (createOnStore); "
                 "create a new one on a new store instead");
-  Parent parent{{}, hostedStore_, originRank_};
+  Parent parent{{}, hostedStore_, ""};
   for (int r = 0; r < nranks_; ++r)
     if (!out[r]) parent.ranks.push_back(r);
   const int rank = static_cast<int>(std::find(parent.ranks.begin(), parent.ranks.end(), rank_) -
@@ -361,7 +363,7 @@ void CommImpl::setAlgorithm(std::string_view spec) {
   tuner_->reset();
 }
 
-Work CommImpl::submit(const Call& call) {
+std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   validate(call);
   const Algorithm* forced = algorithms_.forced(call.collective);
   const Algorithm& algorithm =
@@ -373,7 +375,6 @@ Work CommImpl::submit(const Call& call) {
                                     rank_ == 0 && logLevel() >= LogLevel::Info));
   auto op = std::make_shared<OpState>();
   op->collective = call.collective;
-  op->sequence = nextSequence_++;
   op->type = call.type;
   op->op = call.op;
   op->count = call.count;
@@ -384,10 +385,35 @@ Work CommImpl::submit(const Call& call) {
   op->input = static_cast<const std::byte*>(call.input);
   op->output = static_cast<std::byte*>(call.output);
   op->schedule = scheduleFor(algorithm, call);
+  return op;
+}
+
+void CommImpl::launch(const std::shared_ptr<OpState>& op) {
+  op->sequence = nextSequence_++;
   if (logLevel() >= LogLevel::Trace)  // describe() formats a string: not on the hot path
     logf(LogLevel::Trace, "rank %d: %s", rank_, op->describe().c_str());
   engine_->submit(op);
+}
+
+Work CommImpl::queueOrLaunch(std::shared_ptr<OpState> op) {
+  if (std::shared_ptr<GroupState> group = openGroup()) {
+    group->calls.push_back({shared_from_this(), op});
+    return Work(shared_from_this(), std::move(op), std::move(group));
+  }
+  launch(op);
   return Work(shared_from_this(), std::move(op));
+}
+
+Work CommImpl::submit(const Call& call) { return queueOrLaunch(prepare(call)); }
+
+Work CommImpl::barrier() {
+  // Max of one byte: any count-1 all-reduce would do; the op holds its own byte.
+  static std::byte placeholder;  // passes the null checks; replaced below
+  auto op = prepare(
+      {Collective::AllReduce, &placeholder, &placeholder, 1, DataType::Uint8, RedOp::Max, 0});
+  op->barrier = true;
+  op->input = op->output = op->ownBytes.data();
+  return queueOrLaunch(std::move(op));
 }
 
 }  // namespace chorus::detail

@@ -27,7 +27,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   struct Parent {
     std::vector<int> ranks;
     std::shared_ptr<TcpStoreServer> store;
-    int originRank = 0;  // this process's rank in the first communicator of the store
+    std::string prefix;  // store key prefix of the new communicator ("": the next free one)
   };
   static std::shared_ptr<CommImpl> create(int rank, int nranks, const Rendezvous& rendezvous,
                                           bool hostsStore, const Options& options,
@@ -44,6 +44,9 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   // every survivor calls it with the same list. Works on a failed communicator.
   std::shared_ptr<CommImpl> shrink(std::span<const int> exclude);
   ~CommImpl();
+  // Every rank lives in this process (initAll): destruction skips the barrier with the
+  // others, so that one thread may destroy them one after another.
+  void setRanksInThisProcess() { ranksInThisProcess_ = true; }
 
   int rank() const { return rank_; }
   int size() const { return nranks_; }
@@ -64,7 +67,14 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
     RedOp op;
     int root;  // or the peer of send/recv
   };
+  // Checks the call and launches it, or queues it in this thread's open group.
   Work submit(const Call& call);
+  // A barrier: an all-reduce of one byte the op itself holds.
+  Work barrier();
+  // Starts a checked, prepared op on the engine (numbering it): submit, or groupEnd.
+  void launch(const std::shared_ptr<OpState>& op);
+  // split(color, key): NoColor gives null.
+  std::shared_ptr<CommImpl> split(int color, int key);
   // What submit would run for this shape (forced, or the tuner's choice).
   const char* algorithmFor(Collective collective, size_t count, DataType type);
   // The algorithm that runs when `chosen` is picked: a hierarchical one without a usable
@@ -75,6 +85,8 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
  private:
   CommImpl(int rank, int nranks) : rank_(rank), nranks_(nranks) {}
   void validate(const Call& call) const;
+  std::shared_ptr<OpState> prepare(const Call& call);
+  Work queueOrLaunch(std::shared_ptr<OpState> op);
   std::shared_ptr<const Schedule> scheduleFor(const Algorithm& algorithm, const Call& call);
   // Tuning (tuning_setup.cpp): rank 0 takes the tune file's entry, or probes the link and
   // times the kernels, or keeps the defaults, and shares the result so that every rank's
@@ -94,11 +106,12 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   std::shared_ptr<TcpStoreServer> hostedStore_;
   Rendezvous rendezvous_;
   std::vector<int> parentRanks_;  // a shrunk communicator: its members' parent ranks
-  int originRank_ = 0;            // the rank it descends from (nextPrefix)
   Options options_;
   std::unique_ptr<TcpStoreClient> storeClient_;
   std::shared_ptr<Store> externalStore_;  // createOnStore: the caller's store
-  std::unique_ptr<Store> store_;  // scoped to this communicator
+  std::unique_ptr<Store> store_;          // scoped to this communicator
+  std::string prefix_;                    // store_'s key prefix
+  uint64_t splits_ = 0;                   // split() calls so far (names the children's prefixes)
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Engine> engine_;
   AlgorithmChoice algorithms_;
@@ -107,6 +120,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   uint64_t nextSequence_ = 0;
   bool ready_ = false;  // every rank finished creation
   bool reportedToLauncher_ = false;
+  bool ranksInThisProcess_ = false;
   int launchRank_ = 0;  // this process's rank in the job (CHORUS_RANK), for report files
   std::map<std::tuple<const Algorithm*, size_t, int>, std::shared_ptr<const Schedule>> schedules_;
 };

@@ -1,9 +1,11 @@
 // The public C++ API: thin wrappers over CommImpl.
 #include "comm/comm_impl.hpp"
+#include "comm/group.hpp"
 #include "settings/settings.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <thread>
 
 namespace chorus {
 
@@ -27,6 +29,27 @@ Communicator Communicator::initFromEnv(const Options& options) {
   }
   return Communicator(
       CommImpl::create(launch.rank, launch.nranks, launch.rendezvous, launch.hostsStore, options));
+}
+
+std::vector<Communicator> Communicator::initAll(int nranks, const Options& options) {
+  if (nranks < 1) throw Error(Result::InvalidArgument, "initAll: nranks must be >= 1");
+  const UniqueId id = freshUniqueId();  // its own store, whatever CHORUS_COMM_ID says
+  std::vector<Communicator> comms(nranks);
+  std::vector<std::exception_ptr> failures(nranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        comms[r] = init(r, nranks, id, options);
+      } catch (...) {
+        failures[r] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& f : failures)
+    if (f) std::rethrow_exception(f);
+  for (auto& c : comms) c.impl_->setRanksInThisProcess();
+  return comms;
 }
 
 Communicator::~Communicator() = default;
@@ -58,6 +81,25 @@ Communicator Communicator::shrink(std::span<const int> excludeRanks) {
   return Communicator(live(impl_).shrink(excludeRanks));
 }
 
+Communicator Communicator::split(int color, int key) {
+  auto impl = live(impl_).split(color, key);
+  return impl ? Communicator(std::move(impl)) : Communicator();
+}
+Work Communicator::barrier() { return live(impl_).barrier(); }
+Work Communicator::group(const std::function<void()>& calls) { return ::chorus::group(calls); }
+
+static Error notYet(const char* what) {
+  return Error(Result::InvalidUsage, std::string(what) + ": not implemented yet");
+}
+Work Communicator::gather(const void*, void*, size_t, DataType, int) { throw notYet("gather"); }
+Work Communicator::scatter(const void*, void*, size_t, DataType, int) { throw notYet("scatter"); }
+Work Communicator::allGatherV(const void*, void*, std::span<const size_t>, DataType) {
+  throw notYet("allGatherV");
+}
+Work Communicator::reduceScatterV(const void*, void*, std::span<const size_t>, DataType, RedOp) {
+  throw notYet("reduceScatterV");
+}
+
 Work Communicator::allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op) {
   return live(impl_).submit({Collective::AllReduce, send, recv, count, type, op, 0});
 }
@@ -86,14 +128,16 @@ Work Communicator::recv(void* buf, size_t count, DataType type, int peer) {
 }
 
 bool Work::wait(std::chrono::milliseconds timeout) {
-  if (!op_) throw Error(Result::InvalidUsage, "wait on an empty Work");
+  if (!op_ && !group_) throw Error(Result::InvalidUsage, "wait on an empty Work");
   Deadline deadline =
       timeout == std::chrono::milliseconds::max() ? Deadline::max() : deadlineIn(timeout);
+  if (group_) return detail::waitGroup(*group_, op_.get(), deadline);
   return comm_->engine().waitFor(*op_, deadline);
 }
 
 bool Work::test() {
-  if (!op_) throw Error(Result::InvalidUsage, "test on an empty Work");
+  if (!op_ && !group_) throw Error(Result::InvalidUsage, "test on an empty Work");
+  if (group_) return detail::testGroup(*group_, op_.get());
   if (!op_->done) comm_->engine().poll();
   if (op_->done && op_->error != Result::Success) throw Error(op_->error, op_->message);
   return op_->done;

@@ -33,6 +33,7 @@ inline void cpuRelax() { __builtin_ia32_pause(); }
 
 std::string OpState::describe() const {
   char text[180];
+  if (barrier) return "barrier #" + std::to_string(sequence);
   const bool reduces = collective == Collective::AllReduce ||
                        collective == Collective::ReduceScatter || collective == Collective::Reduce;
   const bool rooted = collective == Collective::Broadcast || collective == Collective::Reduce;

@@ -40,6 +40,8 @@ struct OpState {
   std::byte* scratch = nullptr;
   std::vector<std::byte> scratchStorage;  // lent by the engine's pool while in flight
   size_t elementSize = 1;
+  bool barrier = false;                 // Communicator::barrier: described as such
+  std::array<std::byte, 8> ownBytes{};  // a barrier's buffer
 
   std::vector<StepProgress> progress;
   size_t stepsLeft = 0;

@@ -1,0 +1,336 @@
+// chorus_groups_test: group calls, split and barrier across real processes.
+//   chorus-run -n 3 chorus_groups_test --case exchange --mib 64 [--api c]
+//       one group of sends and receives with every rank (itself included) at once, MIB
+//       MiB each way per peer, posted in opposite peer orders on the two sides; the C API
+//       variant uses chorusGroupStart/End on blocking calls (which deadlock without it);
+//   chorus-run -n 5 chorus_groups_test --case split
+//       odd/even halves (key reverses the order) with collectives on both halves and on
+//       the parent in one group; a NoColor rank; a split of a split; a barrier;
+//   chorus_groups_test --case inprocess --transport shm|tcp [--ranks 4]
+//       several ranks in this one process (initAll / chorusCommInitAll), driven from one
+//       thread through groups and from one thread each;
+//   chorus-run -n 4 chorus_groups_test --case kill --victim 2
+//       the victim dies by SIGKILL inside a group exchange; the others must fail with an
+//       error naming it, the call and its sequence number, and exit 0.
+// Every value is computed here (never from the library); any problem prints "FAIL" and
+// exits non-zero. A watchdog turns a hang into a failure.
+#include "watchdog.hpp"
+
+#include <chorus/chorus.h>
+#include <chorus/chorus.hpp>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using chorus::DataType;
+using chorus::RedOp;
+using chorus_test::Watchdog;
+
+// Element i of the message from rank `from` to rank `to`.
+uint32_t word(int from, int to, size_t i) {
+  uint64_t x = (static_cast<uint64_t>(from) << 40) ^ (static_cast<uint64_t>(to) << 20) ^ i;
+  x *= 0x9E3779B97F4A7C15ull;
+  return static_cast<uint32_t>(x >> 32);
+}
+
+int failures = 0;
+void fail(int rank, const std::string& what) {
+  std::printf("FAIL rank %d: %s\n", rank, what.c_str());
+  std::fflush(stdout);
+  ++failures;
+}
+
+// Sends word(rank, p, .) to every p and receives from every p, all in one group: sends in
+// ascending peer order, receives in descending (the peers see the opposite).
+int exchangeCase(size_t mib, bool cApi) {
+  Watchdog dog;
+  dog.arm("exchange", std::chrono::seconds(240));
+  chorus::Communicator comm;
+  chorusComm_t c = nullptr;
+  int rank, n;
+  if (cApi) {
+    if (chorusCommInitEnv(&c) != chorusSuccess) return fail(-1, chorusGetLastError(nullptr)), 1;
+    chorusCommUserRank(c, &rank);
+    chorusCommCount(c, &n);
+  } else {
+    comm = chorus::Communicator::initFromEnv();
+    rank = comm.rank();
+    n = comm.size();
+  }
+  const size_t count = (mib << 20) / sizeof(uint32_t);
+  std::vector<std::vector<uint32_t>> out(n), in(n);
+  for (int p = 0; p < n; ++p) {
+    out[p].resize(count);
+    for (size_t i = 0; i < count; ++i) out[p][i] = word(rank, p, i);
+    in[p].assign(count, 0xdeadbeef);
+  }
+  if (cApi) {
+    chorusResult_t r = chorusGroupStart();
+    for (int p = 0; p < n && r == chorusSuccess; ++p)
+      r = chorusSend(out[p].data(), count, chorusUint32, p, c);
+    for (int p = n - 1; p >= 0 && r == chorusSuccess; --p)
+      r = chorusRecv(in[p].data(), count, chorusUint32, p, c);
+    chorusResult_t end = chorusGroupEnd();
+    if (r != chorusSuccess || end != chorusSuccess)
+      return fail(rank, std::string("group: ") + chorusGetLastError(nullptr)), 1;
+  } else {
+    comm.group([&] {
+          for (int p = 0; p < n; ++p) comm.send(out[p].data(), count, DataType::Uint32, p);
+          for (int p = n - 1; p >= 0; --p) comm.recv(in[p].data(), count, DataType::Uint32, p);
+        })
+        .wait();
+  }
+  for (int p = 0; p < n; ++p)
+    for (size_t i = 0; i < count; ++i)
+      if (in[p][i] != word(p, rank, i)) {
+        fail(rank, "from rank " + std::to_string(p) + " element " + std::to_string(i) + ": got " +
+                       std::to_string(in[p][i]) + ", want " + std::to_string(word(p, rank, i)));
+        break;
+      }
+  if (c) chorusCommDestroy(c);
+  if (failures == 0)
+    std::printf("rank %d: exchanged %zu MiB with each of %d ranks: ok\n", rank, mib, n);
+  return failures ? 1 : 0;
+}
+
+// allReduce (sum of f(parent rank)) and allGather (parent ranks) on `part`, checked
+// against `members` (parent ranks in the part's order). Queued in the open group if any.
+struct PartCheck {
+  chorus::Communicator* part;
+  std::vector<int> members;
+  int64_t mine[2];
+  std::vector<int64_t> sum = std::vector<int64_t>(3), gathered;
+  std::vector<int64_t> contribution;
+  std::vector<chorus::Work> works;
+  void start(int parentRank) {
+    mine[0] = parentRank;
+    contribution = {parentRank + 1, 10 * parentRank, -parentRank * parentRank};
+    gathered.assign(members.size(), -1);
+    works.push_back(
+        part->allReduce(contribution.data(), sum.data(), 3, DataType::Int64, RedOp::Sum));
+    works.push_back(part->allGather(mine, gathered.data(), 1, DataType::Int64));
+  }
+  void check(int parentRank, const char* what) {
+    for (auto& w : works) w.wait();
+    int64_t want[3] = {0, 0, 0};
+    for (int m : members) {
+      want[0] += m + 1;
+      want[1] += 10 * m;
+      want[2] -= m * m;
+    }
+    for (int i = 0; i < 3; ++i)
+      if (sum[i] != want[i])
+        fail(parentRank, std::string(what) + ": allReduce[" + std::to_string(i) +
+                             "] = " + std::to_string(sum[i]) + ", want " + std::to_string(want[i]));
+    for (size_t i = 0; i < members.size(); ++i)
+      if (gathered[i] != members[i])
+        fail(parentRank, std::string(what) + ": allGather[" + std::to_string(i) + "] = " +
+                             std::to_string(gathered[i]) + ", want " + std::to_string(members[i]));
+  }
+};
+
+int splitCase() {
+  Watchdog dog;
+  dog.arm("split", std::chrono::seconds(120));
+  chorus::Communicator world = chorus::Communicator::initFromEnv();
+  const int rank = world.rank(), n = world.size();
+  // Odd and even halves, ordered by descending parent rank (key = -rank).
+  chorus::Communicator half = world.split(rank % 2, -rank);
+  std::vector<int> members;
+  for (int r = n - 1; r >= 0; --r)
+    if (r % 2 == rank % 2) members.push_back(r);
+  const int wantRank =
+      static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin());
+  if (!half || half.size() != static_cast<int>(members.size()) || half.rank() != wantRank)
+    fail(rank, "half: rank " + std::to_string(half ? half.rank() : -1) + " of " +
+                   std::to_string(half ? half.size() : -1) + ", want " + std::to_string(wantRank) +
+                   " of " + std::to_string(members.size()));
+  // Both halves and the parent in one group: the parent's calls and the half's progress
+  // together.
+  std::vector<int> everyone;
+  for (int r = 0; r < n; ++r) everyone.push_back(r);
+  PartCheck onHalf{&half, members}, onWorld{&world, everyone};
+  chorus::group([&] {
+    onHalf.start(rank);
+    onWorld.start(rank);
+  }).wait();
+  onHalf.check(rank, "half");
+  onWorld.check(rank, "world");
+
+  // Rank 0 sits out; the others keep their order.
+  chorus::Communicator rest = world.split(rank == 0 ? chorus::NoColor : 7, 0);
+  if (rank == 0 && rest) fail(rank, "NoColor gave a communicator");
+  if (rank != 0) {
+    if (!rest || rest.size() != n - 1 || rest.rank() != rank - 1) {
+      fail(rank, "rest: wrong rank or size");
+    } else {
+      std::vector<int> others(everyone.begin() + 1, everyone.end());
+      PartCheck onRest{&rest, others};
+      onRest.start(rank);
+      rest.barrier().wait();
+      chorus::Communicator quarter = rest.split(0, rank % 2);  // a split of a split
+      std::vector<int> order;
+      for (int parity : {0, 1})
+        for (int r : others)
+          if (r % 2 == parity) order.push_back(r);
+      PartCheck onQuarter{&quarter, order};
+      onQuarter.start(rank);
+      quarter.barrier().wait();
+      onRest.check(rank, "rest");
+      onQuarter.check(rank, "split of rest");
+    }
+  }
+  world.barrier().wait();
+  if (failures == 0) std::printf("rank %d: split checks ok\n", rank);
+  return failures ? 1 : 0;
+}
+
+int killCase(int victim) {
+  Watchdog dog;
+  dog.arm("kill", std::chrono::seconds(90));
+  chorus::Communicator comm = chorus::Communicator::initFromEnv();
+  const int rank = comm.rank(), n = comm.size();
+  const size_t count = size_t{4} << 20;  // 16 MiB per peer: more than any transport buffers
+  std::vector<uint32_t> out(count, rank), in(count * n);
+  try {
+    for (int round = 0; round < 3; ++round) {
+      chorus::Group group;
+      for (int p = 0; p < n; ++p) comm.send(out.data(), count, DataType::Uint32, p);
+      for (int p = 0; p < n; ++p) comm.recv(in.data() + p * count, count, DataType::Uint32, p);
+      chorus::Work all = group.end();
+      if (rank == victim && round == 1) {
+        all.test();  // some of the round is under way
+        std::raise(SIGKILL);
+      }
+      all.wait();
+    }
+    fail(rank, "the group finished although rank " + std::to_string(victim) + " died");
+  } catch (const chorus::Error& e) {
+    const std::string what = e.what();
+    const std::string dead = "rank " + std::to_string(victim);
+    if (what.find(dead) == std::string::npos || what.find('#') == std::string::npos ||
+        (what.find("send #") == std::string::npos && what.find("recv #") == std::string::npos))
+      fail(rank, "error does not name " + dead + " and a call with its number: " + what);
+    else
+      std::printf("rank %d: error names the dead rank: %s\n", rank, what.c_str());
+  }
+  return failures ? 1 : 0;
+}
+
+// Several ranks in this process (initAll), over `transport`: one thread drives all of
+// them through groups (collectives on every communicator, a ring of 8 MiB messages), then
+// one thread per rank runs collectives and a barrier; then the same through the C API
+// (chorusCommInitAll, chorusGroupStart/End, destroyed one after another from one thread).
+int inProcessCase(const std::string& transport, int n) {
+  Watchdog dog;
+  dog.arm("inprocess", std::chrono::seconds(120));
+  chorus::Options options;
+  options.transport = transport;
+  std::vector<chorus::Communicator> comms = chorus::Communicator::initAll(n, options);
+  std::vector<int> everyone;
+  for (int r = 0; r < n; ++r) {
+    everyone.push_back(r);
+    if (comms[r].rank() != r || comms[r].size() != n) fail(r, "initAll: wrong rank or size");
+  }
+  if (comms[0].transportName() != transport) fail(0, "transport " + comms[0].transportName());
+  std::vector<PartCheck> checks;
+  for (int r = 0; r < n; ++r) checks.push_back({&comms[r], everyone});
+  const size_t count = size_t{2} << 20;  // 8 MiB of uint32
+  std::vector<std::vector<uint32_t>> out(n), in(n);
+  chorus::Work all = chorus::group([&] {
+    for (int r = 0; r < n; ++r) {
+      checks[r].start(r);
+      out[r].resize(count);
+      in[r].assign(count, 0);
+      for (size_t i = 0; i < count; ++i) out[r][i] = word(r, (r + 1) % n, i);
+      comms[r].send(out[r].data(), count, DataType::Uint32, (r + 1) % n);
+      comms[r].recv(in[r].data(), count, DataType::Uint32, (r + n - 1) % n);
+    }
+  });
+  all.wait();
+  for (int r = 0; r < n; ++r) {
+    checks[r].check(r, "one thread, group");
+    const int from = (r + n - 1) % n;
+    for (size_t i = 0; i < count; ++i)
+      if (in[r][i] != word(from, r, i)) {
+        fail(r, "ring message from " + std::to_string(from) + " wrong at " + std::to_string(i));
+        break;
+      }
+  }
+  std::vector<PartCheck> perThread;
+  for (int r = 0; r < n; ++r) perThread.push_back({&comms[r], everyone});
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        perThread[r].start(r);
+        comms[r].barrier().wait();
+        perThread[r].check(r, "thread per rank");
+      } catch (const std::exception& e) {
+        fail(r, e.what());
+      }
+    });
+  for (auto& t : threads) t.join();
+  comms.clear();
+
+  std::vector<chorusComm_t> c(n);
+  if (chorusCommInitAll(c.data(), n, nullptr) != chorusSuccess)
+    return fail(-1, chorusGetLastError(nullptr)), 1;
+  std::vector<int32_t> values(n), sums(n, -1);
+  chorusResult_t r = chorusGroupStart();
+  for (int i = 0; i < n && r == chorusSuccess; ++i) {
+    values[i] = 3 * i + 1;
+    r = chorusAllReduce(&values[i], &sums[i], 1, chorusInt32, chorusSum, c[i]);
+  }
+  if (chorusGroupEnd() != chorusSuccess || r != chorusSuccess)
+    fail(-1, std::string("C group: ") + chorusGetLastError(nullptr));
+  for (int i = 0; i < n; ++i) {
+    if (sums[i] != n * (3 * (n - 1) + 2) / 2)
+      fail(i, "C allReduce in a group: " + std::to_string(sums[i]));
+    chorusCommDestroy(c[i]);
+  }
+  if (failures == 0) std::printf("%d ranks in one process over %s: ok\n", n, transport.c_str());
+  return failures ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string which, api = "cpp", transport = "shm";
+  int ranks = 4;
+  size_t mib = 1;
+  int victim = 1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--case")
+      which = argv[i + 1];
+    else if (a == "--api")
+      api = argv[i + 1];
+    else if (a == "--mib")
+      mib = std::stoul(argv[i + 1]);
+    else if (a == "--victim")
+      victim = std::stoi(argv[i + 1]);
+    else if (a == "--transport")
+      transport = argv[i + 1];
+    else if (a == "--ranks")
+      ranks = std::stoi(argv[i + 1]);
+  }
+  try {
+    if (which == "exchange") return exchangeCase(mib, api == "c");
+    if (which == "split") return splitCase();
+    if (which == "kill") return killCase(victim);
+    if (which == "inprocess") return inProcessCase(transport, ranks);
+  } catch (const std::exception& e) {
+    std::printf("FAIL: %s\n", e.what());
+    return 1;
+  }
+  std::printf("FAIL: usage: --case exchange|split|kill\n");
+  return 2;
+}

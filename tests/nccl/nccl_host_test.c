@@ -670,6 +670,21 @@ static int runInitAll(void) {
     free(send[r]);
     free(recv[r]);
   }
+  /* the same through ncclCommInitRank calls grouped in this one thread */
+  ncclUniqueId id;
+  CHECK(ncclGetUniqueId(&id));
+  CHECK(ncclGroupStart());
+  for (int r = 0; r < 3; ++r) CHECK(ncclCommInitRank(&comms[r], 3, id, r));
+  CHECK(ncclGroupEnd());
+  int value[3] = {1, 2, 3}, total[3] = {0, 0, 0};
+  CHECK(ncclGroupStart());
+  for (int r = 0; r < 3; ++r)
+    CHECK(ncclAllReduce(&value[r], &total[r], 1, ncclInt32, ncclSum, comms[r], NULL));
+  CHECK(ncclGroupEnd());
+  for (int r = 0; r < 3; ++r) {
+    if (total[r] != 6) FAIL("grouped ncclCommInitRank: allreduce on comm %d gave %d", r, total[r]);
+    CHECK(ncclCommDestroy(comms[r])); /* one thread destroys them in turn */
+  }
   if (failures) return 1;
   printf("initall: %d ranks in one process passed\n", kRanks);
   return 0;

@@ -105,26 +105,25 @@ typedef struct ncclConfig_v22800 {
 } ncclConfig_t;
 
 /* Assign it to every ncclConfig_t when it is created; an uninitialised one is refused. */
-#define NCCL_CONFIG_INITIALIZER                                                              \
-  {                                                                                          \
-    sizeof(ncclConfig_t),                             /* size */                             \
-        0xcafebeef,                                   /* magic */                            \
-        NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), /* version */                      \
-        NCCL_CONFIG_UNDEF_INT,                        /* blocking */                         \
-        NCCL_CONFIG_UNDEF_INT,                        /* cgaClusterSize */                   \
-        NCCL_CONFIG_UNDEF_INT,                        /* minCTAs */                          \
-        NCCL_CONFIG_UNDEF_INT,                        /* maxCTAs */                          \
-        NCCL_CONFIG_UNDEF_PTR,                        /* netName */                          \
-        NCCL_CONFIG_UNDEF_INT,                        /* splitShare */                       \
-        NCCL_CONFIG_UNDEF_INT,                        /* trafficClass */                     \
-        NCCL_CONFIG_UNDEF_PTR,                        /* commName */                         \
-        NCCL_CONFIG_UNDEF_INT,                        /* collnetEnable */                    \
-        NCCL_CONFIG_UNDEF_INT,                        /* CTAPolicy */                        \
-        NCCL_CONFIG_UNDEF_INT,                        /* shrinkShare */                      \
-        NCCL_CONFIG_UNDEF_INT,                        /* nvlsCTAs */                         \
-        NCCL_CONFIG_UNDEF_INT,                        /* nChannelsPerNetPeer */              \
-        NCCL_CONFIG_UNDEF_INT,                        /* nvlinkCentricSched */               \
-  }
+#define NCCL_CONFIG_INITIALIZER {                                \
+  sizeof(ncclConfig_t),                             /* size */    \
+  0xcafebeef,                                       /* magic */   \
+  NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), /* version */ \
+  NCCL_CONFIG_UNDEF_INT,  /* blocking */                          \
+  NCCL_CONFIG_UNDEF_INT,  /* cgaClusterSize */                    \
+  NCCL_CONFIG_UNDEF_INT,  /* minCTAs */                           \
+  NCCL_CONFIG_UNDEF_INT,  /* maxCTAs */                           \
+  NCCL_CONFIG_UNDEF_PTR,  /* netName */                           \
+  NCCL_CONFIG_UNDEF_INT,  /* splitShare */                        \
+  NCCL_CONFIG_UNDEF_INT,  /* trafficClass */                      \
+  NCCL_CONFIG_UNDEF_PTR,  /* commName */                          \
+  NCCL_CONFIG_UNDEF_INT,  /* collnetEnable */                     \
+  NCCL_CONFIG_UNDEF_INT,  /* CTAPolicy */                         \
+  NCCL_CONFIG_UNDEF_INT,  /* shrinkShare */                       \
+  NCCL_CONFIG_UNDEF_INT,  /* nvlsCTAs */                          \
+  NCCL_CONFIG_UNDEF_INT,  /* nChannelsPerNetPeer */               \
+  NCCL_CONFIG_UNDEF_INT,  /* nvlinkCentricSched */                \
+}
 
 typedef struct ncclSimInfo_v22200 {
   size_t size;
@@ -133,13 +132,12 @@ typedef struct ncclSimInfo_v22200 {
   float estimatedTime;
 } ncclSimInfo_t;
 
-#define NCCL_SIM_INFO_INITIALIZER                                         \
-  {                                                                       \
-    sizeof(ncclSimInfo_t),                                /* size */      \
-        0x74685283,                                       /* magic */     \
-        NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), /* version */   \
-        NCCL_UNDEF_FLOAT                                  /* estimated */ \
-  }
+#define NCCL_SIM_INFO_INITIALIZER {                                \
+  sizeof(ncclSimInfo_t),                            /* size */    \
+  0x74685283,                                       /* magic */   \
+  NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), /* version */ \
+  NCCL_UNDEF_FLOAT                                  /* estimate */ \
+}
 
 /* Memory for NCCL buffers. Without GPU support: page-aligned host memory. */
 ncclResult_t ncclMemAlloc(void** ptr, size_t size);

@@ -1,9 +1,10 @@
 // Launching calls, and NCCL's group semantics on top of Chorus Works.
 //
-// Chorus runs every submitted op concurrently (steps to one peer in issue order), so a
-// group is: queue the calls, submit them all at the outermost ncclGroupEnd, then drive
-// their Works together. Send/recv pairs to any set of peers cannot deadlock that way, and
-// calls on several communicators of one thread (ncclCommInitAll) progress round-robin.
+// NCCL's calls are queued here (their arguments resolved: pre-multiplied sums scaled,
+// gather/scatter cut into sends and receives) and replayed at the outermost ncclGroupEnd
+// inside a Chorus group (chorus::Group), which launches them together: send/recv pairs to
+// any set of peers cannot deadlock, and calls on several communicators of one thread
+// (ncclCommInitAll) progress together.
 #include "nccl/nccl_comm.hpp"
 
 #include <chrono>
@@ -156,16 +157,29 @@ NCCL_API(ncclResult_t, ncclGroupEnd, void) {
     }
     return ncclSuccess;
   }
+  if (calls.empty()) return ncclSuccess;
+  // Chorus's own group: at its end each communicator launches the group's collectives in
+  // issue order, then its sends and receives, and one Work covers them all.
   std::vector<InFlight> launched;
-  for (auto& c : calls) {
-    if (ncclResult_t r = launchOne(c.comm, c.what, c.launch, launched); r != ncclSuccess) {
-      // Drive what was launched before, so the peers are not left waiting on this rank.
-      launched.pop_back();
-      finish(launched, c.what);
-      return r;
+  InFlight whole;
+  {
+    chorus::Group chorusGroup;
+    for (auto& c : calls) {
+      if (ncclResult_t r = launchOne(c.comm, c.what, c.launch, launched); r != ncclSuccess)
+        return r;  // the Group drops every queued call unstarted
     }
+    ncclResult_t r = guarded(calls.front().comm, "ncclGroupEnd",
+                             [&] { whole.works.push_back(chorusGroup.end()); });
+    if (r != ncclSuccess) return r;
   }
-  return finish(launched, "ncclGroupEnd");
+  for (auto& f : launched)
+    for (auto& s : f.scratch) whole.scratch.push_back(std::move(s));
+  whole.comm = calls.front().comm;
+  for (auto& c : calls)
+    if (!c.comm->blocking) whole.comm = c.comm;  // a non-blocking one keeps it pending
+  std::vector<InFlight> one;
+  one.push_back(std::move(whole));
+  return finish(one, "ncclGroupEnd");
 }
 
 NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {

@@ -1,6 +1,5 @@
 // Communicators: creation (one rank, a clique in one process, non-blocking), split,
 // finalize, destroy, abort, and what they say about themselves.
-#include "bootstrap/bootstrap.hpp"
 #include "nccl/nccl_comm.hpp"
 
 #include <algorithm>
@@ -143,32 +142,14 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
     return setError(nullptr, ncclInvalidArgument,
                     "ncclCommInitAll: needs a comm array and ndev >= 1, got ndev " +
                         std::to_string(ndev));
-  UniqueId id;
-  if (ncclResult_t r = guarded(nullptr, "ncclCommInitAll", [&] { id = freshUniqueId(); });
-      r != ncclSuccess)
-    return r;
   // devlist names CUDA devices; on host memory every rank is a thread of this process.
-  std::vector<ncclResult_t> results(ndev, ncclSuccess);
-  std::vector<std::string> errors(ndev);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < ndev; ++i) {
-    comms[i] = nullptr;
-    threads.emplace_back([&, i] {
-      results[i] = create(&comms[i], ndev, id, i, ConfigChoice{}, "ncclCommInitAll");
-      if (results[i] != ncclSuccess) errors[i] = ncclGetLastError(nullptr);
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int i = 0; i < ndev; ++i) {
-    if (results[i] == ncclSuccess) continue;
-    for (int j = 0; j < ndev; ++j) {
-      delete comms[j];
-      comms[j] = nullptr;
+  return guarded(nullptr, "ncclCommInitAll", [&] {
+    std::vector<Communicator> all = Communicator::initAll(ndev);
+    for (int i = 0; i < ndev; ++i) {
+      comms[i] = new ncclComm;
+      comms[i]->comm = std::move(all[i]);
     }
-    return setError(nullptr, results[i], "rank " + std::to_string(i) + ": " + errors[i]);
-  }
-  formClique(comms, static_cast<size_t>(ndev));
-  return ncclSuccess;
+  });
 }
 
 NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
@@ -181,39 +162,17 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
                     "ncclCommSplit: color must be >= 0 or NCCL_SPLIT_NOCOLOR, got " +
                         std::to_string(color));
   CallScope scope(comm);
-  ConfigChoice choice;
-  choice.blocking = comm->blocking;  // a null config inherits the parent's
-  Communicator* parent = nullptr;
-  std::vector<int> pairs;
-  std::vector<char> ids;
-  int leader = -1;
-  std::vector<int> members;
-  ncclResult_t r = guarded(comm, "ncclCommSplit", [&] {
+  return guarded(comm, "ncclCommSplit", [&] {
+    ConfigChoice choice;
+    choice.blocking = comm->blocking;  // a null config inherits the parent's
     if (config) choice = readConfig(config, "ncclCommSplit");
-    parent = &comm->ready();
-    const int n = parent->size(), me = parent->rank();
-    // Every rank learns every (color, key); each color's lowest rank makes the id.
-    const int mine[2] = {color, key};
-    pairs.resize(2 * static_cast<size_t>(n));
-    parent->allGather(mine, pairs.data(), 2, DataType::Int32).wait();
-    for (int i = 0; i < n; ++i)
-      if (pairs[2 * i] == color && color != NCCL_SPLIT_NOCOLOR) {
-        if (leader < 0) leader = i;
-        members.push_back(i);
-      }
-    UniqueId id;
-    if (leader == me) id = freshUniqueId();  // not NCCL_COMM_ID's: that one is taken
-    ids.resize(id.bytes.size() * n);
-    parent->allGather(id.bytes.data(), ids.data(), id.bytes.size(), DataType::Int8).wait();
-    std::stable_sort(members.begin(), members.end(),
-                     [&](int a, int b) { return pairs[2 * a + 1] < pairs[2 * b + 1]; });
+    // Chorus's split: the parent's store and secret, colors exchanged over its connections.
+    Communicator child = comm->ready().split(color, key);
+    if (!child) return;  // NCCL_SPLIT_NOCOLOR
+    *newcomm = new ncclComm;
+    (*newcomm)->comm = std::move(child);
+    (*newcomm)->blocking = choice.blocking;
   });
-  if (r != ncclSuccess || color == NCCL_SPLIT_NOCOLOR) return r;
-  UniqueId id;
-  std::memcpy(id.bytes.data(), ids.data() + leader * id.bytes.size(), id.bytes.size());
-  const int rank = static_cast<int>(std::find(members.begin(), members.end(), parent->rank()) -
-                                    members.begin());
-  return create(newcomm, static_cast<int>(members.size()), id, rank, choice, "ncclCommSplit");
 }
 
 NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {

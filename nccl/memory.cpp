@@ -1,5 +1,7 @@
 // Buffers: telling device pointers from host ones, ncclMemAlloc/ncclMemFree and buffer
 // registration. This library has no GPU support: device buffers are refused clearly.
+// Without Chorus's zero-copy API (chorus::memAlloc, Communicator::registerBuffer): plain
+// page-aligned memory, and registration hands back a handle and registers nothing.
 #include "nccl/nccl_comm.hpp"
 
 #include <dlfcn.h>
@@ -56,6 +58,39 @@ void requireHost(const void* ptr, const char* what, const char* which) {
 
 using namespace chorus::nccl;
 
+#if CHORUS_NCCL_ZEROCOPY
+// Chorus's zero-copy memory and registration (chorus::memAlloc, registerBuffer): peers on
+// this machine read such buffers in place. CHORUS_NCCL_ZEROCOPY is set by nccl/CMakeLists.txt
+// when chorus.hpp declares them.
+NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
+  if (!ptr) return setError(nullptr, ncclInvalidArgument, "ncclMemAlloc: ptr is null");
+  *ptr = nullptr;
+  return guarded(nullptr, "ncclMemAlloc", [&] { *ptr = chorus::memAlloc(size); });
+}
+
+NCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
+  return guarded(nullptr, "ncclMemFree", [&] { chorus::memFree(ptr); });
+}
+
+NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size,
+         void** handle) {
+  if (!comm || !handle)
+    return setError(comm, ncclInvalidArgument, "ncclCommRegister: comm or handle is null");
+  *handle = nullptr;
+  CallScope scope(comm);
+  return guarded(comm, "ncclCommRegister", [&] {
+    requireHost(buff, "ncclCommRegister", "the buffer");
+    *handle = comm->ready().registerBuffer(buff, size);
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
+  if (!comm) return setError(nullptr, ncclInvalidArgument, "ncclCommDeregister: comm is null");
+  CallScope scope(comm);
+  return guarded(comm, "ncclCommDeregister", [&] { comm->ready().deregister(handle); });
+}
+
+#else
 // Page-aligned host memory (zero-copy shared buffers come with chorus::memAlloc).
 NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
   if (!ptr) return setError(nullptr, ncclInvalidArgument, "ncclMemAlloc: ptr is null");
@@ -111,3 +146,5 @@ NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) 
   delete r;
   return ncclSuccess;
 }
+
+#endif  // CHORUS_NCCL_ZEROCOPY

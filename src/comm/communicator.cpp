@@ -34,7 +34,7 @@ Communicator Communicator::initFromEnv(const Options& options) {
 
 std::vector<Communicator> Communicator::initAll(int nranks, const Options& options) {
   if (nranks < 1) throw Error(Result::InvalidArgument, "initAll: nranks must be >= 1");
-  const UniqueId id = getUniqueId();
+  const UniqueId id = freshUniqueId();  // its own store, whatever CHORUS_COMM_ID says
   std::vector<Communicator> comms(nranks);
   std::vector<std::exception_ptr> failures(nranks);
   std::vector<std::thread> threads;

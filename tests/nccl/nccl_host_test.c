@@ -357,6 +357,15 @@ static void checkErrors(ncclComm_t comm) {
   CHECK(ncclGroupStart());
   CHECK(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, NULL));
   EXPECT_CODE(ncclGroupSimulateEnd(&sim), ncclInvalidUsage); /* dropped, not run */
+  /* NCCL_COMM_ID must be host:port */
+  char* saved = strdup(getenv("NCCL_COMM_ID"));
+  ncclUniqueId id;
+  setenv("NCCL_COMM_ID", "no-port-here", 1);
+  EXPECT_CODE(ncclGetUniqueId(&id), ncclInvalidArgument);
+  if (!strstr(ncclGetLastError(NULL), "NCCL_COMM_ID"))
+    FAIL("a bad NCCL_COMM_ID: the message does not name it: %s", ncclGetLastError(NULL));
+  setenv("NCCL_COMM_ID", saved, 1);
+  free(saved);
   int version = 0;
   CHECK(ncclGetVersion(&version));
   if (version != NCCL_VERSION_CODE || version != NCCL_VERSION(2, 26, 0))
@@ -411,6 +420,18 @@ static void checkGroups(ncclComm_t comm, size_t mib) {
   if (sum != nranks * (nranks + 1) / 2) FAIL("grouped allreduce: %d", sum);
   for (int r = 0; r < nranks; ++r)
     if (gathered[r] != r + 1) FAIL("grouped allgather: [%d] = %d", r, gathered[r]);
+  /* a collective and a ring exchange in one group, issued in a different order on odd and
+     even ranks (NCCL allows it: only the order of the collectives must agree) */
+  int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks, got = -1;
+  sum = 0;
+  CHECK(ncclGroupStart());
+  if (rank % 2) CHECK(ncclAllReduce(&a, &sum, 1, ncclInt32, ncclSum, comm, NULL));
+  CHECK(ncclSend(&a, 1, ncclInt32, next, comm, NULL));
+  CHECK(ncclRecv(&got, 1, ncclInt32, prev, comm, NULL));
+  if (rank % 2 == 0) CHECK(ncclAllReduce(&a, &sum, 1, ncclInt32, ncclSum, comm, NULL));
+  CHECK(ncclGroupEnd());
+  if (sum != nranks * (nranks + 1) / 2 || got != prev + 1)
+    FAIL("group of a collective and a ring: sum %d, got %d from rank %d", sum, got, prev);
   free(gathered);
   free(send);
   free(recv);
@@ -648,6 +669,21 @@ static int runInitAll(void) {
     CHECK(ncclCommDestroy(comms[r]));
     free(send[r]);
     free(recv[r]);
+  }
+  /* the same through ncclCommInitRank calls grouped in this one thread */
+  ncclUniqueId id;
+  CHECK(ncclGetUniqueId(&id));
+  CHECK(ncclGroupStart());
+  for (int r = 0; r < 3; ++r) CHECK(ncclCommInitRank(&comms[r], 3, id, r));
+  CHECK(ncclGroupEnd());
+  int value[3] = {1, 2, 3}, total[3] = {0, 0, 0};
+  CHECK(ncclGroupStart());
+  for (int r = 0; r < 3; ++r)
+    CHECK(ncclAllReduce(&value[r], &total[r], 1, ncclInt32, ncclSum, comms[r], NULL));
+  CHECK(ncclGroupEnd());
+  for (int r = 0; r < 3; ++r) {
+    if (total[r] != 6) FAIL("grouped ncclCommInitRank: allreduce on comm %d gave %d", r, total[r]);
+    CHECK(ncclCommDestroy(comms[r])); /* one thread destroys them in turn */
   }
   if (failures) return 1;
   printf("initall: %d ranks in one process passed\n", kRanks);

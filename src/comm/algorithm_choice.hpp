@@ -27,7 +27,7 @@ class AlgorithmChoice {
   }
 
  private:
-  static constexpr size_t kCollectives = 8;
+  static constexpr size_t kCollectives = 12;             // every Collective
   std::array<const Algorithm*, kCollectives> forced_{};  // nullptr: not forced
   std::array<std::vector<std::string>, kCollectives> excluded_;
   std::array<std::vector<const Algorithm*>, kCollectives> candidates_ = allCandidates();

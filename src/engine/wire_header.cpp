@@ -8,9 +8,13 @@ namespace chorus::detail {
 namespace {
 
 bool reduces(Collective c) {
-  return c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce;
+  return c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce ||
+         c == Collective::ReduceScatterV;
 }
-bool rooted(Collective c) { return c == Collective::Broadcast || c == Collective::Reduce; }
+bool rooted(Collective c) {
+  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
+         c == Collective::Scatter;
+}
 
 }  // namespace
 

@@ -5,7 +5,8 @@
 //       variant uses chorusGroupStart/End on blocking calls (which deadlock without it);
 //   chorus-run -n 5 chorus_groups_test --case split
 //       odd/even halves (key reverses the order) with collectives on both halves and on
-//       the parent in one group; a NoColor rank; a split of a split; a barrier;
+//       the parent in one group; a NoColor rank; a split of a split; barriers (late
+//       ranks arrive later; after it every rank must see every rank's file);
 //   chorus_groups_test --case inprocess --transport shm|tcp [--ranks 4]
 //       several ranks in this one process (initAll / chorusCommInitAll), driven from one
 //       thread through groups and from one thread each;
@@ -22,10 +23,13 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -80,6 +84,8 @@ int exchangeCase(size_t mib, bool cApi) {
     chorusResult_t end = chorusGroupEnd();
     if (r != chorusSuccess || end != chorusSuccess)
       return fail(rank, std::string("group: ") + chorusGetLastError(nullptr)), 1;
+    if (chorusBarrier(c) != chorusSuccess)
+      return fail(rank, std::string("chorusBarrier: ") + chorusGetLastError(nullptr)), 1;
   } else {
     comm.group([&] {
           for (int p = 0; p < n; ++p) comm.send(out[p].data(), count, DataType::Uint32, p);
@@ -136,6 +142,30 @@ struct PartCheck {
   }
 };
 
+// Every rank leaves a file, late ranks later; after the barrier each must see all of them.
+void checkBarrier(chorus::Communicator& comm) {
+  const int rank = comm.rank(), n = comm.size();
+  char dir[256] = "";
+  if (rank == 0) {
+    std::snprintf(dir, sizeof dir, "%s/chorus-barrier-XXXXXX",
+                  std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir)) fail(rank, "mkdtemp failed");
+  }
+  comm.broadcast(dir, dir, sizeof dir, DataType::Uint8, 0).wait();
+  auto mark = [&](int r) { return std::string(dir) + "/" + std::to_string(r); };
+  std::this_thread::sleep_for(std::chrono::milliseconds(40 * (n - 1 - rank)));
+  if (FILE* f = std::fopen(mark(rank).c_str(), "w")) std::fclose(f);
+  comm.barrier().wait();
+  for (int r = 0; r < n; ++r)
+    if (access(mark(r).c_str(), F_OK) != 0)
+      fail(rank, "after the barrier, rank " + std::to_string(r) + " has not arrived");
+  comm.barrier().wait();  // everyone looked: rank 0 may clean up
+  if (rank == 0) {
+    for (int r = 0; r < n; ++r) std::remove(mark(r).c_str());
+    rmdir(dir);
+  }
+}
+
 int splitCase() {
   Watchdog dog;
   dog.arm("split", std::chrono::seconds(120));
@@ -187,7 +217,8 @@ int splitCase() {
       onQuarter.check(rank, "split of rest");
     }
   }
-  world.barrier().wait();
+  checkBarrier(world);
+  if (half) checkBarrier(half);
   if (failures == 0) std::printf("rank %d: split checks ok\n", rank);
   return failures ? 1 : 0;
 }

@@ -430,6 +430,10 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   op->input = static_cast<const std::byte*>(call.input);
   op->output = static_cast<std::byte*>(call.output);
   op->schedule = scheduleFor(algorithm, call);
+  uint32_t hash = 2166136261u;  // FNV-1a of the counts: ranks must pass the same ones
+  for (size_t c : call.counts)
+    for (int byte = 0; byte < 8; ++byte) hash = (hash ^ ((c >> (8 * byte)) & 0xff)) * 16777619u;
+  op->countsHash = call.counts.empty() ? 0 : hash;
   return op;
 }
 

@@ -1,6 +1,6 @@
 // chorus_mismatch_test: ranks that call different things at the same point get an error
 // that names the rank and what it called, at once, instead of a hang or wrong data.
-//   chorus-run -n 3 chorus_mismatch_test --case count|collective|op|type|root|p2p|absent
+//   chorus-run -n 3 chorus_mismatch_test --case count|collective|op|type|root|counts|p2p|absent
 // Rank 1 is the odd one out. Every rank whose call touches the difference must fail
 // within 10 s (only a sender whose data was taken, or a rank the difference does not
 // reach, may complete), with an error that says "mismatched calls" and names both calls
@@ -44,6 +44,11 @@ chorus::Work call(chorus::Communicator& comm, const std::string& which, bool odd
     comm.setAlgorithm("broadcast:ring");
     return comm.broadcast(in.data(), out.data(), n, DataType::Float32, odd ? 2 : 0);
   }
+  if (which == "counts") {  // the same total, rank 1's blocks differ
+    const std::vector<size_t> counts =
+        odd ? std::vector<size_t>{400, 300, 300} : std::vector<size_t>{300, 300, 400};
+    return comm.allGatherV(in.data(), out.data(), counts, DataType::Float32);
+  }
   if (which == "p2p") {  // rank 0 sends 1000 to rank 1, which expects 500
     if (comm.rank() == 0) return comm.send(in.data(), n, DataType::Float32, 1);
     if (comm.rank() == 1) return comm.recv(out.data(), n / 2, DataType::Float32, 0);
@@ -66,6 +71,8 @@ Expect expectFor(const std::string& which) {
   if (which == "op") return {"float max", "float sum", false};
   if (which == "type") return {"int32 sum", "float sum", false};
   if (which == "root") return {"root 2", "root 0", true};
+  if (which == "counts")
+    return {"with other per-rank counts", "allGatherV #1 (1000 x float", false};
   return {"recv #1 (500 x float", "send #1 (1000 x float", true};  // p2p
 }
 

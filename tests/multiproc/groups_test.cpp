@@ -1,8 +1,9 @@
 // chorus_groups_test: group calls, split and barrier across real processes.
-//   chorus-run -n 3 chorus_groups_test --case exchange --mib 64 [--api c]
+//   chorus-run -n 3 chorus_groups_test --case exchange --mib 64 [--api c|c-nonblocking]
 //       one group of sends and receives with every rank (itself included) at once, MIB
 //       MiB each way per peer, posted in opposite peer orders on the two sides; the C API
-//       variant uses chorusGroupStart/End on blocking calls (which deadlock without it);
+//       variant uses chorusGroupStart/End on blocking calls (which deadlock without it),
+//       c-nonblocking on a non-blocking communicator driven by chorusCommGetAsyncError;
 //   chorus-run -n 5 chorus_groups_test --case split
 //       odd/even halves (key reverses the order) with collectives on both halves and on
 //       the parent in one group; a NoColor rank; a split of a split; barriers (late
@@ -53,14 +54,17 @@ void fail(int rank, const std::string& what) {
 
 // Sends word(rank, p, .) to every p and receives from every p, all in one group: sends in
 // ascending peer order, receives in descending (the peers see the opposite).
-int exchangeCase(size_t mib, bool cApi) {
+int exchangeCase(size_t mib, bool cApi, bool nonBlocking) {
   Watchdog dog;
   dog.arm("exchange", std::chrono::seconds(240));
   chorus::Communicator comm;
   chorusComm_t c = nullptr;
   int rank, n;
   if (cApi) {
-    if (chorusCommInitEnv(&c) != chorusSuccess) return fail(-1, chorusGetLastError(nullptr)), 1;
+    chorusConfig_t config = CHORUS_CONFIG_INITIALIZER;
+    config.blocking = nonBlocking ? 0 : 1;
+    if (chorusCommInitEnvConfig(&c, &config) != chorusSuccess)
+      return fail(-1, chorusGetLastError(nullptr)), 1;
     chorusCommUserRank(c, &rank);
     chorusCommCount(c, &n);
   } else {
@@ -82,9 +86,17 @@ int exchangeCase(size_t mib, bool cApi) {
     for (int p = n - 1; p >= 0 && r == chorusSuccess; --p)
       r = chorusRecv(in[p].data(), count, chorusUint32, p, c);
     chorusResult_t end = chorusGroupEnd();
+    // Non-blocking: chorusInProgress until chorusCommGetAsyncError has driven it all.
+    while (nonBlocking && end == chorusInProgress) {
+      chorusResult_t state = chorusInProgress;
+      if (chorusCommGetAsyncError(c, &state) != chorusSuccess) break;
+      end = state;
+    }
     if (r != chorusSuccess || end != chorusSuccess)
       return fail(rank, std::string("group: ") + chorusGetLastError(nullptr)), 1;
-    if (chorusBarrier(c) != chorusSuccess)
+    chorusResult_t barrier = chorusBarrier(c);
+    while (nonBlocking && barrier == chorusInProgress) chorusCommGetAsyncError(c, &barrier);
+    if (barrier != chorusSuccess)
       return fail(rank, std::string("chorusBarrier: ") + chorusGetLastError(nullptr)), 1;
   } else {
     comm.group([&] {
@@ -354,7 +366,7 @@ int main(int argc, char** argv) {
       ranks = std::stoi(argv[i + 1]);
   }
   try {
-    if (which == "exchange") return exchangeCase(mib, api == "c");
+    if (which == "exchange") return exchangeCase(mib, api != "cpp", api == "c-nonblocking");
     if (which == "split") return splitCase();
     if (which == "kill") return killCase(victim);
     if (which == "inprocess") return inProcessCase(transport, ranks);

@@ -51,6 +51,10 @@ Schedule chainReduce(const CollectiveArgs& args);
 Schedule treeReduce(const CollectiveArgs& args);
 Schedule reduceScatterGatherReduce(const CollectiveArgs& args);
 Schedule pairwiseAllToAll(const CollectiveArgs& args);
+Schedule directGather(const CollectiveArgs& args);
+Schedule directScatter(const CollectiveArgs& args);
+Schedule ringAllGatherV(const CollectiveArgs& args);
+Schedule ringReduceScatterV(const CollectiveArgs& args);
 Schedule directSend(const CollectiveArgs& args);
 Schedule directRecv(const CollectiveArgs& args);
 

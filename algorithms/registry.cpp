@@ -53,6 +53,14 @@ constexpr std::array kAlgorithms = {
               "ring reduce-scatter then direct gather to the root, for large messages"},
     Algorithm{"pairwise", Collective::AllToAll, pairwiseAllToAll,
               "pairwise exchange: n-1 steps, step k sends to r+k and receives from r-k"},
+    Algorithm{"direct", Collective::Gather, directGather,
+              "every rank sends its block straight to the root, one step"},
+    Algorithm{"direct", Collective::Scatter, directScatter,
+              "the root sends each rank its block straight, one step"},
+    Algorithm{"ring", Collective::AllGatherV, ringAllGatherV,
+              "ring, n-1 steps, a block per rank of its own size"},
+    Algorithm{"ring", Collective::ReduceScatterV, ringReduceScatterV,
+              "ring, n-1 steps, a block per rank of its own size"},
     Algorithm{"direct", Collective::Send, directSend, "one stream to the peer"},
     Algorithm{"direct", Collective::Recv, directRecv, "one stream from the peer"},
 };
@@ -102,6 +110,14 @@ const char* toString(Collective collective) {
       return "recv";
     case Collective::AllToAll:
       return "allToAll";
+    case Collective::Gather:
+      return "gather";
+    case Collective::Scatter:
+      return "scatter";
+    case Collective::AllGatherV:
+      return "allGatherV";
+    case Collective::ReduceScatterV:
+      return "reduceScatterV";
   }
   return "unknown";
 }

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace chorus {
@@ -18,7 +19,11 @@ enum class Collective : uint8_t {
   Reduce,
   Send,
   Recv,
-  AllToAll
+  AllToAll,
+  Gather,
+  Scatter,
+  AllGatherV,
+  ReduceScatterV
 };
 const char* toString(Collective collective);  // "allReduce", ...
 
@@ -76,7 +81,11 @@ struct Schedule {
 // What an algorithm is asked to build. `count` is per collective as in NCCL: all-reduce,
 // broadcast, reduce, send, recv: elements of the buffer; all-gather: elements each rank
 // contributes; reduce-scatter: elements each rank receives; all-to-all: elements each
-// rank sends to each rank (one block; input and output hold nranks blocks).
+// rank sends to each rank (one block; input and output hold nranks blocks); gather:
+// elements each rank sends to the root; scatter: elements each rank receives. The
+// v-collectives take `counts` (one per rank; empty: `count` for every rank): all-gather-v:
+// rank r contributes counts[r] and the output holds all, packed in rank order;
+// reduce-scatter-v: the input holds all, packed, and rank r receives block r.
 class Layout;
 
 struct CollectiveArgs {
@@ -86,7 +95,18 @@ struct CollectiveArgs {
   size_t count = 0;
   int root = 0;                    // broadcast, reduce; the peer for send and recv
   const Layout* layout = nullptr;  // which ranks share a node (hierarchical algorithms)
+  std::span<const size_t> counts;  // the v-collectives' per-rank counts
 };
+
+// The v-collectives' count of `rank` and where its block starts (packed in rank order).
+inline size_t countOf(const CollectiveArgs& a, int rank) {
+  return a.counts.empty() ? a.count : a.counts[static_cast<size_t>(rank)];
+}
+inline size_t offsetOf(const CollectiveArgs& a, int rank) {
+  size_t offset = 0;
+  for (int r = 0; r < rank; ++r) offset += countOf(a, r);
+  return offset;
+}
 
 // Element range [begin, begin+size) of part `index` when `count` elements are split into
 // `parts` nearly equal parts (the first count % parts parts get one more).

@@ -29,7 +29,7 @@ class AlgorithmChoice {
   bool excluded(const Algorithm& algorithm) const;  // by a "^name" spec
 
  private:
-  static constexpr size_t kCollectives = 8;
+  static constexpr size_t kCollectives = 12;             // every Collective
   std::array<const Algorithm*, kCollectives> forced_{};  // nullptr: not forced
   std::array<std::vector<std::string>, kCollectives> excluded_;
   std::array<std::vector<const Algorithm*>, kCollectives> candidates_ = allCandidates();

@@ -33,6 +33,13 @@ std::string nextPrefix(const security::JobSecret& secret, int jobRank) {
   return "comm" + std::to_string(created[{secret, jobRank}]++) + "/";
 }
 
+// Collectives the tuner chooses for; the others have one algorithm.
+bool tuned(Collective c) {
+  return c == Collective::AllReduce || c == Collective::AllGather ||
+         c == Collective::ReduceScatter || c == Collective::Broadcast || c == Collective::Reduce ||
+         c == Collective::AllToAll;
+}
+
 // Cores this process may run on (taskset, cgroup cpusets), not the machine's total.
 int usableCores() {
   cpu_set_t set;
@@ -289,13 +296,45 @@ void CommImpl::validate(const Call& call) const {
                       : "root ") +
                  std::to_string(call.root) + " out of range [0, " + std::to_string(nranks_) + ")");
   const size_t es = sizeOf(call.type);
-  if (call.count > (static_cast<size_t>(PTRDIFF_MAX) / es) / static_cast<size_t>(nranks_))
+  const bool vee =
+      call.collective == Collective::AllGatherV || call.collective == Collective::ReduceScatterV;
+  size_t myCount = call.count, myOffset = 0;  // the v-collectives' block of this rank
+  if (vee) {
+    if (call.counts.size() != static_cast<size_t>(nranks_))
+      throwInvalid(what + "counts has " + std::to_string(call.counts.size()) +
+                   " entries, the communicator " + std::to_string(nranks_) + " ranks");
+    size_t total = 0;
+    for (int r = 0; r < nranks_; ++r) {
+      if (call.counts[r] > static_cast<size_t>(PTRDIFF_MAX) / es - total)
+        throwInvalid(what + "counts add up to too many elements");
+      if (r == rank_) myOffset = total;
+      total += call.counts[r];
+    }
+    myCount = call.counts[rank_];
+  } else if (call.count > (static_cast<size_t>(PTRDIFF_MAX) / es) / static_cast<size_t>(nranks_)) {
     throwInvalid(what + "count " + std::to_string(call.count) + " too large");
+  }
   if (call.count == 0) return;
   const bool isRoot = call.root == rank_;
   bool needInput = true, needOutput = true;
   size_t inBytes = call.count * es, outBytes = call.count * es;
   switch (call.collective) {
+    case Collective::AllGatherV:  // count: the sum of counts
+      inBytes = myCount * es;
+      needInput = myCount > 0;
+      break;
+    case Collective::ReduceScatterV:
+      outBytes = myCount * es;
+      needOutput = myCount > 0;
+      break;
+    case Collective::Gather:
+      outBytes *= nranks_;
+      needOutput = isRoot;
+      break;
+    case Collective::Scatter:
+      inBytes *= nranks_;
+      needInput = isRoot;
+      break;
     case Collective::AllGather:
       outBytes *= nranks_;
       break;
@@ -324,10 +363,15 @@ void CommImpl::validate(const Call& call) const {
   if (needOutput && !call.output) throwInvalid(what + "receive buffer is null");
   if (!needInput || !needOutput) return;
   auto in = reinterpret_cast<uintptr_t>(call.input), out = reinterpret_cast<uintptr_t>(call.output);
-  const uintptr_t offset = static_cast<uintptr_t>(rank_) * call.count * es;
-  bool inPlace = call.collective == Collective::AllGather       ? in == out + offset
-                 : call.collective == Collective::ReduceScatter ? out == in + offset
-                                                                : in == out;
+  const uintptr_t offset = (vee ? myOffset : static_cast<uintptr_t>(rank_) * call.count) * es;
+  const Collective c = call.collective;
+  bool inPlace =
+      c == Collective::AllGather || c == Collective::Gather || c == Collective::AllGatherV
+          ? in == out + offset
+      : c == Collective::ReduceScatter || c == Collective::Scatter ||
+              c == Collective::ReduceScatterV
+          ? out == in + offset
+          : in == out;
   const bool overlap = in < out ? out - in < inBytes : in - out < outBytes;
   if (!inPlace && overlap)
     throwInvalid(what + "send and receive buffers overlap without being in-place");
@@ -335,11 +379,13 @@ void CommImpl::validate(const Call& call) const {
 
 std::shared_ptr<const Schedule> CommImpl::scheduleFor(const Algorithm& algorithm,
                                                       const Call& call) {
+  CollectiveArgs args{call.collective, rank_,    nranks_,    call.count,
+                      call.root,       &layout_, call.counts};
+  if (!call.counts.empty()) return std::make_shared<const Schedule>(algorithm.build(args));
   auto key = std::make_tuple(&algorithm, call.count, call.root);  // same rank, same nranks
   auto it = schedules_.find(key);
   if (it != schedules_.end()) return it->second;
   if (schedules_.size() >= 256) schedules_.clear();
-  CollectiveArgs args{call.collective, rank_, nranks_, call.count, call.root, &layout_};
   auto schedule = std::make_shared<const Schedule>(algorithm.build(args));
   schedules_.emplace(key, schedule);
   return schedule;
@@ -449,7 +495,7 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   const Algorithm& algorithm =
       oneSided ? *oneSided
       : runnable(forced ? *forced
-               : call.collective == Collective::Send || call.collective == Collective::Recv
+               : !tuned(call.collective)
                    ? *algorithms_.candidates(call.collective).front()
                    : tuner_->choose(call.collective, call.count, call.type,
                                     algorithms_.candidates(call.collective),
@@ -470,6 +516,10 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
     op->inputRegion = regions->first;
     op->outputRegion = regions->second;
   }
+  uint32_t hash = 2166136261u;  // FNV-1a of the counts: ranks must pass the same ones
+  for (size_t c : call.counts)
+    for (int byte = 0; byte < 8; ++byte) hash = (hash ^ ((c >> (8 * byte)) & 0xff)) * 16777619u;
+  op->countsHash = call.counts.empty() ? 0 : hash;
   return op;
 }
 

@@ -83,7 +83,8 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
     size_t count;
     DataType type;
     RedOp op;
-    int root;  // or the peer of send/recv
+    int root;                             // or the peer of send/recv
+    std::span<const size_t> counts = {};  // the v-collectives' per-rank counts (count: sum)
   };
   // Checks the call and launches it, or queues it in this thread's open group.
   Work submit(const Call& call);

@@ -119,16 +119,27 @@ Communicator Communicator::split(int color, int key) {
 Work Communicator::barrier() { return live(impl_).barrier(); }
 Work Communicator::group(const std::function<void()>& calls) { return ::chorus::group(calls); }
 
-static Error notYet(const char* what) {
-  return Error(Result::InvalidUsage, std::string(what) + ": not implemented yet");
+Work Communicator::gather(const void* send, void* recv, size_t sendCount, DataType type, int root) {
+  return live(impl_).submit({Collective::Gather, send, recv, sendCount, type, RedOp::Sum, root});
 }
-Work Communicator::gather(const void*, void*, size_t, DataType, int) { throw notYet("gather"); }
-Work Communicator::scatter(const void*, void*, size_t, DataType, int) { throw notYet("scatter"); }
-Work Communicator::allGatherV(const void*, void*, std::span<const size_t>, DataType) {
-  throw notYet("allGatherV");
+Work Communicator::scatter(const void* send, void* recv, size_t recvCount, DataType type,
+                           int root) {
+  return live(impl_).submit({Collective::Scatter, send, recv, recvCount, type, RedOp::Sum, root});
 }
-Work Communicator::reduceScatterV(const void*, void*, std::span<const size_t>, DataType, RedOp) {
-  throw notYet("reduceScatterV");
+static size_t sum(std::span<const size_t> counts) {
+  size_t total = 0;
+  for (size_t c : counts) total += c;  // overflow: validate() says so
+  return total;
+}
+Work Communicator::allGatherV(const void* send, void* recv, std::span<const size_t> counts,
+                              DataType type) {
+  return live(impl_).submit(
+      {Collective::AllGatherV, send, recv, sum(counts), type, RedOp::Sum, 0, counts});
+}
+Work Communicator::reduceScatterV(const void* send, void* recv, std::span<const size_t> counts,
+                                  DataType type, RedOp op) {
+  return live(impl_).submit(
+      {Collective::ReduceScatterV, send, recv, sum(counts), type, op, 0, counts});
 }
 
 Work Communicator::allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op) {

@@ -42,8 +42,10 @@ std::string OpState::describe() const {
   char text[180];
   if (barrier) return "barrier #" + std::to_string(sequence);
   const bool reduces = collective == Collective::AllReduce ||
-                       collective == Collective::ReduceScatter || collective == Collective::Reduce;
-  const bool rooted = collective == Collective::Broadcast || collective == Collective::Reduce;
+                       collective == Collective::ReduceScatter ||
+                       collective == Collective::Reduce || collective == Collective::ReduceScatterV;
+  const bool rooted = collective == Collective::Broadcast || collective == Collective::Reduce ||
+                      collective == Collective::Gather || collective == Collective::Scatter;
   char rootText[24] = "";
   if (rooted) std::snprintf(rootText, sizeof rootText, ", root %d", root);
   std::snprintf(text, sizeof(text), "%s #%llu (%zu x %s%s%s, %s%s)", toString(collective),

@@ -54,6 +54,7 @@ struct OpState {
   std::byte* scratch = nullptr;
   std::vector<std::byte> scratchStorage;  // lent by the engine's pool while in flight
   size_t elementSize = 1;
+  uint32_t countsHash = 0;              // the v-collectives' per-rank counts, in the fingerprint
   bool barrier = false;                 // Communicator::barrier: described as such
   std::array<std::byte, 8> ownBytes{};  // a barrier's buffer
   // The registered (or memAlloc) memory holding input and output, when they are: what

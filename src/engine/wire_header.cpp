@@ -8,9 +8,13 @@ namespace chorus::detail {
 namespace {
 
 bool reduces(Collective c) {
-  return c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce;
+  return c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce ||
+         c == Collective::ReduceScatterV;
 }
-bool rooted(Collective c) { return c == Collective::Broadcast || c == Collective::Reduce; }
+bool rooted(Collective c) {
+  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
+         c == Collective::Scatter;
+}
 
 }  // namespace
 
@@ -48,10 +52,14 @@ std::optional<std::string> mismatch(const OpState& mine, const WireHeader& their
            theirs.type == static_cast<uint8_t>(mine.type) &&
            (!reduces(c) || theirs.op == static_cast<uint8_t>(mine.op)) &&
            (!rooted(c) || theirs.root == mine.root) &&
-           theirs.algorithm == static_cast<uint8_t>(mine.algorithmIndex);
+           theirs.algorithm == static_cast<uint8_t>(mine.algorithmIndex) &&
+           theirs.countsHash == mine.countsHash;
   }
   if (same) return std::nullopt;
-  return "mismatched calls: " + who + " called " + describeHeader(theirs);
+  const bool onlyCounts =
+      c == mine.collective && theirs.count == mine.count && theirs.countsHash != mine.countsHash;
+  return "mismatched calls: " + who + " called " + describeHeader(theirs) +
+         (onlyCounts ? " with other per-rank counts" : "");
 }
 
 }  // namespace chorus::detail

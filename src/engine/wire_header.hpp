@@ -17,7 +17,7 @@ struct WireHeader {
   uint32_t magic = kMagic;
   uint8_t collective = 0, type = 0, op = 0, algorithm = 0xff;
   int32_t root = 0;
-  uint32_t reserved = 0;
+  uint32_t countsHash = 0;  // the v-collectives' per-rank counts (FNV-1a), else 0
   uint64_t count = 0;
   uint64_t sequence = 0;
 };
@@ -31,6 +31,7 @@ inline WireHeader headerOf(const OpState& op) {
   h.algorithm = static_cast<uint8_t>(op.algorithmIndex);
   h.root = op.root;
   h.count = op.count;
+  h.countsHash = op.countsHash;
   h.sequence = op.sequence;
   return h;
 }

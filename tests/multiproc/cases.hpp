@@ -14,7 +14,19 @@
 
 namespace chorus_test {
 
-enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, SendRecv, AllToAll };
+enum class Coll {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  Broadcast,
+  Reduce,
+  SendRecv,
+  AllToAll,
+  Gather,
+  Scatter,
+  AllGatherV,
+  ReduceScatterV
+};
 
 inline const char* collName(Coll c) {
   switch (c) {
@@ -32,12 +44,31 @@ inline const char* collName(Coll c) {
       return "sendRecv";
     case Coll::AllToAll:
       return "allToAll";
+    case Coll::Gather:
+      return "gather";
+    case Coll::Scatter:
+      return "scatter";
+    case Coll::AllGatherV:
+      return "allGatherV";
+    case Coll::ReduceScatterV:
+      return "reduceScatterV";
   }
   return "?";
 }
 
 inline bool isReduction(Coll c) {
-  return c == Coll::AllReduce || c == Coll::ReduceScatter || c == Coll::Reduce;
+  return c == Coll::AllReduce || c == Coll::ReduceScatter || c == Coll::Reduce ||
+         c == Coll::ReduceScatterV;
+}
+inline bool isRooted(Coll c) {
+  return c == Coll::Broadcast || c == Coll::Reduce || c == Coll::Gather || c == Coll::Scatter;
+}
+
+// The v-collectives' per-rank counts for a case's count: uneven, every third rank empty.
+inline std::vector<size_t> unevenCounts(int nranks, size_t count) {
+  std::vector<size_t> counts(static_cast<size_t>(nranks), 0);
+  for (int r = 0; count > 0 && r < nranks; ++r) counts[r] = r % 3 == 1 ? 0 : count + r;
+  return counts;
 }
 
 inline const char* opName(chorus::RedOp op) {
@@ -70,7 +101,8 @@ struct Case {
   int root = 0;  // broadcast/reduce: root; sendRecv: shift (send to rank + shift)
   const TypeInfo* type = nullptr;
   chorus::RedOp op = chorus::RedOp::Sum;  // reductions only
-  size_t count = 0;  // per-rank count for allGather (send), reduceScatter (recv), allToAll
+  size_t count = 0;  // per-rank count for allGather (send), reduceScatter (recv), allToAll,
+                     // gather (send), scatter (recv); the v-collectives: unevenCounts' base
   bool inPlace = false;
   uint64_t seed = 0;
 };
@@ -78,7 +110,7 @@ struct Case {
 inline std::string describe(const Case& c) {
   char buf[192];
   std::string what = collName(c.coll);
-  if (c.coll == Coll::Broadcast || c.coll == Coll::Reduce) {
+  if (isRooted(c.coll)) {
     what += "(root=" + std::to_string(c.root) + ")";
   } else if (c.coll == Coll::SendRecv) {
     what += "(shift=" + std::to_string(c.root) + ")";
@@ -103,7 +135,9 @@ inline bool largeSelected(const TypeInfo& t, chorus::RedOp op, bool reduction, b
   return t.type == chorus::DataType::Float32 || t.type == chorus::DataType::Int32;
 }
 
-inline std::vector<Case> buildCases(int nranks, bool quick) {
+// more: the collectives of issue 13 only (gather, scatter, all-gather-v, reduce-scatter-v),
+// every type (and op where a reduction applies), in place and out of place.
+inline std::vector<Case> buildCases(int nranks, bool quick, bool more = false) {
   std::vector<Case> cases;
   auto add = [&](Coll coll, int root, const TypeInfo& t, chorus::RedOp op, size_t count,
                  bool inPlace) {
@@ -128,16 +162,23 @@ inline std::vector<Case> buildCases(int nranks, bool quick) {
     Coll coll;
     int root;
   };
-  std::vector<Shape> shapes = {{Coll::AllReduce, 0}, {Coll::ReduceScatter, 0}};
-  for (int r : roots) shapes.push_back({Coll::Reduce, r});
-  shapes.push_back({Coll::AllGather, 0});
-  shapes.push_back({Coll::AllToAll, 0});
-  for (int r : roots) shapes.push_back({Coll::Broadcast, r});
+  std::vector<Shape> shapes;
+  if (more) {
+    for (int r : roots) shapes.push_back({Coll::Gather, r});
+    for (int r : roots) shapes.push_back({Coll::Scatter, r});
+    shapes.push_back({Coll::AllGatherV, 0});
+    shapes.push_back({Coll::ReduceScatterV, 0});
+  } else {
+    shapes = {{Coll::AllReduce, 0}, {Coll::ReduceScatter, 0}};
+    for (int r : roots) shapes.push_back({Coll::Reduce, r});
+    shapes.push_back({Coll::AllGather, 0});
+    shapes.push_back({Coll::AllToAll, 0});
+    for (int r : roots) shapes.push_back({Coll::Broadcast, r});
+  }
 
   for (const Shape& s : shapes) {
     bool red = isReduction(s.coll);
-    bool perRank =
-        s.coll == Coll::AllGather || s.coll == Coll::ReduceScatter || s.coll == Coll::AllToAll;
+    bool perRank = s.coll != Coll::AllReduce && s.coll != Coll::Broadcast && s.coll != Coll::Reduce;
     for (const TypeInfo& t : kTypes) {
       for (chorus::RedOp op : kOps) {
         if (!red && op != chorus::RedOp::Sum) continue;  // copies: one pass per type
@@ -150,6 +191,7 @@ inline std::vector<Case> buildCases(int nranks, bool quick) {
       }
     }
   }
+  if (more) return cases;
   // Point to point: a ring exchange (shift 1) for every type and count, and every other
   // shift for a few types at count 7. On one rank the ring is a send to oneself.
   for (const TypeInfo& t : kTypes) {

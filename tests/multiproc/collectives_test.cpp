@@ -1,4 +1,5 @@
 // chorus_collectives_test: every collective x type x op x count x in-place/out-of-place,
+// (--more: gather, scatter, all-gather-v, reduce-scatter-v, more_collectives.hpp)
 // checked element by element against an independent reference (reference.hpp), with
 // guard zones around every buffer and checks that inputs and non-output regions stay
 // untouched. Run under chorus-run:
@@ -6,9 +7,11 @@
 // Every failure prints rank, case, first bad index, expected and got; rank 0 ends with
 // "N passed, M failed" (rank-cases, aggregated with the library); exit 1 on any failure.
 #include "buffers.hpp"
+#include "case_check.hpp"
 #include "cases.hpp"
 #include "dtypes.hpp"
 #include "inputs.hpp"
+#include "more_collectives.hpp"
 #include "reference.hpp"
 
 #include <chorus/chorus.hpp>
@@ -27,98 +30,6 @@
 namespace {
 
 using namespace chorus_test;
-using Clock = std::chrono::steady_clock;
-
-constexpr std::chrono::milliseconds kWaitLimit{120000};
-constexpr long kMaxPrinted = 40;  // failure lines per rank
-
-struct Stats {
-  long passed = 0;
-  long failed = 0;
-  long ulpCases = 0;  // float avg cases accepted with 1-ULP differences
-  long printed = 0;
-};
-
-struct Hang : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-double gWaitSeconds = 0;  // time inside Work::wait, for --verbose
-
-void waitFor(chorus::Work& w, const char* what) {
-  const auto t0 = Clock::now();
-  bool done = w.wait(kWaitLimit);
-  gWaitSeconds += std::chrono::duration<double>(Clock::now() - t0).count();
-  if (!done) {
-    throw Hang(std::string(what) + ": Work::wait returned false (not complete) after 120 s");
-  }
-}
-
-class CaseCheck {
- public:
-  CaseCheck(int rank, const Case& c, Stats& stats, std::vector<unsigned char>& scratch)
-      : rank_(rank), case_(c), stats_(stats), scratch_(scratch) {}
-
-  void fail(const std::string& msg) {
-    ok_ = false;
-    if (stats_.printed++ < kMaxPrinted) {
-      std::printf("FAIL rank %d %s: %s\n", rank_, describe(case_).c_str(), msg.c_str());
-    } else if (stats_.printed == kMaxPrinted + 1) {
-      std::printf("rank %d: further failure lines suppressed\n", rank_);
-    }
-    std::fflush(stdout);
-  }
-
-  // Compares `count` elements at `buf` with the expected elements that fill(out, count)
-  // writes; allowUlp: the float avg tolerance. Reports the first bad index.
-  template <class Fill>
-  void elements(const char* region, const void* buf, size_t count, Fill fill, bool allowUlp) {
-    const TypeInfo& t = *case_.type;
-    const size_t bytes = count * static_cast<size_t>(t.size);
-    if (scratch_.size() < bytes) scratch_.resize(bytes);
-    fill(scratch_.data(), count);
-    if (bytes == 0 || std::memcmp(buf, scratch_.data(), bytes) == 0) return;
-    size_t wrong = 0;
-    size_t first = 0;
-    for (size_t i = 0; i < count; ++i) {
-      uint64_t w = loadBits(scratch_.data(), i, t.size);
-      uint64_t g = loadBits(buf, i, t.size);
-      if (w == g) continue;
-      if (compareElement(t, case_.op, allowUlp, w, g) == Match::WithinUlp) {
-        ulp_ = true;
-        continue;
-      }
-      if (wrong++ == 0) first = i;
-    }
-    if (wrong) {
-      char head[160];
-      std::snprintf(head, sizeof head, "%s: first bad index %zu (%zu of %zu wrong): expected ",
-                    region, first, wrong, count);
-      fail(head + formatValue(t, loadBits(scratch_.data(), first, t.size)) + ", got " +
-           formatValue(t, loadBits(buf, first, t.size)));
-    }
-  }
-
-  void guards(const char* name, const GuardedBuffer& b) {
-    long where = 0;
-    if (b.guardDamaged(&where)) {
-      fail(std::string("guard zone of the ") + name + " modified at byte offset " +
-           std::to_string(where) + " (data is " + std::to_string(b.bytes()) + " bytes)");
-    }
-  }
-
-  bool ok() const { return ok_; }
-  bool ulp() const { return ulp_; }
-
- private:
-  int rank_;
-  const Case& case_;
-  Stats& stats_;
-  std::vector<unsigned char>& scratch_;
-  bool ok_ = true;
-  bool ulp_ = false;
-};
-
 class Runner {
  public:
   explicit Runner(chorus::Communicator& comm) : comm_(comm), rank_(comm.rank()), n_(comm.size()) {}
@@ -293,6 +204,12 @@ class Runner {
         chk.guards("send buffer", send);
         break;
       }
+      case Coll::Gather:
+      case Coll::Scatter:
+      case Coll::AllGatherV:
+      case Coll::ReduceScatterV:
+        MoreCollectives(comm_, c, chk).run();
+        break;
       case Coll::SendRecv: {
         const int dst = (rank_ + c.root) % n_;
         const int src = (rank_ - c.root % n_ + n_) % n_;
@@ -334,6 +251,7 @@ struct Args {
   std::string buffers = "malloc";  // malloc | registered | memalloc (buffers.hpp)
   std::string only;                // run only this collective's cases (collName)
   bool quick = false;
+  bool more = false;  // gather, scatter, all-gather-v, reduce-scatter-v instead
   bool verbose = false;
   int onlyCase = -1;
 };
@@ -362,11 +280,13 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->onlyCase = std::atoi(argv[++i]);
     } else if (k == "--quick") {
       a->quick = true;
+    } else if (k == "--more") {
+      a->more = true;
     } else if (k == "--verbose") {
       a->verbose = true;
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--transport shm|tcp] [--algo SPEC] [--quick] [--case N] "
+                   "usage: %s [--transport shm|tcp] [--algo SPEC] [--quick] [--more] [--case N] "
                    "[--buffers malloc|registered|memalloc] [--only COLLECTIVE] "
                    "[--verbose] [--expect-layout TEXT] [--expect-algo COLL:NAME,...]\n",
                    argv[0]);
@@ -450,7 +370,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  const std::vector<Case> cases = buildCases(n, args.quick);
+  const std::vector<Case> cases = buildCases(n, args.quick, args.more);
   if (rank == 0) {
     std::printf("chorus_collectives_test: %d ranks, transport %s, %zu cases%s, %s buffers\n", n,
                 comm.transportName().c_str(), cases.size(), args.quick ? " (quick)" : "",

@@ -1,8 +1,8 @@
 // The C API half of chorus_errors_test: every bad argument returns chorusInvalidArgument
 // (never aborts, never blocks), chorusGetErrorString names every result, and
 // chorusGetLastError holds a message that names the problem.
-#include "raw_enum_calls.h"
 #include "errors_common.hpp"
+#include "raw_enum_calls.h"
 
 #include <chorus/chorus.h>
 
@@ -135,8 +135,7 @@ void commChecks(Report& rep, chorusComm_t comm) {
                    [&] { return rawReduceScatter(s, r, c, t, comm); });
     expectInvalidC(rep, "chorusBroadcast" + sfx, w, comm,
                    [&] { return rawBroadcast(s, r, c, t, comm); });
-    expectInvalidC(rep, "chorusReduce" + sfx, w, comm,
-                   [&] { return rawReduce(s, r, c, t, comm); });
+    expectInvalidC(rep, "chorusReduce" + sfx, w, comm, [&] { return rawReduce(s, r, c, t, comm); });
   }
   for (int op : {-1, 5, 99}) {
     std::string sfx = " op=" + std::to_string(op);

@@ -1,11 +1,13 @@
 // chorus_groups_test: group calls, split and barrier across real processes.
-//   chorus-run -n 3 chorus_groups_test --case exchange --mib 64 [--api c]
+//   chorus-run -n 3 chorus_groups_test --case exchange --mib 64 [--api c|c-nonblocking]
 //       one group of sends and receives with every rank (itself included) at once, MIB
 //       MiB each way per peer, posted in opposite peer orders on the two sides; the C API
-//       variant uses chorusGroupStart/End on blocking calls (which deadlock without it);
+//       variant uses chorusGroupStart/End on blocking calls (which deadlock without it),
+//       c-nonblocking on a non-blocking communicator driven by chorusCommGetAsyncError;
 //   chorus-run -n 5 chorus_groups_test --case split
 //       odd/even halves (key reverses the order) with collectives on both halves and on
-//       the parent in one group; a NoColor rank; a split of a split; a barrier;
+//       the parent in one group; a NoColor rank; a split of a split; barriers (late
+//       ranks arrive later; after it every rank must see every rank's file);
 //   chorus_groups_test --case inprocess --transport shm|tcp [--ranks 4]
 //       several ranks in this one process (initAll / chorusCommInitAll), driven from one
 //       thread through groups and from one thread each;
@@ -22,10 +24,13 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -49,14 +54,17 @@ void fail(int rank, const std::string& what) {
 
 // Sends word(rank, p, .) to every p and receives from every p, all in one group: sends in
 // ascending peer order, receives in descending (the peers see the opposite).
-int exchangeCase(size_t mib, bool cApi) {
+int exchangeCase(size_t mib, bool cApi, bool nonBlocking) {
   Watchdog dog;
   dog.arm("exchange", std::chrono::seconds(240));
   chorus::Communicator comm;
   chorusComm_t c = nullptr;
   int rank, n;
   if (cApi) {
-    if (chorusCommInitEnv(&c) != chorusSuccess) return fail(-1, chorusGetLastError(nullptr)), 1;
+    chorusConfig_t config = CHORUS_CONFIG_INITIALIZER;
+    config.blocking = nonBlocking ? 0 : 1;
+    if (chorusCommInitEnvConfig(&c, &config) != chorusSuccess)
+      return fail(-1, chorusGetLastError(nullptr)), 1;
     chorusCommUserRank(c, &rank);
     chorusCommCount(c, &n);
   } else {
@@ -78,8 +86,18 @@ int exchangeCase(size_t mib, bool cApi) {
     for (int p = n - 1; p >= 0 && r == chorusSuccess; --p)
       r = chorusRecv(in[p].data(), count, chorusUint32, p, c);
     chorusResult_t end = chorusGroupEnd();
+    // Non-blocking: chorusInProgress until chorusCommGetAsyncError has driven it all.
+    while (nonBlocking && end == chorusInProgress) {
+      chorusResult_t state = chorusInProgress;
+      if (chorusCommGetAsyncError(c, &state) != chorusSuccess) break;
+      end = state;
+    }
     if (r != chorusSuccess || end != chorusSuccess)
       return fail(rank, std::string("group: ") + chorusGetLastError(nullptr)), 1;
+    chorusResult_t barrier = chorusBarrier(c);
+    while (nonBlocking && barrier == chorusInProgress) chorusCommGetAsyncError(c, &barrier);
+    if (barrier != chorusSuccess)
+      return fail(rank, std::string("chorusBarrier: ") + chorusGetLastError(nullptr)), 1;
   } else {
     comm.group([&] {
           for (int p = 0; p < n; ++p) comm.send(out[p].data(), count, DataType::Uint32, p);
@@ -136,6 +154,30 @@ struct PartCheck {
   }
 };
 
+// Every rank leaves a file, late ranks later; after the barrier each must see all of them.
+void checkBarrier(chorus::Communicator& comm) {
+  const int rank = comm.rank(), n = comm.size();
+  char dir[256] = "";
+  if (rank == 0) {
+    std::snprintf(dir, sizeof dir, "%s/chorus-barrier-XXXXXX",
+                  std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir)) fail(rank, "mkdtemp failed");
+  }
+  comm.broadcast(dir, dir, sizeof dir, DataType::Uint8, 0).wait();
+  auto mark = [&](int r) { return std::string(dir) + "/" + std::to_string(r); };
+  std::this_thread::sleep_for(std::chrono::milliseconds(40 * (n - 1 - rank)));
+  if (FILE* f = std::fopen(mark(rank).c_str(), "w")) std::fclose(f);
+  comm.barrier().wait();
+  for (int r = 0; r < n; ++r)
+    if (access(mark(r).c_str(), F_OK) != 0)
+      fail(rank, "after the barrier, rank " + std::to_string(r) + " has not arrived");
+  comm.barrier().wait();  // everyone looked: rank 0 may clean up
+  if (rank == 0) {
+    for (int r = 0; r < n; ++r) std::remove(mark(r).c_str());
+    rmdir(dir);
+  }
+}
+
 int splitCase() {
   Watchdog dog;
   dog.arm("split", std::chrono::seconds(120));
@@ -187,7 +229,8 @@ int splitCase() {
       onQuarter.check(rank, "split of rest");
     }
   }
-  world.barrier().wait();
+  checkBarrier(world);
+  if (half) checkBarrier(half);
   if (failures == 0) std::printf("rank %d: split checks ok\n", rank);
   return failures ? 1 : 0;
 }
@@ -323,7 +366,7 @@ int main(int argc, char** argv) {
       ranks = std::stoi(argv[i + 1]);
   }
   try {
-    if (which == "exchange") return exchangeCase(mib, api == "c");
+    if (which == "exchange") return exchangeCase(mib, api != "cpp", api == "c-nonblocking");
     if (which == "split") return splitCase();
     if (which == "kill") return killCase(victim);
     if (which == "inprocess") return inProcessCase(transport, ranks);

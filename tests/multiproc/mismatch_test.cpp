@@ -1,7 +1,7 @@
 // chorus_mismatch_test: ranks that call different things at the same point get an error
 // that names the rank and what it called, at once, instead of a hang or wrong data.
-//   chorus-run -n 3 chorus_mismatch_test --case count|collective|op|type|root|p2p|absent|memalloc|
-//                                               small|smallbig
+//   chorus-run -n 3 chorus_mismatch_test --case count|collective|op|type|root|counts|p2p|absent|
+//                                               memalloc|small|smallbig
 // (small: 2 against 64 floats, both through the shm mailbox; smallbig: 16 there against
 // 1000 through a schedule.)
 // Rank 1 is the odd one out. Every rank whose call touches the difference must fail
@@ -65,6 +65,11 @@ chorus::Work call(chorus::Communicator& comm, const std::string& which, bool odd
     std::fill(shared, shared + big, 1.0f);  // freed at exit
     return comm.allReduce(shared, shared + big, big, DataType::Float32, RedOp::Sum);
   }
+  if (which == "counts") {  // the same total, rank 1's blocks differ
+    const std::vector<size_t> counts =
+        odd ? std::vector<size_t>{400, 300, 300} : std::vector<size_t>{300, 300, 400};
+    return comm.allGatherV(in.data(), out.data(), counts, DataType::Float32);
+  }
   if (which == "p2p") {  // rank 0 sends 1000 to rank 1, which expects 500
     if (comm.rank() == 0) return comm.send(in.data(), n, DataType::Float32, 1);
     if (comm.rank() == 1) return comm.recv(out.data(), n / 2, DataType::Float32, 0);
@@ -90,6 +95,8 @@ Expect expectFor(const std::string& which) {
   if (which == "type") return {"int32 sum", "float sum", false};
   if (which == "root") return {"root 2", "root 0", true};
   if (which == "memalloc") return {"float sum, ring)", "float sum, peer_oneshot)", false};
+  if (which == "counts")
+    return {"with other per-rank counts", "allGatherV #1 (1000 x float", false};
   return {"recv #1 (500 x float", "send #1 (1000 x float", true};  // p2p
 }
 

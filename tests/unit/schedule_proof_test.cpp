@@ -45,6 +45,10 @@ bool pointToPoint(const Algorithm& a) {
   return a.collective == Collective::Send || a.collective == Collective::Recv;
 }
 bool hierarchical(const Algorithm& a) { return std::string_view(a.name).starts_with("hier"); }
+bool rooted(const Algorithm& a) {
+  return a.collective == Collective::Broadcast || a.collective == Collective::Reduce ||
+         a.collective == Collective::Gather || a.collective == Collective::Scatter;
+}
 
 // Algorithms whose schedules, over all ranks, have O(p log p) steps.
 bool logarithmic(const Algorithm& a) {
@@ -59,6 +63,9 @@ bool logarithmic(const Algorithm& a) {
     case Collective::Broadcast:
     case Collective::Reduce:
       return name == "tree" || name == "ring";
+    case Collective::Gather:  // direct: O(p) steps in all
+    case Collective::Scatter:
+      return true;
     default:
       return false;
   }
@@ -89,9 +96,7 @@ class Timer {
 // Proves count 0 and countFor(p), in place for p = 1, 2 mod 4, with sends in two
 // installments; "" or the first failure.
 std::string proveAtP(const Algorithm& a, int p, const Layout* layout = nullptr) {
-  const int root = a.collective == Collective::Broadcast || a.collective == Collective::Reduce
-                       ? (p * 5 / 7) % p
-                       : 0;
+  const int root = rooted(a) ? (p * 5 / 7) % p : 0;
   const bool inPlace = p % 4 == 1 || p % 4 == 2;  // with countFor: all four combinations
   for (size_t count : {countFor(p), size_t{0}}) {
     std::string error = prove(a, Case{p, count, root, inPlace, 2, -1, layout});
@@ -130,8 +135,7 @@ TEST(Schedule, EveryAlgorithmSendingOneElementAtATime) {
     if (pointToPoint(a)) continue;
     for (int p = 1; p <= 12; ++p) {
       std::vector<int> roots = {0};
-      if (a.collective == Collective::Broadcast || a.collective == Collective::Reduce)
-        roots = {0, p - 1, p / 2};
+      if (rooted(a)) roots = {0, p - 1, p / 2};
       for (size_t count : {size_t{0}, size_t{1}, size_t{2}, size_t{5}, size_t(p - 1), size_t(p),
                            size_t(p + 3), size_t(2 * p + 1), size_t{64}}) {
         for (int root : roots) {
@@ -221,7 +225,8 @@ TEST(Schedule, HierarchicalOnLayoutsUpTo32NodesOf8) {
     const bool ring =
         std::string_view(a.name) == "ring" &&
         (a.collective == Collective::AllReduce || a.collective == Collective::AllGather ||
-         a.collective == Collective::ReduceScatter);
+         a.collective == Collective::ReduceScatter || a.collective == Collective::AllGatherV ||
+         a.collective == Collective::ReduceScatterV);
     return hierarchical(a) || ring;
   });
   const size_t n = algorithms.size();

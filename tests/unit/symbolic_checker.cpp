@@ -66,13 +66,17 @@ class Run {
   using Build = std::function<Schedule(int rank)>;
   using Expect = std::function<void(int rank, Pieces& want)>;  // empty: no requirement
 
-  Run(int nranks, size_t inputCount, size_t outputCount, size_t inputBase, size_t outputBase,
-      bool inPlace, size_t installments, int late, const Build& build)
-      : nranks_(nranks),
-        stride_(static_cast<int64_t>(inputCount)),
-        installments_(installments),
-        late_(late),
-        ranks_(nranks) {
+  // One rank's buffers: element counts, and where input and output start in the shared
+  // store when in place (NCCL's in-place layouts).
+  struct Shape {
+    size_t inputCount = 0, outputCount = 0, inputBase = 0, outputBase = 0;
+  };
+  using ShapeOf = std::function<Shape(int rank)>;
+
+  // stride: input elements per rank in the rank-major numbering of Content.
+  Run(int nranks, int64_t stride, const ShapeOf& shapeOf, bool inPlace, size_t installments,
+      int late, const Build& build)
+      : nranks_(nranks), stride_(stride), installments_(installments), late_(late), ranks_(nranks) {
     rules::QueueOrder queues(nranks);
     for (int r = 0; r < nranks && error_.empty(); ++r) {
       RankRun& s = ranks_[r];
@@ -84,11 +88,13 @@ class Run {
       s.stepsLeft = n;
       s.prevInQueue.assign(n, -1);
       s.nextInQueue.assign(n, -1);
+      const Shape shape = shapeOf(r);
+      const size_t inputCount = shape.inputCount, outputCount = shape.outputCount;
       s.inputCount = inputCount;
       s.outputCount = outputCount;
       s.separateOutput = !inPlace;
-      s.inputBase = inPlace ? inputBase * r : 0;
-      s.outputBase = inPlace ? outputBase * r : 0;
+      s.inputBase = inPlace ? shape.inputBase : 0;
+      s.outputBase = inPlace ? shape.outputBase : 0;
       size_t storeSize =
           std::max(s.inputBase + inputCount, inPlace ? s.outputBase + outputCount : 0);
       s.store = Contents(storeSize);
@@ -532,26 +538,63 @@ std::string describeCase(const Algorithm& a, const Case& c) {
 
 }  // namespace
 
+// The v-collectives' per-rank counts for a case: uneven, some ranks empty (every third),
+// all empty for count 0.
+std::vector<size_t> unevenCounts(int nranks, size_t count) {
+  std::vector<size_t> counts(nranks, 0);
+  if (count == 0) return counts;
+  for (int r = 0; r < nranks; ++r) counts[r] = r % 3 == 1 ? 0 : count + r % 4;
+  return counts;
+}
+
 std::string prove(const Algorithm& algorithm, const Case& c) {
   const int n = c.nranks;
   const size_t count = c.count;
   const Collective kind = algorithm.collective;
-  const bool gathers = kind == Collective::AllGather, scatters = kind == Collective::ReduceScatter;
-  const bool exchanges = kind == Collective::AllToAll;
-  const size_t inputCount = scatters || exchanges ? count * n : count;
-  const size_t outputCount = gathers || exchanges ? count * n : count;
-  // In place, all-gather's input is block `rank` of its output (send == recv + rank *
-  // count), reduce-scatter's output block `rank` of its input.
-  Run run(n, inputCount, outputCount, gathers ? count : 0, scatters ? count : 0, c.inPlace,
-          c.installments, c.late, [&](int r) {
-            return algorithm.build({kind, r, n, count, c.root, c.layout});
-          });
+  const bool vee = kind == Collective::AllGatherV || kind == Collective::ReduceScatterV;
+  const std::vector<size_t> counts = vee ? unevenCounts(n, count) : std::vector<size_t>{};
+  std::vector<size_t> offsets(n + 1, 0);  // of the v-collectives' blocks, packed
+  for (int r = 0; vee && r < n; ++r) offsets[r + 1] = offsets[r] + counts[r];
+  const size_t total = offsets[n];
+  const size_t blocks = static_cast<size_t>(n) * count;
+  // Counts per rank, and in place (as NCCL): all-gather's input is block `rank` of its
+  // output (send == recv + rank * count), reduce-scatter's output block `rank` of its
+  // input; gather's input block `rank` of its output, scatter's output block `rank` of its
+  // input (what counts at the root); the v-collectives likewise at their packed offsets.
+  using Shape = Run::Shape;
+  auto shapeOf = [&](int r) -> Shape {
+    const size_t at = static_cast<size_t>(r) * count;
+    switch (kind) {
+      case Collective::AllGather:
+      case Collective::Gather:
+        return {count, blocks, at, 0};
+      case Collective::ReduceScatter:
+      case Collective::Scatter:
+        return {blocks, count, 0, at};
+      case Collective::AllToAll:
+        return {blocks, blocks, 0, 0};
+      case Collective::AllGatherV:
+        return {counts[r], total, offsets[r], 0};
+      case Collective::ReduceScatterV:
+        return {total, counts[r], 0, offsets[r]};
+      default:
+        return {count, count, 0, 0};
+    }
+  };
+  size_t stride = shapeOf(0).inputCount;
+  for (int r = 0; kind == Collective::AllGatherV && r < n; ++r)
+    stride = std::max(stride, counts[r]);
+  Run run(n, static_cast<int64_t>(stride), shapeOf, c.inPlace, c.installments, c.late, [&](int r) {
+    return algorithm.build({kind, r, n, count, c.root, c.layout, counts});
+  });
   std::string error = run.run();
   if (error.empty()) {
     const Content all{RankSet(0, n), 0, true};
     error = run.verify([&](int r, Pieces& want) {
-      const int64_t stride = static_cast<int64_t>(inputCount);
-      auto one = [&](int from, int64_t index) { return single(from, index, stride); };
+      auto one = [&](int from, int64_t index) {
+        return single(from, index, static_cast<int64_t>(stride));
+      };
+      const int64_t at = static_cast<int64_t>(r) * static_cast<int64_t>(count);
       switch (kind) {
         case Collective::AllReduce:
           want.push_back({count, all});
@@ -560,7 +603,7 @@ std::string prove(const Algorithm& algorithm, const Case& c) {
           if (r == c.root) want.push_back({count, all});
           break;
         case Collective::ReduceScatter:  // element i is input element r * count + i
-          want.push_back({count, moved(all, static_cast<int64_t>(r * count))});
+          want.push_back({count, moved(all, at)});
           break;
         case Collective::Broadcast:
           want.push_back({count, one(c.root, 0)});
@@ -568,9 +611,22 @@ std::string prove(const Algorithm& algorithm, const Case& c) {
         case Collective::AllGather:  // block j is rank j's input: element q is element q
           want.push_back({n * count, one(0, 0)});  // of all inputs laid end to end
           break;
+        case Collective::Gather:  // at the root, as all-gather
+          if (r == c.root) want.push_back({n * count, one(0, 0)});
+          break;
+        case Collective::Scatter:  // block r of the root's input
+          want.push_back({count, one(c.root, at)});
+          break;
         case Collective::AllToAll:  // block j is block r of rank j's input
           for (int j = 0; j < n; ++j)
             want.push_back({count, one(j, int64_t{r - j} * static_cast<int64_t>(count))});
+          break;
+        case Collective::AllGatherV:  // block j (at offsets[j]) is rank j's input
+          for (int j = 0; j < n; ++j)
+            if (counts[j] > 0) want.push_back({counts[j], one(j, -int64_t(offsets[j]))});
+          break;
+        case Collective::ReduceScatterV:  // element i is input element offsets[r] + i
+          if (counts[r] > 0) want.push_back({counts[r], moved(all, int64_t(offsets[r]))});
           break;
         default:
           break;
@@ -587,7 +643,8 @@ std::string provePointToPoint(int nranks, size_t count, int shift, bool receiveF
   auto to = [&](int r) { return wrapRank(r + shift, nranks); };
   auto from = [&](int r) { return wrapRank(r - shift, nranks); };
   // One schedule per rank holding both calls, as the engine queues two ops' steps.
-  Run run(nranks, count, count, 0, 0, false, installments, -1, [&](int r) {
+  auto shape = [&](int) { return Run::Shape{count, count, 0, 0}; };
+  Run run(nranks, static_cast<int64_t>(count), shape, false, installments, -1, [&](int r) {
     Schedule out = send.build({Collective::Send, r, nranks, count, to(r)});
     Schedule in = recv.build({Collective::Recv, r, nranks, count, from(r)});
     if (receiveFirst) std::swap(out, in);

@@ -4,6 +4,8 @@
 #include "comm/comm_impl.hpp"
 #include "store/store.hpp"
 
+#include <chorus/chorus.h>
+
 #include <gtest/gtest.h>
 
 #include <future>
@@ -88,4 +90,24 @@ TEST(GrowJoin, LiveMembersRankCannotJoinAgain) {
             std::string::npos)
       << refused.what();
   EXPECT_EQ(comm.pendingJoins(), 0);  // the arrival was taken, and refused
+}
+
+// The C API's grow, pending joins and failed ranks on a healthy 1-rank communicator.
+TEST(GrowJoin, CApi) {
+  chorusUniqueId id;
+  ASSERT_EQ(chorusGetUniqueId(&id), chorusSuccess);
+  chorusComm_t comm = nullptr;
+  ASSERT_EQ(chorusCommInitRank(&comm, 1, id, 0), chorusSuccess);
+  int pending = -1, failed = -1;
+  EXPECT_EQ(chorusCommPendingJoins(comm, &pending), chorusSuccess);
+  EXPECT_EQ(pending, 0);
+  EXPECT_EQ(chorusCommGetFailedRanks(comm, nullptr, 0, &failed), chorusSuccess);
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(chorusCommGetFailedRanks(comm, nullptr, 1, &failed), chorusInvalidArgument);
+  chorusComm_t grown = reinterpret_cast<chorusComm_t>(&pending);  // must be reset
+  EXPECT_EQ(chorusCommGrow(comm, 0, &grown), chorusInvalidArgument);
+  EXPECT_EQ(grown, nullptr);
+  EXPECT_NE(std::string(chorusGetLastError(comm)).find("newcomers must be >= 1"),
+            std::string::npos);
+  EXPECT_EQ(chorusCommDestroy(comm), chorusSuccess);
 }

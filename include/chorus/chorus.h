@@ -61,6 +61,14 @@ chorusResult_t chorusCommSplit(chorusComm_t comm, int color, int key, chorusComm
 /* NCCL's ncclCommInitAll: ndev ranks of one job in this process, comms[i] is rank i.
  * devlist is accepted for NCCL's signature and ignored (host memory); it may be NULL. */
 chorusResult_t chorusCommInitAll(chorusComm_t* comms, int ndev, const int* devlist);
+/* Growing back (Communicator::grow/joinFromEnv): every member calls chorusCommGrow with the
+ * same newcomers count and gets *newcomm with the members and the next newcomers processes
+ * that called chorusCommJoinEnv (a replacement chorus-run --respawn started, with
+ * CHORUS_REJOIN set), numbered by launch rank. chorusCommPendingJoins says how many wait
+ * (rank 0's count is the one to agree on). Timeouts as the communicator's. */
+chorusResult_t chorusCommGrow(chorusComm_t comm, int newcomers, chorusComm_t* newcomm);
+chorusResult_t chorusCommJoinEnv(chorusComm_t* comm, const chorusConfig_t* config);
+chorusResult_t chorusCommPendingJoins(chorusComm_t comm, int* pending);
 /* Reads rank, size and rendezvous address from the environment (chorus-run, torchrun, mpirun). */
 chorusResult_t chorusCommInitEnv(chorusComm_t* comm);
 chorusResult_t chorusCommDestroy(chorusComm_t comm);

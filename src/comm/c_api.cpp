@@ -123,6 +123,29 @@ chorusResult_t chorusCommShrink(chorusComm_t comm, const int* excludeRanks, int 
   });
 }
 
+chorusResult_t chorusCommGrow(chorusComm_t comm, int newcomers, chorusComm_t* newcomm) {
+  if (!comm || !newcomm) return invalid("chorusCommGrow: null argument");
+  *newcomm = nullptr;
+  return guarded(comm, [&] {
+    auto grown = comm->comm.grow(newcomers);
+    *newcomm = new chorusComm{std::move(grown), {}, comm->blocking, {}};
+  });
+}
+
+chorusResult_t chorusCommJoinEnv(chorusComm_t* comm, const chorusConfig_t* config) {
+  if (!comm) return invalid("chorusCommJoinEnv: comm is null");
+  *comm = nullptr;
+  return guarded(nullptr, [&] {
+    *comm =
+        new chorusComm{chorus::Communicator::joinFromEnv(), {}, !config || config->blocking, {}};
+  });
+}
+
+chorusResult_t chorusCommPendingJoins(chorusComm_t comm, int* pending) {
+  if (!comm || !pending) return invalid("chorusCommPendingJoins: null argument");
+  return guarded(comm, [&] { *pending = comm->comm.pendingJoins(); });
+}
+
 chorusResult_t chorusCommInitEnv(chorusComm_t* comm) {
   if (!comm) return invalid("chorusCommInitEnv: comm is null");
   *comm = nullptr;

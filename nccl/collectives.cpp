@@ -45,24 +45,32 @@ void scaleNarrow(const void* in, void* out, size_t n, const std::byte* scalar) {
 
 void scale(const void* in, void* out, size_t n, DataType type, const std::byte* scalar) {
   switch (type) {
-    case DataType::Int8: return scaleAs<int8_t, uint32_t>(in, out, n, scalar);
-    case DataType::Uint8: return scaleAs<uint8_t, uint32_t>(in, out, n, scalar);
-    case DataType::Int32: return scaleAs<int32_t, uint32_t>(in, out, n, scalar);
-    case DataType::Uint32: return scaleAs<uint32_t>(in, out, n, scalar);
-    case DataType::Int64: return scaleAs<int64_t, uint64_t>(in, out, n, scalar);
-    case DataType::Uint64: return scaleAs<uint64_t>(in, out, n, scalar);
-    case DataType::Float32: return scaleAs<float>(in, out, n, scalar);
-    case DataType::Float64: return scaleAs<double>(in, out, n, scalar);
+    case DataType::Int8:
+      return scaleAs<int8_t, uint32_t>(in, out, n, scalar);
+    case DataType::Uint8:
+      return scaleAs<uint8_t, uint32_t>(in, out, n, scalar);
+    case DataType::Int32:
+      return scaleAs<int32_t, uint32_t>(in, out, n, scalar);
+    case DataType::Uint32:
+      return scaleAs<uint32_t>(in, out, n, scalar);
+    case DataType::Int64:
+      return scaleAs<int64_t, uint64_t>(in, out, n, scalar);
+    case DataType::Uint64:
+      return scaleAs<uint64_t>(in, out, n, scalar);
+    case DataType::Float32:
+      return scaleAs<float>(in, out, n, scalar);
+    case DataType::Float64:
+      return scaleAs<double>(in, out, n, scalar);
     case DataType::Float16:
       return scaleNarrow<uint16_t, kernels::halfToFloat, kernels::floatToHalf>(in, out, n, scalar);
     case DataType::Bfloat16:
       return scaleNarrow<uint16_t, kernels::bf16ToFloat, kernels::floatToBf16>(in, out, n, scalar);
     case DataType::Float8e4m3:
       return scaleNarrow<uint8_t, kernels::fp8e4m3ToFloat, kernels::floatToFp8e4m3>(in, out, n,
-                                                                                   scalar);
+                                                                                    scalar);
     case DataType::Float8e5m2:
       return scaleNarrow<uint8_t, kernels::fp8e5m2ToFloat, kernels::floatToFp8e5m2>(in, out, n,
-                                                                                   scalar);
+                                                                                    scalar);
   }
 }
 
@@ -104,16 +112,15 @@ ncclResult_t resolveOp(ncclComm_t comm, const char* what, ncclRedOp_t op, ncclDa
   if (comm->preMulOps[index]->type != toChorus(type))
     return setError(comm, ncclInvalidArgument,
                     std::string(what) + ": the pre-multiplied sum op " + std::to_string(int(op)) +
-                        " was made for " + toString(comm->preMulOps[index]->type) +
-                        ", used with " + toString(toChorus(type)));
+                        " was made for " + toString(comm->preMulOps[index]->type) + ", used with " +
+                        toString(toChorus(type)));
   out.preMul = comm->preMulOps[index];
   return ncclSuccess;
 }
 
-#define NCCL_CHECK(call)                              \
-  do {                                                \
-    if (ncclResult_t r_ = (call); r_ != ncclSuccess) \
-      return r_;                                      \
+#define NCCL_CHECK(call)                                        \
+  do {                                                          \
+    if (ncclResult_t r_ = (call); r_ != ncclSuccess) return r_; \
   } while (0)
 
 }  // namespace
@@ -123,10 +130,12 @@ NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar,
          ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm) {
   constexpr const char* what = "ncclRedOpCreatePreMulSum";
   NCCL_CHECK(checkCall(comm, what, datatype));
-  if (!op || !scalar) return setError(comm, ncclInvalidArgument, "ncclRedOpCreatePreMulSum: op or scalar is null");
+  if (!op || !scalar)
+    return setError(comm, ncclInvalidArgument, "ncclRedOpCreatePreMulSum: op or scalar is null");
   if (residence != ncclScalarDevice && residence != ncclScalarHostImmediate)
-    return setError(comm, ncclInvalidArgument,
-                    "ncclRedOpCreatePreMulSum: invalid residence " + std::to_string(int(residence)));
+    return setError(
+        comm, ncclInvalidArgument,
+        "ncclRedOpCreatePreMulSum: invalid residence " + std::to_string(int(residence)));
   PreMulOp made{toChorus(datatype)};
   if (isDevicePointer(scalar))
     return setError(comm, ncclInvalidUsage,
@@ -156,8 +165,9 @@ NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
     return setError(comm, ncclInvalidArgument,
                     "ncclRedOpDestroy: op " + std::to_string(int(op)) + " is built in");
   if (index >= static_cast<long>(comm->preMulOps.size()) || !comm->preMulOps[index])
-    return setError(comm, ncclInvalidArgument,
-                    "ncclRedOpDestroy: op " + std::to_string(int(op)) + " is not live on this comm");
+    return setError(
+        comm, ncclInvalidArgument,
+        "ncclRedOpDestroy: op " + std::to_string(int(op)) + " is not live on this comm");
   comm->preMulOps[index].reset();
   return ncclSuccess;
 }

@@ -94,8 +94,10 @@ void complete(std::vector<InFlight>& calls) {
       }
     }
     idle = finished ? 0 : idle + 1;
-    if (idle > 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
-    else if (idle > 0) std::this_thread::yield();
+    if (idle > 64)
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    else if (idle > 0)
+      std::this_thread::yield();
   }
 }
 

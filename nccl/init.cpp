@@ -36,9 +36,8 @@ ncclResult_t create(ncclComm_t* out, int nranks, const UniqueId& id, int rank,
   auto* c = new ncclComm;
   c->blocking = choice.blocking;
   if (choice.blocking) {
-    ncclResult_t r = guarded(nullptr, what, [&] {
-      c->comm = Communicator::init(rank, nranks, id, choice.options);
-    });
+    ncclResult_t r = guarded(
+        nullptr, what, [&] { c->comm = Communicator::init(rank, nranks, id, choice.options); });
     if (r != ncclSuccess) {
       delete c;
       return r;
@@ -48,7 +47,8 @@ ncclResult_t create(ncclComm_t* out, int nranks, const UniqueId& id, int rank,
   }
   c->initDone = false;
   c->initThread = std::thread([c, nranks, id, rank, options = choice.options, what] {
-    c->initResult = guarded(c, what, [&] { c->comm = Communicator::init(rank, nranks, id, options); });
+    c->initResult =
+        guarded(c, what, [&] { c->comm = Communicator::init(rank, nranks, id, options); });
     c->initDone = true;
   });
   *out = c;
@@ -80,11 +80,12 @@ ConfigChoice readConfig(const ncclConfig_t* config, const char* what) {
   if (config->size < kConfigMinSize || config->magic != kConfigMagic)
     throw Error(Result::InvalidArgument,
                 "the ncclConfig_t was not initialised with NCCL_CONFIG_INITIALIZER (size " +
-                    std::to_string(config->size) + ", magic " + std::to_string(config->magic) + ")");
+                    std::to_string(config->size) + ", magic " + std::to_string(config->magic) +
+                    ")");
   if (config->blocking != NCCL_CONFIG_UNDEF_INT) {
     if (config->blocking != 0 && config->blocking != 1)
-      throw Error(Result::InvalidArgument, "config.blocking must be 0 or 1, got " +
-                                               std::to_string(config->blocking));
+      throw Error(Result::InvalidArgument,
+                  "config.blocking must be 0 or 1, got " + std::to_string(config->blocking));
     choice.blocking = config->blocking == 1;
   }
   return choice;
@@ -110,8 +111,7 @@ NCCL_API(ncclResult_t, ncclGetVersion, int* version) {
 }
 
 NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
-  if (!uniqueId)
-    return setError(nullptr, ncclInvalidArgument, "ncclGetUniqueId: uniqueId is null");
+  if (!uniqueId) return setError(nullptr, ncclInvalidArgument, "ncclGetUniqueId: uniqueId is null");
   return guarded(nullptr, "ncclGetUniqueId", [&] {
     UniqueId id = getUniqueId();
     std::memcpy(uniqueId->internal, id.bytes.data(), sizeof(uniqueId->internal));
@@ -139,9 +139,9 @@ NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks
 
 NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
   if (!comms || ndev < 1)
-    return setError(nullptr, ncclInvalidArgument,
-                    "ncclCommInitAll: needs a comm array and ndev >= 1, got ndev " +
-                        std::to_string(ndev));
+    return setError(
+        nullptr, ncclInvalidArgument,
+        "ncclCommInitAll: needs a comm array and ndev >= 1, got ndev " + std::to_string(ndev));
   // devlist names CUDA devices; on host memory every rank is a thread of this process.
   return guarded(nullptr, "ncclCommInitAll", [&] {
     std::vector<Communicator> all = Communicator::initAll(ndev);
@@ -158,9 +158,9 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
     return setError(comm, ncclInvalidArgument, "ncclCommSplit: comm or newcomm is null");
   *newcomm = nullptr;
   if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
-    return setError(comm, ncclInvalidArgument,
-                    "ncclCommSplit: color must be >= 0 or NCCL_SPLIT_NOCOLOR, got " +
-                        std::to_string(color));
+    return setError(
+        comm, ncclInvalidArgument,
+        "ncclCommSplit: color must be >= 0 or NCCL_SPLIT_NOCOLOR, got " + std::to_string(color));
   CallScope scope(comm);
   return guarded(comm, "ncclCommSplit", [&] {
     ConfigChoice choice;
@@ -272,8 +272,7 @@ NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
 }
 
 NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
-  if (!comm || !rank)
-    return setError(comm, ncclInvalidArgument, "ncclCommUserRank: null argument");
+  if (!comm || !rank) return setError(comm, ncclInvalidArgument, "ncclCommUserRank: null argument");
   return guarded(comm, "ncclCommUserRank", [&] { *rank = comm->ready().rank(); });
 }
 

@@ -21,7 +21,7 @@ constexpr int kCuPointerAttributeIsManaged = 8;   // CU_POINTER_ATTRIBUTE_IS_MAN
 constexpr int kCuMemoryTypeDevice = 2;            // CU_MEMORYTYPE_DEVICE
 
 CuPointerGetAttribute driver() {
-  static CuPointerGetAttribute get = [] () -> CuPointerGetAttribute {
+  static CuPointerGetAttribute get = []() -> CuPointerGetAttribute {
     void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return nullptr;  // no driver: no device memory can exist in this process
     auto init = reinterpret_cast<CuInit>(dlsym(lib, "cuInit"));
@@ -49,8 +49,9 @@ bool isDevicePointer(const void* ptr) {
 void requireHost(const void* ptr, const char* what, const char* which) {
   if (isDevicePointer(ptr))
     throw Error(Result::InvalidUsage,
-                std::string(which) + " is device memory, and this libnccl (Chorus) was built "
-                "without GPU support: pass host buffers and a null stream");
+                std::string(which) +
+                    " is device memory, and this libnccl (Chorus) was built "
+                    "without GPU support: pass host buffers and a null stream");
   (void)what;
 }
 

@@ -19,8 +19,8 @@
 
 // Every entry point is defined once as nccl<Name> (weak, so a profiler may interpose) and
 // exported a second time as pnccl<Name>, an alias of the same code, as NCCL does.
-#define NCCL_API(ret, func, ...)                                                      \
-  extern "C" __attribute__((visibility("default"))) ret func(__VA_ARGS__);           \
+#define NCCL_API(ret, func, ...)                                                            \
+  extern "C" __attribute__((visibility("default"))) ret func(__VA_ARGS__);                  \
   extern "C" __attribute__((visibility("default"), alias(#func))) ret p##func(__VA_ARGS__); \
   extern "C" __attribute__((visibility("default"), weak)) ret func(__VA_ARGS__)
 

@@ -40,14 +40,14 @@ void enumType(const char* name) {
 }  // namespace
 
 #define ENUM(v) row("enumerator", #v, static_cast<long long>(v))
-#define FIELD(S, f)                                                                     \
-  row("offset", #S "." #f, static_cast<long long>(offsetof(S, f)));                     \
+#define FIELD(S, f)                                                 \
+  row("offset", #S "." #f, static_cast<long long>(offsetof(S, f))); \
   row("field-type", #S "." #f, typeName<decltype(S::f)>())
-#define STRUCT(S)                                    \
+#define STRUCT(S)                                       \
   row("sizeof", #S, static_cast<long long>(sizeof(S))); \
   row("alignof", #S, static_cast<long long>(alignof(S)))
-#define FUNCTION(f)                                        \
-  row("function", #f, typeName<decltype(&f)>());           \
+#define FUNCTION(f)                              \
+  row("function", #f, typeName<decltype(&f)>()); \
   row("function", "p" #f, typeName<decltype(&p##f)>())
 
 int main() {
@@ -70,21 +70,47 @@ int main() {
 
   // Enums.
   enumType<ncclResult_t>("ncclResult_t");
-  ENUM(ncclSuccess); ENUM(ncclUnhandledCudaError); ENUM(ncclSystemError);
-  ENUM(ncclInternalError); ENUM(ncclInvalidArgument); ENUM(ncclInvalidUsage);
-  ENUM(ncclRemoteError); ENUM(ncclInProgress); ENUM(ncclNumResults);
+  ENUM(ncclSuccess);
+  ENUM(ncclUnhandledCudaError);
+  ENUM(ncclSystemError);
+  ENUM(ncclInternalError);
+  ENUM(ncclInvalidArgument);
+  ENUM(ncclInvalidUsage);
+  ENUM(ncclRemoteError);
+  ENUM(ncclInProgress);
+  ENUM(ncclNumResults);
   enumType<ncclRedOp_dummy_t>("ncclRedOp_dummy_t");
   ENUM(ncclNumOps_dummy);
   enumType<ncclRedOp_t>("ncclRedOp_t");
-  ENUM(ncclSum); ENUM(ncclProd); ENUM(ncclMax); ENUM(ncclMin); ENUM(ncclAvg);
-  ENUM(ncclNumOps); ENUM(ncclMaxRedOp);
+  ENUM(ncclSum);
+  ENUM(ncclProd);
+  ENUM(ncclMax);
+  ENUM(ncclMin);
+  ENUM(ncclAvg);
+  ENUM(ncclNumOps);
+  ENUM(ncclMaxRedOp);
   enumType<ncclDataType_t>("ncclDataType_t");
-  ENUM(ncclInt8); ENUM(ncclChar); ENUM(ncclUint8); ENUM(ncclInt32); ENUM(ncclInt);
-  ENUM(ncclUint32); ENUM(ncclInt64); ENUM(ncclUint64); ENUM(ncclFloat16); ENUM(ncclHalf);
-  ENUM(ncclFloat32); ENUM(ncclFloat); ENUM(ncclFloat64); ENUM(ncclDouble);
-  ENUM(ncclBfloat16); ENUM(ncclFloat8e4m3); ENUM(ncclFloat8e5m2); ENUM(ncclNumTypes);
+  ENUM(ncclInt8);
+  ENUM(ncclChar);
+  ENUM(ncclUint8);
+  ENUM(ncclInt32);
+  ENUM(ncclInt);
+  ENUM(ncclUint32);
+  ENUM(ncclInt64);
+  ENUM(ncclUint64);
+  ENUM(ncclFloat16);
+  ENUM(ncclHalf);
+  ENUM(ncclFloat32);
+  ENUM(ncclFloat);
+  ENUM(ncclFloat64);
+  ENUM(ncclDouble);
+  ENUM(ncclBfloat16);
+  ENUM(ncclFloat8e4m3);
+  ENUM(ncclFloat8e5m2);
+  ENUM(ncclNumTypes);
   enumType<ncclScalarResidence_t>("ncclScalarResidence_t");
-  ENUM(ncclScalarDevice); ENUM(ncclScalarHostImmediate);
+  ENUM(ncclScalarDevice);
+  ENUM(ncclScalarHostImmediate);
 
   // Types and structs.
   row("type", "ncclComm_t", typeName<ncclComm_t>());
@@ -92,16 +118,27 @@ int main() {
   STRUCT(ncclUniqueId);
   FIELD(ncclUniqueId, internal);
   STRUCT(ncclConfig_t);
-  FIELD(ncclConfig_t, size); FIELD(ncclConfig_t, magic); FIELD(ncclConfig_t, version);
-  FIELD(ncclConfig_t, blocking); FIELD(ncclConfig_t, cgaClusterSize);
-  FIELD(ncclConfig_t, minCTAs); FIELD(ncclConfig_t, maxCTAs); FIELD(ncclConfig_t, netName);
-  FIELD(ncclConfig_t, splitShare); FIELD(ncclConfig_t, trafficClass);
-  FIELD(ncclConfig_t, commName); FIELD(ncclConfig_t, collnetEnable);
-  FIELD(ncclConfig_t, CTAPolicy); FIELD(ncclConfig_t, shrinkShare);
-  FIELD(ncclConfig_t, nvlsCTAs); FIELD(ncclConfig_t, nChannelsPerNetPeer);
+  FIELD(ncclConfig_t, size);
+  FIELD(ncclConfig_t, magic);
+  FIELD(ncclConfig_t, version);
+  FIELD(ncclConfig_t, blocking);
+  FIELD(ncclConfig_t, cgaClusterSize);
+  FIELD(ncclConfig_t, minCTAs);
+  FIELD(ncclConfig_t, maxCTAs);
+  FIELD(ncclConfig_t, netName);
+  FIELD(ncclConfig_t, splitShare);
+  FIELD(ncclConfig_t, trafficClass);
+  FIELD(ncclConfig_t, commName);
+  FIELD(ncclConfig_t, collnetEnable);
+  FIELD(ncclConfig_t, CTAPolicy);
+  FIELD(ncclConfig_t, shrinkShare);
+  FIELD(ncclConfig_t, nvlsCTAs);
+  FIELD(ncclConfig_t, nChannelsPerNetPeer);
   FIELD(ncclConfig_t, nvlinkCentricSched);
   STRUCT(ncclSimInfo_t);
-  FIELD(ncclSimInfo_t, size); FIELD(ncclSimInfo_t, magic); FIELD(ncclSimInfo_t, version);
+  FIELD(ncclSimInfo_t, size);
+  FIELD(ncclSimInfo_t, magic);
+  FIELD(ncclSimInfo_t, version);
   FIELD(ncclSimInfo_t, estimatedTime);
 
   // What the initializers fill in (the version field: the header's own version).
@@ -127,17 +164,41 @@ int main() {
       sim.version == NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH));
 
   // Functions: the 2.26 surface and the extensions.
-  FUNCTION(ncclMemAlloc); FUNCTION(ncclMemFree); FUNCTION(ncclGetVersion);
-  FUNCTION(ncclGetUniqueId); FUNCTION(ncclCommInitRankConfig); FUNCTION(ncclCommInitRank);
-  FUNCTION(ncclCommInitAll); FUNCTION(ncclCommFinalize); FUNCTION(ncclCommDestroy);
-  FUNCTION(ncclCommAbort); FUNCTION(ncclCommSplit); FUNCTION(ncclCommInitRankScalable);
-  FUNCTION(ncclGetErrorString); FUNCTION(ncclGetLastError); FUNCTION(ncclCommGetAsyncError);
-  FUNCTION(ncclCommCount); FUNCTION(ncclCommCuDevice); FUNCTION(ncclCommUserRank);
-  FUNCTION(ncclCommRegister); FUNCTION(ncclCommDeregister);
-  FUNCTION(ncclRedOpCreatePreMulSum); FUNCTION(ncclRedOpDestroy);
-  FUNCTION(ncclReduce); FUNCTION(ncclBcast); FUNCTION(ncclBroadcast); FUNCTION(ncclAllReduce);
-  FUNCTION(ncclReduceScatter); FUNCTION(ncclAllGather); FUNCTION(ncclAlltoAll);
-  FUNCTION(ncclGather); FUNCTION(ncclScatter); FUNCTION(ncclSend); FUNCTION(ncclRecv);
-  FUNCTION(ncclGroupStart); FUNCTION(ncclGroupEnd); FUNCTION(ncclGroupSimulateEnd);
+  FUNCTION(ncclMemAlloc);
+  FUNCTION(ncclMemFree);
+  FUNCTION(ncclGetVersion);
+  FUNCTION(ncclGetUniqueId);
+  FUNCTION(ncclCommInitRankConfig);
+  FUNCTION(ncclCommInitRank);
+  FUNCTION(ncclCommInitAll);
+  FUNCTION(ncclCommFinalize);
+  FUNCTION(ncclCommDestroy);
+  FUNCTION(ncclCommAbort);
+  FUNCTION(ncclCommSplit);
+  FUNCTION(ncclCommInitRankScalable);
+  FUNCTION(ncclGetErrorString);
+  FUNCTION(ncclGetLastError);
+  FUNCTION(ncclCommGetAsyncError);
+  FUNCTION(ncclCommCount);
+  FUNCTION(ncclCommCuDevice);
+  FUNCTION(ncclCommUserRank);
+  FUNCTION(ncclCommRegister);
+  FUNCTION(ncclCommDeregister);
+  FUNCTION(ncclRedOpCreatePreMulSum);
+  FUNCTION(ncclRedOpDestroy);
+  FUNCTION(ncclReduce);
+  FUNCTION(ncclBcast);
+  FUNCTION(ncclBroadcast);
+  FUNCTION(ncclAllReduce);
+  FUNCTION(ncclReduceScatter);
+  FUNCTION(ncclAllGather);
+  FUNCTION(ncclAlltoAll);
+  FUNCTION(ncclGather);
+  FUNCTION(ncclScatter);
+  FUNCTION(ncclSend);
+  FUNCTION(ncclRecv);
+  FUNCTION(ncclGroupStart);
+  FUNCTION(ncclGroupEnd);
+  FUNCTION(ncclGroupSimulateEnd);
   return 0;
 }

@@ -54,7 +54,7 @@ chorus::Work call(chorus::Communicator& comm, const std::string& which, bool odd
     return comm.broadcast(in.data(), out.data(), n, DataType::Float32, odd ? 2 : 0);
   }
   if (which == "memalloc") {  // only rank 1's buffers are ordinary memory: the others
-    const size_t big = 1 << 16;  // take the one-sided path (peer_oneshot at 256 KiB)
+    const size_t big = 1 << 16;  // take the one-sided path (peer_twoshot at 256 KiB, 3 ranks)
     in.resize(big, 1.0f);
     out.resize(big);
     if (odd) {
@@ -94,7 +94,7 @@ Expect expectFor(const std::string& which) {
   if (which == "op") return {"float max", "float sum", false};
   if (which == "type") return {"int32 sum", "float sum", false};
   if (which == "root") return {"root 2", "root 0", true};
-  if (which == "memalloc") return {"float sum, ring)", "float sum, peer_oneshot)", false};
+  if (which == "memalloc") return {"float sum, ring)", "float sum, peer_twoshot)", false};
   if (which == "counts")
     return {"with other per-rank counts", "allGatherV #1 (1000 x float", false};
   return {"recv #1 (500 x float", "send #1 (1000 x float", true};  // p2p

@@ -5,7 +5,7 @@
 # fabric file describing the bed, and prints per size and algorithm measured and simulated
 # busbw, their ratio, and per size the measured winner, the simulated winner and the
 # tuner's pick in the bed. Needs root.
-#   perf/sim_vs_bed.sh [RATE_MBIT=1000] [LAYOUTS="2x2 3x2"] [ROUNDS=1] [OUT=sim_vs_bed]
+#   [MIN_MS=200] perf/sim_vs_bed.sh [RATE_MBIT=1000] [LAYOUTS="2x2 3x2"] [ROUNDS=1] [OUT=sim_vs_bed]
 # Bed model (fabric file written to OUT/bed_KxN.fabric) calibrated in the same run, not
 # fitted to the points: the communicator's tuning probe (CHORUS_TUNE_PROBE=1: every pair
 # ping-pongs at once, so the figures carry the load of ranks sharing the cores) measures
@@ -16,6 +16,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mbit=${1:-1000} layouts=${2:-"2x2 3x2"} rounds=${3:-1} out=${4:-sim_vs_bed}
+# Each size runs for at least this long (ms): tc's token bucket lets its burst (256 KiB)
+# through at the veth's speed, so a few calls of a small size would beat the rate the
+# model (and the bed in steady state) has.
+min_ms=${MIN_MS:-200}
 bed=tests/testbed/netns_bed.sh perf=$PWD/build/perf/chorus-perf sim=$PWD/build/tools/chorus-sim
 mkdir -p "$out"
 for layout in $layouts; do
@@ -23,7 +27,7 @@ for layout in $layouts; do
   fabric=$out/bed_$layout.fabric
   $bed run -k "$k" -m 1 -r "${mbit}mbit" -n "$n" -t 1200 -e CHORUS_TUNE_PROBE=1 \
     -e CHORUS_DEBUG=INFO -- \
-    "$perf" -t allreduce -A each -b 64K -e 64M -f 4 -K "$rounds" -n 2 -w 1 -T 0 >"$out/bed_$layout.log" 2>&1
+    "$perf" -t allreduce -A each -b 64K -e 64M -f 4 -K "$rounds" -n 2 -w 1 -T "$min_ms" >"$out/bed_$layout.log" 2>&1
   sed -n 's/^\[0\] //p' "$out/bed_$layout.log" | grep -v 'CHORUS INFO' >"$out/bed_$layout.txt"
   # The probe's figures (rank 0's log): within a node, between nodes.
   awk -v k="$k" -v n="$n" -v layout="$layout" '

@@ -28,7 +28,7 @@ namespace chorus {
 class Tuner {
  public:
   static constexpr int kMaxReplayRanks = 128;
-  static constexpr size_t kMaxReplaySteps = size_t{6} << 20;  // ~1 GB, seconds
+  static constexpr size_t kMaxReplaySteps = size_t{4} << 20;  // ~0.5 GB, seconds
   enum class Mode { Model, Static };
 
   // With several nodes: `layout` says which ranks share one, `inter` is the link between

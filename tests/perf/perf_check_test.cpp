@@ -167,15 +167,18 @@ perf::ParseStatus parse(std::vector<std::string> words, perf::Args& args, std::s
                          error);
 }
 
-// -R is nccl-tests' buffer registration: 0 accepted, 1/2 refused until it exists; the
-// rounds of -A each moved to -K.
-TEST(PerfCheck, RegistrationFlagIsReserved) {
+// -R is nccl-tests' buffer registration: 0 ordinary buffers, 1 registered, 2 memAlloc;
+// anything else is refused. The rounds of -A each moved to -K.
+TEST(PerfCheck, RegistrationFlagAsNcclTests) {
   perf::Args args;
   std::string error;
-  EXPECT_EQ(parse({"chorus-perf", "-R", "0"}, args, error), perf::ParseStatus::Ok);
-  for (const char* v : {"1", "2"}) {
+  for (int v : {0, 1, 2}) {
+    EXPECT_EQ(parse({"chorus-perf", "-R", std::to_string(v)}, args, error), perf::ParseStatus::Ok);
+    EXPECT_EQ(args.registration, v);
+  }
+  for (const char* v : {"3", "-1", "x"}) {
     EXPECT_EQ(parse({"chorus-perf", "-R", v}, args, error), perf::ParseStatus::Error);
-    EXPECT_NE(error.find("not yet supported"), std::string::npos) << error;
+    EXPECT_NE(error.find("for -R"), std::string::npos) << error;
   }
   perf::Args rounds;
   EXPECT_EQ(parse({"chorus-perf", "-A", "each", "-K", "5"}, rounds, error), perf::ParseStatus::Ok);

@@ -1,5 +1,5 @@
 // The collectives and point-to-point calls, on Chorus's Communicator; pre-multiplied sums
-// (scale a copy of the input, then sum) and gather/scatter (grouped sends and receives).
+// (scale a copy of the input, then sum).
 #include "kernels/half.hpp"
 #include "nccl/nccl_comm.hpp"
 
@@ -294,7 +294,7 @@ void checkRoot(Communicator& c, int root, const char* what) {
 
 }  // namespace
 
-// Gather and scatter as the root's sends/receives to every rank, run together.
+// Gather and scatter: Chorus's own (proved) schedules, mismatches detected as for the rest.
 NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   constexpr const char* what = "ncclGather";
@@ -305,19 +305,7 @@ NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t 
     checkRoot(c, root, what);
     requireHost(sendbuff, what, "sendbuff");
     requireHost(recvbuff, what, "recvbuff");
-    const DataType type = toChorus(datatype);
-    const size_t bytes = count * sizeOf(type);
-    if (count == 0) return;
-    if (c.rank() != root) {
-      f.works.push_back(c.send(sendbuff, count, type, root));
-      return;
-    }
-    if (!sendbuff || !recvbuff)
-      throw Error(Result::InvalidArgument, "ncclGather: null buffer on the root");
-    auto* out = static_cast<std::byte*>(recvbuff);
-    for (int i = 0; i < c.size(); ++i)
-      if (i != root) f.works.push_back(c.recv(out + i * bytes, count, type, i));
-    std::memmove(out + root * bytes, sendbuff, bytes);  // nothing to do in place
+    f.works.push_back(c.gather(sendbuff, recvbuff, count, toChorus(datatype), root));
   });
 }
 
@@ -331,18 +319,6 @@ NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t
     checkRoot(c, root, what);
     requireHost(sendbuff, what, "sendbuff");
     requireHost(recvbuff, what, "recvbuff");
-    const DataType type = toChorus(datatype);
-    const size_t bytes = count * sizeOf(type);
-    if (count == 0) return;
-    if (c.rank() != root) {
-      f.works.push_back(c.recv(recvbuff, count, type, root));
-      return;
-    }
-    if (!sendbuff || !recvbuff)
-      throw Error(Result::InvalidArgument, "ncclScatter: null buffer on the root");
-    const auto* in = static_cast<const std::byte*>(sendbuff);
-    for (int i = 0; i < c.size(); ++i)
-      if (i != root) f.works.push_back(c.send(in + i * bytes, count, type, i));
-    std::memmove(recvbuff, in + root * bytes, bytes);
+    f.works.push_back(c.scatter(sendbuff, recvbuff, count, toChorus(datatype), root));
   });
 }

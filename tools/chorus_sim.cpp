@@ -212,7 +212,8 @@ int collectives(int argc, char** argv) {
   const Layout layout = Layout::uniform(fabric.nodes, fabric.gpusPerNode);
   std::vector<const Algorithm*> algos;
   for (const Algorithm& a : allAlgorithms()) {
-    if (a.collective != collective) continue;
+    // One-sided algorithms read peers' registered host memory: not modelled on a fabric yet.
+    if (a.collective != collective || a.oneSided) continue;
     if (!only.empty() && std::find(only.begin(), only.end(), std::string(a.name)) == only.end())
       continue;
     algos.push_back(&a);
@@ -225,7 +226,7 @@ int collectives(int argc, char** argv) {
   // fabric's figures (sim::tunerLinks), the same replay without the flow-level effects.
   std::vector<const Algorithm*> candidates;
   for (const Algorithm& a : allAlgorithms())
-    if (a.collective == collective) candidates.push_back(&a);
+    if (a.collective == collective && !a.oneSided) candidates.push_back(&a);
   const LinkClasses links = tunerLinks(fabric);
   Tuning tuning = defaultTuning(LinkClass::Nvlink);
   tuning.model = links.intra;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 namespace chorus {
 
@@ -20,10 +21,17 @@ Tuner::Tuner(int nranks, Tuning tuning, Mode mode, const Layout* layout,
       inter_(std::move(inter)) {}
 
 const Algorithm& Tuner::choose(Collective collective, size_t count, DataType type,
-                               std::span<const Algorithm* const> candidates, bool log) {
+                               std::span<const Algorithm* const> offered, bool log) {
   const auto key = std::make_tuple(collective, count, type);
   if (auto it = choices_.find(key); it != choices_.end()) return *it->second;
   if (choices_.size() >= 4096) choices_.clear();
+  // One-sided algorithms need registered buffers: chooseOneSided decides on them, never this
+  // (unless nothing else is offered).
+  std::vector<const Algorithm*> copyPath;
+  for (const Algorithm* a : offered)
+    if (!a->oneSided) copyPath.push_back(a);
+  std::span<const Algorithm* const> candidates =
+      copyPath.empty() ? offered : std::span<const Algorithm* const>(copyPath);
 
   const size_t elementSize = sizeOf(type);
   const Algorithm* best = nullptr;
@@ -48,7 +56,6 @@ const Algorithm& Tuner::choose(Collective collective, size_t count, DataType typ
     const LinkModel link = tuning_.forType(type);
     double bestMicros = 0;
     for (const Algorithm* a : candidates) {
-      if (a->oneSided && candidates.size() > 1) continue;  // needs registered buffers
       const double us = predictMicros(*a, collective, nranks_, count, elementSize, link, layout_,
                                       inter_ ? &*inter_ : nullptr);
       if (!best || us < bestMicros) best = a, bestMicros = us;

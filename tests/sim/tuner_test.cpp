@@ -23,7 +23,7 @@ namespace {
 std::vector<const Algorithm*> allReduceAlgorithms() {
   std::vector<const Algorithm*> out;
   for (const Algorithm& a : allAlgorithms())
-    if (a.collective == Collective::AllReduce) out.push_back(&a);
+    if (a.collective == Collective::AllReduce && !a.oneSided) out.push_back(&a);  // as the tuner
   return out;
 }
 

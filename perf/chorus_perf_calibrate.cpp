@@ -71,8 +71,10 @@ int calibrate(const std::string& path) {
   std::vector<chorus::Measurement> points;
   std::vector<float> in((16 << 20) / sizeof(float), 1.0f), out(in.size());
   for (const chorus::Algorithm& a : chorus::allAlgorithms()) {
-    // hier* are the flat ring on one node: only worth timing across nodes.
-    if (a.collective != chorus::Collective::AllReduce ||
+    // hier* are the flat ring on one node: only worth timing across nodes. One-sided
+    // algorithms need registered buffers and have their own measured thresholds
+    // (Tuner::chooseOneSided): the fit is of the copy path.
+    if (a.collective != chorus::Collective::AllReduce || a.oneSided ||
         (std::string_view(a.name).starts_with("hier") && local == n))
       continue;
     comm.setAlgorithm(std::string("allreduce:") + a.name);

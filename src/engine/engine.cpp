@@ -67,18 +67,21 @@ Engine::Engine(Transport& transport, EngineConfig config)
 
 Engine::~Engine() = default;
 
+bool Engine::refuseAfterFailure(OpState& op) {
+  if (!failed()) return false;
+  op.done = true;
+  op.error = failure_;
+  op.message = "rank " + std::to_string(config_.rank) + ": " + op.describe() +
+               " not started: the communicator failed earlier: " + failureCause_;
+  return true;
+}
+
 void Engine::submit(std::shared_ptr<OpState> op) {
   if (op->viaMailbox) return submitMailbox(std::move(op));
   const Schedule& schedule = *op->schedule;
   op->progress.assign(schedule.steps.size(), {});
   op->stepsLeft = schedule.steps.size();
-  if (failed()) {
-    op->done = true;
-    op->error = failure_;
-    op->message = "rank " + std::to_string(config_.rank) + ": " + op->describe() +
-                  " not started: the communicator failed earlier: " + failureCause_;
-    return;
-  }
+  if (refuseAfterFailure(*op)) return;
   if (op->stepsLeft == 0) {
     op->done = true;
     return;

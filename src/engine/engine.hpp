@@ -80,6 +80,8 @@ class Engine {
   };
   bool progressPass();
   void submitMailbox(std::shared_ptr<detail::OpState> op);  // mailbox_allreduce.cpp
+  // A call submitted after the communicator failed: completes it at once with the failure.
+  bool refuseAfterFailure(detail::OpState& op);
   bool advanceMailbox();  // the oldest mailbox op; true if anything moved
   void checkStrayCall(detail::OpState& op, int peer, std::byte* slot, size_t bytes);
   bool advance(StepRef ref);

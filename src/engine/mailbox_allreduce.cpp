@@ -21,13 +21,7 @@ size_t roundUp8(size_t v) { return (v + 7) / 8 * 8; }
 }  // namespace
 
 void Engine::submitMailbox(std::shared_ptr<OpState> op) {
-  if (failed()) {
-    op->done = true;
-    op->error = failure_;
-    op->message = "rank " + std::to_string(config_.rank) + ": " + op->describe() +
-                  " not started: the communicator failed earlier: " + failureCause_;
-    return;
-  }
+  if (refuseAfterFailure(*op)) return;
   op->progress.assign(1, {});
   op->stepsLeft = 1;
   op->mailboxSeq = ++mailboxCount_;

@@ -123,6 +123,41 @@ ncclResult_t resolveOp(ncclComm_t comm, const char* what, ncclRedOp_t op, ncclDa
     if (ncclResult_t r_ = (call); r_ != ncclSuccess) return r_; \
   } while (0)
 
+void checkRoot(Communicator& c, int root, const char* what) {
+  if (root < 0 || root >= c.size())
+    throw Error(Result::InvalidArgument, std::string(what) + ": root " + std::to_string(root) +
+                                             " out of range [0, " + std::to_string(c.size()) + ")");
+}
+
+// What every call does around its own launch: the argument checks now (before a group
+// defers it), the call scope, and at launch the host-memory check of its buffers (null:
+// the call has no such buffer).
+template <typename Body>
+ncclResult_t submit(ncclComm_t comm, const char* what, ncclDataType_t type, const void* send,
+                    const void* recv, Body body) {
+  NCCL_CHECK(checkCall(comm, what, type));
+  CallScope scope(comm);
+  return enqueue(comm, what, [=](InFlight& f) {
+    if (send) requireHost(send, what, "sendbuff");
+    if (recv) requireHost(recv, what, "recvbuff");
+    body(f, f.comm->comm, toChorus(type));
+  });
+}
+
+// The same for reductions: the op is resolved at the call, and the body gets the input it
+// reduces (the send buffer, or its pre-multiplied copy of `elementsRead(comm)` elements).
+template <typename Count, typename Body>
+ncclResult_t submitReduction(ncclComm_t comm, const char* what, ncclDataType_t type, ncclRedOp_t op,
+                             const void* send, const void* recv, Count elementsRead, Body body) {
+  NCCL_CHECK(checkCall(comm, what, type));
+  Reduction red;
+  NCCL_CHECK(resolveOp(comm, what, op, type, red));
+  return submit(comm, what, type, send, recv, [=](InFlight& f, Communicator& c, DataType t) {
+    const void* in = reductionInput(f, red, send, elementsRead(c), t);
+    body(f, c, t, in, red.op);
+  });
+}
+
 }  // namespace
 }  // namespace chorus::nccl
 
@@ -174,75 +209,46 @@ NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
 
 NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* what = "ncclAllReduce";
-  NCCL_CHECK(checkCall(comm, what, datatype));
-  Reduction red;
-  NCCL_CHECK(resolveOp(comm, what, op, datatype, red));
-  CallScope scope(comm);
-  const DataType type = toChorus(datatype);
-  return enqueue(comm, what, [=](InFlight& f) {
-    requireHost(sendbuff, what, "sendbuff");
-    requireHost(recvbuff, what, "recvbuff");
-    const void* in = reductionInput(f, red, sendbuff, count, type);
-    f.works.push_back(f.comm->comm.allReduce(in, recvbuff, count, type, red.op));
-  });
+  return submitReduction(
+      comm, "ncclAllReduce", datatype, op, sendbuff, recvbuff, [=](Communicator&) { return count; },
+      [=](InFlight& f, Communicator& c, DataType type, const void* in, RedOp red) {
+        f.works.push_back(c.allReduce(in, recvbuff, count, type, red));
+      });
 }
 
 NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* what = "ncclReduce";
-  NCCL_CHECK(checkCall(comm, what, datatype));
-  Reduction red;
-  NCCL_CHECK(resolveOp(comm, what, op, datatype, red));
-  CallScope scope(comm);
-  const DataType type = toChorus(datatype);
-  return enqueue(comm, what, [=](InFlight& f) {
-    requireHost(sendbuff, what, "sendbuff");
-    requireHost(recvbuff, what, "recvbuff");
-    const void* in = reductionInput(f, red, sendbuff, count, type);
-    f.works.push_back(f.comm->comm.reduce(in, recvbuff, count, type, red.op, root));
-  });
+  return submitReduction(
+      comm, "ncclReduce", datatype, op, sendbuff, recvbuff, [=](Communicator&) { return count; },
+      [=](InFlight& f, Communicator& c, DataType type, const void* in, RedOp red) {
+        f.works.push_back(c.reduce(in, recvbuff, count, type, red, root));
+      });
 }
 
 NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* what = "ncclReduceScatter";
-  NCCL_CHECK(checkCall(comm, what, datatype));
-  Reduction red;
-  NCCL_CHECK(resolveOp(comm, what, op, datatype, red));
-  CallScope scope(comm);
-  const DataType type = toChorus(datatype);
-  return enqueue(comm, what, [=](InFlight& f) {
-    requireHost(sendbuff, what, "sendbuff");
-    requireHost(recvbuff, what, "recvbuff");
-    const size_t n = recvcount * static_cast<size_t>(f.comm->comm.size());
-    const void* in = reductionInput(f, red, sendbuff, n, type);
-    f.works.push_back(f.comm->comm.reduceScatter(in, recvbuff, recvcount, type, red.op));
-  });
+  return submitReduction(
+      comm, "ncclReduceScatter", datatype, op, sendbuff, recvbuff,
+      [=](Communicator& c) { return recvcount * static_cast<size_t>(c.size()); },
+      [=](InFlight& f, Communicator& c, DataType type, const void* in, RedOp red) {
+        f.works.push_back(c.reduceScatter(in, recvbuff, recvcount, type, red));
+      });
 }
 
 NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* what = "ncclAllGather";
-  NCCL_CHECK(checkCall(comm, what, datatype));
-  CallScope scope(comm);
-  return enqueue(comm, what, [=](InFlight& f) {
-    requireHost(sendbuff, what, "sendbuff");
-    requireHost(recvbuff, what, "recvbuff");
-    f.works.push_back(f.comm->comm.allGather(sendbuff, recvbuff, sendcount, toChorus(datatype)));
-  });
+  return submit(comm, "ncclAllGather", datatype, sendbuff, recvbuff,
+                [=](InFlight& f, Communicator& c, DataType type) {
+                  f.works.push_back(c.allGather(sendbuff, recvbuff, sendcount, type));
+                });
 }
 
 NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* what = "ncclBroadcast";
-  NCCL_CHECK(checkCall(comm, what, datatype));
-  CallScope scope(comm);
-  return enqueue(comm, what, [=](InFlight& f) {
-    requireHost(sendbuff, what, "sendbuff");
-    requireHost(recvbuff, what, "recvbuff");
-    f.works.push_back(f.comm->comm.broadcast(sendbuff, recvbuff, count, toChorus(datatype), root));
-  });
+  return submit(comm, "ncclBroadcast", datatype, sendbuff, recvbuff,
+                [=](InFlight& f, Communicator& c, DataType type) {
+                  f.works.push_back(c.broadcast(sendbuff, recvbuff, count, type, root));
+                });
 }
 
 NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
@@ -252,73 +258,44 @@ NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datat
 
 NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* what = "ncclAlltoAll";
-  NCCL_CHECK(checkCall(comm, what, datatype));
-  CallScope scope(comm);
-  return enqueue(comm, what, [=](InFlight& f) {
-    requireHost(sendbuff, what, "sendbuff");
-    requireHost(recvbuff, what, "recvbuff");
-    f.works.push_back(f.comm->comm.allToAll(sendbuff, recvbuff, count, toChorus(datatype)));
-  });
+  return submit(comm, "ncclAlltoAll", datatype, sendbuff, recvbuff,
+                [=](InFlight& f, Communicator& c, DataType type) {
+                  f.works.push_back(c.allToAll(sendbuff, recvbuff, count, type));
+                });
 }
 
 NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype,
          int peer, ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* what = "ncclSend";
-  NCCL_CHECK(checkCall(comm, what, datatype));
-  CallScope scope(comm);
-  return enqueue(comm, what, [=](InFlight& f) {
-    requireHost(sendbuff, what, "sendbuff");
-    f.works.push_back(f.comm->comm.send(sendbuff, count, toChorus(datatype), peer));
-  });
+  return submit(comm, "ncclSend", datatype, sendbuff, nullptr,
+                [=](InFlight& f, Communicator& c, DataType type) {
+                  f.works.push_back(c.send(sendbuff, count, type, peer));
+                });
 }
 
 NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
          ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* what = "ncclRecv";
-  NCCL_CHECK(checkCall(comm, what, datatype));
-  CallScope scope(comm);
-  return enqueue(comm, what, [=](InFlight& f) {
-    requireHost(recvbuff, what, "recvbuff");
-    f.works.push_back(f.comm->comm.recv(recvbuff, count, toChorus(datatype), peer));
-  });
+  return submit(comm, "ncclRecv", datatype, nullptr, recvbuff,
+                [=](InFlight& f, Communicator& c, DataType type) {
+                  f.works.push_back(c.recv(recvbuff, count, type, peer));
+                });
 }
-
-namespace {
-
-void checkRoot(Communicator& c, int root, const char* what) {
-  if (root < 0 || root >= c.size())
-    throw Error(Result::InvalidArgument, std::string(what) + ": root " + std::to_string(root) +
-                                             " out of range [0, " + std::to_string(c.size()) + ")");
-}
-
-}  // namespace
 
 // Gather and scatter: Chorus's own (proved) schedules, mismatches detected as for the rest.
+// The root is checked at launch, as the collectives check theirs.
 NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* what = "ncclGather";
-  NCCL_CHECK(checkCall(comm, what, datatype));
-  CallScope scope(comm);
-  return enqueue(comm, what, [=](InFlight& f) {
-    Communicator& c = f.comm->comm;
-    checkRoot(c, root, what);
-    requireHost(sendbuff, what, "sendbuff");
-    requireHost(recvbuff, what, "recvbuff");
-    f.works.push_back(c.gather(sendbuff, recvbuff, count, toChorus(datatype), root));
-  });
+  return submit(comm, "ncclGather", datatype, sendbuff, recvbuff,
+                [=](InFlight& f, Communicator& c, DataType type) {
+                  checkRoot(c, root, "ncclGather");
+                  f.works.push_back(c.gather(sendbuff, recvbuff, count, type, root));
+                });
 }
 
 NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* what = "ncclScatter";
-  NCCL_CHECK(checkCall(comm, what, datatype));
-  CallScope scope(comm);
-  return enqueue(comm, what, [=](InFlight& f) {
-    Communicator& c = f.comm->comm;
-    checkRoot(c, root, what);
-    requireHost(sendbuff, what, "sendbuff");
-    requireHost(recvbuff, what, "recvbuff");
-    f.works.push_back(c.scatter(sendbuff, recvbuff, count, toChorus(datatype), root));
-  });
+  return submit(comm, "ncclScatter", datatype, sendbuff, recvbuff,
+                [=](InFlight& f, Communicator& c, DataType type) {
+                  checkRoot(c, root, "ncclScatter");
+                  f.works.push_back(c.scatter(sendbuff, recvbuff, count, type, root));
+                });
 }

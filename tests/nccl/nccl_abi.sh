@@ -16,11 +16,15 @@ work=${3:-}
 prefix=$work/prefix
 cc=${CC:-cc}
 
-# A free loopback port for NCCL_COMM_ID (ports derived from our pid, probed).
+# A free loopback port for NCCL_COMM_ID (ports derived from our pid, probed), below the
+# kernel's ephemeral range (32768 and up here): a port there can be taken by any outgoing
+# connection between the probe and the bind (seen: "bind ... Address already in use" when
+# tests ran in parallel).
 free_port() {
-  local port
+  local port low
+  low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
   for ((k = 0; k < 200; ++k)); do
-    port=$((20000 + ($$ * 131 + k * 7919) % 40000))
+    port=$((20000 + ($$ * 131 + k * 7919) % (low - 20000)))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
   done
   echo "no free port" >&2; exit 1

@@ -25,9 +25,22 @@ UNKNOWN_SETTING = b"is not a Chorus setting"
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port below the kernel's ephemeral range: a port the kernel handed out
+    (bind to 0) can be taken by an outgoing connection before the rank binds it."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    for k in range(500):
+        port = 20000 + (os.getpid() * 131 + k * 7919) % (low - 20000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    raise RuntimeError("no free loopback port below the ephemeral range")
 
 
 def relay(stream, lock, unknown):

@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -130,14 +133,72 @@ TEST(Schedule, BytesPerRankAsDocumented) {
   }
 }
 
-// `CHORUS_SCHEDULE_TABLE=1 chorus_unit_tests --gtest_filter=*Table*` prints the table in
-// docs/algorithms.md: messages and elements sent by the busiest rank.
-TEST(Schedule, Table) {
-  if (!std::getenv("CHORUS_SCHEDULE_TABLE")) GTEST_SKIP() << "set CHORUS_SCHEDULE_TABLE=1";
-  const size_t count = 1 << 20;
+// docs/algorithms.md describes every algorithm and tabulates, for the plain collectives,
+// the messages and elements sent by the busiest rank as read off the schedules. Both are
+// checked here, so the documentation cannot drift from the code.
+// `CHORUS_SCHEDULE_TABLE=1 chorus_unit_tests --gtest_filter=Schedule.Docs*` prints the table.
+std::string docsText() {
+  std::ifstream file(CHORUS_DOCS_DIR "/algorithms.md");
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+const char* documentedName(Collective c) {
+  switch (c) {
+    case Collective::AllReduce:
+      return "all-reduce";
+    case Collective::AllGather:
+      return "all-gather";
+    case Collective::ReduceScatter:
+      return "reduce-scatter";
+    case Collective::Broadcast:
+      return "broadcast";
+    case Collective::Reduce:
+      return "reduce";
+    case Collective::AllToAll:
+      return "all-to-all";
+    case Collective::Gather:
+      return "gather";
+    case Collective::Scatter:
+      return "scatter";
+    case Collective::AllGatherV:
+      return "all-gather-v";
+    case Collective::ReduceScatterV:
+      return "reduce-scatter-v";
+    case Collective::Send:
+    case Collective::Recv:
+      break;
+  }
+  return nullptr;
+}
+
+TEST(Schedule, DocsDescribeEveryAlgorithm) {
+  const std::string docs = docsText();
+  ASSERT_FALSE(docs.empty()) << CHORUS_DOCS_DIR "/algorithms.md not readable";
   for (const Algorithm& a : allAlgorithms()) {
-    if (!collectiveAlgorithm(a)) continue;
-    std::printf("| %s | %s |", toString(a.collective), a.name);
+    const char* collective = documentedName(a.collective);
+    if (!collective) continue;
+    const std::string row = std::string("| ") + collective + " | `" + a.name + "` |";
+    EXPECT_NE(docs.find(row), std::string::npos) << "docs/algorithms.md has no row " << row;
+  }
+}
+
+TEST(Schedule, DocsTableMatchesSchedules) {
+  const std::string docs = docsText();
+  ASSERT_FALSE(docs.empty());
+  const size_t count = 1 << 20;
+  std::string table;
+  size_t rows = 0;
+  for (const Algorithm& a : allAlgorithms()) {
+    // The plain collectives: one-sided ones send nothing (they read), gather/scatter and
+    // the v-variants have their own shapes (stated in the first table).
+    if (!collectiveAlgorithm(a) || a.oneSided || a.collective == Collective::Gather ||
+        a.collective == Collective::Scatter || a.collective == Collective::AllGatherV ||
+        a.collective == Collective::ReduceScatterV)
+      continue;
+    char cell[64];
+    std::string row = std::string("| ") + toString(a.collective) + " | " + a.name + " |";
     for (int n : {2, 3, 4, 8, 9, 16, 64}) {
       Cost c = busiest(a, n, count);
       size_t base = a.collective == Collective::AllGather ||
@@ -145,10 +206,27 @@ TEST(Schedule, Table) {
                             a.collective == Collective::AllToAll
                         ? count * n
                         : count;
-      std::printf(" %zu / %.2f |", c.messages, double(c.elements) / double(base));
+      std::snprintf(cell, sizeof cell, " %zu / %.2f |", c.messages,
+                    double(c.elements) / double(base));
+      row += cell;
     }
-    std::printf("\n");
+    EXPECT_NE(docs.find("\n" + row + "\n"), std::string::npos)
+        << "docs/algorithms.md: the measured row should read\n"
+        << row;
+    table += row + "\n";
+    ++rows;
   }
+  // No stale rows either: the table has exactly these rows.
+  const size_t header = docs.find("| collective | name | p=2 |");
+  ASSERT_NE(header, std::string::npos);
+  size_t documented = 0;
+  for (size_t at = docs.find('\n', header);
+       at != std::string::npos && at + 1 < docs.size() && docs[at + 1] == '|';
+       at = docs.find('\n', at + 1))
+    ++documented;
+  EXPECT_EQ(documented, rows + 1)
+      << "rows in docs/algorithms.md's measured table (and its |---| line)";
+  if (std::getenv("CHORUS_SCHEDULE_TABLE")) std::printf("%s", table.c_str());
 }
 
 TEST(Schedule, PartitionCoversTheBufferOnce) {

@@ -12,13 +12,15 @@
 //    cover the same number of elements (element-wise pipelining); otherwise it waits for
 //    `after` to complete.
 // 3. Empty steps move nothing and match no message, but keep their place in their queue
-//    and complete only once their `after` has. (The replay times them as free and lets
-//    them wait only for their queue, not their `after`: a few timings at count < nranks.)
+//    and complete only once their `after` has.
 // 4. One-sided steps (Expose; PeerRead and PeerReduce) are in the same queues as Send and
 //    Recv (Expose goes out, the reads come in) and are always a message, even when empty
 //    (then a pure signal). An Expose starts only when its `after` is complete: the whole
 //    range must be written before a peer may read any of it. The exposed range must not
 //    be written until a later message from that peer has arrived (the checker proves it).
+// 5. The wire. A message's bytes are padded to a multiple of kStreamAlign in its queue's
+//    stream (every message starts aligned), and the first message of a call on each queue
+//    carries the call's fingerprint (kCallHeaderBytes, the engine's WireHeader) ahead of it.
 #pragma once
 
 #include "algorithms/schedule.hpp"
@@ -60,6 +62,15 @@ inline size_t allowedElements(const Schedule& schedule, int index, size_t afterE
 // Rule 3: whether an empty step may complete, given whether its `after` is complete.
 inline bool emptyStepMayComplete(const Step& step, bool afterComplete) {
   return step.after < 0 || afterComplete;
+}
+
+// Rule 5: the bytes a message of `dataBytes` puts on its stream; `firstOfCall`: it is the
+// call's first message on its queue (QueueOrder's Place::message == 0).
+inline constexpr size_t kStreamAlign = 8;
+inline constexpr size_t kCallHeaderBytes = 32;
+inline size_t wireBytes(size_t dataBytes, bool firstOfCall) {
+  return (dataBytes + kStreamAlign - 1) / kStreamAlign * kStreamAlign +
+         (firstOfCall ? kCallHeaderBytes : 0);
 }
 
 // Rule 1 for executors that see one schedule at a time: the place of each message step

@@ -9,3 +9,8 @@ gtest_discover_tests(chorus_sim_tests PROPERTIES LABELS sim TIMEOUT 600 DISCOVER
 add_test(NAME sim_tool_tuner_agrees COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/sim/tool_test.sh
                                             $<TARGET_FILE:chorus-sim>)
 set_tests_properties(sim_tool_tuner_agrees PROPERTIES LABELS sim TIMEOUT 300)
+# chorus_sim_plot.py draws its PNGs from chorus-sim CSVs: valid PNGs of the expected size
+# whose stored series equal the CSVs' and whose lines are drawn (Debian's matplotlib).
+add_test(NAME sim_plot COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/sim/plot_test.py
+                               $<TARGET_FILE:chorus-sim> ${PROJECT_SOURCE_DIR}/tools/chorus_sim_plot.py)
+set_tests_properties(sim_plot PROPERTIES LABELS sim TIMEOUT 120)

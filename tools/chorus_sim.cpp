@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <optional>
 #include <string>
@@ -248,7 +249,9 @@ int collectives(int argc, char** argv) {
     sizes.push_back(static_cast<size_t>(b));
   std::map<size_t, std::vector<std::pair<const Algorithm*, double>>> bySize;
   const auto began = std::chrono::steady_clock::now();
+  auto cpuSeconds = [] { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; };
   for (const Algorithm* a : algos) {
+    const double algorithmBegan = cpuSeconds();
     std::printf("#\n# algorithm %s\n", a->name);
     if (const char* why = tooCostly(*a, n)) {
       std::printf("# skipped at %d ranks: %s\n", n, why);
@@ -293,7 +296,9 @@ int collectives(int argc, char** argv) {
       std::fflush(stdout);
       bySize[bytes].push_back({a, r.micros});
     }
+    std::printf("# %s: %.2f s CPU\n", a->name, cpuSeconds() - algorithmBegan);
   }
+  const double tunerBegan = cpuSeconds();
   std::printf("#\n# %10s  %-12s %-12s %s\n", "size (B)", "best (sim)", "tuner", "");
   for (auto& [bytes, results] : bySize) {
     const auto best = *std::min_element(results.begin(), results.end(),
@@ -315,6 +320,7 @@ int collectives(int argc, char** argv) {
                      fabric.name.c_str(), n, a->name, bytes, us,
                      bytes / us / 1000 * busFactor(collective, n), best.first->name, choice.name);
   }
+  std::printf("# tuner's choices: %.2f s CPU\n", cpuSeconds() - tunerBegan);
   std::printf("# simulated in %.2f s\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   if (csv) std::fclose(csv);

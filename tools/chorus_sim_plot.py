@@ -8,10 +8,15 @@
 busbw: bus bandwidth vs size, one line per all-reduce algorithm, at one cluster size.
 crossover: as the cluster grows, the largest size at which recursive doubling or
 halving-doubling still beats the ring (the ring wins above it; none: never in range).
-Every point comes from chorus-sim's --csv rows; the CSV is kept next to the PNG.
+Every point comes from chorus-sim's --csv rows; the CSV is kept next to the PNG. With
+--from-csv the rows are read from CSVs chorus-sim wrote earlier (busbw: one file;
+crossover: one per cluster size, comma-separated) instead of running it. The series
+plotted are also stored in the PNG (a tEXt chunk, key "chorus-sim series", JSON), so a
+reader (and tests/sim/plot_test.py) can tell what the picture shows.
 """
 import argparse
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -32,29 +37,52 @@ def run_sim(sim, fabric, gpus, algos, lo, hi, factor, csv_path, extra):
         return list(csv.DictReader(f))
 
 
+def read_csv(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def save(output, series):
+    """The figure, with the plotted series in the PNG's metadata."""
+    plt.savefig(output, dpi=120, bbox_inches="tight",
+                metadata={"chorus-sim series": json.dumps(series, sort_keys=True)})
+    print(output)
+
+
 def busbw(args):
-    rows = run_sim(args.sim, args.fabric, args.gpus, args.algos, "64K", "1G", 4,
-                   os.path.splitext(args.output)[0] + ".csv", args.extra)
+    if args.from_csv:
+        rows = read_csv(args.from_csv)
+    else:
+        rows = run_sim(args.sim, args.fabric, args.gpus, args.algos, "64K", "1G", 4,
+                       os.path.splitext(args.output)[0] + ".csv", args.extra)
+    if not rows:
+        sys.exit("no rows to plot")
+    series = {}
     plt.figure(figsize=(8, 5))
     for algo in sorted({r["algorithm"] for r in rows}):
         pts = sorted((int(r["bytes"]), float(r["busbw"])) for r in rows if r["algorithm"] == algo)
+        series[algo] = [list(p) for p in pts]
         plt.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=algo)
     plt.xscale("log", base=2)
     plt.xlabel("all-reduce size (bytes)")
     plt.ylabel("simulated busbw (GB/s)")
-    plt.title("chorus-sim: %s, %s GPUs" % (args.fabric, rows[0]["ranks"] if rows else args.gpus))
+    plt.title("chorus-sim: %s, %s GPUs" % (rows[0]["fabric"], rows[0]["ranks"]))
     plt.grid(True, which="both", alpha=0.3)
     plt.legend()
-    plt.savefig(args.output, dpi=120, bbox_inches="tight")
-    print(args.output)
+    save(args.output, series)
 
 
 def crossover(args):
     sizes, points = [], []
     stem = os.path.splitext(args.output)[0]
-    for gpus in [int(g) for g in args.gpus.split(",")]:
-        rows = run_sim(args.sim, args.fabric, gpus, "ring,rd,rhd", "4K", "1G", 4,
-                       "%s_%d.csv" % (stem, gpus), args.extra)
+    inputs = args.from_csv.split(",") if args.from_csv else args.gpus.split(",")
+    for given in inputs:
+        if args.from_csv:
+            rows, gpus = read_csv(given), 0
+        else:
+            gpus = int(given)
+            rows = run_sim(args.sim, args.fabric, gpus, "ring,rd,rhd", "4K", "1G", 4,
+                           "%s_%d.csv" % (stem, gpus), args.extra)
         by_size = {}
         for r in rows:
             by_size.setdefault(int(r["bytes"]), {})[r["algorithm"]] = float(r["us"])
@@ -74,8 +102,7 @@ def crossover(args):
     plt.title("chorus-sim: ring vs recursive doubling/halving crossover, %s" % args.fabric)
     plt.grid(True, which="both", alpha=0.3)
     plt.legend()
-    plt.savefig(args.output, dpi=120, bbox_inches="tight")
-    print(args.output)
+    save(args.output, {"crossover": [[x, y] for x, y in zip(xs, ys)]})
 
 
 def main():
@@ -86,6 +113,7 @@ def main():
     p.add_argument("--gpus", default=None)
     p.add_argument("--algos", default="ring,rd,rhd,hier,hier_rd,hier_rhd")
     p.add_argument("-o", "--output", required=True)
+    p.add_argument("--from-csv", default=None, help="plot these chorus-sim CSVs, run nothing")
     p.add_argument("extra", nargs="*", help="more chorus-sim options (after --)")
     args = p.parse_args()
     if args.plot == "busbw":

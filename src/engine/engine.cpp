@@ -20,7 +20,8 @@ using detail::WireHeader;
 
 namespace {
 
-constexpr size_t kStreamAlign = 8;  // every message starts 8-byte aligned in its stream
+constexpr size_t kStreamAlign = rules::kStreamAlign;  // rule 5: every message starts aligned
+static_assert(sizeof(WireHeader) == rules::kCallHeaderBytes);  // rule 5: the call's fingerprint
 constexpr auto kPeerCheckEvery = std::chrono::milliseconds(100);
 const std::byte kZeros[kStreamAlign] = {};
 

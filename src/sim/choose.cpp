@@ -1,5 +1,7 @@
 #include "sim/choose.hpp"
 
+#include "algorithms/schedule_rules.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <numeric>
@@ -16,11 +18,13 @@ double busyLowerBound(const Schedule& schedule, int rank, int nranks, size_t ele
     const size_t count = s.kind == StepKind::Send ? s.src.count : s.dst.count;
     if (count == 0) continue;
     const double bytes = static_cast<double>(count * elementSize);
+    // On the wire padded as the replay has it; the call's headers left out (a bound).
+    const double wire = static_cast<double>(rules::wireBytes(count * elementSize, false));
     const bool remote = s.peer >= 0 && s.peer < nranks && s.peer != rank;
     switch (s.kind) {
       case StepKind::Send:
         if (remote) {
-          const MessageCost c = net.message(rank, s.peer, 0, bytes);
+          const MessageCost c = net.message(rank, s.peer, 0, wire);
           egress[c.port] += c.overheadUs + c.wireUs;
         } else {
           cpu += bytes / net.copyBytesPerUs();
@@ -29,7 +33,7 @@ double busyLowerBound(const Schedule& schedule, int rank, int nranks, size_t ele
       case StepKind::Recv:
       case StepKind::RecvReduce:
         if (remote) {
-          const MessageCost c = net.message(s.peer, rank, 0, bytes);
+          const MessageCost c = net.message(s.peer, rank, 0, wire);
           cpu += c.overheadUs;
           ingress[c.port] += c.overheadUs + c.wireUs;
         }

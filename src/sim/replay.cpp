@@ -13,9 +13,13 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 // One step of one rank, flattened with its dependencies as global indices.
+// How a step waits for its `after` (rules 2 and 3 of algorithms/schedule_rules.hpp).
+enum class AfterWait : unsigned char { None, Elementwise, Completion };
+
 struct Node {
   StepKind kind;
-  bool pipelined;  // `after` streams element by element into this step
+  AfterWait afterWait = AfterWait::None;
+  bool firstOfCall = false;  // a message that carries the call's header (rule 5)
   int rank;
   int peer;
   size_t count;
@@ -54,13 +58,12 @@ class Replay {
       const int g = base + static_cast<int>(i);
       Node n;
       n.kind = s.kind;
-      n.pipelined = false;
       n.rank = rank;
       n.peer = s.peer;
       n.count = rules::elementsOf(s);
       if (s.after >= 0 && static_cast<size_t>(s.after) < schedule.steps.size()) {
         n.after = base + s.after;
-        n.pipelined = rules::pipelinesBehindAfter(schedule, s) && s.kind != StepKind::Expose;
+        n.afterWait = afterWaitOf(schedule, static_cast<int>(i));
       }
       if (!rules::isLocal(s)) {
         if (s.peer < 0 || s.peer >= nranks_) {
@@ -69,6 +72,7 @@ class Replay {
           const rules::QueueOrder::Place place = queues_.link(s, static_cast<int>(i));
           if (place.previous >= 0) n.linkPrev = base + place.previous;
           if (place.message >= 0) {  // empty steps move no bytes: they match nothing
+            n.firstOfCall = place.message == 0;
             if (isOutgoing(s.kind)) {
               sends_.push_back({s.peer, g});
               if (s.peer != rank) n.ordinal = ordinal++;
@@ -173,7 +177,26 @@ class Replay {
     int node;
   };
 
+  // Rules 2 and 3, asked the way the engine asks them: what the step may handle while its
+  // `after` has handled all of its own elements but is not complete, and whether an empty
+  // step may complete then. Expose (rule 4) and unequal counts give 0: wait to complete.
+  static AfterWait afterWaitOf(const Schedule& schedule, int index) {
+    const Step& s = schedule.steps[index];
+    const size_t elements = rules::elementsOf(s);
+    if (elements == 0)
+      return rules::emptyStepMayComplete(s, false) ? AfterWait::None : AfterWait::Completion;
+    const size_t afterElements = rules::elementsOf(schedule.steps[s.after]);
+    return rules::allowedElements(schedule, index, afterElements, false) == elements
+               ? AfterWait::Elementwise
+               : AfterWait::Completion;
+  }
+
   double bytes(const Node& n) const { return static_cast<double>(n.count * elementSize_); }
+  // What a message puts on the wire: padded, with the call's header on its queue's first
+  // message (rule 5). A send to oneself is a copy of the data.
+  double wireBytes(const Node& n) const {
+    return static_cast<double>(rules::wireBytes(n.count * elementSize_, n.firstOfCall));
+  }
   bool selfMessage(const Node& n) const { return n.peer == n.rank; }
 
   // Throughput cost of the step's own work, excluding waiting on others.
@@ -218,7 +241,7 @@ class Replay {
       net_.prepare(traffic);
     }
     for (Node& n : nodes_)
-      if (n.ordinal >= 0) n.cost = net_.message(n.rank, n.peer, n.ordinal, bytes(n));
+      if (n.ordinal >= 0) n.cost = net_.message(n.rank, n.peer, n.ordinal, wireBytes(n));
   }
 
   // A receive at rank r from q takes the matching send of q's class representative
@@ -250,9 +273,8 @@ class Replay {
       for (size_t g = 0; g < count; ++g) {
         const Node& n = nodes_[g];
         if (n.linkPrev >= 0) f(n.linkPrev, g);
-        if (n.count == 0) continue;  // an empty step waits only for its queue
-        if (n.after >= 0) f(n.after, g);
-        if (!isOutgoing(n.kind) && n.match >= 0) f(n.match, g);
+        if (n.after >= 0 && n.afterWait != AfterWait::None) f(n.after, g);
+        if (!isOutgoing(n.kind) && n.match >= 0) f(n.match, g);  // empty: one-sided only
       }
     };
     forEachDep([&](int dep, size_t) { ++depBegin_[dep + 1]; });
@@ -272,22 +294,20 @@ class Replay {
     Node& n = nodes_[g];
     double est = 0, efin = 0;
     if (n.linkPrev >= 0) est = nodes_[n.linkPrev].finish;
-    if (n.count > 0) {
-      if (n.after >= 0) {
-        const Node& p = nodes_[n.after];
-        if (n.pipelined) {
-          est = std::max(est, p.start);
-          efin = std::max(efin, p.finish + sliceCost(n));
-        } else {
-          est = std::max(est, p.finish);
-        }
+    if (n.after >= 0) {
+      const Node& p = nodes_[n.after];
+      if (n.afterWait == AfterWait::Elementwise) {
+        est = std::max(est, p.start);
+        efin = std::max(efin, p.finish + sliceCost(n));
+      } else if (n.afterWait == AfterWait::Completion) {
+        est = std::max(est, p.finish);
       }
-      if (!isOutgoing(n.kind) && n.match >= 0) {
-        const Node& s = nodes_[n.match];
-        const double latency = selfMessage(s) ? 0 : s.cost.latencyUs;
-        est = std::max(est, s.start + latency);
-        efin = std::max(efin, s.finish + latency + sliceCost(n));
-      }
+    }
+    if (!isOutgoing(n.kind) && n.match >= 0) {
+      const Node& s = nodes_[n.match];
+      const double latency = selfMessage(s) ? 0 : s.cost.latencyUs;
+      est = std::max(est, s.start + latency);
+      efin = std::max(efin, s.finish + latency + sliceCost(n));
     }
     n.earliestStart = est;
     n.earliestFinish = efin;

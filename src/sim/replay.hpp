@@ -8,7 +8,10 @@
 //   (one per egress port class) drains arrivals in order, which delays when bytes are
 //   through, never the sender. Buffering is unbounded: a send never waits for its receive.
 // - Steps to the same peer in the same direction run in order (the engine's queues); the
-//   k-th send from a to b is the k-th receive at b from a. Empty steps cost nothing.
+//   k-th send from a to b is the k-th receive at b from a. Empty steps cost nothing but
+//   complete only once their `after` has (the rules of algorithms/schedule_rules.hpp, asked
+//   as the engine asks them). A message's wire bytes are the engine's: padded to 8 bytes,
+//   and the call's 32-byte header on the first message of each peer queue.
 // - RecvReduce and Reduce cost B / reduce rate, Copy B / copy rate, all on the rank's one
 //   CPU, serially (again a budget). A send to oneself is a copy.
 // - `after` with equal element counts pipelines element by element. The approximation:

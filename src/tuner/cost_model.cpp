@@ -71,9 +71,18 @@ double predictMicros(const Algorithm& algorithm, Collective collective, int nran
                      const LinkModel* inter) {
   if (layout && layout->nranks() != nranks) layout = nullptr;
   if (nranks < 1) return kInfinity;
-  const double bytes = static_cast<double>(count * elementSize);
-  if (collective == Collective::Send || collective == Collective::Recv)
-    return count == 0 ? 0 : link.latencyUs + 2 * link.overheadUs + bytes / link.bytesPerUs;
+  if (collective == Collective::Send || collective == Collective::Recv) {
+    // One message: the sender's and the receiver's schedules, replayed as a pair.
+    const Algorithm* send =
+        collective == Collective::Send ? &algorithm : findAlgorithm(Collective::Send, algorithm.name);
+    const Algorithm* recv =
+        collective == Collective::Recv ? &algorithm : findAlgorithm(Collective::Recv, algorithm.name);
+    if (!send || !recv) return kInfinity;
+    const Schedule pair[] = {send->build({Collective::Send, 0, 2, count, 1, nullptr}),
+                             recv->build({Collective::Recv, 1, 2, count, 0, nullptr})};
+    sim::LinkClassNetwork net(2, link);
+    return sim::replay(pair, elementSize, net).micros;
+  }
   const CacheKey key{&algorithm,
                      collective,
                      nranks,

@@ -29,7 +29,9 @@ ReplayResult replaySchedules(std::span<const Schedule> schedules, size_t element
 
 // Predicted microseconds of one call: builds every rank's schedule (root 0) and replays
 // it. Results are cached per (algorithm, nranks, count, elementSize, link). Send and Recv
-// are one message: latency + bytes / bandwidth. +infinity when the schedules deadlock.
+// are one message: the sender's and receiver's schedules replayed as a pair over `link`
+// (overhead on each side, latency, the padded bytes and the call's header on the wire).
+// +infinity when the schedules deadlock.
 // With a layout, schedules are built for it (hierarchical algorithms need it); with a
 // layout and `inter`, messages between nodes go over `inter` (latency, overhead, wire
 // rate, and a port of their own: the NIC), messages within a node over `link`.

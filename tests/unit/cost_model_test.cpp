@@ -3,6 +3,7 @@
 // latency (alpha) and wire time (bytes / beta) count.
 #include "tuner/cost_model.hpp"
 
+#include "algorithms/schedule_rules.hpp"
 #include "algorithms/steps.hpp"
 
 #include <gtest/gtest.h>
@@ -17,6 +18,10 @@ constexpr double kAlpha = 10;   // us
 constexpr double kBeta = 1000;  // bytes per us
 const double kFree = std::numeric_limits<double>::infinity();
 
+// The call's header rides on the first message to each peer (algorithms/schedule_rules.hpp,
+// rule 5): its wire time.
+const double kHeaderUs = rules::kCallHeaderBytes / kBeta;
+
 LinkModel wireOnly() { return {kAlpha, kBeta, kFree, kFree}; }
 
 const Algorithm& allReduce(const char* name) {
@@ -30,12 +35,13 @@ double predict(const char* name, int p, size_t count, const LinkModel& link = wi
 }
 
 // Chunks no larger than a pipeline slice: each of the 2(p-1) steps costs one latency
-// plus one chunk on the wire, nothing overlaps: exactly 2(p-1)(alpha + B/(p beta)).
+// plus one chunk on the wire, nothing overlaps: exactly 2(p-1)(alpha + B/(p beta)), and
+// the header of the first message to the one peer.
 TEST(CostModel, RingAllReduceSmallIsTextbook) {
   for (int p : {2, 4, 8}) {
     const size_t count = 1024 * p;  // 4 KiB chunks
     const double bytes = count * 4.0;
-    const double textbook = 2 * (p - 1) * kAlpha + 2.0 * (p - 1) / p * bytes / kBeta;
+    const double textbook = 2 * (p - 1) * kAlpha + 2.0 * (p - 1) / p * bytes / kBeta + kHeaderUs;
     EXPECT_NEAR(predict("ring", p, count), textbook, 1e-6 * textbook) << p;
   }
 }
@@ -58,12 +64,12 @@ TEST(CostModel, RingAllReduceLargeIsBandwidthBound) {
 }
 
 // One-shot: each rank sends its whole buffer to p-1 peers through one port: one latency
-// plus (p-1) B on the wire.
+// plus (p-1) B on the wire, each with its header.
 TEST(CostModel, OneshotIsOneLatencyPlusAllBytes) {
   for (int p : {2, 4, 8}) {
     for (size_t count : {size_t{2}, size_t{1} << 20}) {
       const double bytes = count * 4.0;
-      const double textbook = kAlpha + (p - 1) * bytes / kBeta;
+      const double textbook = kAlpha + (p - 1) * (bytes / kBeta + kHeaderUs);
       EXPECT_NEAR(predict("oneshot", p, count), textbook, 1e-6 * textbook) << p << " " << count;
     }
   }
@@ -71,14 +77,14 @@ TEST(CostModel, OneshotIsOneLatencyPlusAllBytes) {
 
 // Two-shot: two latencies and ring volume, for parts below a slice. The all-gather sends
 // stream the last reduced part as it arrives, so they overlap it by up to one part's wire
-// time: textbook - B/(p beta) <= predicted <= textbook.
+// time: textbook - B/(p beta) <= predicted <= textbook + (p-1) headers (one per peer).
 TEST(CostModel, TwoshotIsTwoLatenciesPlusRingVolume) {
   for (int p : {2, 4, 8}) {
     const size_t count = 1024 * p;
     const double bytes = count * 4.0, part = bytes / p / kBeta;
     const double textbook = 2 * kAlpha + 2.0 * (p - 1) / p * bytes / kBeta;
     const double predicted = predict("twoshot", p, count);
-    EXPECT_LE(predicted, textbook + 1e-9) << p;
+    EXPECT_LE(predicted, textbook + (p - 1) * kHeaderUs + 1e-9) << p;
     EXPECT_GE(predicted, textbook - part - 1e-9) << p;
   }
 }
@@ -149,7 +155,7 @@ TEST(CostModel, SingleRankIsOneCopy) {
 }
 
 // Hand-made schedules: p-1 ranks send B to rank 0 at once; rank 0's one ingress port
-// takes them one after the other.
+// takes them one after the other (each with its header).
 TEST(CostModel, IngressPortIsShared) {
   using namespace steps;
   const int p = 5;
@@ -162,10 +168,11 @@ TEST(CostModel, IngressPortIsShared) {
   auto result = replaySchedules(schedules, 4, wireOnly());
   EXPECT_FALSE(result.deadlock);
   EXPECT_EQ(result.lastRank, 0);
-  EXPECT_NEAR(result.micros, kAlpha + (p - 1) * count * 4.0 / kBeta, 1e-6);
+  EXPECT_NEAR(result.micros, kAlpha + (p - 1) * (count * 4.0 / kBeta + kHeaderUs), 1e-6);
 }
 
-// A pipelined chain: latency and one slice per hop, then the bytes once.
+// A pipelined chain: latency and one slice per hop, then the bytes once (and a header;
+// the later hops' headers hide in the pipeline but for a 64th of each).
 TEST(CostModel, PipelinedChainPaysBytesOnce) {
   using namespace steps;
   const int p = 4;
@@ -177,7 +184,8 @@ TEST(CostModel, PipelinedChainPaysBytesOnce) {
     if (r + 1 < p) send(schedules[r], r + 1, out(0, count), got);
   }
   const double bytes = count * 4.0;
-  const double expected = (p - 1) * kAlpha + (p - 2) * kPipelineSliceBytes / kBeta + bytes / kBeta;
+  const double expected =
+      (p - 1) * kAlpha + (p - 2) * kPipelineSliceBytes / kBeta + bytes / kBeta + kHeaderUs;
   EXPECT_NEAR(replaySchedules(schedules, 4, wireOnly()).micros, expected, 1e-6 * expected);
 }
 

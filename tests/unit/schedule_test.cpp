@@ -3,6 +3,7 @@
 // in schedule_proof_test.cpp.
 #include "algorithms/algorithms.hpp"
 #include "algorithms/layout.hpp"
+#include "../common/schedule_terms.hpp"
 
 #include <gtest/gtest.h>
 
@@ -38,15 +39,8 @@ struct Cost {
   size_t messages = 0, elements = 0;
 };
 Cost busiest(const Algorithm& algorithm, int nranks, size_t count, int root = 0) {
-  Cost worst;
-  for (int r = 0; r < nranks; ++r) {
-    Cost c;
-    for (const Step& s : algorithm.build({algorithm.collective, r, nranks, count, root}).steps)
-      if (s.kind == StepKind::Send) ++c.messages, c.elements += s.src.count;
-    worst.messages = std::max(worst.messages, c.messages);
-    worst.elements = std::max(worst.elements, c.elements);
-  }
-  return worst;
+  const test::ScheduleTerms t = test::busiestTerms(algorithm, nranks, count, root);
+  return {t.sends, t.elementsSent};
 }
 
 int log2Floor(int n) {
@@ -103,10 +97,8 @@ TEST(Schedule, StepsAndBytesMatchTheFormulas) {
 // The bytes per rank that docs/algorithms.md states, rank by rank, at power-of-two and
 // other p (counts that split evenly, so the numbers are exact).
 size_t sentBy(const Algorithm& algorithm, int rank, int nranks, size_t count, int root = 0) {
-  size_t elements = 0;
-  for (const Step& s : algorithm.build({algorithm.collective, rank, nranks, count, root}).steps)
-    if (s.kind == StepKind::Send) elements += s.src.count;
-  return elements;
+  return test::termsOf(algorithm.build({algorithm.collective, rank, nranks, count, root}))
+      .elementsSent;
 }
 
 TEST(Schedule, BytesPerRankAsDocumented) {

@@ -33,6 +33,7 @@ struct Args {
   std::string onFailure = "exit";  // or "shrink": survivors carry on without the dead rank,
                                    // or "grow": and admit its replacement
   bool growWait = false;           // grow: wait for the replacement before going on
+  bool wholeLayers = false;        // MLP: one gradient group per layer (no row blocks)
   uint64_t failRandomSeed = 0;
   int failCount = 0;
   std::string saveFinal;

@@ -45,6 +45,12 @@ failures
                             grow() at the start of the step after it joins
   --grow-wait               with grow: the survivors wait for the replacement right after
                             the shrink and redo the failed step at full size (bit-exact)
+  --grow-wait-s S           ... for at most S seconds (default --timeout-s); then they carry
+                            on with fewer ranks and admit a late replacement at the first
+                            step it is pending
+  --join-after-file PATH    test hook: a replacement joins only once PATH exists (rank 0
+                            writes <out>/grow-wait-expired when the survivors stop waiting)
+  --hold-for-join-at-step S test hook: at step S, short of ranks, wait for a pending join
 output
   --out DIR (chorus-train-out)  --save-final FILE  --dump-init FILE (raw float32 weights)  --trace-steps N (30)  --threads N (1)  --quiet
 )";
@@ -107,6 +113,10 @@ Args parseArgs(int argc, char** argv) {
       {"--fail-count", [&](auto& v) { a.failCount = number<int>("--fail-count", v); }},
       {"--on-failure", [&](auto& v) { a.onFailure = v; }},
       {"--out", [&](auto& v) { a.out = v; }},
+      {"--grow-wait-s", [&](auto& v) { a.growWaitS = number<double>("--grow-wait-s", v); }},
+      {"--join-after-file", [&](auto& v) { a.joinAfterFile = v; }},
+      {"--hold-for-join-at-step",
+       [&](auto& v) { a.holdForJoinAtStep = number<int64_t>("--hold-for-join-at-step", v); }},
       {"--save-final", [&](auto& v) { a.saveFinal = v; }},
       {"--dump-init", [&](auto& v) { a.dumpInit = v; }},
       {"--trace-steps", [&](auto& v) { a.traceSteps = number<int>("--trace-steps", v); }},
@@ -151,6 +161,8 @@ Args parseArgs(int argc, char** argv) {
   if (a.onFailure != "exit" && a.onFailure != "shrink" && a.onFailure != "grow")
     usage("--on-failure must be exit, shrink or grow");
   if (a.growWait && a.onFailure != "grow") usage("--grow-wait needs --on-failure grow");
+  if (a.growWaitS >= 0 && !a.growWait) usage("--grow-wait-s needs --grow-wait");
+  if (a.growWaitS < 0) a.growWaitS = a.timeoutS;
   if (a.ckptDir.empty()) a.ckptDir = a.out + "/ckpt";
   o.totalSteps = a.steps;
   return a;

@@ -48,9 +48,9 @@ failures
   --grow-wait-s S           ... for at most S seconds (default --timeout-s); then they carry
                             on with fewer ranks and admit a late replacement at the first
                             step it is pending
-  --join-after-file PATH    test hook: a replacement joins only once PATH exists (rank 0
-                            writes <out>/grow-wait-expired when the survivors stop waiting)
-  --hold-for-join-at-step S test hook: at step S, short of ranks, wait for a pending join
+  --join-after-file PATH    test hook: a replacement joins only once PATH exists
+  --hold-for-join-at-step S test hook: at step S, short of ranks, rank 0 writes
+                            <out>/holding-for-join and all wait for a pending join
 output
   --out DIR (chorus-train-out)  --save-final FILE  --dump-init FILE (raw float32 weights)  --trace-steps N (30)  --threads N (1)  --quiet
 )";

@@ -276,9 +276,11 @@ int main(int argc, char** argv) {
     double heldOut = 0;
     const auto loopStart = Clock::now();
     for (step = start; step < args.steps; ++step) {
-      if (step == args.holdForJoinAtStep && args.onFailure == "grow" && nranks < launchSize &&
-          !awaitJoin(ct, args.timeoutS, args.timeoutS))
-        throw std::runtime_error("--hold-for-join-at-step: no replacement joined within --timeout-s");
+      if (step == args.holdForJoinAtStep && args.onFailure == "grow" && nranks < launchSize) {
+        if (lead) std::ofstream(args.out + "/holding-for-join") << step << "\n";
+        if (!awaitJoin(ct, args.timeoutS, args.timeoutS))
+          throw std::runtime_error("--hold-for-join-at-step: no replacement within --timeout-s");
+      }
       int joining = 0;
       if (args.onFailure == "grow" && nranks < launchSize && (joining = ct.pendingJoins()) > 0) {
         ckpt->awaitSnapshot();  // the state may be overwritten

@@ -9,10 +9,11 @@
 #   3. without --grow-wait: the survivors train on 2 ranks until the replacement is
 #      pending, then grow; the job ends on 3 ranks with the grow in the report (the
 #      weights differ from the reference: some steps ran with a 2-rank global batch)
-#   4. late: --grow-wait --grow-wait-s 1, and the replacement joins only after the survivors
-#      gave up waiting (--join-after-file <out>/grow-wait-expired, which rank 0 writes then):
-#      they carry on with 2 ranks and admit it at a later step (held at step 12 by
-#      --hold-for-join-at-step, so that the step is known) instead of failing
+#   4. late: --grow-wait --grow-wait-s 1, and the replacement asks to join only at step 12,
+#      long after the survivors gave up waiting (--join-after-file <out>/holding-for-join,
+#      which rank 0 writes at the start of step 12, where --hold-for-join-at-step makes the
+#      survivors wait for it, so that the step is known): they carry on with 2 ranks from
+#      step 6 and admit it at step 12 instead of failing
 # chorus-run exits 0 both times: the replacement's success stands for rank 1.
 set -u
 run=$1 train=$2
@@ -29,7 +30,7 @@ export CHORUS_RUN_GRACE=60
 for mode in wait carry-on late; do
   flags=()
   [ $mode = wait ] && flags=(--grow-wait)
-  [ $mode = late ] && flags=(--grow-wait --grow-wait-s 1 --join-after-file "$work/late/grow-wait-expired"
+  [ $mode = late ] && flags=(--grow-wait --grow-wait-s 1 --join-after-file "$work/late/holding-for-join"
                              --hold-for-join-at-step 12)
   "$run" -n 3 --timeout 120 --respawn 1 "$train" "${common[@]}" --on-failure grow "${flags[@]}" \
     --fail-at-step 6 --fail-rank 1 --out "$work/$mode" --save-final "$work/$mode.bin" \

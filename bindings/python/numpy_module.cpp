@@ -88,7 +88,21 @@ size_t elements(const py::array& a) { return static_cast<size_t>(a.size()); }
 
 PYBIND11_MODULE(_chorus, m) {
   m.doc() = "Chorus collectives on NumPy arrays";
-  py::register_exception<chorus::Error>(m, "Error", PyExc_RuntimeError);
+  // chorus.Error (a RuntimeError) carries the failed ranks, so that the survivors know
+  // whom to leave out: e.failed_ranks (ascending, the failing communicator's numbering;
+  // empty when no rank is known to be at fault, e.g. a timeout) and e.code.
+  // Leaked on purpose: the translator may run until the interpreter exits.
+  static py::object* errorType = new py::exception<chorus::Error>(m, "Error", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const chorus::Error& e) {
+      py::object instance = (*errorType)(py::str(e.what()));
+      instance.attr("failed_ranks") = py::cast(e.failedRanks());
+      instance.attr("code") = py::int_(static_cast<int>(e.code()));
+      PyErr_SetObject(errorType->ptr(), instance.ptr());
+    }
+  });
 
   py::class_<PyWork>(m, "Work")
       .def("wait", &PyWork::wait, py::arg("timeout") = -1.0,
@@ -130,6 +144,10 @@ PYBIND11_MODULE(_chorus, m) {
       .def_property_readonly("rank", &chorus::Communicator::rank)
       .def_property_readonly("size", &chorus::Communicator::size)
       .def_property_readonly("transport", &chorus::Communicator::transportName)
+      .def_property_readonly("failed_ranks", &chorus::Communicator::failedRanks,
+                             "The ranks known to have failed (those of the error that failed "
+                             "the communicator, as in chorus.Error.failed_ranks); [] while it "
+                             "has not failed")
       .def(
           "all_reduce",
           [](chorus::Communicator& c, py::array send, py::array recv, const std::string& op) {

@@ -3,6 +3,7 @@
 #include "process_group.hpp"
 
 #include <pybind11/chrono.h>
+#include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
 namespace py = pybind11;
@@ -17,7 +18,10 @@ PYBIND11_MODULE(_chorus_torch, m) {
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("transport", &ProcessGroupChorus::transportName,
-                             "the Chorus transport in use: shm, tcp, ib or ucx");
+                             "the Chorus transport in use: shm, tcp, ib or ucx")
+      .def_property_readonly("failed_ranks", &ProcessGroupChorus::failedRanks,
+                             "the ranks known to have failed, once a collective raised "
+                             "(leave them out of the next group); [] before");
   m.def(
       "create_process_group",
       [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,

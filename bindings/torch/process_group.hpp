@@ -19,6 +19,8 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
 
   const std::string getBackendName() const override { return "chorus"; }
   std::string transportName();
+  // The ranks known to have failed once a collective raised (Chorus's Error::failedRanks).
+  std::vector<int> failedRanks() { return driver_->failedRanks(); }
 
   using Tensors = std::vector<at::Tensor>;
   using TensorLists = std::vector<std::vector<at::Tensor>>;

@@ -69,6 +69,13 @@ Driver::Driver(std::shared_ptr<detail::CommImpl> comm) : comm_(std::move(comm)) 
 
 Driver::~Driver() { shutdown(Clock::now()); }
 
+std::vector<int> Driver::failedRanks() {
+  ++contenders_;
+  std::lock_guard lock(mutex_);
+  --contenders_;
+  return comm_ ? comm_->engine().failedRanks() : std::vector<int>{};
+}
+
 void Driver::enqueue(const c10::intrusive_ptr<ChorusWork>& work,
                      const std::function<void(detail::CommImpl&)>& submit) {
   ++contenders_;

@@ -67,6 +67,9 @@ class Driver {
   // and destroys the communicator (which leaves together with the other ranks).
   void shutdown(Deadline deadline);
   detail::CommImpl& comm() { return *comm_; }
+  // The ranks the communicator's failure names (Communicator::failedRanks), read under
+  // the lock; [] while it has not failed.
+  std::vector<int> failedRanks();
 
  private:
   // One slice of progress on the front work, under the lock; returns the works that

@@ -28,6 +28,8 @@ optimizer
   --warmup N (0)  --decay cosine|linear|none (cosine)  --min-lr-ratio F (0.1)
 communication
   --bucket-mb F             gradient bucket size (1)
+  --whole-layers            MLP: a layer's gradient as one group (default: blocks of rows
+                            of at most half a bucket, each reduced as soon as computed)
   --no-deterministic        let the tuner choose algorithms (default: CHORUS_DETERMINISTIC)
   --timeout-s N             deadline for any collective (120)
 checkpoints
@@ -43,6 +45,12 @@ failures
                             grow() at the start of the step after it joins
   --grow-wait               with grow: the survivors wait for the replacement right after
                             the shrink and redo the failed step at full size (bit-exact)
+  --grow-wait-s S           ... for at most S seconds (default --timeout-s); then they carry
+                            on with fewer ranks and admit a late replacement at the first
+                            step it is pending
+  --join-after-file PATH    test hook: a replacement joins only once PATH exists
+  --hold-for-join-at-step S test hook: at step S, short of ranks, rank 0 writes
+                            <out>/holding-for-join and all wait for a pending join
 output
   --out DIR (chorus-train-out)  --save-final FILE  --dump-init FILE (raw float32 weights)  --trace-steps N (30)  --threads N (1)  --quiet
 )";
@@ -105,6 +113,10 @@ Args parseArgs(int argc, char** argv) {
       {"--fail-count", [&](auto& v) { a.failCount = number<int>("--fail-count", v); }},
       {"--on-failure", [&](auto& v) { a.onFailure = v; }},
       {"--out", [&](auto& v) { a.out = v; }},
+      {"--grow-wait-s", [&](auto& v) { a.growWaitS = number<double>("--grow-wait-s", v); }},
+      {"--join-after-file", [&](auto& v) { a.joinAfterFile = v; }},
+      {"--hold-for-join-at-step",
+       [&](auto& v) { a.holdForJoinAtStep = number<int64_t>("--hold-for-join-at-step", v); }},
       {"--save-final", [&](auto& v) { a.saveFinal = v; }},
       {"--dump-init", [&](auto& v) { a.dumpInit = v; }},
       {"--trace-steps", [&](auto& v) { a.traceSteps = number<int>("--trace-steps", v); }},
@@ -113,6 +125,7 @@ Args parseArgs(int argc, char** argv) {
   std::map<std::string, std::function<void()>> switches = {
       {"--ckpt-blocking", [&] { a.ckptBlocking = true; }},
       {"--grow-wait", [&] { a.growWait = true; }},
+      {"--whole-layers", [&] { a.wholeLayers = true; }},
       {"--no-resume", [&] { a.resume = false; }},
       {"--no-deterministic", [&] { a.deterministic = false; }},
       {"--quiet", [&] { a.quiet = true; }},
@@ -148,6 +161,8 @@ Args parseArgs(int argc, char** argv) {
   if (a.onFailure != "exit" && a.onFailure != "shrink" && a.onFailure != "grow")
     usage("--on-failure must be exit, shrink or grow");
   if (a.growWait && a.onFailure != "grow") usage("--grow-wait needs --on-failure grow");
+  if (a.growWaitS >= 0 && !a.growWait) usage("--grow-wait-s needs --grow-wait");
+  if (a.growWaitS < 0) a.growWaitS = a.timeoutS;
   if (a.ckptDir.empty()) a.ckptDir = a.out + "/ckpt";
   o.totalSteps = a.steps;
   return a;

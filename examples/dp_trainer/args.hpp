@@ -33,6 +33,10 @@ struct Args {
   std::string onFailure = "exit";  // or "shrink": survivors carry on without the dead rank,
                                    // or "grow": and admit its replacement
   bool growWait = false;           // grow: wait for the replacement before going on
+  double growWaitS = -1;           // at most this long (default --timeout-s), then carry on
+  std::string joinAfterFile;       // test hook: a newcomer joins once this file exists
+  int64_t holdForJoinAtStep = -1;  // test hook: at this step, wait for a pending join
+  bool wholeLayers = false;        // MLP: one gradient group per layer (no row blocks)
   uint64_t failRandomSeed = 0;
   int failCount = 0;
   std::string saveFinal;

@@ -176,11 +176,8 @@ Checkpointer::Checkpointer(std::string dir, int rank, int nranks, int keep, bool
 }
 
 Checkpointer::~Checkpointer() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  changed_.notify_all();
+  stop_ = true;
+  wake_.release();
   if (writer_.joinable()) writer_.join();
 }
 
@@ -194,18 +191,22 @@ double Checkpointer::save(const CheckpointMeta& meta, std::span<const float> par
     snapshot(source, job.slice);
     write(job);
   } else {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [this] { return !busy_; });  // one write at a time
-    if (!error_.empty()) throw std::runtime_error(error_);
+    // No lock the writer takes: it runs at a low priority and, preempted while holding
+    // one, would hold up training (the pause used to show such waits of tens of ms).
+    busy_.wait(true, std::memory_order_acquire);  // one write at a time
+    if (failed_.load(std::memory_order_acquire)) {
+      std::lock_guard lock(mutex_);
+      throw std::runtime_error(error_);
+    }
+    // The writer leaves job_ and spare_ alone while not busy.
     job_.emplace();
     job_->slice = std::move(spare_);
     job_->meta = meta;
     job_->offset = source.lo;
     source_ = source;  // the writer copies it before anything else
-    snapshotPending_ = true;
-    busy_ = true;
-    lock.unlock();
-    changed_.notify_all();
+    snapshotPending_.store(true, std::memory_order_relaxed);
+    busy_.store(true, std::memory_order_release);
+    wake_.release();
   }
   const auto end = Clock::now();
   timeline_.add(Timeline::kMain, "checkpoint pause", start, end);
@@ -229,8 +230,7 @@ void Checkpointer::snapshot(const Source& s, std::vector<float>& out) {
 double Checkpointer::awaitSnapshot() {
   if (!async_) return 0;
   const auto start = Clock::now();
-  std::unique_lock lock(mutex_);
-  changed_.wait(lock, [this] { return !snapshotPending_; });
+  snapshotPending_.wait(true, std::memory_order_acquire);
   const auto end = Clock::now();
   if (end - start > std::chrono::microseconds(20))
     timeline_.add(Timeline::kMain, "checkpoint pause (snapshot)", start, end);
@@ -239,8 +239,9 @@ double Checkpointer::awaitSnapshot() {
 
 void Checkpointer::drain() {
   std::unique_lock lock(mutex_);
-  const bool done = changed_.wait_for(lock, std::chrono::seconds(120),
-                                      [this] { return !busy_ && owed_.empty(); });
+  const bool done = changed_.wait_for(lock, std::chrono::seconds(120), [this] {
+    return !busy_.load(std::memory_order_acquire) && owed_.empty();
+  });
   if (!error_.empty()) throw std::runtime_error(error_);
   if (!done)
     throw std::runtime_error("checkpoint step " + std::to_string(owed_.front().step) +
@@ -251,35 +252,37 @@ void Checkpointer::loop() {
   // Below the training thread: on busy cores the write must not take the CPU from it
   // (a thread's own nice value, Linux).
   ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
-  std::unique_lock lock(mutex_);
   for (;;) {
     // Poll for owed manifests every few ms; otherwise sleep until there is a job.
-    if (owed_.empty())
-      changed_.wait(lock, [this] { return stop_ || busy_; });
+    if (owedCount_ == 0)
+      wake_.acquire();
     else
-      changed_.wait_for(lock, std::chrono::milliseconds(5), [this] { return stop_ || busy_; });
-    if (stop_ && !busy_) return;
+      (void)wake_.try_acquire_for(std::chrono::milliseconds(5));
+    const bool busy = busy_.load(std::memory_order_acquire);
+    if (stop_ && !busy) return;
     std::string error;
-    if (busy_) {
-      if (snapshotPending_) {  // training waits for this before its next optimizer step
-        lock.unlock();
+    if (busy) {
+      if (snapshotPending_.load(std::memory_order_relaxed)) {  // training waits for it
         snapshot(source_, job_->slice);
-        lock.lock();
-        snapshotPending_ = false;
-        changed_.notify_all();
+        snapshotPending_.store(false, std::memory_order_release);
+        snapshotPending_.notify_all();
       }
-      lock.unlock();
       try {
         write(*job_);
       } catch (const std::exception& e) {
         error = e.what();
       }
-      lock.lock();
-      if (error.empty() && rank_ == 0) owed_.push_back(job_->meta);
+      if (error.empty() && rank_ == 0) {
+        std::lock_guard lock(mutex_);
+        owed_.push_back(job_->meta);
+        owedCount_ = owed_.size();
+      }
       spare_ = std::move(job_->slice);
       job_.reset();
-      busy_ = false;
+      busy_.store(false, std::memory_order_release);
+      busy_.notify_all();
     }
+    std::unique_lock lock(mutex_);
     for (size_t i = 0; i < owed_.size() && error.empty();) {
       const CheckpointMeta meta = owed_[i];
       lock.unlock();
@@ -295,8 +298,10 @@ void Checkpointer::loop() {
       else
         ++i;
     }
-    if (!error.empty() && error_.empty()) error_ = error;
+    if (!error.empty() && error_.empty()) error_ = error, failed_ = true;
     if (!error.empty()) owed_.clear();
+    owedCount_ = owed_.size();
+    lock.unlock();  // taken after busy_ changed: a drain() between its check and wait sees it
     changed_.notify_all();
   }
 }

@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <mutex>
 #include <optional>
+#include <semaphore>
 #include <span>
 #include <string>
 #include <thread>
@@ -98,13 +99,17 @@ class Checkpointer {
   int rank_, nranks_, keep_;
   bool async_;
   Timeline& timeline_;
+  // The training thread hands a job over with atomics and a semaphore only: mutex_
+  // (owed_, error_) is for the writer and drain().
   std::mutex mutex_;
-  std::condition_variable changed_;
-  std::optional<Job> job_;    // waiting for or being written
+  std::condition_variable changed_;  // drain() waits on it
+  std::counting_semaphore<> wake_{0};
+  std::optional<Job> job_;    // waiting for or being written (the writer's while busy_)
   std::vector<float> spare_;  // the last snapshot's memory, reused: no page faults in the pause
-  bool busy_ = false, stop_ = false;
+  std::atomic<bool> busy_{false}, stop_{false}, failed_{false};
   Source source_;
-  bool snapshotPending_ = false;
+  std::atomic<bool> snapshotPending_{false};
+  std::atomic<size_t> owedCount_{0};
   double lastSnapshot_ = 0;
   // Rank 0: steps whose shards were written here but not yet by every rank. The writer
   // looks at them between its own writes, so a slow or dead rank holds up nobody.

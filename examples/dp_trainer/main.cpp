@@ -70,6 +70,34 @@ Failure failureFor(const Args& a, int attempt, int nranks) {
   return f;
 }
 
+// Waits up to `seconds` until a process asks to join (rank 0's count, agreed: every rank
+// leaves the loop at the same iteration, as rank 0 decides); false if none came. Past
+// `limit` seconds without an answer from rank 0, an error.
+bool awaitJoin(CommThread& ct, double seconds, int limit) {
+  const auto start = Clock::now();
+  for (;;) {
+    double v[2] = {0, 0};  // joins pending, rank 0 gave up
+    if (ct.rank() == 0) {
+      ct.run([&](chorus::Communicator& c) { v[0] = c.pendingJoins(); });
+      v[1] = trainer::seconds(Clock::now() - start) > seconds;
+    }
+    ct.allReduce(v, 2, chorus::RedOp::Max);
+    if (v[0] > 0) return true;
+    if (v[1] > 0) return false;
+    if (trainer::seconds(Clock::now() - start) > seconds + limit)
+      throw std::runtime_error("waiting for a replacement: rank 0 never decided");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void waitForFile(const std::string& path, int limit) {
+  const auto giveUp = Clock::now() + std::chrono::seconds(limit);
+  while (!std::filesystem::exists(path)) {
+    if (Clock::now() > giveUp) throw std::runtime_error(path + " did not appear (--join-after-file)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 void writeRaw(const std::string& path, const std::vector<float>& params) {
   const std::string tmp = path + ".tmp";
   {
@@ -97,6 +125,7 @@ int main(int argc, char** argv) {
   const bool newcomer = std::getenv("CHORUS_REJOIN") != nullptr;
   chorus::Communicator comm;
   try {
+    if (newcomer && !args.joinAfterFile.empty()) waitForFile(args.joinAfterFile, args.timeoutS);
     comm = newcomer ? chorus::Communicator::joinFromEnv(options)
                     : chorus::Communicator::initFromEnv(options);
   } catch (const std::exception& e) {
@@ -247,6 +276,11 @@ int main(int argc, char** argv) {
     double heldOut = 0;
     const auto loopStart = Clock::now();
     for (step = start; step < args.steps; ++step) {
+      if (step == args.holdForJoinAtStep && args.onFailure == "grow" && nranks < launchSize) {
+        if (lead) std::ofstream(args.out + "/holding-for-join") << step << "\n";
+        if (!awaitJoin(ct, args.timeoutS, args.timeoutS))
+          throw std::runtime_error("--hold-for-join-at-step: no replacement within --timeout-s");
+      }
       int joining = 0;
       if (args.onFailure == "grow" && nranks < launchSize && (joining = ct.pendingJoins()) > 0) {
         ckpt->awaitSnapshot();  // the state may be overwritten
@@ -313,12 +347,15 @@ int main(int argc, char** argv) {
                        "%.3f s (the error came %.3f s after the kill) and redo step %lld\n",
                        dead.front(), static_cast<long long>(step), nranks, s.shrinkSeconds,
                        s.detectSeconds, static_cast<long long>(redo));
-        if (args.growWait) {  // the replacement's process starts meanwhile (chorus-run --respawn)
-          const auto giveUp = Clock::now() + std::chrono::seconds(args.timeoutS);
-          while (ct.pendingJoins() == 0) {
-            if (Clock::now() > giveUp)
-              throw std::runtime_error("--grow-wait: no replacement joined within --timeout-s");
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (args.growWait && !awaitJoin(ct, args.growWaitS, args.timeoutS)) {
+          // Too late: carry on with fewer ranks; the replacement is admitted at the first
+          // step it is pending (the check at the top of the loop).
+          if (lead) {
+            std::fprintf(stderr,
+                         "chorus-train: no replacement joined within %.1f s (--grow-wait-s); "
+                         "carrying on with %d ranks, admitting it when it comes\n",
+                         args.growWaitS, nranks);
+            std::ofstream(args.out + "/grow-wait-expired") << step << "\n";
           }
         }
         step = redo - 1;

@@ -10,7 +10,7 @@
 
 namespace trainer {
 
-Mlp::Mlp(std::vector<int> sizes) {
+Mlp::Mlp(std::vector<int> sizes, size_t maxGroupFloats) {
   if (sizes.size() < 2) throw std::invalid_argument("an MLP needs at least input and output sizes");
   size_t offset = 0;
   for (size_t i = 0; i + 1 < sizes.size(); ++i) {
@@ -21,6 +21,15 @@ Mlp::Mlp(std::vector<int> sizes) {
     l.b = l.w + static_cast<size_t>(l.in) * l.out;
     offset = l.end();
     layers_.push_back(l);
+    // Equal row blocks, each within maxGroupFloats (at least one row).
+    const size_t rowsPerBlock = std::max<size_t>(1, maxGroupFloats / static_cast<size_t>(l.in));
+    const int blocks = static_cast<int>((static_cast<size_t>(l.out) + rowsPerBlock - 1) / rowsPerBlock);
+    for (int k = 0; k < blocks; ++k) {
+      const int r0 = l.out * k / blocks, r1 = l.out * (k + 1) / blocks;
+      const size_t end = k + 1 == blocks ? l.end() : l.w + static_cast<size_t>(r1) * l.in;
+      groups_.emplace_back(l.w + static_cast<size_t>(r0) * l.in, end);
+      blocks_.push_back({static_cast<int>(i), r0, r1});
+    }
   }
   acts_.resize(layers_.size());
 }
@@ -84,18 +93,25 @@ void Mlp::backward(const float* params, float* grads, const std::function<void(i
   delta_ = acts_.back();
   for (int r = 0; r < batch; ++r) delta_[static_cast<size_t>(r) * classes + labels_[r]] -= 1.0f;
   for (float& v : delta_) v /= static_cast<float>(batch);
+  int group = static_cast<int>(blocks_.size()) - 1;
   for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
     const Layer& l = layers_[i];
     const float* in = i == 0 ? input_ : acts_[i - 1].data();
-    // dW = delta^T * in (out x in); db = column sums of delta
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, l.out, l.in, batch, 1.0f, delta_.data(),
-                l.out, in, l.in, 0.0f, grads + l.w, l.in);
+    // db = column sums of delta (it rides in the layer's last block)
     float* db = grads + l.b;
     std::fill(db, db + l.out, 0.0f);
     for (int r = 0; r < batch; ++r)
       for (int c = 0; c < l.out; ++c) db[c] += delta_[static_cast<size_t>(r) * l.out + c];
-    // Layer i's gradients are final: its all-reduce may start while the rest computes.
-    ready(i);
+    // dW = delta^T * in (out x in), a block of rows at a time, the last block first: each
+    // block's gradients are final at once, and its all-reduce may start while the rest
+    // computes.
+    for (; group >= 0 && blocks_[group].layer == i; --group) {
+      const Block& k = blocks_[group];
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k.rowEnd - k.rowBegin, l.in, batch, 1.0f,
+                  delta_.data() + k.rowBegin, l.out, in, l.in, 0.0f,
+                  grads + l.w + static_cast<size_t>(k.rowBegin) * l.in, l.in);
+      ready(group);
+    }
     if (i > 0) {  // delta for the layer below: (delta * W) masked by its ReLU
       deltaPrev_.resize(static_cast<size_t>(batch) * l.in);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, l.in, l.out, 1.0f,

@@ -18,11 +18,15 @@ namespace {
 
 class MlpTask : public Task {
  public:
-  explicit MlpTask(const Args& a) : model_(sizes(a, load(a))) {}
+  // Gradient groups of at most half a bucket, so that a layer bigger than a bucket is
+  // reduced in parts while the rest of its weight gradient is computed.
+  explicit MlpTask(const Args& a)
+      : model_(sizes(a, load(a)),
+               a.wholeLayers ? SIZE_MAX : static_cast<size_t>(a.bucketMb * 1e6 / 4 / 2)) {}
   size_t parameterCount() const override { return model_.parameterCount(); }
   std::vector<ParamGroup> groups() const override {
     std::vector<ParamGroup> g;
-    for (const Mlp::Layer& l : model_.layers()) g.push_back({l.w, l.end()});
+    for (auto [b, e] : model_.groups()) g.push_back({b, e});
     return g;
   }
   double flopsPerSample() const override { return model_.flopsPerSample(); }

@@ -2,12 +2,13 @@
 """Where the exposed all-reduce time of chorus-train goes, from its merged trace.json.
 
 For step s and rank r: b = the end of r's backward, B = the latest end of backward over
-all ranks in that step, e = the end of r's "wait for all-reduce" (b when it did not wait).
-The exposed time e - b splits into
-  skew: min(e, B) - b   waiting for slower ranks to finish their backward: the last
+all ranks in that step. The exposed time is r's "wait for all-reduce" spans between b and
+its next backward (one, or one per bucket when the optimizer steps each bucket as soon as
+it is reduced); each span's part
+  skew: before B        waiting for slower ranks to finish their backward: the last
                         bucket cannot be reduced before every rank has its gradients,
                         whatever drives the communication;
-  tail: e - max(b, B)   reduction work left after the last rank's backward ended: what a
+  tail: after B         reduction work left after the last rank's backward ended: what a
                         better overlap (progress, bucket order, bucket size) can hide.
 Usage: overlap_trace.py OUT/trace.json [--skip 2]   (the first steps warm up)
 """
@@ -44,11 +45,11 @@ def main():
         nxt = {r: backward[r][s + 1][0] if s + 1 < len(backward[r]) else float("inf") for r in ranks}
         for r in ranks:
             b = backward[r][s][1]
-            # the wait that follows this backward (before the next step's backward)
-            e = next((w[1] for w in waits[r] if b <= w[0] < nxt[r]), b)
-            exposed += e - b
-            skew += max(0.0, min(e, B) - b)
-            tail += max(0.0, e - max(b, B))
+            # the waits that follow this backward (before the next step's backward)
+            for w0, w1 in (w for w in waits[r] if b <= w[0] < nxt[r]):
+                exposed += w1 - w0
+                skew += max(0.0, min(w1, B) - w0)
+                tail += max(0.0, w1 - max(w0, B))
             n += 1
     steps_used = max(1, steps - skip)
     print(f"ranks {len(ranks)}, steps analysed {steps_used} (first {skip} skipped)")

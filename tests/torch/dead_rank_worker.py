@@ -1,6 +1,6 @@
 """A rank killed (SIGKILL) after the first all_reduce: every survivor's next collective
 raises a RuntimeError naming the dead rank, the collective and its sequence number, well
-within the process group's timeout. With `hang`, the rank stays alive but stops calling:
+within the process group's timeout, and the group's failed_ranks is [2]. With `hang`, the rank stays alive but stops calling:
 the survivors' error comes when the timeout given to init_process_group runs out (not
 before), names the collective and the awaited rank."""
 import os
@@ -45,6 +45,10 @@ def main():
         if HANG:
             needed.append("no progress for")
         missing = [n for n in needed if n not in msg]
+        if not HANG:  # the process group names the dead rank for Python too
+            seen = dist.distributed_c10d._get_default_group().failed_ranks
+            if seen != [VICTIM]:
+                missing.append(f"failed_ranks {seen!r} == [{VICTIM}]")
         early = HANG and took < TIMEOUT_S * 0.9
         code = 1 if missing or early or took > (TIMEOUT_S * 3 if HANG else TIMEOUT_S) else 0
         print(f"rank {rank}: {'FAIL' if code else 'ok'} error after {took:.2f} s "

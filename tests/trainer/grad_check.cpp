@@ -6,6 +6,7 @@
 #include "examples/dp_trainer/transformer.hpp"
 
 #include <cfloat>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -69,18 +70,22 @@ int check(const char* name, std::vector<float> params,
 
 int main() {
   int bad = 0;
-  {
-    Mlp mlp({5, 7, 6, 3});
+  // Whole layers, and rows in blocks of at most 12 floats (4, 6 and 2 blocks per layer).
+  for (size_t maxGroup : {SIZE_MAX, size_t{12}}) {
+    Mlp mlp({5, 7, 6, 3}, maxGroup);
     std::vector<float> p(mlp.parameterCount());
     mlp.initialize(p.data(), 3);
     SplitMix64 rng{11};
     std::vector<float> x(4 * 5);
     for (float& v : x) v = static_cast<float>(rng.uniform());
     std::vector<int> y{0, 2, 1, 2};
-    std::vector<std::pair<size_t, size_t>> groups;
-    for (const auto& l : mlp.layers()) groups.emplace_back(l.w, l.end());
+    // The groups tile the parameters in order (the buckets are cut from them).
+    size_t at = 0;
+    for (auto [b, e] : mlp.groups()) bad += b != at || e <= b, at = e;
+    bad += at != mlp.parameterCount() || mlp.groups().size() != (maxGroup == SIZE_MAX ? 3u : 12u);
+    if (bad) std::printf("mlp: the gradient groups do not tile the parameters as planned\n");
     bad += check(
-        "mlp", p, groups,
+        maxGroup == SIZE_MAX ? "mlp" : "mlp in row blocks", p, mlp.groups(),
         [&](const std::vector<float>& q) {
           return mlp.forward(q.data(), x.data(), y.data(), 4, nullptr);
         },

@@ -9,6 +9,11 @@
 #   3. without --grow-wait: the survivors train on 2 ranks until the replacement is
 #      pending, then grow; the job ends on 3 ranks with the grow in the report (the
 #      weights differ from the reference: some steps ran with a 2-rank global batch)
+#   4. late: --grow-wait --grow-wait-s 1, and the replacement asks to join only at step 12,
+#      long after the survivors gave up waiting (--join-after-file <out>/holding-for-join,
+#      which rank 0 writes at the start of step 12, where --hold-for-join-at-step makes the
+#      survivors wait for it, so that the step is known): they carry on with 2 ranks from
+#      step 6 and admit it at step 12 instead of failing
 # chorus-run exits 0 both times: the replacement's success stands for rank 1.
 set -u
 run=$1 train=$2
@@ -22,9 +27,12 @@ export CHORUS_RUN_GRACE=60
 "$run" -n 3 --timeout 120 "$train" "${common[@]}" --out "$work/ref" --save-final "$work/ref.bin" \
   >"$work/ref.log" 2>&1 || fail "the reference run failed"
 
-for mode in wait carry-on; do
-  flag=$([ $mode = wait ] && echo --grow-wait)
-  "$run" -n 3 --timeout 120 --respawn 1 "$train" "${common[@]}" --on-failure grow $flag \
+for mode in wait carry-on late; do
+  flags=()
+  [ $mode = wait ] && flags=(--grow-wait)
+  [ $mode = late ] && flags=(--grow-wait --grow-wait-s 1 --join-after-file "$work/late/holding-for-join"
+                             --hold-for-join-at-step 12)
+  "$run" -n 3 --timeout 120 --respawn 1 "$train" "${common[@]}" --on-failure grow "${flags[@]}" \
     --fail-at-step 6 --fail-rank 1 --out "$work/$mode" --save-final "$work/$mode.bin" \
     >"$work/$mode.log" 2>&1
   status=$?
@@ -42,5 +50,9 @@ done
 grep -q '"grows": \[{"step": 6, "ranks_after": 3,' "$work/wait/report.json" ||
   fail "wait: the grow was not at the redo of step 6"
 cmp "$work/ref.bin" "$work/wait.bin" || fail "wait: final weights differ from the reference"
+grep -q "no replacement joined within 1.0 s (--grow-wait-s); carrying on with 2 ranks" \
+  "$work/late.log" || fail "late: the survivors did not give up waiting and carry on"
+grep -q '"grows": \[{"step": 12, "ranks_after": 3,' "$work/late/report.json" ||
+  fail "late: the late replacement was not admitted at step 12"
 cat "$work/wait.log"
-echo "PASS: the replacement joined, the job grew back to 3 ranks, weights bit-identical with --grow-wait"
+echo "PASS: the replacement joined, the job grew back to 3 ranks, weights bit-identical with --grow-wait; a late replacement joined at step 12"

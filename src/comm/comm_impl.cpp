@@ -183,7 +183,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   config.spin = std::chrono::microseconds(
       settings::integer("CHORUS_SPIN_US", config.yieldWhileSpinning ? 200 : 50));
   config.sliceBytes =
-      static_cast<size_t>(std::max<int64_t>(4096, settings::integer("CHORUS_SLICE_BYTES")));
+      std::max<size_t>(kMinSliceBytes, settings::integer("CHORUS_SLICE_BYTES"));
   TcpStoreClient* client = c->storeClient_.get();
   std::vector<int> parentRanks = parent ? parent->ranks : std::vector<int>{};
   c->parentRanks_ = parentRanks;
@@ -230,7 +230,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     self->reportWaiting(mine, peers);
   };
   c->engine_ = std::make_unique<Engine>(*c->transport_, config);
-  c->setUpTuner(localRanks, cores);
+  c->setUpTuner(localRanks, cores, config.sliceBytes);
   storeBarrier(store, "ready", nranks, deadline);
   c->ready_ = true;
   logf(LogLevel::Info, "rank %d/%d ready: transport %s, %d local ranks, timeout %.1f s", rank,

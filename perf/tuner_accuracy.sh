@@ -3,7 +3,8 @@
 # `chorus-perf -A each` (every all-reduce algorithm and `auto`, interleaved, median of
 # REPS rounds) and prints, per size, the best fixed algorithm, the pick and
 # auto/best (busbw ratio, >= 0.9: within 10%). hier* are left out of "best" on one node
-# (they run the flat ring there: extra noisy copies of it). Exits 1 on a failed run or a
+# (they run the flat ring there: extra noisy copies of it). The tuner's figures (the probe
+# at CHORUS_DEBUG=INFO) are printed above each table. Exits 1 on a failed run or a
 # wrong element; the targets (within 10% at 7 of 8 sizes, never below 0.8) are reported,
 # not enforced (timing on a shared machine).
 #   perf/tuner_accuracy.sh [-p "2 4"] [-K REPS] [-b MIN] [-e MAX] [-f F] [-B BUILD] [-- chorus-perf args]
@@ -21,13 +22,15 @@ logdir=$(mktemp -d /tmp/chorus-tuner.XXXXXX)
 for np in $ranks; do
   log=$logdir/np$np.log
   echo "# np $np: load before $(cut -d' ' -f1-3 /proc/loadavg)"
-  if ! "$build/tools/chorus-run" -n "$np" "$build/perf/chorus-perf" -t allreduce -A each \
+  if ! CHORUS_DEBUG=INFO "$build/tools/chorus-run" -n "$np" "$build/perf/chorus-perf" -t allreduce -A each \
       -b "$minb" -e "$maxb" -f "$factor" -K "$reps" "$@" >"$log" 2>&1 ||
       ! grep -q "^# Out of bounds values : 0 OK" "$log"; then
     echo "tuner_accuracy.sh: np $np failed, see $log" >&2
     tail -5 "$log" >&2
     exit 1
   fi
+  grep -E "tuning probe round trips|tuning \(" "$log" | sed 's/ reduce\.int8.*//; s/^/#   /' | head -3
+  printf "# %5s %10s %10s %10s %10s %10s %8s\n" np size best busbw pick busbw auto/best
   awk -v np="$np" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
     /^ +size / { for (i = 2; i <= NF; ++i) name[i] = $i; n = NF; next }
     /^ +[0-9]/ {

@@ -17,6 +17,15 @@ constexpr size_t kSmallProbe = 8;
 constexpr size_t kLargeProbe = 256 << 10;
 constexpr int kSmallRounds = 16, kLargeRounds = 4;  // after one warm-up round each
 
+// The median round: what a collective typically pays. The best round is the luckiest
+// moment, where ranks sharing cores happened to run together; with more ranks than cores
+// (or a loaded machine) the typical step waits for a peer to get a core, and the best-of
+// figures made the model undercharge each message against each byte.
+double median(std::vector<double> rounds) {
+  std::sort(rounds.begin(), rounds.end());
+  return rounds.empty() ? 0 : rounds[rounds.size() / 2];
+}
+
 // The line rate of the NICs this rank's TCP traffic may use (CHORUS_SOCKET_IFNAME, as the
 // transport picks them; sysfs or CHORUS_TOPO_FILE speeds), in bytes per us; 0 if unknown.
 double nicBytesPerUs() {
@@ -41,7 +50,7 @@ double nicBytesPerUs() {
 
 // Ping-pong with `peer` (-1: sit out), every pair at once, so the figures include the
 // contention of ranks sharing cores and memory as they do during a collective; rank 0's
-// pair is the one used. Round trips (best of a few), what linkFromProbe solves:
+// pair is the one used. Round trips (median of a few), what linkFromProbe solves:
 //   1 x 8 B each way:              2 (L + 2o)
 //   8 x 8 B there, 1 x 8 B back:   2L + (8 + 3) o      -> o, the per-message overhead
 //   1 x 256 KiB each way:          2 (L + 2o + 256 KiB / bandwidth)
@@ -53,7 +62,7 @@ ProbeTimes CommImpl::probeTimes(int peer) {
   auto roundTrip = [&](size_t bytes, int burst, int rounds) {
     Call send{Collective::Send, out.data(), nullptr, bytes, DataType::Uint8, RedOp::Sum, peer};
     Call recv{Collective::Recv, nullptr, in.data(), bytes, DataType::Uint8, RedOp::Sum, peer};
-    double best = 1e300;
+    std::vector<double> times;
     for (int i = 0; i <= rounds; ++i) {  // round 0 warms up
       const auto start = Clock::now();
       if (rank_ < peer) {  // the lower rank starts
@@ -68,9 +77,9 @@ ProbeTimes CommImpl::probeTimes(int peer) {
         submit(send).wait(timeout_);
       }
       const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-      if (i > 0) best = std::min(best, us);
+      if (i > 0) times.push_back(us);
     }
-    return best;
+    return median(std::move(times));
   };
   t.smallBytes = kSmallProbe;
   t.largeBytes = kLargeProbe;
@@ -84,11 +93,11 @@ ProbeTimes CommImpl::probeTimes(int peer) {
 // Every rank of `ranks` (this one among them, all calling) sends 8 B to each of the others
 // and receives 8 B from each, all at once: the step of a one-shot or two-shot all-reduce.
 // With more ranks than cores each of those messages waits for its sender to get a core,
-// which the ping-pong between two running ranks never sees. Microseconds of the best of a
-// few rounds, after one warm-up round.
+// which the ping-pong between two running ranks never sees. Microseconds of the median of
+// a few rounds, after one warm-up round.
 double CommImpl::probeExchange(const std::vector<int>& ranks) {
   std::vector<std::byte> out(kSmallProbe), in(kSmallProbe * ranks.size());
-  double best = 1e300;
+  std::vector<double> times;
   for (int i = 0; i <= kSmallRounds / 2; ++i) {
     const auto start = Clock::now();
     std::vector<Work> pending;
@@ -101,9 +110,9 @@ double CommImpl::probeExchange(const std::vector<int>& ranks) {
     }
     for (Work& w : pending) w.wait(timeout_);
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-    if (i > 0) best = std::min(best, us);
+    if (i > 0) times.push_back(us);
   }
-  return best;
+  return median(std::move(times));
 }
 
 void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {

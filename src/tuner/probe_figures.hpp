@@ -8,7 +8,7 @@
 
 namespace chorus {
 
-// Round-trip times of the probe, in us (each the best of a few rounds).
+// Round-trip times of the probe, in us (each the median of a few rounds).
 struct ProbeTimes {
   size_t smallBytes = 8;
   double one = 0;    // 1 x small each way: 2 (L + 2 o)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -445,9 +446,20 @@ bool CommImpl::viaMailbox(const Call& call) const {
   return box && sizeof(WireHeader) + call.count * sizeOf(call.type) <= box->capacity();
 }
 
-// The small all-reduce of a mailbox: no algorithm to choose, no schedule to look up.
+// The small all-reduce of a mailbox: no algorithm to choose, no schedule to look up, and
+// no allocation once the previous mailbox op is let go (by the caller's Work and the
+// engine): its state is reused, its progress vector's storage kept.
 std::shared_ptr<OpState> CommImpl::prepareMailbox(const Call& call) {
-  auto op = std::make_shared<OpState>();
+  std::shared_ptr<OpState> op;
+  if (mailboxSpare_ && mailboxSpare_.use_count() == 1) {
+    std::atomic_thread_fence(std::memory_order_acquire);  // the last holder's writes
+    op = mailboxSpare_;
+    std::vector<detail::StepProgress> progress = std::move(op->progress);
+    *op = OpState{};
+    op->progress = std::move(progress);
+  } else {
+    op = mailboxSpare_ = std::make_shared<OpState>();
+  }
   op->collective = call.collective;
   op->type = call.type;
   op->op = call.op;

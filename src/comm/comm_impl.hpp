@@ -113,6 +113,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   static constexpr int kMailboxMaxRanks = 32;
   bool viaMailbox(const Call& call) const;
   std::shared_ptr<OpState> prepareMailbox(const Call& call);
+  std::shared_ptr<OpState> mailboxSpare_;  // the last mailbox op, reused once let go
   std::shared_ptr<const Schedule> scheduleFor(const Algorithm& algorithm, const Call& call);
   // Tuning (tuning_setup.cpp): rank 0 takes the tune file's entry, or probes the link and
   // times the kernels, or keeps the defaults, and shares the result so that every rank's

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -183,7 +184,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   config.spin = std::chrono::microseconds(
       settings::integer("CHORUS_SPIN_US", config.yieldWhileSpinning ? 200 : 50));
   config.sliceBytes =
-      static_cast<size_t>(std::max<int64_t>(4096, settings::integer("CHORUS_SLICE_BYTES")));
+      std::max<size_t>(kMinSliceBytes, settings::integer("CHORUS_SLICE_BYTES"));
   TcpStoreClient* client = c->storeClient_.get();
   std::vector<int> parentRanks = parent ? parent->ranks : std::vector<int>{};
   c->parentRanks_ = parentRanks;
@@ -230,7 +231,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     self->reportWaiting(mine, peers);
   };
   c->engine_ = std::make_unique<Engine>(*c->transport_, config);
-  c->setUpTuner(localRanks, cores);
+  c->setUpTuner(localRanks, cores, config.sliceBytes);
   storeBarrier(store, "ready", nranks, deadline);
   c->ready_ = true;
   logf(LogLevel::Info, "rank %d/%d ready: transport %s, %d local ranks, timeout %.1f s", rank,
@@ -445,9 +446,20 @@ bool CommImpl::viaMailbox(const Call& call) const {
   return box && sizeof(WireHeader) + call.count * sizeOf(call.type) <= box->capacity();
 }
 
-// The small all-reduce of a mailbox: no algorithm to choose, no schedule to look up.
+// The small all-reduce of a mailbox: no algorithm to choose, no schedule to look up, and
+// no allocation once the previous mailbox op is let go (by the caller's Work and the
+// engine): its state is reused, its progress vector's storage kept.
 std::shared_ptr<OpState> CommImpl::prepareMailbox(const Call& call) {
-  auto op = std::make_shared<OpState>();
+  std::shared_ptr<OpState> op;
+  if (mailboxSpare_ && mailboxSpare_.use_count() == 1) {
+    std::atomic_thread_fence(std::memory_order_acquire);  // the last holder's writes
+    op = mailboxSpare_;
+    std::vector<detail::StepProgress> progress = std::move(op->progress);
+    *op = OpState{};
+    op->progress = std::move(progress);
+  } else {
+    op = mailboxSpare_ = std::make_shared<OpState>();
+  }
   op->collective = call.collective;
   op->type = call.type;
   op->op = call.op;

@@ -7,6 +7,7 @@
 #include "memory/shared_memory.hpp"
 #include "store/store.hpp"
 #include "transports/transport.hpp"
+#include "tuner/probe_figures.hpp"
 #include "tuner/tuner.hpp"
 
 #include <chorus/chorus.hpp>
@@ -112,12 +113,15 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   static constexpr int kMailboxMaxRanks = 32;
   bool viaMailbox(const Call& call) const;
   std::shared_ptr<OpState> prepareMailbox(const Call& call);
+  std::shared_ptr<OpState> mailboxSpare_;  // the last mailbox op, reused once let go
   std::shared_ptr<const Schedule> scheduleFor(const Algorithm& algorithm, const Call& call);
   // Tuning (tuning_setup.cpp): rank 0 takes the tune file's entry, or probes the link and
   // times the kernels, or keeps the defaults, and shares the result so that every rank's
   // tuner decides alike.
-  void setUpTuner(int localRanks, int cores);
-  LinkModel probeLink(int peer);
+  // `sliceBytes`: the engine's (CHORUS_SLICE_BYTES), which the tuner's replay pipelines by.
+  void setUpTuner(int localRanks, int cores, size_t sliceBytes);
+  ProbeTimes probeTimes(int peer);
+  double probeExchange(const std::vector<int>& ranks);
   // Failure reports through the store (failure_report.cpp): what this rank failed with,
   // what another rank reported before it died, and at a stall what the awaited peers
   // are doing.

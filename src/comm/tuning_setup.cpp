@@ -17,6 +17,15 @@ constexpr size_t kSmallProbe = 8;
 constexpr size_t kLargeProbe = 256 << 10;
 constexpr int kSmallRounds = 16, kLargeRounds = 4;  // after one warm-up round each
 
+// The median round: what a collective typically pays. The best round is the luckiest
+// moment, where ranks sharing cores happened to run together; with more ranks than cores
+// (or a loaded machine) the typical step waits for a peer to get a core, and the best-of
+// figures made the model undercharge each message against each byte.
+double median(std::vector<double> rounds) {
+  std::sort(rounds.begin(), rounds.end());
+  return rounds.empty() ? 0 : rounds[rounds.size() / 2];
+}
+
 // The line rate of the NICs this rank's TCP traffic may use (CHORUS_SOCKET_IFNAME, as the
 // transport picks them; sysfs or CHORUS_TOPO_FILE speeds), in bytes per us; 0 if unknown.
 double nicBytesPerUs() {
@@ -41,19 +50,19 @@ double nicBytesPerUs() {
 
 // Ping-pong with `peer` (-1: sit out), every pair at once, so the figures include the
 // contention of ranks sharing cores and memory as they do during a collective; rank 0's
-// pair is the one used. Round trips (best of a few):
+// pair is the one used. Round trips (median of a few), what linkFromProbe solves:
 //   1 x 8 B each way:              2 (L + 2o)
 //   8 x 8 B there, 1 x 8 B back:   2L + (8 + 3) o      -> o, the per-message overhead
 //   1 x 256 KiB each way:          2 (L + 2o + 256 KiB / bandwidth)
 // A few ms on shared memory, ~5-10 ms on loopback TCP.
-LinkModel CommImpl::probeLink(int peer) {
-  LinkModel link = tuner_ ? tuner_->tuning().model : LinkModel{};
-  if (peer < 0 || peer == rank_) return link;
+ProbeTimes CommImpl::probeTimes(int peer) {
+  ProbeTimes t;
+  if (peer < 0 || peer == rank_) return t;
   std::vector<std::byte> out(kLargeProbe), in(kLargeProbe);
   auto roundTrip = [&](size_t bytes, int burst, int rounds) {
     Call send{Collective::Send, out.data(), nullptr, bytes, DataType::Uint8, RedOp::Sum, peer};
     Call recv{Collective::Recv, nullptr, in.data(), bytes, DataType::Uint8, RedOp::Sum, peer};
-    double best = 1e300;
+    std::vector<double> times;
     for (int i = 0; i <= rounds; ++i) {  // round 0 warms up
       const auto start = Clock::now();
       if (rank_ < peer) {  // the lower rank starts
@@ -68,27 +77,51 @@ LinkModel CommImpl::probeLink(int peer) {
         submit(send).wait(timeout_);
       }
       const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-      if (i > 0) best = std::min(best, us);
+      if (i > 0) times.push_back(us);
     }
-    return best;
+    return median(std::move(times));
   };
-  constexpr int kBurst = 8;
-  const double one = roundTrip(kSmallProbe, 1, kSmallRounds);
-  const double burst = roundTrip(kSmallProbe, kBurst, kSmallRounds / 2);
-  const double large = roundTrip(kLargeProbe, 1, kLargeRounds);
-  link.overheadUs = std::max(0.0, (burst - one) / (kBurst - 1));
-  link.latencyUs = std::max(0.05, one / 2 - 2 * link.overheadUs);
-  link.bytesPerUs =
-      static_cast<double>(kLargeProbe - kSmallProbe) / std::max((large - one) / 2, 0.01);
-  return link;
+  t.smallBytes = kSmallProbe;
+  t.largeBytes = kLargeProbe;
+  t.burst = 8;
+  t.one = roundTrip(kSmallProbe, 1, kSmallRounds);
+  t.burstTrip = roundTrip(kSmallProbe, t.burst, kSmallRounds / 2);
+  t.large = roundTrip(kLargeProbe, 1, kLargeRounds);
+  return t;
 }
 
-void CommImpl::setUpTuner(int localRanks, int cores) {
+// Every rank of `ranks` (this one among them, all calling) sends 8 B to each of the others
+// and receives 8 B from each, all at once: the step of a one-shot or two-shot all-reduce.
+// With more ranks than cores each of those messages waits for its sender to get a core,
+// which the ping-pong between two running ranks never sees. Microseconds of the median of
+// a few rounds, after one warm-up round.
+double CommImpl::probeExchange(const std::vector<int>& ranks) {
+  std::vector<std::byte> out(kSmallProbe), in(kSmallProbe * ranks.size());
+  std::vector<double> times;
+  for (int i = 0; i <= kSmallRounds / 2; ++i) {
+    const auto start = Clock::now();
+    std::vector<Work> pending;
+    for (size_t k = 0; k < ranks.size(); ++k) {
+      if (ranks[k] == rank_) continue;
+      pending.push_back(submit({Collective::Send, out.data(), nullptr, kSmallProbe,
+                                DataType::Uint8, RedOp::Sum, ranks[k]}));
+      pending.push_back(submit({Collective::Recv, nullptr, in.data() + k * kSmallProbe,
+                                kSmallProbe, DataType::Uint8, RedOp::Sum, ranks[k]}));
+    }
+    for (Work& w : pending) w.wait(timeout_);
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    if (i > 0) times.push_back(us);
+  }
+  return median(std::move(times));
+}
+
+void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {
   const LinkClass link = parseLinkClass(transport_->name()).value_or(LinkClass::Tcp);
   // Deterministic: nothing measured may sway the choice, so the thresholds decide.
   const bool deterministic = options_.deterministic || settings::boolean("CHORUS_DETERMINISTIC");
   const Tuner::Mode mode = deterministic ? Tuner::Mode::Static : tunerModeFromEnv();
-  tuner_ = std::make_unique<Tuner>(nranks_, defaultTuning(link), mode);
+  tuner_ = std::make_unique<Tuner>(nranks_, defaultTuning(link), mode, nullptr, std::nullopt,
+                                   sliceBytes);
   if (mode == Tuner::Mode::Static || nranks_ == 1) return;
   // Probe partners: local index i^1 on this node, and the same local index on node a^1.
   const int node = layout_.nodeOf(rank_), local = layout_.localIndex(rank_);
@@ -132,9 +165,21 @@ void CommImpl::setUpTuner(int localRanks, int cores) {
     throw Error(Result::InvalidArgument, "CHORUS_TUNE_FILE: " + plan.substr(6));
   if (plan == "probe") {
     const auto start = Clock::now();
-    tuning.model = probeLink(rankAt(node, local ^ 1));
+    ProbeTimes times = probeTimes(rankAt(node, local ^ 1));
+    // A step to several peers (one-shot, two-shot) waits on more ranks than the ping-pong
+    // does: time one (linkFromProbe weighs it).
+    if (const std::vector<int>& mine = layout_.ranksOf(node); mine.size() > 2) {
+      times.exchangeRanks = static_cast<int>(mine.size());
+      times.exchange = probeExchange(mine);
+    }
+    if (rank_ == 0)
+      logf(LogLevel::Info,
+           "tuning probe round trips (us): 8 B %.2f, 8 x 8 B %.2f, 256 KiB %.1f; exchange of "
+           "8 B among %d ranks %.2f",
+           times.one, times.burstTrip, times.large, times.exchangeRanks, times.exchange);
+    tuning.model = linkFromProbe(times, tuning.model);
     if (severalNodes) {
-      inter = probeLink(rankAt(node ^ 1, local));
+      inter = linkFromProbe(probeTimes(rankAt(node ^ 1, local)), tuning.model);
       // A short probe fits in a rate limiter's burst (or a switch's buffers): the NICs'
       // line rate, when known, bounds what it measured.
       if (const double nic = nicBytesPerUs(); nic > 0 && inter->bytesPerUs > nic)
@@ -143,13 +188,6 @@ void CommImpl::setUpTuner(int localRanks, int cores) {
     nextSequence_ = 0;  // the probe's sends are not the user's collectives
     if (rank_ == 0) {
       measureLocalRates(tuning, std::min(1.0, static_cast<double>(cores) / localRanks));
-      // The probe's burst goes to one peer that is already running; in a collective with
-      // more ranks than cores a message to another peer waits for that peer to get a
-      // core, so each message costs more: scale the per-message overhead by the
-      // oversubscription (np=4 on 2 cores: twoshot's 6 messages against rd's 2 made the
-      // model pick twoshot at 4 KiB where rd ran 1.3-1.5x faster).
-      if (link == LinkClass::Shm && localRanks > cores)
-        tuning.model.overheadUs *= static_cast<double>(localRanks) / cores;
       tuning.ranks = localRanks;
       tuning.source = "probe";
       logf(LogLevel::Info, "tuning probe took %.1f ms",
@@ -179,7 +217,7 @@ void CommImpl::setUpTuner(int localRanks, int cores) {
   tuning.source = text.substr(last + 1);
   inter.reset();
   if (entries.size() > 1) inter = entries[1].model;
-  tuner_ = std::make_unique<Tuner>(nranks_, tuning, mode, &layout_, inter);
+  tuner_ = std::make_unique<Tuner>(nranks_, tuning, mode, &layout_, inter, sliceBytes);
 }
 
 }  // namespace chorus::detail

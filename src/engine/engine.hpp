@@ -6,6 +6,7 @@
 
 #include "engine/loopback_channel.hpp"
 #include "engine/op_state.hpp"
+#include "engine/slice.hpp"
 #include "errors.hpp"
 #include "transports/transport.hpp"
 
@@ -30,7 +31,7 @@ struct EngineConfig {
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // longest wait without progress
   std::chrono::microseconds spin{20};                          // busy-poll before sleeping
   bool yieldWhileSpinning = false;  // more ranks than cores (the comm spins longer then)
-  size_t sliceBytes = 256 << 10;    // most bytes one step moves per pass
+  size_t sliceBytes = kPipelineSliceBytes;  // most bytes one step moves per pass
   // Called every ~100 ms while ops wait, polled or not; throws PeerError for a dead peer.
   std::function<void()> checkPeers;
   // Called once when the engine fails, with the cause and the failed ranks (e.g. to tell

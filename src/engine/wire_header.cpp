@@ -35,9 +35,10 @@ std::string describeHeader(const WireHeader& h) {
 }
 
 std::optional<std::string> mismatch(const OpState& mine, const WireHeader& theirs, int peer) {
-  const std::string who = "rank " + std::to_string(peer);
+  // Checked for every message of a small call: no string is built unless it fails.
+  auto who = [peer] { return "rank " + std::to_string(peer); };
   if (theirs.magic != WireHeader::kMagic)
-    return "the stream from " + who +
+    return "the stream from " + who() +
            " is out of step (no call header where one was due): the ranks called different "
            "collectives earlier, or the data was damaged";
   const auto c = static_cast<Collective>(theirs.collective);
@@ -58,7 +59,7 @@ std::optional<std::string> mismatch(const OpState& mine, const WireHeader& their
   if (same) return std::nullopt;
   const bool onlyCounts =
       c == mine.collective && theirs.count == mine.count && theirs.countsHash != mine.countsHash;
-  return "mismatched calls: " + who + " called " + describeHeader(theirs) +
+  return "mismatched calls: " + who() + " called " + describeHeader(theirs) +
          (onlyCounts ? " with other per-rank counts" : "");
 }
 

@@ -33,14 +33,13 @@
 #pragma once
 
 #include "algorithms/schedule.hpp"
+#include "engine/slice.hpp"
 #include "sim/network.hpp"
 
 #include <cstddef>
 #include <span>
 
 namespace chorus {
-
-inline constexpr size_t kPipelineSliceBytes = 256 << 10;
 
 struct ReplayResult {
   double micros = 0;      // when the last rank finishes its last step

@@ -19,7 +19,7 @@ struct CacheKey {
   const Algorithm* algorithm;
   Collective collective;
   int nranks;
-  size_t count, elementSize;
+  size_t count, elementSize, sliceBytes;
   LinkModel link, inter;
   uint64_t layout;
   auto tie() const {
@@ -27,7 +27,7 @@ struct CacheKey {
       return std::tie(m.latencyUs, m.bytesPerUs, m.reduceBytesPerUs, m.copyBytesPerUs,
                       m.overheadUs);
     };
-    return std::tuple_cat(std::tie(algorithm, collective, nranks, count, elementSize, layout),
+    return std::tuple_cat(std::tie(algorithm, collective, nranks, count, elementSize, sliceBytes, layout),
                           fields(link), fields(inter));
   }
   bool operator<(const CacheKey& o) const { return tie() < o.tie(); }
@@ -68,7 +68,7 @@ ReplayResult replaySchedules(std::span<const Schedule> schedules, size_t element
 
 double predictMicros(const Algorithm& algorithm, Collective collective, int nranks, size_t count,
                      size_t elementSize, const LinkModel& link, const Layout* layout,
-                     const LinkModel* inter) {
+                     const LinkModel* inter, size_t sliceBytes) {
   if (layout && layout->nranks() != nranks) layout = nullptr;
   if (nranks < 1) return kInfinity;
   if (collective == Collective::Send || collective == Collective::Recv) {
@@ -88,6 +88,7 @@ double predictMicros(const Algorithm& algorithm, Collective collective, int nran
                      nranks,
                      count,
                      elementSize,
+                     sliceBytes,
                      link,
                      inter ? *inter : link,
                      layout ? layout->fingerprint() : 0};
@@ -100,7 +101,7 @@ double predictMicros(const Algorithm& algorithm, Collective collective, int nran
   for (int r = 0; r < nranks; ++r)
     schedules.push_back(algorithm.build({collective, r, nranks, count, 0, layout}));
   sim::LinkClassNetwork net(nranks, link, layout, inter);
-  const double micros = sim::replay(schedules, elementSize, net).micros;
+  const double micros = sim::replay(schedules, elementSize, net, 0, sliceBytes).micros;
   std::lock_guard lock(cacheMutex);
   if (cache.size() >= kCacheEntries) cache.clear();
   cache.emplace(key, micros);
@@ -109,12 +110,14 @@ double predictMicros(const Algorithm& algorithm, Collective collective, int nran
 
 std::vector<Prediction> rankAlgorithms(Collective collective, int nranks, size_t count,
                                        size_t elementSize, const LinkModel& link,
-                                       const Layout* layout, const LinkModel* inter) {
+                                       const Layout* layout, const LinkModel* inter,
+                                       size_t sliceBytes) {
   std::vector<Prediction> ranked;
   for (const Algorithm& a : allAlgorithms())
     if (a.collective == collective && !a.oneSided)  // chosen apart (Tuner::chooseOneSided)
       ranked.push_back(
-          {&a, predictMicros(a, collective, nranks, count, elementSize, link, layout, inter)});
+          {&a, predictMicros(a, collective, nranks, count, elementSize, link, layout, inter,
+                              sliceBytes)});
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Prediction& a, const Prediction& b) { return a.micros < b.micros; });
   return ranked;

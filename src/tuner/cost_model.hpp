@@ -35,9 +35,11 @@ ReplayResult replaySchedules(std::span<const Schedule> schedules, size_t element
 // With a layout, schedules are built for it (hierarchical algorithms need it); with a
 // layout and `inter`, messages between nodes go over `inter` (latency, overhead, wire
 // rate, and a port of their own: the NIC), messages within a node over `link`.
+// `sliceBytes`: the engine's pipelining grain (the communicator's CHORUS_SLICE_BYTES).
 double predictMicros(const Algorithm& algorithm, Collective collective, int nranks, size_t count,
                      size_t elementSize, const LinkModel& link, const Layout* layout = nullptr,
-                     const LinkModel* inter = nullptr);
+                     const LinkModel* inter = nullptr,
+                     size_t sliceBytes = kPipelineSliceBytes);
 
 struct Prediction {
   const Algorithm* algorithm;
@@ -49,7 +51,8 @@ struct Prediction {
 std::vector<Prediction> rankAlgorithms(Collective collective, int nranks, size_t count,
                                        size_t elementSize, const LinkModel& link,
                                        const Layout* layout = nullptr,
-                                       const LinkModel* inter = nullptr);
+                                       const LinkModel* inter = nullptr,
+                                       size_t sliceBytes = kPipelineSliceBytes);
 
 // 8 B, 32 B, ... 64 MiB.
 std::vector<size_t> defaultExplainSizes();

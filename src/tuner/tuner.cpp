@@ -13,12 +13,13 @@
 namespace chorus {
 
 Tuner::Tuner(int nranks, Tuning tuning, Mode mode, const Layout* layout,
-             std::optional<LinkModel> inter)
+             std::optional<LinkModel> inter, size_t sliceBytes)
     : nranks_(nranks),
       tuning_(std::move(tuning)),
       mode_(mode),
       layout_(layout),
-      inter_(std::move(inter)) {}
+      inter_(std::move(inter)),
+      sliceBytes_(sliceBytes) {}
 
 const Algorithm& Tuner::choose(Collective collective, size_t count, DataType type,
                                std::span<const Algorithm* const> offered, bool log) {
@@ -57,7 +58,7 @@ const Algorithm& Tuner::choose(Collective collective, size_t count, DataType typ
     double bestMicros = 0;
     for (const Algorithm* a : candidates) {
       const double us = predictMicros(*a, collective, nranks_, count, elementSize, link, layout_,
-                                      inter_ ? &*inter_ : nullptr);
+                                      inter_ ? &*inter_ : nullptr, sliceBytes_);
       if (!best || us < bestMicros) best = a, bestMicros = us;
       if (log) {
         char text[64];
@@ -86,6 +87,7 @@ const Algorithm* Tuner::replayChoice(Collective collective, size_t count, DataTy
   sim::SimOptions options;
   options.layout = layout_ && layout_->nranks() == nranks_ ? layout_ : nullptr;
   options.maxSteps = kMaxReplaySteps;
+  options.sliceBytes = sliceBytes_;
   const std::vector<sim::Ranked> ranked =
       sim::rankByReplay(candidates, collective, nranks_, count, sizeOf(type), net, options);
   why = "replay (" + tuning_.source + "):";

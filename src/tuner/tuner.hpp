@@ -12,6 +12,7 @@
 
 #include "algorithms/algorithms.hpp"
 #include "algorithms/layout.hpp"
+#include "engine/slice.hpp"
 #include "tuner/tuning.hpp"
 
 #include <chorus/chorus.hpp>
@@ -32,9 +33,11 @@ class Tuner {
   enum class Mode { Model, Static };
 
   // With several nodes: `layout` says which ranks share one, `inter` is the link between
-  // nodes (tuning's link is the one within a node).
+  // nodes (tuning's link is the one within a node). `sliceBytes`: the engine's pipelining
+  // grain (CHORUS_SLICE_BYTES), which the replay pipelines by.
   Tuner(int nranks, Tuning tuning, Mode mode, const Layout* layout = nullptr,
-        std::optional<LinkModel> inter = std::nullopt);
+        std::optional<LinkModel> inter = std::nullopt,
+        size_t sliceBytes = kPipelineSliceBytes);
 
   // The best of `candidates` (all of one collective, non-empty) for this call, cached per
   // (collective, count, type). When `log` is set, a new choice is logged at INFO with the
@@ -57,6 +60,7 @@ class Tuner {
   const Tuning& tuning() const { return tuning_; }
   const std::optional<LinkModel>& inter() const { return inter_; }
   Mode mode() const { return mode_; }
+  size_t sliceBytes() const { return sliceBytes_; }
 
  private:
   // Beyond kMaxReplayRanks: the replay's pick (nullptr when no candidate could be
@@ -71,6 +75,7 @@ class Tuner {
   Mode mode_;
   const Layout* layout_;
   std::optional<LinkModel> inter_;
+  size_t sliceBytes_;
   std::map<std::tuple<Collective, size_t, DataType>, const Algorithm*> choices_;
 };
 

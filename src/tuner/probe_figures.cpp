@@ -1,0 +1,21 @@
+#include "tuner/probe_figures.hpp"
+
+#include <algorithm>
+
+namespace chorus {
+
+LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
+  if (t.one <= 0) return link;  // not measured (no partner)
+  link.overheadUs = std::max(0.0, (t.burstTrip - t.one) / std::max(1, t.burst - 1));
+  const double halfTrip = t.one / 2;  // L + 2 o
+  if (t.exchangeRanks > 2) {
+    const double p = t.exchangeRanks;
+    link.overheadUs = std::max(link.overheadUs, (t.exchange - halfTrip) / (p - 2));
+  }
+  link.latencyUs = std::max(0.05, halfTrip - 2 * link.overheadUs);
+  link.bytesPerUs = static_cast<double>(t.largeBytes - t.smallBytes) /
+                    std::max((t.large - t.one) / 2, 0.01);
+  return link;
+}
+
+}  // namespace chorus

@@ -1,0 +1,32 @@
+// The link figures a communicator's probe (comm/tuning_setup.cpp) derives from its timings,
+// as a pure function so that the arithmetic is tested apart from the timing.
+#pragma once
+
+#include "tuner/link_model.hpp"
+
+#include <cstddef>
+
+namespace chorus {
+
+// Round-trip times of the probe, in us (each the median of a few rounds).
+struct ProbeTimes {
+  size_t smallBytes = 8;
+  double one = 0;    // 1 x small each way: 2 (L + 2 o)
+  int burst = 8;     // messages of the burst
+  double burstTrip = 0;  // burst x small there, 1 x small back: 2 L + (burst + 3) o
+  size_t largeBytes = 256 << 10;
+  double large = 0;  // 1 x large each way: 2 (L + 2 o + large / bandwidth)
+  // All ranks of the node at once, each sending small to every other and receiving small
+  // from every other (0 or exchangeRanks <= 2: not measured): ~L + p o in the model.
+  int exchangeRanks = 0;
+  double exchange = 0;
+};
+
+// `start` with latencyUs, overheadUs and bytesPerUs replaced by what the times say. The
+// ping-pong's burst gives the per-message overhead o between two running ranks; a step to
+// several peers pays more where ranks outnumber cores (each message waits for its sender
+// to get a core), which only the exchange sees: o is the larger of the two solutions, and
+// L what the ping-pong leaves for it. Unmeasured times (one = 0) leave `start` as it is.
+LinkModel linkFromProbe(const ProbeTimes& t, LinkModel start);
+
+}  // namespace chorus

@@ -2,6 +2,7 @@
 
 #include "errors.hpp"
 #include "memory/shared_memory.hpp"
+#include "transports/shm/peer_fd.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -43,27 +44,6 @@ Blob parse(std::span<const std::byte> blob) {
 [[noreturn]] void peerGone(int peer, pid_t pid, const char* what) {
   throw PeerError(peer, "rank " + std::to_string(peer) + " (pid " + std::to_string(pid) +
                             ") is gone: " + what + " failed (" + std::strerror(errno) + ")");
-}
-
-// The peer's memfd, opened here: through /proc (needs only read access to the peer's
-// /proc entries), else pidfd_getfd (needs ptrace rights over it).
-int openPeerFd(int peer, pid_t pid, int fd) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
-  int mine = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (mine >= 0) return mine;
-  const int openErrno = errno;
-  if (openErrno == ENOENT && ::kill(pid, 0) != 0) peerGone(peer, pid, "opening its memfd");
-  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd >= 0) {
-    mine = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
-    ::close(pidfd);
-    if (mine >= 0) return mine;
-  }
-  throw Error(Result::SystemError,
-              "shm: cannot map rank " + std::to_string(peer) + "'s memAlloc buffer: open(" + path +
-                  ") failed (" + std::strerror(openErrno) + ") and pidfd_getfd failed (" +
-                  std::strerror(errno) + "); ranks must run as one user with access to each "
-                  "other's /proc entries (or CAP_SYS_PTRACE)");
 }
 
 }  // namespace
@@ -109,7 +89,7 @@ const std::byte* ShmPeerMemory::map(int peer, std::span<const std::byte> blob) {
       munmap(oldest->second.base, oldest->second.bytes);
       mappings_.erase(oldest);
     }
-    const int fd = openPeerFd(peer, b.pid, b.fd);
+    const int fd = openPeerFd(peer, b.pid, b.fd, O_RDONLY, "memAlloc buffer");
     struct stat st {};
     if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) != b.regionBytes) {
       ::close(fd);

@@ -1,0 +1,18 @@
+// Opening a descriptor another rank's process holds (a memfd it shares): through /proc
+// (needs only read access to the peer's /proc entries), else pidfd_getfd (needs ptrace
+// rights over it). Ranks of one host run as one user, so the first normally works.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+namespace chorus::shm {
+
+// A new descriptor for `fd` of process `pid` (rank `peer`), opened with `flags` (O_RDONLY,
+// O_RDWR) when through /proc. Throws PeerError naming the
+// rank when its process is gone, Error(SystemError) when access is denied; `what` says
+// what the descriptor is ("its memAlloc buffer").
+int openPeerFd(int peer, pid_t pid, int fd, int flags, const std::string& what);
+
+}  // namespace chorus::shm

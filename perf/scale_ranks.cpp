@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -48,6 +49,26 @@ long mappedKiB() {
     unsigned long from = 0, to = 0;
     std::sscanf(line.c_str(), "%lx-%lx", &from, &to);
     kib += static_cast<long>((to - from) / 1024);
+  }
+  return kib;
+}
+
+// KiB of shared memory the transport's segments take, this process's share of it (Pss of
+// those mappings in /proc/self/smaps): summed over the ranks, the pages the job touched.
+long segmentPssKiB() {
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  long kib = 0;
+  bool ours = false;
+  while (std::getline(in, line)) {
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) &&
+        line.find('-') < line.find(' ')) {
+      ours = line.find("/dev/shm/chorus") != std::string::npos ||
+             line.find("/memfd:chorus") != std::string::npos;
+      continue;
+    }
+    long v = 0;
+    if (ours && std::sscanf(line.c_str(), "Pss: %ld kB", &v) == 1) kib += v;
   }
   return kib;
 }
@@ -91,6 +112,14 @@ int main() {
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
     const int r = comm.rank(), n = comm.size();
     const long shmCreated = shmemKiB();
+    // Per phase: connected tcp sockets, KiB mapped from shm segments, their Pss.
+    std::vector<int64_t> stats = {createUs};
+    auto snapshot = [&] {
+      stats.push_back(dataConnections());
+      stats.push_back(mappedKiB());
+      stats.push_back(segmentPssKiB());
+    };
+    snapshot();
     size_t wrong = 0;
     auto value = [](int rank, size_t i) {
       return static_cast<int64_t>(rank + 1) * 1000003 + static_cast<int64_t>(i);
@@ -112,14 +141,12 @@ int main() {
     comm.allGather(in.data(), out.data(), per, chorus::DataType::Int64).wait();
     for (size_t i = 0; i < out.size(); ++i)
       wrong += out[i] != value(static_cast<int>(i / per), i % per);
-    // What the transport holds after all-reduce and all-gather, then after all-to-all.
-    std::vector<int64_t> stats = {createUs, dataConnections(), mappedKiB(), 0, 0, 0};
+    snapshot();
     const long shmMiddle = shmemKiB();
     comm.allToAll(in.data(), out.data(), per, chorus::DataType::Int64).wait();
     for (size_t i = 0; i < out.size(); ++i)
       wrong += out[i] != value(static_cast<int>(i / per), r * per + i % per);
-    stats[3] = dataConnections();
-    stats[4] = mappedKiB();
+    snapshot();
     const long shmAfter = shmemKiB();
     std::vector<int64_t> sum(stats.size()), max(stats.size());
     comm.allReduce(stats.data(), sum.data(), stats.size(), chorus::DataType::Int64,
@@ -128,17 +155,22 @@ int main() {
     comm.allReduce(stats.data(), max.data(), stats.size(), chorus::DataType::Int64,
                    chorus::RedOp::Max)
         .wait();
-    // Rank 0 reports; every rank's verdict is its exit code. Connections are counted at
-    // both ends (each is two sockets, one in each rank).
-    if (r == 0)
-      std::printf(
-          "ranks %d transport %s create_ms_max %.1f shmem_kib_created %ld "
-          "shmem_kib_after_allreduce %ld shmem_kib_after_alltoall %ld "
-          "mapped_kib_per_rank_max %lld/%lld tcp_sockets_per_rank_max %lld/%lld "
-          "tcp_connections_total %lld/%lld (after all-reduce+all-gather / after all-to-all)\n",
-          n, comm.transportName().c_str(), max[0] / 1000.0, shmCreated - shmBefore,
-          shmMiddle - shmBefore, shmAfter - shmBefore, (long long)max[2], (long long)max[4],
-          (long long)max[1], (long long)max[3], (long long)sum[1] / 2, (long long)sum[3] / 2);
+    // Rank 0 reports; every rank's verdict is its exit code. A connection is two sockets,
+    // one in each rank. Phases: created / after all-reduce + all-gather / after all-to-all.
+    if (r == 0) {
+      std::printf("ranks %d transport %s create_ms_max %.1f shmem_kib_delta %ld/%ld/%ld", n,
+                  comm.transportName().c_str(), max[0] / 1000.0, shmCreated - shmBefore,
+                  shmMiddle - shmBefore, shmAfter - shmBefore);
+      auto phases = [&](const char* name, const std::vector<int64_t>& v, int at, int64_t div) {
+        std::printf(" %s %lld/%lld/%lld", name, (long long)(v[1 + at] / div),
+                    (long long)(v[4 + at] / div), (long long)(v[7 + at] / div));
+      };
+      phases("tcp_connections_total", sum, 0, 2);
+      phases("tcp_sockets_per_rank_max", max, 0, 1);
+      phases("mapped_kib_per_rank_max", max, 1, 1);
+      phases("segment_pss_kib_total", sum, 2, 1);
+      std::printf("\n");
+    }
     if (wrong) {
       std::printf("rank %d: WRONG %zu elements\n", r, wrong);
       return 1;

@@ -23,7 +23,7 @@ namespace chorus::shm {
 struct FifoSizing {
   size_t full = size_t{1} << 20;
   size_t floor = size_t{64} << 10;
-  size_t budget = size_t{32} << 20;
+  size_t budget = size_t{8} << 20;
   // CHORUS_SHM_FIFO_BYTES when set: exactly that for every FIFO; else the defaults above.
   static FifoSizing fromSettings();
   size_t capacityAfter(uint64_t used) const;

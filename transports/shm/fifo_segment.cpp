@@ -44,9 +44,13 @@ size_t dataStart(int nranks) {
 
 }  // namespace
 
-FifoSizing FifoSizing::fromSettings() {
+FifoSizing FifoSizing::fromSettings(int nranks) {
   FifoSizing s;
-  if (!settings::isSet("CHORUS_SHM_FIFO_BYTES")) return s;
+  if (!settings::isSet("CHORUS_SHM_FIFO_BYTES")) {
+    const size_t share = std::bit_floor((size_t{32} << 20) / static_cast<size_t>(std::max(nranks, 1)));
+    s.full = std::max(s.floor, std::min(s.full, share));
+    return s;
+  }
   const size_t set = std::bit_ceil(static_cast<size_t>(
       std::max<int64_t>(int64_t(kPage), settings::integer("CHORUS_SHM_FIFO_BYTES"))));
   s.full = s.floor = set;

@@ -24,8 +24,10 @@ struct FifoSizing {
   size_t full = size_t{1} << 20;
   size_t floor = size_t{64} << 10;
   size_t budget = size_t{8} << 20;
-  // CHORUS_SHM_FIFO_BYTES when set: exactly that for every FIFO; else the defaults above.
-  static FifoSizing fromSettings();
+  // CHORUS_SHM_FIFO_BYTES when set: exactly that for every FIFO. Else `full` is 1 MiB up
+  // to 32 ranks and 32 MiB / nranks beyond (as when every pair had its FIFO, so that no
+  // FIFO is larger than it was then), at least the floor; the budget is 8 MiB.
+  static FifoSizing fromSettings(int nranks);
   size_t capacityAfter(uint64_t used) const;
   // The most the FIFOs of `nranks - 1` peers can take.
   size_t regionBytes(int nranks) const;

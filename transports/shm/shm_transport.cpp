@@ -72,7 +72,7 @@ class ShmChannel : public Channel {
 class ShmTransport : public Transport {
  public:
   explicit ShmTransport(const TransportContext& ctx)
-      : rank_(ctx.rank), nranks_(ctx.nranks), sizing_(shm::FifoSizing::fromSettings()) {
+      : rank_(ctx.rank), nranks_(ctx.nranks), sizing_(shm::FifoSizing::fromSettings(ctx.nranks)) {
     Store& store = *ctx.store;
     // Every rank must share this host: each compares itself with rank 0 (O(1) store keys
     // per rank, not one per peer); all learn the count at the "shm/created" barrier.

@@ -100,6 +100,9 @@ struct TransportContext {
   Store* store = nullptr;  // keys are already scoped to this communicator
   std::string hostId;      // ranks with equal hostId share a machine
   Deadline deadline;       // connection set-up must finish by then
+  // How long a peer may take to answer a connection made on first use (tcp); 0: what is
+  // left of `deadline` at set-up.
+  std::chrono::milliseconds timeout{0};
 };
 
 std::unique_ptr<Transport> makeShmTransport(const TransportContext& ctx);

@@ -166,7 +166,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
       options.transport.empty() ? settings::text("CHORUS_TRANSPORT") : options.transport;
   if (kind == "auto")
     kind = localRanks == nranks ? "shm" : settings::text("CHORUS_NET", defaultNetTransport());
-  TransportContext ctx{rank, nranks, &store, host, deadline};
+  TransportContext ctx{rank, nranks, &store, host, deadline, c->timeout_};
   c->transport_ = makeTransport(kind, ctx);
   // After the transport (it does not need the layout), so that the steps before it stay
   // as they were: tests/security plays rank 0 up to the transport's addresses.

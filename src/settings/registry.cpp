@@ -50,8 +50,9 @@ const std::vector<Spec> kSpecs = {
     {"CHORUS_TCP_SOCKBUF", Size, "0", "socket send and receive buffer bytes (`0`: the kernel's)", 0,
      G},
     {"CHORUS_SHM_FIFO_BYTES", Size, "1M",
-     "bytes of each shared-memory FIFO (rounded up to a power of 2; unset: 1M up to 32 ranks, "
-     "32M / ranks beyond, at least 64K)",
+     "bytes of each shared-memory FIFO (rounded up to a power of 2); unset: a FIFO is carved "
+     "out when its sender first sends, 1M (32M / ranks beyond 32 ranks) while a rank's 8M "
+     "budget lasts, then at most half of what is left, never less than 64K",
      4 * K, G},
     {"CHORUS_SPIN_US", Integer, "", "microseconds of polling before sleeping on a futex or poll", 0,
      10'000'000, "", "", Scope::Library, false, "50, or 200 when ranks outnumber cores"},

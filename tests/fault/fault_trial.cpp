@@ -79,12 +79,13 @@ std::vector<int> sockets(bool store) {
   return fds;
 }
 
-// The address ranges of the shm transport's segments ("/dev/shm/chorus-<token>-<rank>").
+// The address ranges of the shm transport's FIFO segments (memfds "chorus-<token>-<rank>":
+// this rank's own and those of the peers it has sent to).
 std::vector<std::pair<uintptr_t, uintptr_t>> shmSegments() {
   std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
   std::ifstream maps("/proc/self/maps");
   for (std::string line; std::getline(maps, line);) {
-    if (line.find("/dev/shm/chorus-") == std::string::npos) continue;
+    if (line.find("/memfd:chorus-") == std::string::npos) continue;
     uintptr_t from = 0, to = 0;
     if (std::sscanf(line.c_str(), "%lx-%lx", &from, &to) == 2) ranges.emplace_back(from, to);
   }

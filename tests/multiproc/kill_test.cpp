@@ -1,7 +1,8 @@
 // chorus_kill_test: a rank dies by SIGKILL in the middle of a large allReduce; every other
 // rank must get a chorus::Error naming the dead rank, the collective and its sequence
 // number within 10 s, and exit. Self-contained launcher (no chorus-run):
-//   chorus_kill_test --transport shm|tcp --ranks 4 --victim 2 [--kill-after-ms 500]
+//   chorus_kill_test --transport shm|tcp --ranks 4 --victim 2 [--kill-after-ms 500 (-1: right
+//                    after set-up, before its first call)]
 //                    [--count 4194304] [--detect-limit-s 10] [--deadline-s 30]
 //                    [--buffers malloc|registered|memalloc]
 // With registered or memAlloc buffers the all-reduce reads peers' memory in place (the
@@ -115,6 +116,11 @@ int runRank(const Args& a, int rank, int idFd, Shared* sh) {
   if (a.buffers != "malloc") comm.setAlgorithm("allreduce:peer_twoshot");
   std::fill(sendData, sendData + a.count, 1.0f + static_cast<float>(rank));
   std::fill(recvData, recvData + a.count, 0.0f);
+  if (rank == a.victim && a.killAfterMs < 0) {  // before its first call: never connected
+    sh->victimIterations = 0;
+    sh->killNs = monoNs();
+    raise(SIGKILL);
+  }
   if (rank == a.victim) {
     std::thread([&a, sh, &slot] {
       std::this_thread::sleep_for(std::chrono::milliseconds(a.killAfterMs));

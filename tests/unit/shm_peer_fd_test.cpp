@@ -1,10 +1,11 @@
-// Both ways the shm transport opens a peer's memfd (transports/shm/shm_peer_memory.hpp):
+// Both ways the shm transport opens a peer's memfd (transports/shm/peer_fd.hpp):
 // /proc/<pid>/fd and pidfd_getfd, each run on its own against a real second process, so
 // neither is a path that only runs when the other fails.
-#include "transports/shm/shm_peer_memory.hpp"
+#include "transports/shm/peer_fd.hpp"
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,18 +74,18 @@ void expectPeerContent(int mine) {
 TEST(ShmPeerFd, OpensThePeersMemfdThroughProc) {
   PeerProcess peer;
   ASSERT_GE(peer.fd, 0);
-  expectPeerContent(openMemfdViaProc(peer.pid, peer.fd));
-  EXPECT_LT(openMemfdViaProc(peer.pid, peer.fd + 1000), 0);  // no such descriptor
+  expectPeerContent(openPeerFdViaProc(peer.pid, peer.fd, O_RDONLY));
+  EXPECT_LT(openPeerFdViaProc(peer.pid, peer.fd + 1000, O_RDONLY), 0);  // no such descriptor
 }
 
 TEST(ShmPeerFd, OpensThePeersMemfdThroughPidfdGetfd) {
   PeerProcess peer;
   ASSERT_GE(peer.fd, 0);
-  const int mine = openMemfdViaPidfd(peer.pid, peer.fd);
+  const int mine = openPeerFdViaPidfd(peer.pid, peer.fd);
   if (mine < 0 && (errno == ENOSYS || errno == EPERM))
     GTEST_SKIP() << "pidfd_getfd unavailable here: " << std::strerror(errno);
   expectPeerContent(mine);
-  EXPECT_LT(openMemfdViaPidfd(peer.pid, peer.fd + 1000), 0);
+  EXPECT_LT(openPeerFdViaPidfd(peer.pid, peer.fd + 1000), 0);
 }
 
 TEST(ShmPeerFd, NeitherWayOpensAGoneProcess) {
@@ -93,8 +94,8 @@ TEST(ShmPeerFd, NeitherWayOpensAGoneProcess) {
   const pid_t pid = peer.pid;
   const int fd = peer.fd;
   peer.finish();
-  EXPECT_LT(openMemfdViaProc(pid, fd), 0);
-  EXPECT_LT(openMemfdViaPidfd(pid, fd), 0);
+  EXPECT_LT(openPeerFdViaProc(pid, fd, O_RDONLY), 0);
+  EXPECT_LT(openPeerFdViaPidfd(pid, fd), 0);
 }
 
 }  // namespace

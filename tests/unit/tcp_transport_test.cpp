@@ -2,6 +2,7 @@
 #include "errors.hpp"
 #include "net/socket.hpp"
 #include "store/hash_store.hpp"
+#include "striping/stripe_stats.hpp"
 #include "time_bounds.hpp"
 #include "transports/transport.hpp"
 
@@ -15,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -345,6 +347,12 @@ TEST(TcpTransport, PeerDiesWhileWeReceive) { deathWhileBlocked(false); }
 TEST(TcpTransport, WaitKeepsItsDeadline) {
   Env env{{"CHORUS_SOCKET_IFNAME", "lo"}};
   runRanks(2, [](int rank, Transport& t) {
+    // First a word each way, so that the channel is connected (on first use) before the
+    // waits are timed.
+    std::map<int, Flow> hello;
+    hello[1 - rank].out = pattern(rank, 1 - rank, 9, 8);
+    hello[1 - rank].expected = 8;
+    drive(t, hello, {}, rank);
     if (rank == 1) {
       std::this_thread::sleep_for(300ms);
       uint64_t word = 42;
@@ -380,34 +388,133 @@ TEST(TcpTransport, WaitKeepsItsDeadline) {
   });
 }
 
-TEST(TcpTransport, SetupTimesOutNamingTheMissingRank) {
+// Connections are made on first use: set-up waits for no one, and the first use of a
+// channel to a rank that never came fails at the deadline, naming it.
+TEST(TcpTransport, FirstUseTimesOutNamingTheMissingRank) {
   Env env{{"CHORUS_SOCKET_IFNAME", "lo"}};
   HashStore store;
-  std::vector<std::string> seen(3);
-  std::vector<std::thread> threads;
   auto start = Clock::now();
-  for (int r = 0; r < 2; ++r) {  // rank 2 never comes
-    threads.emplace_back([&, r] {
-      try {
-        makeTcpTransport(TransportContext{r, 3, &store, "host", deadlineIn(300ms)});
-        seen[r] = "no error";
-      } catch (const Error& e) {
-        seen[r] = e.code() == Result::Timeout ? e.what() : std::string("wrong code: ") + e.what();
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  EXPECT_LT(Clock::now() - start, chorus::test::within(2s));
-  for (int r = 0; r < 2; ++r) EXPECT_NE(seen[r].find("rank 2"), std::string::npos) << seen[r];
-
-  // The higher rank waits for a lower one that never connects.
-  HashStore store2;
+  auto t = makeTcpTransport(TransportContext{0, 3, &store, "host", deadlineIn(300ms)});
+  EXPECT_LT(Clock::now() - start, chorus::test::within(2s)) << "set-up waited for rank 2";
+  uint64_t word = 1;
   try {
-    makeTcpTransport(TransportContext{1, 2, &store2, "host", deadlineIn(300ms)});
+    auto end = deadlineIn(10s);
+    while (Clock::now() < end && t->channel(2).trySend(&word, 8) == 0)
+      t->wait(t->prepareWait(), deadlineIn(50ms));
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), Result::Timeout);
-    EXPECT_NE(std::string(e.what()).find("rank(s) 0"), std::string::npos) << e.what();
+    EXPECT_EQ(e.code(), Result::Timeout) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rank 2"), std::string::npos) << e.what();
+    EXPECT_EQ(e.failedRanks(), std::vector<int>{2});
+  }
+}
+
+// The peer is there (it published its address) but never drives its transport: its
+// kernel takes the connection, nobody answers the handshake. Both sides' first use
+// fails at the deadline naming the other, and neither hangs.
+TEST(TcpTransport, PeerThatNeverAnswersIsNamed) {
+  Env env{{"CHORUS_SOCKET_IFNAME", "lo"}};
+  HashStore store;
+  auto silent = makeTcpTransport(TransportContext{1, 2, &store, "host", deadlineIn(1s)});
+  auto t = makeTcpTransport(TransportContext{0, 2, &store, "host", deadlineIn(1s)});
+  auto start = Clock::now();
+  try {
+    for (auto end = deadlineIn(10s); Clock::now() < end;) {
+      if (!t->channel(1).peek().empty()) break;
+      t->wait(t->prepareWait(), deadlineIn(50ms));
+    }
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Result::Timeout) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rank 1 did not answer"), std::string::npos) << e.what();
+    EXPECT_EQ(e.failedRanks(), std::vector<int>{1});
+  }
+  EXPECT_LT(Clock::now() - start, chorus::test::within(5s));
+}
+
+// A rank whose transport is gone before anyone connected to it: the first use of a
+// channel to it fails at once with PeerError naming it (its listener refuses).
+TEST(TcpTransport, PeerGoneBeforeFirstUseIsNamed) {
+  Env env{{"CHORUS_SOCKET_IFNAME", "lo"}};
+  HashStore store;
+  auto gone = makeTcpTransport(TransportContext{1, 2, &store, "host", deadlineIn(20s)});
+  auto t = makeTcpTransport(TransportContext{0, 2, &store, "host", deadlineIn(20s)});
+  gone.reset();
+  auto start = Clock::now();
+  try {
+    uint64_t word = 1;
+    for (auto end = deadlineIn(10s); Clock::now() < end;) {
+      if (t->channel(1).trySend(&word, 8) > 0) break;
+      t->wait(t->prepareWait(), deadlineIn(50ms));
+    }
+    ADD_FAILURE() << "no error";
+  } catch (const PeerError& e) {
+    EXPECT_EQ(e.peer(), 1) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(Clock::now() - start, chorus::test::within(2s));
+}
+
+// Channels of this process's tcp transports that are open, as (rank, peer).
+std::set<std::pair<int, int>> openChannels() {
+  std::set<std::pair<int, int>> open;
+  for (const auto& path : stripe::stripeReport())
+    if (path.transport == "tcp") open.insert({path.rank, path.peer});
+  return open;
+}
+
+// A ring exchange at 6 ranks opens exactly the ring's pairs (each rank: its two
+// neighbours), not a full mesh; an all-to-all afterwards opens the rest.
+TEST(TcpTransport, ConnectsOnlyThePeersItUses) {
+  Env env{{"CHORUS_SOCKET_IFNAME", "lo"}, {"CHORUS_TCP_STREAMS", "2"}};
+  const int n = 6;
+  std::barrier ringDone(n), counted(n);
+  std::set<std::pair<int, int>> afterRing;
+  runRanks(n, [&](int rank, Transport& t) {
+    const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+    std::map<int, Flow> flows;
+    flows[next].out = pattern(rank, next, 0, 100000);
+    flows[prev].expected = 100000;
+    drive(t, flows, {}, rank);
+    expectFlows(rank, flows, 0);
+    ringDone.arrive_and_wait();
+    if (rank == 0) afterRing = openChannels();
+    counted.arrive_and_wait();
+    std::map<int, Flow> all;
+    for (int p = 0; p < n; ++p) {
+      if (p == rank) continue;
+      all[p].out = pattern(rank, p, 1, 5000 + p);
+      all[p].expected = 5000 + rank;
+    }
+    drive(t, all, {}, rank + 10);
+    expectFlows(rank, all, 1);
+  });
+  std::set<std::pair<int, int>> ring;
+  for (int r = 0; r < n; ++r) {
+    ring.insert({r, (r + 1) % n});
+    ring.insert({r, (r + n - 1) % n});
+  }
+  EXPECT_EQ(afterRing, ring);
+}
+
+// Both ranks of each pair make their first call on the channel at the same moment (both
+// start connecting): exactly one set of connections survives, and data flows both ways.
+TEST(TcpTransport, BothSidesConnectAtOnce) {
+  Env env{{"CHORUS_SOCKET_IFNAME", "lo"}, {"CHORUS_TCP_STREAMS", "3"}};
+  for (int round = 0; round < 5; ++round) {
+    const int n = 4;
+    std::barrier go(n);
+    runRanks(n, [&](int rank, Transport& t) {
+      std::map<int, Flow> flows;
+      for (int p = 0; p < n; ++p) {
+        if (p == rank) continue;
+        flows[p].out = pattern(rank, p, round, 3000 + 8 * p);
+        flows[p].expected = 3000 + 8 * rank;
+      }
+      go.arrive_and_wait();
+      drive(t, flows, {}, rank + round);
+      expectFlows(rank, flows, round);
+    });
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "errors.hpp"
 #include "memory/shared_memory.hpp"
+#include "transports/shm/peer_fd.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -45,39 +46,7 @@ Blob parse(std::span<const std::byte> blob) {
                             ") is gone: " + what + " failed (" + std::strerror(errno) + ")");
 }
 
-// The peer's memfd, opened here: through /proc (needs only read access to the peer's
-// /proc entries), else pidfd_getfd (needs ptrace rights over it).
-int openPeerFd(int peer, pid_t pid, int fd) {
-  int mine = openMemfdViaProc(pid, fd);
-  if (mine >= 0) return mine;
-  const int openErrno = errno;
-  if (openErrno == ENOENT && ::kill(pid, 0) != 0) peerGone(peer, pid, "opening its memfd");
-  mine = openMemfdViaPidfd(pid, fd);
-  if (mine >= 0) return mine;
-  throw Error(Result::SystemError,
-              "shm: cannot map rank " + std::to_string(peer) + "'s memAlloc buffer: open(/proc/" +
-                  std::to_string(pid) + "/fd/" + std::to_string(fd) + ") failed (" +
-                  std::strerror(openErrno) + ") and pidfd_getfd failed (" + std::strerror(errno) +
-                  "); ranks must run as one user with access to each "
-                  "other's /proc entries (or CAP_SYS_PTRACE)");
-}
-
 }  // namespace
-
-int openMemfdViaProc(pid_t pid, int fd) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
-  return ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-}
-
-int openMemfdViaPidfd(pid_t pid, int fd) {
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd < 0) return -1;
-  const int mine = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
-  const int getErrno = errno;
-  ::close(pidfd);
-  errno = getErrno;
-  return mine;
-}
 
 ShmPeerMemory::~ShmPeerMemory() {
   for (auto& [key, m] : mappings_) munmap(m.base, m.bytes);
@@ -107,8 +76,8 @@ std::vector<std::byte> ShmPeerMemory::describe(const LocalRegion& region, const 
 const std::byte* ShmPeerMemory::map(int peer, std::span<const std::byte> blob) {
   const Blob b = parse(blob);
   if (b.pid != pids_.at(peer))
-    throw Error(Result::InternalError,
-                "shm: rank " + std::to_string(peer) + " described memory of another process");
+    throw Error(Result::InternalError, "shm: rank " + std::to_string(peer) +
+                                           " described memory of another process");
   if (b.kind != Kind::Memfd) return nullptr;
   auto key = std::make_pair(peer, b.serial);
   auto it = mappings_.find(key);
@@ -120,7 +89,7 @@ const std::byte* ShmPeerMemory::map(int peer, std::span<const std::byte> blob) {
       munmap(oldest->second.base, oldest->second.bytes);
       mappings_.erase(oldest);
     }
-    const int fd = openPeerFd(peer, b.pid, b.fd);
+    const int fd = openPeerFd(peer, b.pid, b.fd, O_RDONLY, "memAlloc buffer");
     struct stat st {};
     if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) != b.regionBytes) {
       ::close(fd);
@@ -129,8 +98,7 @@ const std::byte* ShmPeerMemory::map(int peer, std::span<const std::byte> blob) {
     }
     void* p = mmap(nullptr, b.regionBytes, PROT_READ, MAP_SHARED, fd, 0);
     ::close(fd);
-    if (p == MAP_FAILED)
-      throwSystemError("shm: mmap of rank " + std::to_string(peer) + "'s buffer");
+    if (p == MAP_FAILED) throwSystemError("shm: mmap of rank " + std::to_string(peer) + "'s buffer");
     it = mappings_.emplace(key, Mapping{p, b.regionBytes, 0}).first;
   }
   it->second.lastUse = ++uses_;

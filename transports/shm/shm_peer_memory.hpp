@@ -13,11 +13,6 @@
 
 namespace chorus::shm {
 
-// The two ways to open another process's memfd `fd` here (the descriptor, or -1 with errno):
-// /proc/<pid>/fd/<fd> (read access to its /proc entries), and pidfd_getfd (ptrace rights).
-int openMemfdViaProc(pid_t pid, int fd);
-int openMemfdViaPidfd(pid_t pid, int fd);
-
 class ShmPeerMemory : public PeerMemory {
  public:
   explicit ShmPeerMemory(std::vector<pid_t> pids) : pids_(std::move(pids)) {}

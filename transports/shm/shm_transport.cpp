@@ -1,118 +1,36 @@
-// Shared-memory transport for ranks of one host. Each rank owns one POSIX shared-memory
-// segment holding its doorbell and one inbound FIFO per peer; a sender copies into the
-// receiver's FIFO and the receiver reduces straight out of it (one copy per hop, the
-// reduction fused with the read). Segments are unlinked once every rank has mapped them,
-// so nothing is left behind in /dev/shm even if a rank is killed later.
+// Shared-memory transport for ranks of one host. Each rank owns a FIFO segment (a memfd,
+// fifo_segment.hpp) holding one inbound FIFO per peer that sends to it; a sender copies
+// into the receiver's FIFO and the receiver reduces straight out of it (one copy per hop,
+// the reduction fused with the read). A segment is mapped by a peer only when the peer
+// first sends to its owner, and each FIFO is carved out when first used, so memory and
+// mappings grow with the peers a rank's schedules use (a ring: two), not with the ranks.
+// The directory (directory.hpp) and the mailbox are the only segments every rank maps;
+// both are unlinked once every rank has mapped them, and memfds have no name, so nothing
+// is left behind in /dev/shm even if a rank is killed later.
+#include "transports/shm/directory.hpp"
 #include "transports/shm/doorbell.hpp"
 #include "transports/shm/fifo.hpp"
-#include "transports/shm/shm_peer_memory.hpp"
+#include "transports/shm/fifo_segment.hpp"
 #include "transports/shm/mailbox.hpp"
+#include "transports/shm/shm_peer_memory.hpp"
 
 #include "errors.hpp"
-#include "settings/settings.hpp"
 #include "store/barrier.hpp"
 #include "store/store.hpp"
 #include "transports/transport.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <bit>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <vector>
 
 namespace chorus {
 namespace {
-
-constexpr uint32_t kMagic = 0x43485348;  // "CHSH"
-
-struct SegmentHeader {
-  uint32_t magic;
-  int32_t pid;
-  uint32_t nranks;
-  uint64_t fifoBytes;
-  shm::Doorbell doorbell;
-};
-
-size_t headerBytes(int nranks) {
-  return (sizeof(SegmentHeader) + 63) / 64 * 64 + sizeof(shm::FifoHeader) * nranks;
-}
-
-class Segment {
- public:
-  Segment() = default;
-  Segment(const Segment&) = delete;
-  Segment& operator=(const Segment&) = delete;
-  Segment(Segment&& o) noexcept { *this = std::move(o); }
-  Segment& operator=(Segment&& o) noexcept {
-    std::swap(base_, o.base_);
-    std::swap(bytes_, o.bytes_);
-    std::swap(nranks_, o.nranks_);
-    return *this;
-  }
-  ~Segment() {
-    if (base_) munmap(base_, bytes_);
-  }
-
-  static Segment create(const std::string& name, int nranks, size_t fifoBytes) {
-    int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) throwSystemError("shm_open(" + name + ")");
-    size_t bytes = headerBytes(nranks) + fifoBytes * nranks;
-    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-      close(fd);
-      shm_unlink(name.c_str());
-      throwSystemError("ftruncate of " + name + " (is /dev/shm large enough?)");
-    }
-    Segment s = map(fd, bytes, name, nranks);
-    auto* h = new (s.base_) SegmentHeader{
-        kMagic, static_cast<int32_t>(getpid()), static_cast<uint32_t>(nranks), fifoBytes, {}};
-    (void)h;
-    for (int i = 0; i < nranks; ++i) new (s.fifoHeader(i)) shm::FifoHeader();
-    return s;
-  }
-
-  static Segment open(const std::string& name, int nranks) {
-    int fd = shm_open(name.c_str(), O_RDWR, 0600);
-    if (fd < 0) throwSystemError("shm_open(" + name + ")");
-    struct stat st {};
-    fstat(fd, &st);
-    Segment s = map(fd, static_cast<size_t>(st.st_size), name, nranks);
-    if (s.header()->magic != kMagic || s.header()->nranks != static_cast<uint32_t>(nranks))
-      throw Error(Result::InternalError, "shm segment " + name + " is not ours");
-    return s;
-  }
-
-  SegmentHeader* header() const { return static_cast<SegmentHeader*>(base_); }
-  shm::FifoHeader* fifoHeader(int i) const {
-    auto* first = static_cast<std::byte*>(base_) + (sizeof(SegmentHeader) + 63) / 64 * 64;
-    return reinterpret_cast<shm::FifoHeader*>(first) + i;
-  }
-  shm::Fifo fifo(int from) const {
-    size_t cap = header()->fifoBytes;
-    auto* data = static_cast<std::byte*>(base_) + headerBytes(nranks_) + cap * from;
-    return shm::Fifo(fifoHeader(from), data, cap);
-  }
-
- private:
-  static Segment map(int fd, size_t bytes, const std::string& name, int nranks) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) throwSystemError("mmap of " + name);
-    Segment s;
-    s.base_ = p;
-    s.bytes_ = bytes;
-    s.nranks_ = nranks;
-    return s;
-  }
-  void* base_ = nullptr;
-  size_t bytes_ = 0;
-  int nranks_ = 0;
-};
 
 bool processGone(pid_t pid) {
   if (kill(pid, 0) != 0) return errno == ESRCH;
@@ -125,40 +43,36 @@ bool processGone(pid_t pid) {
          (line[close + 2] == 'Z' || line[close + 2] == 'X');
 }
 
-// Each inbound FIFO's bytes: CHORUS_SHM_FIFO_BYTES when set; else 1 MiB up to 32 ranks
-// and 32 MiB / nranks beyond (at least 64 KiB), so that a rank's FIFOs take at most
-// 32 MiB however many peers write to it (n^2 FIFOs of 1 MiB: 16 GiB at 128 ranks).
-size_t fifoBytesFor(int nranks) {
-  constexpr size_t kBudget = size_t{32} << 20, kFloor = size_t{64} << 10;
-  const size_t set = std::bit_ceil(
-      static_cast<size_t>(std::max<int64_t>(4096, settings::integer("CHORUS_SHM_FIFO_BYTES"))));
-  if (settings::isSet("CHORUS_SHM_FIFO_BYTES")) return set;
-  return std::min(set, std::max(kFloor, std::bit_floor(kBudget / static_cast<size_t>(nranks))));
-}
+class ShmTransport;
 
+// A peer's channel: the outbound FIFO lives in the peer's segment (mapped, and the FIFO
+// claimed, on the first trySend), the inbound one in ours (there once the peer claimed it).
 class ShmChannel : public Channel {
  public:
-  ShmChannel(shm::Fifo out, shm::Fifo in, shm::Doorbell* peerBell)
-      : out_(out), in_(in), peerBell_(peerBell) {}
-  size_t trySend(const void* data, size_t bytes) override {
-    size_t n = out_.write(data, bytes);
-    if (n) peerBell_->ring();
-    return n;
-  }
-  std::span<const std::byte> peek() override { return in_.readable(); }
+  ShmChannel(ShmTransport& owner, int peer, shm::Doorbell* peerBell)
+      : owner_(owner), peer_(peer), peerBell_(peerBell) {}
+  size_t trySend(const void* data, size_t bytes) override;
+  std::span<const std::byte> peek() override;
   void consume(size_t bytes) override {
-    in_.release(bytes);
+    if (!in_) {
+      if (bytes == 0) return;
+      throw Error(Result::InternalError, "shm: consume beyond what peek() returned");
+    }
+    in_->release(bytes);
     peerBell_->ring();  // the sender may be waiting for room
   }
 
  private:
-  shm::Fifo out_, in_;
+  ShmTransport& owner_;
+  int peer_;
   shm::Doorbell* peerBell_;
+  std::optional<shm::Fifo> out_, in_;
 };
 
 class ShmTransport : public Transport {
  public:
-  explicit ShmTransport(const TransportContext& ctx) : rank_(ctx.rank), nranks_(ctx.nranks) {
+  explicit ShmTransport(const TransportContext& ctx)
+      : rank_(ctx.rank), nranks_(ctx.nranks), sizing_(shm::FifoSizing::fromSettings(ctx.nranks)) {
     Store& store = *ctx.store;
     // Every rank must share this host: each compares itself with rank 0 (O(1) store keys
     // per rank, not one per peer); all learn the count at the "shm/created" barrier.
@@ -166,7 +80,6 @@ class ShmTransport : public Transport {
     const bool foreign =
         std::string(reinterpret_cast<const char*>(host0.data()), host0.size()) != ctx.hostId;
     store.add("shm/foreign", foreign ? 1 : 0);
-    const size_t fifoBytes = fifoBytesFor(nranks_);
     std::string token;
     if (rank_ == 0) {
       std::random_device rd;
@@ -178,60 +91,56 @@ class ShmTransport : public Transport {
       auto v = store.get("shm/token", ctx.deadline);
       token.assign(reinterpret_cast<const char*>(v.data()), v.size());
     }
-    auto nameOf = [&](int r) { return "/chorus-" + token + "-" + std::to_string(r); };
-    ownName_ = nameOf(rank_);
-    segments_.resize(nranks_);
-    segments_[rank_] = Segment::create(ownName_, nranks_, fifoBytes);
+    const std::string segmentName = "chorus-" + token + "-" + std::to_string(rank_);
+    own_ = shm::FifoSegment::create(segmentName.c_str(), nranks_, sizing_);
+    const std::string directoryName = "/chorusdir-" + token;
     const std::string mailboxName = "/chorusmbox-" + token;
     if (rank_ == 0) {
-      mailboxName_ = mailboxName;
+      names_ = {directoryName, mailboxName};
+      directory_ = shm::Directory::create(directoryName, nranks_);
       mailbox_ = shm::ShmMailbox::create(mailboxName, nranks_);
     }
     storeBarrier(store, "shm/created", nranks_, ctx.deadline);
     if (const int64_t elsewhere = store.add("shm/foreign", 0); elsewhere > 0) {
-      shm_unlink(ownName_.c_str());
-      if (!mailboxName_.empty()) shm_unlink(mailboxName_.c_str());
+      unlinkNames();
       throw Error(Result::InvalidUsage,
                   foreign ? "shm transport: rank " + std::to_string(rank_) +
                                 " is on another host than rank 0"
                           : "shm transport: " + std::to_string(elsewhere) +
                                 " rank(s) are on another host than rank 0");
     }
-    for (int r = 0; r < nranks_; ++r)
-      if (r != rank_) segments_[r] = Segment::open(nameOf(r), nranks_);
-    if (rank_ != 0) mailbox_ = shm::ShmMailbox::open(mailboxName, nranks_);
-    storeBarrier(store, "shm/mapped", nranks_, ctx.deadline);
-    shm_unlink(ownName_.c_str());
-    ownName_.clear();
-    if (!mailboxName_.empty()) shm_unlink(mailboxName_.c_str());
-    mailboxName_.clear();
-
-    myBell_ = &segments_[rank_].header()->doorbell;
-    channels_.resize(nranks_);
-    pids_.resize(nranks_);
-    std::vector<shm::Doorbell*> bells(nranks_, nullptr);
-    for (int r = 0; r < nranks_; ++r)
-      if (r != rank_) bells[r] = &segments_[r].header()->doorbell;
-    mailbox_->attach(rank_, std::move(bells));
-    for (int r = 0; r < nranks_; ++r) {
-      pids_[r] = segments_[r].header()->pid;
-      if (r == rank_) continue;
-      channels_[r] = std::make_unique<ShmChannel>(
-          segments_[r].fifo(rank_), segments_[rank_].fifo(r), &segments_[r].header()->doorbell);
+    if (rank_ != 0) {
+      directory_ = shm::Directory::open(directoryName, nranks_);
+      mailbox_ = shm::ShmMailbox::open(mailboxName, nranks_);
     }
+    shm::DirectoryEntry& mine = directory_.entry(rank_);
+    mine.pid = static_cast<int32_t>(getpid());
+    mine.fd = own_.fd();
+    mine.bytes = own_.bytes();
+    storeBarrier(store, "shm/mapped", nranks_, ctx.deadline);
+    unlinkNames();
+
+    myBell_ = &mine.doorbell;
+    pids_.resize(nranks_);
+    peers_.resize(nranks_);
+    std::vector<shm::Doorbell*> bells(nranks_, nullptr);
+    for (int r = 0; r < nranks_; ++r) {
+      pids_[r] = directory_.entry(r).pid;
+      if (r == rank_) continue;
+      bells[r] = &directory_.entry(r).doorbell;
+      channels_.push_back(std::make_unique<ShmChannel>(*this, r, bells[r]));
+    }
+    mailbox_->attach(rank_, std::move(bells));
   }
 
-  ~ShmTransport() override {
-    if (!ownName_.empty()) shm_unlink(ownName_.c_str());
-    if (!mailboxName_.empty()) shm_unlink(mailboxName_.c_str());
-  }
+  ~ShmTransport() override { unlinkNames(); }
 
   const char* name() const override { return "shm"; }
 
   Channel& channel(int peer) override {
     if (peer < 0 || peer >= nranks_ || peer == rank_)
       throw Error(Result::InvalidArgument, "shm: no channel to rank " + std::to_string(peer));
-    return *channels_[peer];
+    return *channels_[peer < rank_ ? peer : peer - 1];
   }
 
   uint64_t prepareWait() override { return myBell_->prepare(); }
@@ -254,17 +163,47 @@ class ShmTransport : public Transport {
     }
   }
 
+  // The FIFO to `peer`: maps its segment and claims the FIFO (first send only).
+  shm::Fifo outbound(int peer) {
+    auto& segment = peers_[peer];
+    if (!segment) {
+      const shm::DirectoryEntry& e = directory_.entry(peer);
+      segment = shm::FifoSegment::map(peer, e.pid, e.fd, e.bytes, nranks_);
+    }
+    return segment->claim(rank_, sizing_);
+  }
+  std::optional<shm::Fifo> inbound(int peer) const { return own_.inbound(peer); }
+
  private:
+  void unlinkNames() {
+    for (const auto& name : names_) shm_unlink(name.c_str());
+    names_.clear();
+  }
+
   int rank_, nranks_;
-  std::string ownName_;
-  std::string mailboxName_;  // rank 0 until every rank mapped it
+  shm::FifoSizing sizing_;
+  std::vector<std::string> names_;  // rank 0's segments until every rank mapped them
+  shm::FifoSegment own_;
+  shm::Directory directory_;
   std::unique_ptr<shm::ShmMailbox> mailbox_;
-  std::vector<Segment> segments_;
-  std::vector<std::unique_ptr<ShmChannel>> channels_;
+  std::vector<std::optional<shm::FifoSegment>> peers_;  // mapped on first send
+  std::vector<std::unique_ptr<ShmChannel>> channels_;   // every peer but this rank
   std::vector<pid_t> pids_;
   shm::Doorbell* myBell_ = nullptr;
   std::unique_ptr<shm::ShmPeerMemory> peerMemory_;
 };
+
+size_t ShmChannel::trySend(const void* data, size_t bytes) {
+  if (!out_) out_ = owner_.outbound(peer_);
+  size_t n = out_->write(data, bytes);
+  if (n) peerBell_->ring();
+  return n;
+}
+
+std::span<const std::byte> ShmChannel::peek() {
+  if (!in_) in_ = owner_.inbound(peer_);
+  return in_ ? in_->readable() : std::span<const std::byte>{};
+}
 
 }  // namespace
 

@@ -9,7 +9,7 @@
 #include "striping/stripe_receiver.hpp"
 #include "striping/stripe_sender.hpp"
 #include "striping/stripe_stats.hpp"
-#include "transports/tcp/tcp_mesh.hpp"
+#include "transports/tcp/tcp_listen.hpp"
 #include "transports/transport.hpp"
 
 #include <poll.h>

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "errors.hpp"
-#include "transports/tcp/tcp_mesh.hpp"
+#include "transports/tcp/tcp_listen.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -37,14 +37,16 @@ std::vector<uint8_t> encodeHello(const Hello& hello);
 std::optional<Hello> decodeHello(std::span<const uint8_t> context);
 
 // Where an accepted connection goes, by its hello: slots[p][s] is stream s from rank p
-// (only p < rank connect to us); rank p's first sane hello sizes slots[p]. Returns the
-// slot, or nullptr to drop the connection (not a lower rank, a stream out of range, a
-// duplicate: the first one stays). Throws Error(InvalidUsage) when the peer's nranks,
+// (any other rank may connect to us: connections are made on first use, by either side);
+// rank p's first sane hello sizes slots[p]. Returns the slot, or nullptr to drop the
+// connection (not another rank of this job, a stream out of range, a duplicate: the first
+// one stays). Throws Error(InvalidUsage) when the peer's nranks,
 // stream count or block differ from ours. Slot: a connection, false while empty.
 template <typename Slot>
 Slot* slotFor(const Hello& h, int rank, int nranks, const TcpConfig& config,
               std::vector<std::vector<Slot>>& slots) {
-  if (h.magic != kHelloMagic || h.rank < 0 || h.rank >= rank || h.stream < 0) return nullptr;
+  if (h.magic != kHelloMagic || h.rank < 0 || h.rank >= nranks || h.rank == rank || h.stream < 0)
+    return nullptr;
   // Connections for this pair: config.streams per NIC of the side with more NICs, as
   // the connecting side counted them; its first hello sizes the slots.
   auto& mine = slots[size_t(h.rank)];

@@ -121,23 +121,27 @@ const Algorithm* Tuner::measuredChoice(Collective collective, size_t bytes,
 }
 
 const Algorithm* Tuner::chooseOneSided(
-    Collective collective, size_t bytes, bool mapped, bool hugePages,
+    Collective collective, size_t count, DataType type, bool mapped, bool hugePages,
     const std::function<bool(const Algorithm&)>& allowed) const {
-  if (collective != Collective::AllReduce || bytes < kOneSidedMinBytes || nranks_ < 2 || inter_)
-    return nullptr;
+  const size_t bytes = count * sizeOf(type);
+  if (bytes < kOneSidedMinBytes || nranks_ < 2 || inter_) return nullptr;
   // CMA on 4 KiB pages (registered malloc memory) measured no faster than the copy path at
   // 16 and 64 MiB, np 4 (perf/README.md, one-sided): keep copying there.
   if (!mapped && !hugePages) return nullptr;
-  // Measured on 2 shared cores (perf/README.md, one-sided; medians of 3 alternating runs,
-  // memAlloc buffers against the copy path): at np 2 each one-sided call's extra
-  // handshakes (expose, result, done) cost more than they save below 256 KiB, where
-  // reading both inputs at once (one-shot) wins up to 1 MiB; at np 4 two-shot is faster
-  // from 64 KiB (1.7x there, 2.4x at 1 MiB, 2.9x at 16 MiB) and one-shot never beats it.
-  const bool pair = nranks_ == 2;
-  if (pair && bytes < (256 << 10)) return nullptr;
-  const char* name = pair && bytes < (1 << 20) ? "peer_oneshot" : "peer_twoshot";
-  const Algorithm* a = findAlgorithm(collective, name);
-  return a && allowed(*a) ? a : nullptr;
+  // Measured on 2 shared cores (perf/README.md, one-sided; medians of alternating runs,
+  // memAlloc buffers against the copy path): at np 2 each one-sided all-reduce's extra
+  // handshakes (expose, result, done) cost more than they save below 256 KiB.
+  if (collective == Collective::AllReduce && nranks_ == 2 && bytes < (256 << 10)) return nullptr;
+  // Which one-sided schedule: the replay the copy path's choice uses.
+  const LinkModel link = tuning_.forType(type);
+  const Algorithm* best = nullptr;
+  double bestMicros = 0;
+  for (const Algorithm& a : allAlgorithms()) {
+    if (a.collective != collective || !a.oneSided || !allowed(a)) continue;
+    const double us = predictMicros(a, collective, nranks_, count, sizeOf(type), link, layout_);
+    if (!best || us < bestMicros) best = &a, bestMicros = us;
+  }
+  return best;
 }
 
 Tuner::Mode tunerModeFromEnv() {

@@ -203,26 +203,26 @@ TEST(Tuner, OneSidedOnlyWhereItWasMeasuredToPay) {
   auto any = [](const Algorithm&) { return true; };
   auto name = [](const Algorithm* a) { return std::string(a ? a->name : "copy"); };
   Tuner four(4, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
-  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, 32 << 10, true, false, any)), "copy");
-  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, 64 << 10, true, false, any)),
+  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, (32 << 10) / 4, DataType::Float32, true, false, any)), "copy");
+  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, (64 << 10) / 4, DataType::Float32, true, false, any)),
             "peer_twoshot");
-  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, 64 << 20, false, false, any)), "copy");
-  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, 64 << 20, false, true, any)),
+  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, (64 << 20) / 4, DataType::Float32, false, false, any)), "copy");
+  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, (64 << 20) / 4, DataType::Float32, false, true, any)),
             "peer_twoshot");
-  EXPECT_EQ(name(four.chooseOneSided(Collective::AllGather, 64 << 20, true, true, any)), "copy");
-  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, 64 << 20, true, true,
+  EXPECT_EQ(name(four.chooseOneSided(Collective::AllGather, (64 << 20) / 4, DataType::Float32, true, true, any)), "copy");
+  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, (64 << 20) / 4, DataType::Float32, true, true,
                                      [](const Algorithm& a) {
                                        return std::string(a.name) != "peer_twoshot";
                                      })),
             "copy");
   Tuner two(2, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
-  EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, 128 << 10, true, false, any)), "copy");
-  EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, 512 << 10, true, false, any)),
+  EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, (128 << 10) / 4, DataType::Float32, true, false, any)), "copy");
+  EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, (512 << 10) / 4, DataType::Float32, true, false, any)),
             "peer_oneshot");
-  EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, 4 << 20, true, false, any)),
+  EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, (4 << 20) / 4, DataType::Float32, true, false, any)),
             "peer_twoshot");
   Tuner one(1, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
-  EXPECT_EQ(name(one.chooseOneSided(Collective::AllReduce, 4 << 20, true, false, any)), "copy");
+  EXPECT_EQ(name(one.chooseOneSided(Collective::AllReduce, (4 << 20) / 4, DataType::Float32, true, false, any)), "copy");
 }
 
 }  // namespace

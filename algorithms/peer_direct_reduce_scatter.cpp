@@ -32,7 +32,7 @@ Schedule peerDirectReduceScatter(const CollectiveArgs& args) {
     folded = peerReduce(s, wrapRank(r + k, n), k == 1 ? block(r) : out(0, m), out(0, m),
                         /*finalize=*/k == n - 1, folded);
   for (int k = 1; k < n; ++k) expose(s, wrapRank(r - k, n), out(0, 0), folded);  // done
-  for (int k = 1; k < n; ++k) peerRead(s, wrapRank(r + k, n), out(0, 0));         // they are
+  for (int k = 1; k < n; ++k) peerRead(s, wrapRank(r + k, n), out(0, 0));        // they are
   return s;
 }
 

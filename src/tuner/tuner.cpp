@@ -120,9 +120,9 @@ const Algorithm* Tuner::measuredChoice(Collective collective, size_t bytes,
   return nullptr;  // excluded now: the model decides
 }
 
-const Algorithm* Tuner::chooseOneSided(
-    Collective collective, size_t count, DataType type, bool mapped, bool hugePages,
-    const std::function<bool(const Algorithm&)>& allowed) const {
+const Algorithm* Tuner::chooseOneSided(Collective collective, size_t count, DataType type,
+                                       bool mapped, bool hugePages,
+                                       const std::function<bool(const Algorithm&)>& allowed) const {
   const size_t bytes = count * sizeOf(type);
   if (bytes < kOneSidedMinBytes || nranks_ < 2 || inter_) return nullptr;
   // CMA on 4 KiB pages (registered malloc memory) measured no faster than the copy path at

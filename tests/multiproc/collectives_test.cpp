@@ -378,8 +378,9 @@ int main(int argc, char** argv) {
   }
 
   auto selected = [&](const Case& c) {
-    return args.only.empty() || ("," + args.only + ",").find("," + std::string(collName(c.coll)) +
-                                                             ",") != std::string::npos;
+    return args.only.empty() ||
+           ("," + args.only + ",").find("," + std::string(collName(c.coll)) + ",") !=
+               std::string::npos;
   };
   if (!args.only.empty() && std::none_of(cases.begin(), cases.end(), selected)) {
     std::printf("FAIL rank %d: --only %s matches no case\n", rank, args.only.c_str());

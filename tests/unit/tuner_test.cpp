@@ -206,14 +206,18 @@ TEST(Tuner, OneSidedOnlyWhereItWasMeasuredToPay) {
   auto floats = [](size_t bytes) { return bytes / 4; };
   const DataType f32 = DataType::Float32;
   Tuner four(4, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
-  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, floats(32 << 10), f32, true, false, any)),
-            "copy");
-  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, floats(64 << 10), f32, true, false, any)),
-            "peer_twoshot");
-  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, floats(64 << 20), f32, false, false, any)),
-            "copy");
-  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, floats(64 << 20), f32, false, true, any)),
-            "peer_twoshot");
+  EXPECT_EQ(
+      name(four.chooseOneSided(Collective::AllReduce, floats(32 << 10), f32, true, false, any)),
+      "copy");
+  EXPECT_EQ(
+      name(four.chooseOneSided(Collective::AllReduce, floats(64 << 10), f32, true, false, any)),
+      "peer_twoshot");
+  EXPECT_EQ(
+      name(four.chooseOneSided(Collective::AllReduce, floats(64 << 20), f32, false, false, any)),
+      "copy");
+  EXPECT_EQ(
+      name(four.chooseOneSided(Collective::AllReduce, floats(64 << 20), f32, false, true, any)),
+      "peer_twoshot");
   auto notTwoshot = [](const Algorithm& a) { return std::string(a.name) != "peer_twoshot"; };
   EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, floats(64 << 20), f32, true, true,
                                      notTwoshot)),
@@ -225,8 +229,9 @@ TEST(Tuner, OneSidedOnlyWhereItWasMeasuredToPay) {
   EXPECT_EQ(name(four.chooseOneSided(Collective::Reduce, floats(64 << 20), f32, true, true, any)),
             "copy");  // no one-sided reduce
   Tuner two(2, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
-  EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, floats(128 << 10), f32, true, false, any)),
-            "copy");
+  EXPECT_EQ(
+      name(two.chooseOneSided(Collective::AllReduce, floats(128 << 10), f32, true, false, any)),
+      "copy");
   EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, floats(4 << 20), f32, true, false, any)),
             "peer_twoshot");
   Tuner one(1, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);

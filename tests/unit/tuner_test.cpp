@@ -228,6 +228,26 @@ TEST(Tuner, OneSidedOnlyWhereItWasMeasuredToPay) {
             "copy");
   EXPECT_EQ(name(four.chooseOneSided(Collective::Reduce, floats(64 << 20), f32, true, true, any)),
             "copy");  // no one-sided reduce
+  // The other collectives from the buffer sizes measured to pay (all-gather's output,
+  // reduce-scatter's input: count x ranks); all-to-all never by itself.
+  EXPECT_EQ(
+      name(four.chooseOneSided(Collective::Broadcast, floats(512 << 10), f32, true, false, any)),
+      "copy");
+  EXPECT_EQ(
+      name(four.chooseOneSided(Collective::Broadcast, floats(1 << 20), f32, true, false, any)),
+      "peer_direct");
+  EXPECT_EQ(name(four.chooseOneSided(Collective::ReduceScatter, floats(1 << 20) / 4, f32, true,
+                                     false, any)),
+            "copy");
+  EXPECT_EQ(name(four.chooseOneSided(Collective::ReduceScatter, floats(4 << 20) / 4, f32, true,
+                                     false, any)),
+            "peer_direct");
+  EXPECT_EQ(
+      name(four.chooseOneSided(Collective::AllGather, floats(64 << 20) / 4, f32, true, false, any)),
+      "peer_ring");
+  EXPECT_EQ(
+      name(four.chooseOneSided(Collective::AllToAll, floats(64 << 20) / 4, f32, true, true, any)),
+      "copy");
   Tuner two(2, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
   EXPECT_EQ(
       name(two.chooseOneSided(Collective::AllReduce, floats(128 << 10), f32, true, false, any)),
@@ -239,19 +259,19 @@ TEST(Tuner, OneSidedOnlyWhereItWasMeasuredToPay) {
             "copy");
 }
 
-// Every collective with one-sided algorithms: the pick is the one the replay predicts
-// fastest (predictMicros, as Tuner::choose), and Tuner::choose never returns one.
+// Every collective the one-sided path serves by itself: the pick is the one the replay
+// predicts fastest (predictMicros, as Tuner::choose), and Tuner::choose never returns one.
 TEST(Tuner, OneSidedPickIsTheReplaysFastest) {
   auto any = [](const Algorithm&) { return true; };
   const Tuning tuning = defaultTuning(LinkClass::Shm);
   for (int n : {2, 3, 4, 8}) {
     Tuner tuner(n, tuning, Tuner::Mode::Model);
     for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
-                         Collective::Broadcast, Collective::AllToAll}) {
+                         Collective::Broadcast}) {
       std::vector<const Algorithm*> all;
       for (const Algorithm& a : allAlgorithms())
         if (a.collective == c) all.push_back(&a);
-      for (size_t count : {size_t{1} << 18, size_t{1} << 22}) {
+      for (size_t count : {size_t{1} << 20, size_t{1} << 22}) {  // above every size gate
         const Algorithm* best = nullptr;
         double bestMicros = 0;
         for (const Algorithm* a : all) {

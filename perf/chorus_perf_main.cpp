@@ -35,7 +35,7 @@ class ChorusBackend : public perf::Backend {
     // The runner's own calls (timings, error counts) use its small buffers, which a
     // one-sided algorithm forced for the benchmark cannot read: they run the tuner's choice.
     if (registered_ && !spec_.empty() && !benchmarkBuffer(c.send) && !benchmarkBuffer(c.recv)) {
-      comm_.setAlgorithm("allreduce:auto");
+      comm_.setAlgorithm("allreduce:auto," + lowerName() + ":auto");
       runOne(c);
       comm_.setAlgorithm(spec_);
       return;

@@ -476,10 +476,31 @@ std::shared_ptr<OpState> CommImpl::prepareMailbox(const Call& call) {
 // The regions holding the call's buffers when one-sided access is possible for it.
 std::optional<std::pair<LocalRegion, LocalRegion>> CommImpl::exposableBuffers(
     const Call& call) const {
-  if (!transport_->peerMemory() || call.collective != Collective::AllReduce) return std::nullopt;
-  const size_t bytes = call.count * sizeOf(call.type);
-  auto in = registrations_.find(call.input, bytes);
-  auto out = in && call.output == call.input ? in : registrations_.find(call.output, bytes);
+  if (!transport_->peerMemory()) return std::nullopt;
+  // Elements of input and output (NCCL's counts: all-gather's input is one block, ...).
+  const size_t blocks = call.count * static_cast<size_t>(nranks_);
+  size_t inCount = call.count, outCount = call.count;
+  switch (call.collective) {
+    case Collective::AllReduce:
+    case Collective::Broadcast:
+      break;
+    case Collective::AllGather:
+      outCount = blocks;
+      break;
+    case Collective::ReduceScatter:
+      inCount = blocks;
+      break;
+    case Collective::AllToAll:
+      inCount = outCount = blocks;
+      break;
+    default:
+      return std::nullopt;
+  }
+  const size_t es = sizeOf(call.type);
+  auto in = registrations_.find(call.input, inCount * es);
+  auto out = in && call.output == call.input && inCount == outCount
+                 ? in
+                 : registrations_.find(call.output, outCount * es);
   if (!in || !out) return std::nullopt;
   return std::make_pair(*in, *out);
 }
@@ -501,7 +522,7 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   } else if (!forced && bytes >= Tuner::kOneSidedMinBytes && (regions = exposableBuffers(call))) {
     const bool mapped = regions->first.fd >= 0 && regions->second.fd >= 0;
     const bool huge = regions->first.hugePages && regions->second.hugePages;
-    oneSided = tuner_->chooseOneSided(call.collective, bytes, mapped, huge,
+    oneSided = tuner_->chooseOneSided(call.collective, call.count, call.type, mapped, huge,
                                       [&](const Algorithm& a) { return !algorithms_.excluded(a); });
   }
   const Algorithm& algorithm =

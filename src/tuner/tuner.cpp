@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <vector>
 
@@ -122,24 +123,60 @@ const Algorithm* Tuner::measuredChoice(Collective collective, size_t bytes,
   return nullptr;  // excluded now: the model decides
 }
 
-const Algorithm* Tuner::chooseOneSided(
-    Collective collective, size_t bytes, bool mapped, bool hugePages,
-    const std::function<bool(const Algorithm&)>& allowed) const {
-  if (collective != Collective::AllReduce || bytes < kOneSidedMinBytes || nranks_ < 2 || inter_)
-    return nullptr;
+namespace {
+
+// nccl-tests' size: the bytes of the largest buffer (all-gather's output, reduce-scatter's
+// and all-to-all's input), what perf/README.md's one-sided tables are indexed by.
+size_t bufferBytes(Collective collective, size_t countBytes, int nranks) {
+  const bool perRank = collective == Collective::AllGather ||
+                       collective == Collective::ReduceScatter ||
+                       collective == Collective::AllToAll;
+  return perRank ? countBytes * static_cast<size_t>(nranks) : countBytes;
+}
+
+// From which buffer size reading in place was measured to beat the copy path
+// (perf/README.md, one-sided: memAlloc buffers against the copy path on 2 shared cores,
+// alternating runs, medians; SIZE_MAX: never). Below these sizes each one-sided call's
+// handshakes (expose, done) cost more than the copy they save; the cost model does not
+// see that (it predicts the one-sided algorithms faster at every size), so it only picks
+// which one-sided algorithm runs.
+size_t oneSidedFromBytes(Collective collective, int nranks) {
+  switch (collective) {
+    case Collective::AllReduce:  // np 2: no faster below 256 KiB; np 4: 1.4-1.9x at 64 KiB
+      return nranks == 2 ? 256 << 10 : 64 << 10;
+    case Collective::AllGather:  // np 4: 0.5-0.7x below 4 MiB, 1.4-3x from it
+      return nranks == 2 ? 256 << 10 : 4 << 20;
+    case Collective::ReduceScatter:  // np 4: 0.2-1.1x below 4 MiB, 1.9-7x from it
+      return nranks == 2 ? 256 << 10 : 4 << 20;
+    case Collective::Broadcast:  // np 4: 0.03-2x below 1 MiB (noise), 1.2-3x from it
+      return 1 << 20;
+    default:  // all-to-all: reading into scratch, then copying out, lost at 1-64 MiB
+      return SIZE_MAX;
+  }
+}
+
+}  // namespace
+
+const Algorithm* Tuner::chooseOneSided(Collective collective, size_t count, DataType type,
+                                       bool mapped, bool hugePages,
+                                       const std::function<bool(const Algorithm&)>& allowed) const {
+  const size_t bytes = count * sizeOf(type);
+  if (bytes < kOneSidedMinBytes || nranks_ < 2 || inter_) return nullptr;
   // CMA on 4 KiB pages (registered malloc memory) measured no faster than the copy path at
   // 16 and 64 MiB, np 4 (perf/README.md, one-sided): keep copying there.
   if (!mapped && !hugePages) return nullptr;
-  // Measured on 2 shared cores (perf/README.md, one-sided; medians of 3 alternating runs,
-  // memAlloc buffers against the copy path): at np 2 each one-sided call's extra
-  // handshakes (expose, result, done) cost more than they save below 256 KiB, where
-  // reading both inputs at once (one-shot) wins up to 1 MiB; at np 4 two-shot is faster
-  // from 64 KiB (1.7x there, 2.4x at 1 MiB, 2.9x at 16 MiB) and one-shot never beats it.
-  const bool pair = nranks_ == 2;
-  if (pair && bytes < (256 << 10)) return nullptr;
-  const char* name = pair && bytes < (1 << 20) ? "peer_oneshot" : "peer_twoshot";
-  const Algorithm* a = findAlgorithm(collective, name);
-  return a && allowed(*a) ? a : nullptr;
+  if (bufferBytes(collective, bytes, nranks_) < oneSidedFromBytes(collective, nranks_))
+    return nullptr;
+  // Which one-sided schedule: the replay the copy path's choice uses.
+  const LinkModel link = tuning_.forType(type);
+  const Algorithm* best = nullptr;
+  double bestMicros = 0;
+  for (const Algorithm& a : allAlgorithms()) {
+    if (a.collective != collective || !a.oneSided || !allowed(a)) continue;
+    const double us = predictMicros(a, collective, nranks_, count, sizeOf(type), link, layout_);
+    if (!best || us < bestMicros) best = &a, bestMicros = us;
+  }
+  return best;
 }
 
 Tuner::Mode tunerModeFromEnv() {

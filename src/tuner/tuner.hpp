@@ -45,11 +45,14 @@ class Tuner {
   const Algorithm& choose(Collective collective, size_t count, DataType type,
                           std::span<const Algorithm* const> candidates, bool log);
   // The one-sided algorithm (Algorithm::oneSided) to run instead of the copy path when
-  // every rank's buffers can be read in place, or nullptr below the sizes where reading in
-  // place beats the copy path (measured: perf/README.md, one-sided). `allowed` says which
-  // are not excluded by CHORUS_ALGO. `mapped`: the peers map the buffers (memAlloc);
-  // else they read them by CMA, which pays only on huge pages (`hugePages`).
-  const Algorithm* chooseOneSided(Collective collective, size_t bytes, bool mapped, bool hugePages,
+  // every rank's buffers can be read in place, or nullptr where reading in place was
+  // measured not to beat the copy path (perf/README.md, one-sided). Among the one-sided
+  // algorithms of the collective that `allowed` admits (not excluded by CHORUS_ALGO), the
+  // cost model's replay (predictMicros, as choose()) picks the fastest. `mapped`: the peers
+  // map the buffers (memAlloc); else they read them by CMA, which pays only on huge pages
+  // (`hugePages`).
+  const Algorithm* chooseOneSided(Collective collective, size_t count, DataType type, bool mapped,
+                                  bool hugePages,
                                   const std::function<bool(const Algorithm&)>& allowed) const;
   // Below this many bytes no one-sided algorithm is chosen (callers skip the lookup).
   static constexpr size_t kOneSidedMinBytes = 64 << 10;

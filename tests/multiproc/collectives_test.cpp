@@ -249,7 +249,7 @@ struct Args {
   std::string expectLayout;  // Communicator::layout() must say exactly this
   std::string expectAlgo;    // "allreduce:hier,allgather:hier": what algorithmFor must name
   std::string buffers = "malloc";  // malloc | registered | memalloc (buffers.hpp)
-  std::string only;                // run only this collective's cases (collName)
+  std::string only;                // run only these collectives' cases (collName, comma-separated)
   bool quick = false;
   bool more = false;  // gather, scatter, all-gather-v, reduce-scatter-v instead
   bool verbose = false;
@@ -287,7 +287,7 @@ bool parseArgs(int argc, char** argv, Args* a) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--transport shm|tcp] [--algo SPEC] [--quick] [--more] [--case N] "
-                   "[--buffers malloc|registered|memalloc] [--only COLLECTIVE] "
+                   "[--buffers malloc|registered|memalloc] [--only COLLECTIVE,...] "
                    "[--verbose] [--expect-layout TEXT] [--expect-algo COLL:NAME,...]\n",
                    argv[0]);
       return false;
@@ -377,9 +377,12 @@ int main(int argc, char** argv) {
                 args.buffers.c_str());
   }
 
-  if (!args.only.empty() &&
-      std::none_of(cases.begin(), cases.end(),
-                   [&](const Case& c) { return args.only == collName(c.coll); })) {
+  auto selected = [&](const Case& c) {
+    return args.only.empty() ||
+           ("," + args.only + ",").find("," + std::string(collName(c.coll)) + ",") !=
+               std::string::npos;
+  };
+  if (!args.only.empty() && std::none_of(cases.begin(), cases.end(), selected)) {
     std::printf("FAIL rank %d: --only %s matches no case\n", rank, args.only.c_str());
     return 1;
   }
@@ -389,7 +392,7 @@ int main(int argc, char** argv) {
   const auto start = Clock::now();
   for (const Case& c : cases) {
     if (args.onlyCase >= 0 && c.index != args.onlyCase) continue;
-    if (!args.only.empty() && args.only != collName(c.coll)) continue;
+    if (!selected(c)) continue;
     CaseCheck chk(rank, c, stats, runner.scratch());
     const auto t0 = Clock::now();
     const double wait0 = gWaitSeconds;

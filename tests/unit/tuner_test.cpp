@@ -197,32 +197,97 @@ TEST(Tuner, MeasuredWinnersOverrideTheModel) {
 namespace chorus {
 namespace {
 
-// The copy / one-sided choice (Tuner::chooseOneSided): by ranks and size as measured,
-// never for CMA on 4 KiB pages, never what CHORUS_ALGO excluded.
+// The copy / one-sided choice (Tuner::chooseOneSided): only where reading in place was
+// measured to pay (sizes, ranks, CMA on 4 KiB pages never), never what CHORUS_ALGO
+// excluded; among the one-sided algorithms, the replay's fastest.
 TEST(Tuner, OneSidedOnlyWhereItWasMeasuredToPay) {
   auto any = [](const Algorithm&) { return true; };
   auto name = [](const Algorithm* a) { return std::string(a ? a->name : "copy"); };
+  auto floats = [](size_t bytes) { return bytes / 4; };
+  const DataType f32 = DataType::Float32;
   Tuner four(4, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
-  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, 32 << 10, true, false, any)), "copy");
-  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, 64 << 10, true, false, any)),
-            "peer_twoshot");
-  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, 64 << 20, false, false, any)), "copy");
-  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, 64 << 20, false, true, any)),
-            "peer_twoshot");
-  EXPECT_EQ(name(four.chooseOneSided(Collective::AllGather, 64 << 20, true, true, any)), "copy");
-  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, 64 << 20, true, true,
-                                     [](const Algorithm& a) {
-                                       return std::string(a.name) != "peer_twoshot";
-                                     })),
+  EXPECT_EQ(
+      name(four.chooseOneSided(Collective::AllReduce, floats(32 << 10), f32, true, false, any)),
+      "copy");
+  EXPECT_EQ(
+      name(four.chooseOneSided(Collective::AllReduce, floats(64 << 10), f32, true, false, any)),
+      "peer_twoshot");
+  EXPECT_EQ(
+      name(four.chooseOneSided(Collective::AllReduce, floats(64 << 20), f32, false, false, any)),
+      "copy");
+  EXPECT_EQ(
+      name(four.chooseOneSided(Collective::AllReduce, floats(64 << 20), f32, false, true, any)),
+      "peer_twoshot");
+  auto notTwoshot = [](const Algorithm& a) { return std::string(a.name) != "peer_twoshot"; };
+  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, floats(64 << 20), f32, true, true,
+                                     notTwoshot)),
+            "peer_ring");
+  auto noneOneSided = [](const Algorithm& a) { return !a.oneSided; };
+  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, floats(64 << 20), f32, true, true,
+                                     noneOneSided)),
             "copy");
+  EXPECT_EQ(name(four.chooseOneSided(Collective::Reduce, floats(64 << 20), f32, true, true, any)),
+            "copy");  // no one-sided reduce
+  // The other collectives from the buffer sizes measured to pay (all-gather's output,
+  // reduce-scatter's input: count x ranks); all-to-all never by itself.
+  EXPECT_EQ(
+      name(four.chooseOneSided(Collective::Broadcast, floats(512 << 10), f32, true, false, any)),
+      "copy");
+  EXPECT_EQ(
+      name(four.chooseOneSided(Collective::Broadcast, floats(1 << 20), f32, true, false, any)),
+      "peer_direct");
+  EXPECT_EQ(name(four.chooseOneSided(Collective::ReduceScatter, floats(1 << 20) / 4, f32, true,
+                                     false, any)),
+            "copy");
+  EXPECT_EQ(name(four.chooseOneSided(Collective::ReduceScatter, floats(4 << 20) / 4, f32, true,
+                                     false, any)),
+            "peer_direct");
+  EXPECT_EQ(
+      name(four.chooseOneSided(Collective::AllGather, floats(64 << 20) / 4, f32, true, false, any)),
+      "peer_ring");
+  EXPECT_EQ(
+      name(four.chooseOneSided(Collective::AllToAll, floats(64 << 20) / 4, f32, true, true, any)),
+      "copy");
   Tuner two(2, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
-  EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, 128 << 10, true, false, any)), "copy");
-  EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, 512 << 10, true, false, any)),
-            "peer_oneshot");
-  EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, 4 << 20, true, false, any)),
+  EXPECT_EQ(
+      name(two.chooseOneSided(Collective::AllReduce, floats(128 << 10), f32, true, false, any)),
+      "copy");
+  EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, floats(4 << 20), f32, true, false, any)),
             "peer_twoshot");
   Tuner one(1, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
-  EXPECT_EQ(name(one.chooseOneSided(Collective::AllReduce, 4 << 20, true, false, any)), "copy");
+  EXPECT_EQ(name(one.chooseOneSided(Collective::AllReduce, floats(4 << 20), f32, true, false, any)),
+            "copy");
+}
+
+// Every collective the one-sided path serves by itself: the pick is the one the replay
+// predicts fastest (predictMicros, as Tuner::choose), and Tuner::choose never returns one.
+TEST(Tuner, OneSidedPickIsTheReplaysFastest) {
+  auto any = [](const Algorithm&) { return true; };
+  const Tuning tuning = defaultTuning(LinkClass::Shm);
+  for (int n : {2, 3, 4, 8}) {
+    Tuner tuner(n, tuning, Tuner::Mode::Model);
+    for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                         Collective::Broadcast}) {
+      std::vector<const Algorithm*> all;
+      for (const Algorithm& a : allAlgorithms())
+        if (a.collective == c) all.push_back(&a);
+      for (size_t count : {size_t{1} << 20, size_t{1} << 22}) {  // above every size gate
+        const Algorithm* best = nullptr;
+        double bestMicros = 0;
+        for (const Algorithm* a : all) {
+          if (!a->oneSided) continue;
+          const double us =
+              predictMicros(*a, c, n, count, 4, tuning.forType(DataType::Float32), nullptr);
+          if (!best || us < bestMicros) best = a, bestMicros = us;
+        }
+        ASSERT_NE(best, nullptr) << toString(c);
+        EXPECT_EQ(tuner.chooseOneSided(c, count, DataType::Float32, true, false, any), best)
+            << toString(c) << " n=" << n << " count=" << count;
+        EXPECT_FALSE(tuner.choose(c, count, DataType::Float32, all, false).oneSided)
+            << toString(c) << " n=" << n << " count=" << count;
+      }
+    }
+  }
 }
 
 }  // namespace

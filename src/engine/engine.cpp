@@ -365,9 +365,10 @@ bool Engine::advancePeerRead(OpState& op, int index) {
     completeStep(op, index);
     return true;
   }
-  const size_t limit =
-      std::min({count, p.elements + std::max<size_t>(1, config_.sliceBytes / es),
-                allowedElements(op, index)});
+  const size_t slice = std::max<size_t>(1, config_.sliceBytes / es);
+  const size_t limit = p.readElements > 0 ? p.elements + p.readElements
+                                          : std::min({count, p.elements + slice,
+                                                      allowedElements(op, index)});
   if (limit <= p.elements) return moved;
   const size_t from = p.elements, n = limit - from;
   std::byte* dst = resolve(op, step.dst) + from * es;
@@ -376,10 +377,14 @@ bool Engine::advancePeerRead(OpState& op, int index) {
   if (!remote) {
     std::byte* into = dst;
     if (step.kind == StepKind::PeerReduce) {
-      if (bounce_.size() < n * es) bounce_.resize(n * es);
-      into = bounce_.data();
+      if (p.bounce.empty()) p.bounce.resize(std::min(count, slice) * es);
+      into = p.bounce.data();
     }
-    if (peerMemory().read(step.peer, blob, from * es, into, n * es) == 0) return moved;
+    if (peerMemory().read(step.peer, blob, from * es, into, n * es) == 0) {
+      p.readElements = n;  // in flight: ask for the same range until it is done
+      return moved;
+    }
+    p.readElements = 0;
     remote = into;
   }
   if (step.kind == StepKind::PeerReduce) {
@@ -391,7 +396,10 @@ bool Engine::advancePeerRead(OpState& op, int index) {
     kernels::divide(op.type, dst, dst, n, config_.nranks);
   p.elements = limit;
   p.bytes = limit * es;
-  if (limit == count) completeStep(op, index);
+  if (limit == count) {
+    p.bounce = {};
+    completeStep(op, index);
+  }
   return true;
 }
 

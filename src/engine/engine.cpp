@@ -377,8 +377,8 @@ bool Engine::advancePeerRead(OpState& op, int index) {
   if (!remote) {
     std::byte* into = dst;
     if (step.kind == StepKind::PeerReduce) {
-      if (p.bounce.empty()) p.bounce.resize(std::min(count, slice) * es);
-      into = p.bounce.data();
+      if (bounce_.size() < n * es) bounce_.resize(n * es);
+      into = bounce_.data();
     }
     if (peerMemory().read(step.peer, blob, from * es, into, n * es) == 0) {
       p.readElements = n;  // in flight: ask for the same range until it is done
@@ -396,10 +396,7 @@ bool Engine::advancePeerRead(OpState& op, int index) {
     kernels::divide(op.type, dst, dst, n, config_.nranks);
   p.elements = limit;
   p.bytes = limit * es;
-  if (limit == count) {
-    p.bounce = {};
-    completeStep(op, index);
-  }
+  if (limit == count) completeStep(op, index);
   return true;
 }
 

@@ -126,6 +126,7 @@ class Engine {
   std::vector<int> busyPeers_;                       // peers with queued steps
   std::deque<std::shared_ptr<detail::OpState>> inFlight_;
   std::vector<std::vector<std::byte>> scratchPool_;
+  std::vector<std::byte> bounce_;  // a slice read from a peer that cannot be mapped
   Clock::time_point lastProgress_;
   Clock::time_point lastPeerCheck_;
   bool waitingNoted_ = false;  // config_.waiting told the others we wait

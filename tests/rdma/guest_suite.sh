@@ -5,7 +5,9 @@
 #         rank, the registration cache, RDMA READ of peers' memory and a QP failure
 #         (chorus_ib_verbs_test), a killed and a stopped peer seen by a program that only
 #         polls; the one-sided all-reduces (peers' registered buffers read by RDMA READ)
-#         on registered and memAlloc buffers, and a rank killed under them;
+#         on registered and memAlloc buffers, and a rank killed under them; several
+#         nodes (ranks in their own UTS namespaces, so their host identities differ) over
+#         CHORUS_NET=ib: the hierarchical all-reduce and a killed rank;
 #   perf  chorus-perf over ib next to ib_write_bw in the same guest (perf/rdma_vs_raw.sh).
 # Prints one PASS/FAIL line per part; exits non-zero if any part failed. PARTS (shell
 # patterns separated by spaces, default *) runs only the parts whose names match one.
@@ -69,13 +71,26 @@ for f in kill stop; do
 done
 # One-sided all-reduce over ib: each rank reads its peers' registered buffers with RDMA READ
 # (no staging ring on either side); every type and op of the --quick cases.
-part onesided.np3.twoshot.registered 300 "$RUN" -n 3 --timeout 280 "$COLL" --transport ib --quick \
+part onesided.np2.twoshot.registered 300 "$RUN" -n 2 --timeout 280 "$COLL" --transport ib --quick \
   --buffers registered --algo allreduce:peer_twoshot --only allReduce
 part onesided.np2.oneshot.memalloc 300 "$RUN" -n 2 --timeout 280 "$COLL" --transport ib --quick \
   --buffers memalloc --algo allreduce:peer_oneshot --only allReduce
 part onesided.kill.np3.victim1 90 \
   "$BUILD/tests/multiproc/chorus_kill_test" --transport ib --ranks 3 --victim 1 \
   --buffers registered --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40
+# Several nodes: each rank's hostname is its node's (as_node.sh), the communicator sees
+# 2 hosts and takes CHORUS_NET=ib between them (not a forced transport). Every node's
+# ranks share rxe0: Linux 6.1's rxe carries traffic only in the initial network namespace
+# (an rxe device on a veth moved into another namespace connects, then its QPs fail with
+# "local QP operation error"), and two rxe devices of one namespace cannot reach each
+# other (QP to RTR fails: the peer's address is local), both tried in this guest; so one
+# device serves every node.
+part nodes2x2.allreduce 200 env CHORUS_TRANSPORT=auto CHORUS_NET=ib "$RUN" -n 4 --timeout 180 \
+  sh "$SRC/tests/rdma/as_node.sh" 2 "$COLL" --quick --only allReduce \
+  --expect-layout "2 nodes: 0-1 | 2-3"
+part nodes2x2.kill.victim3 90 env CHORUS_TRANSPORT=auto CHORUS_NET=ib CHORUS_SOCKET_IFNAME=dummy0 \
+  "$BUILD/tests/multiproc/chorus_kill_test" --transport auto --ranks 4 --victim 3 --node-size 2 \
+  --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40
 t_end=$(date +%s.%N)
 echo "guest suite: $(awk "BEGIN{printf \"%.0f\", $t_end-$t_start}") s, status $status"
 exit $status

@@ -10,7 +10,8 @@
 //      across 4 QPs; then one side vanishes (its QPs destroyed) and the other gets a
 //      PeerError naming the peer from the fabric itself (retry exceeded), not a hang.
 //   5. IbPeerMemory between two connected channels: an exposed range read with RDMA READ
-//      straight into the destination (at an offset, in pieces over 4 QPs) arrives exact;
+//      (at an offset, in pieces over 4 QPs) arrives exact, into plain memory (through a
+//      landing buffer) and straight into a buffer the reader exposes;
 //      a read beyond the exposed range is refused; a record with a wrong rkey fails the
 //      read with PeerError naming the peer (remote access error), not a hang.
 // Exit 0 when every check passes; each failed check prints a FAIL line.
@@ -256,7 +257,16 @@ void peerMemoryChecks(chorus::ib::IbDevice& dev) {
   long got = readAll(reader, blob, offset, into.data() + 8, len);
   check(got == static_cast<long>(len) && std::memcmp(into.data() + 8, base + at + offset, len) == 0 &&
             into[7] == std::byte{0x5a} && into[len + 8] == std::byte{0x5a},
-        "RDMA READ of an exposed range lands exact, straight in the destination");
+        "RDMA READ of an exposed range into unregistered memory lands exact (landing buffer)");
+  // Into a buffer the reader exposes itself: the READ lands there directly.
+  std::vector<std::byte> mine(len + 16, std::byte{0x5a});
+  reader.describe(chorus::LocalRegion{mine.data(), mine.size()}, mine.data(), mine.size());
+  const auto landingsBefore = dev.cache().stats().misses;
+  got = readAll(reader, blob, offset, mine.data() + 8, len);
+  check(got == static_cast<long>(len) && std::memcmp(mine.data() + 8, base + at + offset, len) == 0 &&
+            mine[7] == std::byte{0x5a} && mine[len + 8] == std::byte{0x5a} &&
+            dev.cache().stats().misses == landingsBefore,
+        "RDMA READ into an exposed buffer lands exact, straight there (no new registration)");
   bool refused = false;
   try {
     reader.read(1, blob, bytes - 8, into.data(), 16);

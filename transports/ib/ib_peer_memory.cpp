@@ -28,15 +28,9 @@ Blob parse(std::span<const std::byte> blob, int peer) {
 
 }  // namespace
 
-IbPeerMemory::~IbPeerMemory() {
-  // Reads still in flight (an aborted op) land in memory pinned by their handles; the QPs
-  // are destroyed after this object only if the transport says so: drop our pins, and the
-  // transient registrations with them.
-  for (auto& [key, p] : pending_) {
-    p.reg.reset();
-    if (p.transient) device_.cache().forget(std::get<1>(key), std::get<3>(key));
-  }
-}
+// Reads still in flight (an aborted op) land in registered memory this object owns, or
+// in an exposed buffer whose registration goes with it.
+IbPeerMemory::~IbPeerMemory() = default;
 
 // The whole region is registered once (one MR per registered buffer) and stays pinned while
 // this transport lives or until forget(): a peer may read it at any time after describe().
@@ -82,17 +76,34 @@ void IbPeerMemory::forget(const void* data, size_t bytes) {
   device_.cache().forget(data, bytes);
 }
 
-void IbPeerMemory::postPieces(IbChannel& channel, Pending& p, std::byte* dst, uint64_t remote,
-                              uint32_t rkey, size_t bytes) {
+void IbPeerMemory::postPieces(IbChannel& channel, Pending& p, std::byte* into, uint32_t lkey,
+                              uint64_t remote, uint32_t rkey, size_t bytes) {
   while (p.posted < bytes) {
     const size_t len = std::min(piece_, bytes - p.posted);
     const uint32_t ticket = nextTicket_++;
-    if (!channel.postRead(dst + p.posted, p.reg.lkey(), remote + p.posted, rkey,
+    if (!channel.postRead(into + p.posted, lkey, remote + p.posted, rkey,
                           static_cast<uint32_t>(len), ticket))
       return;  // that QP is full: the next call posts the rest
     p.tickets.push_back(ticket);
     p.posted += len;
   }
+}
+
+BufferPool::Buffer IbPeerMemory::landing(size_t bytes) {
+  for (auto it = landings_.begin(); it != landings_.end(); ++it) {
+    if (it->size() >= bytes) {
+      BufferPool::Buffer b = std::move(*it);
+      landings_.erase(it);
+      return b;
+    }
+  }
+  return device_.pool().get(bytes);
+}
+
+void IbPeerMemory::finish(std::map<Key, Pending>::iterator it) {
+  if (it->second.landing.data() && landings_.size() < 4)
+    landings_.push_back(std::move(it->second.landing));
+  pending_.erase(it);
 }
 
 size_t IbPeerMemory::read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
@@ -105,32 +116,30 @@ size_t IbPeerMemory::read(int peer, std::span<const std::byte> blob, size_t offs
                     std::to_string(offset + bytes) + ") of the " + std::to_string(b.bytes) +
                     " bytes rank " + std::to_string(peer) + " exposed");
   IbChannel& channel = channel_(peer);
-  auto* into = static_cast<std::byte*>(dst);
-  const Key key{peer, dst, b.addr + offset, bytes};
-  auto it = pending_.find(key);
+  const uint64_t remote = b.addr + offset;
+  auto it = pending_.find(Key{peer, remote, bytes});
   if (it == pending_.end()) {
     Pending p;
-    // The destination: inside a buffer this rank exposes (its registration serves), else
-    // registered for this read only (an engine bounce buffer may be freed afterwards).
-    const Exposed* e = exposedContaining(dst, bytes);
-    p.transient = e == nullptr;
-    p.reg = device_.cache().acquire(dst, bytes);
-    it = pending_.emplace(key, std::move(p)).first;
+    if (!exposedContaining(dst, bytes)) p.landing = landing(bytes);
+    it = pending_.emplace(Key{peer, remote, bytes}, std::move(p)).first;
   }
   Pending& p = it->second;
+  const Exposed* direct = p.landing.data() ? nullptr : exposedContaining(dst, bytes);
+  if (!p.landing.data() && !direct)
+    throw Error(Result::InternalError, "ib: the destination of a read in flight from rank " +
+                                           std::to_string(peer) + " is no longer registered");
+  std::byte* into = direct ? static_cast<std::byte*>(dst) : p.landing.data();
+  const uint32_t lkey = direct ? direct->reg.lkey() : p.landing.lkey();
   try {
-    postPieces(channel, p, into, b.addr + offset, b.rkey, bytes);
+    postPieces(channel, p, into, lkey, remote, b.rkey, bytes);
     std::erase_if(p.tickets, [&](uint32_t t) { return channel.readDone(t); });
   } catch (...) {
-    p.reg.reset();
-    if (p.transient) device_.cache().forget(dst, bytes);
-    pending_.erase(it);
+    finish(it);
     throw;
   }
   if (p.posted < bytes || !p.tickets.empty()) return 0;
-  p.reg.reset();
-  if (p.transient) device_.cache().forget(dst, bytes);
-  pending_.erase(it);
+  if (!direct) std::memcpy(dst, into, bytes);
+  finish(it);
   return bytes;
 }
 

@@ -1,13 +1,21 @@
 // One-sided access over verbs (transport.hpp's PeerMemory), the pull model: describe()
-// registers the exposed buffer (through the device's RegCache, pinned while exposed) and
-// hands the peer its address and rkey; the peer's read() posts an RDMA READ straight
-// from there into its destination, which it registers for the duration of the read. No
-// staging ring on either side, and the exposing rank's CPU does nothing. map() returns
-// nullptr: a peer's memory is never in this address space.
+// registers the exposed buffer (the whole registered region, through the device's
+// RegCache, pinned while exposed) and hands the peer its address and rkey; the peer's
+// read() posts RDMA READs for it, spread over the QPs to that peer. The exposing rank's
+// CPU does nothing and nothing is staged on its side.
 //
-// A read that cannot finish at once returns 0; the engine calls read() again with the
-// same arguments under its deadline until the completion has arrived. A failed read fails
-// the connection to that peer (PeerError naming it), as a failed send does.
+// Where a read lands: straight in the destination when it lies in a buffer this rank
+// exposes (its registration serves: two-shot's all-gather phase reads into its exposed
+// output); else (the engine's bounce slice for PeerReduce, memory this transport cannot
+// know stays allocated) in a registered landing buffer of this object, copied to the
+// destination when the read completes. Registering arbitrary destinations through the
+// shared cache would leave registrations of freed memory behind (a later buffer at the
+// same address would get the old pages).
+//
+// A read that cannot finish at once returns 0; the engine calls read() again for the same
+// range under its deadline until the completion has arrived. A failed read fails the
+// connection to that peer (PeerError naming it), as a failed send does. map() returns
+// nullptr: a peer's memory is never in this address space.
 #pragma once
 
 #include "transports/ib/ib_channel.hpp"
@@ -42,23 +50,25 @@ class IbPeerMemory final : public PeerMemory {
     uint64_t serial;
     RegCache::Handle reg;
   };
-  struct Pending {  // a read in flight: its pieces' tickets and the pinned destination
-    std::vector<uint32_t> tickets;  // posted, not yet complete
+  struct Pending {  // a read in flight
+    std::vector<uint32_t> tickets;  // pieces posted, not yet complete
     size_t posted = 0;              // bytes posted so far (the rest waits for room)
-    RegCache::Handle reg;
-    bool transient;  // dst registered only for this read: forgotten when it is done
+    BufferPool::Buffer landing;     // where it lands when not straight in the destination
   };
-  using Key = std::tuple<int, const void*, uint64_t, size_t>;  // peer, dst, remote, bytes
+  using Key = std::tuple<int, uint64_t, size_t>;  // peer, remote address, bytes
   Exposed& expose(const LocalRegion& region);
   const Exposed* exposedContaining(const void* data, size_t bytes) const;
-  void postPieces(IbChannel& channel, Pending& p, std::byte* dst, uint64_t remote,
-                  uint32_t rkey, size_t bytes);
+  void postPieces(IbChannel& channel, Pending& p, std::byte* into, uint32_t lkey,
+                  uint64_t remote, uint32_t rkey, size_t bytes);
+  BufferPool::Buffer landing(size_t bytes);
+  void finish(std::map<Key, Pending>::iterator it);
 
   IbDevice& device_;
   size_t piece_;
   std::function<IbChannel&(int)> channel_;
   std::map<uintptr_t, Exposed> exposed_;  // by start address
   std::map<Key, Pending> pending_;
+  std::vector<BufferPool::Buffer> landings_;  // landing buffers not in use
   uint32_t nextTicket_ = 0;
 };
 

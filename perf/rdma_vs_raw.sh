@@ -3,7 +3,9 @@
 # ib_write_bw), on the same Soft-RoCE device in the same qemu guest.
 #   perf/rdma_vs_raw.sh [BUILD]          on the host: boots the guest (tests/rdma/softroce.sh)
 #   perf/rdma_vs_raw.sh --guest BUILD    inside the guest (what the first form runs there)
-# Env: BYTES (message size, default 4194304), ITERS (default 10).
+# Env: BYTES (message size, default 4194304), ITERS (default 10), ROUNDS (default 3): every
+# measurement runs ROUNDS times, the raw and Chorus runs alternating round by round; the
+# table gives medians and each Chorus line's ratio to its raw reference.
 # Soft-RoCE under TCG emulation is a correctness bed: absolute numbers are tiny; the
 # ratio chorus/raw is what this measures. Needs perftest on the host (apt-get install perftest).
 set -u
@@ -14,12 +16,14 @@ if [ "${1:-}" != --guest ]; then
   build=$(cd "${1:-$here/build}" && pwd)
   command -v ib_write_bw >/dev/null || { echo "rdma_vs_raw: install perftest first" >&2; exit 2; }
   exec bash "$here/tests/rdma/softroce.sh" "$here/tests/rdma/guest_suite.sh" \
-    BUILD="$build" SRC="$here" SUITE=perf BYTES="$BYTES" ITERS="$ITERS"
+    BUILD="$build" SRC="$here" SUITE=perf BYTES="$BYTES" ITERS="$ITERS" ROUNDS="${ROUNDS:-3}"
 fi
 BUILD=$2
+ROUNDS=${ROUNDS:-3}
 ADDR=10.77.0.1
-raw() {  # raw LABEL ARGS...: one ib_write_bw pair; prints its average in MB/s (1e6 B/s)
-  label=$1; shift
+OUT=/tmp/rdma_vs_raw; rm -rf "$OUT"; mkdir -p "$OUT"
+raw() {  # raw KEY ARGS...: one ib_write_bw pair; appends its average in MB/s (1e6 B/s)
+  key=$1; shift
   ib_write_bw -d rxe0 -x 1 -F -s "$BYTES" -n "$ITERS" "$@" > /tmp/raw-server.log 2>&1 &
   sleep 1
   timeout 300 ib_write_bw -d rxe0 -x 1 -F -s "$BYTES" -n "$ITERS" "$@" $ADDR \
@@ -27,26 +31,56 @@ raw() {  # raw LABEL ARGS...: one ib_write_bw pair; prints its average in MB/s (
   wait
   # row: #bytes #iterations BW-peak BW-average MsgRate; perftest's MB is 2^20 bytes
   mib=$(awk -v b="$BYTES" '$1 == b && NF >= 4 {print $4}' /tmp/raw-client.log | tail -n1)
-  [ -n "$mib" ] || { cat /tmp/raw-client.log /tmp/raw-server.log; echo "raw $label failed"; return 1; }
-  awk -v m="$mib" -v l="$label" 'BEGIN{printf "raw ib_write_bw %-30s %8.2f MB/s\n", l, m * 1.048576}'
+  [ -n "$mib" ] || { cat /tmp/raw-client.log /tmp/raw-server.log; echo "raw $key failed"; return 1; }
+  awk -v m="$mib" 'BEGIN{printf "%.3f\n", m * 1.048576}' >> "$OUT/$key"
 }
-chorus() {  # chorus LABEL COLLECTIVE: 2 ranks; MB/s = bytes / out-of-place time (us), = busbw
-  label=$1; coll=$2
+chorus() {  # chorus KEY COLLECTIVE [chorus-perf args]: 2 ranks; appends MB/s = bytes / time
+  key=$1; coll=$2; shift 2
   "$BUILD/tools/chorus-run" -n 2 --timeout 600 "$BUILD/perf/chorus-perf" -t "$coll" \
-    -b "$BYTES" -e "$BYTES" -n "$ITERS" -w 2 -c 1 -T 0 > /tmp/chorus-perf.log 2>&1 ||
-    { cat /tmp/chorus-perf.log; echo "chorus-perf $label failed"; return 1; }
-  # table row: size count type redop root time algbw busbw #wrong (out-of-place first)
-  awk -v b="$BYTES" -v l="$label" '$1 == b {printf "chorus-perf %-34s %8.2f MB/s (%s us)\n", l, b / $6, $6; exit}' \
-    /tmp/chorus-perf.log
+    -b "$BYTES" -e "$BYTES" -n "$ITERS" -w 2 -c 1 -T 0 "$@" > /tmp/chorus-perf.log 2>&1 ||
+    { cat /tmp/chorus-perf.log; echo "chorus-perf $key failed"; return 1; }
+  # table row: size count type redop root time algbw busbw #wrong (out-of-place first);
+  # bytes/time is busbw for all of these at 2 ranks (all-reduce: 2(n-1)/n = 1)
+  v=$(awk -v b="$BYTES" '$1 == b {printf "%.3f", b / $6; exit}' /tmp/chorus-perf.log)
+  [ -n "$v" ] || { cat /tmp/chorus-perf.log; echo "chorus-perf $key: no row"; return 1; }
+  echo "$v" >> "$OUT/$key"
 }
-echo "message size $BYTES B, $ITERS iterations, rxe0 in a TCG guest"
-echo "(broadcast on 2 ranks is one direction, like plain ib_write_bw; sendrecv sends and"
-echo " receives at once: its MB/s is per direction, -b reports both directions summed)"
+median() { sort -n "$OUT/$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+row() {  # row KEY LABEL [REFERENCE_KEY DIVISOR]: median MB/s, all runs, ratio to the reference
+  m=$(median "$1")
+  runs=$(tr '\n' ' ' < "$OUT/$1")
+  if [ -n "${3:-}" ]; then
+    ref=$(awk -v r="$(median "$3")" -v d="$4" 'BEGIN{print r / d}')
+    ratio=$(awk -v m="$m" -v r="$ref" 'BEGIN{printf "%.2f", m / r}')
+    printf "%-44s %9.2f MB/s  %.2fx of %s  [%s]\n" "$2" "$m" "$ratio" "$3" "$runs"
+  else
+    printf "%-44s %9.2f MB/s  [%s]\n" "$2" "$m" "$runs"
+  fi
+}
+echo "message size $BYTES B, $ITERS iterations, $ROUNDS alternating rounds, rxe0 in a TCG guest"
+echo "(sendrecv sends and receives at once: its MB/s is per direction, compared with half of"
+echo " ib_write_bw -b, which sums both directions; the all-reduce's busbw at 2 ranks is"
+echo " compared with one direction)"
 status=0
-raw "one direction" || status=1
-raw "both directions (-b)" -b || status=1
-chorus "broadcast, 2 ranks (one direction)" broadcast || status=1
-chorus "sendrecv, 2 ranks" sendrecv || status=1
-CHORUS_IB_QPS_PER_CONNECTION=4 chorus "sendrecv, 2 ranks, 4 QPs" sendrecv || status=1
-chorus "allreduce, 2 ranks" allreduce || status=1
+r=1
+while [ $r -le "$ROUNDS" ]; do
+  raw raw.one || status=1
+  chorus sendrecv sendrecv || status=1
+  chorus sendrecv.R1 sendrecv -R 1 || status=1
+  raw raw.both -b || status=1
+  chorus allreduce allreduce || status=1
+  chorus allreduce.R1.oneshot allreduce -R 1 -A allreduce:peer_oneshot || status=1
+  chorus allreduce.R1.twoshot allreduce -R 1 -A allreduce:peer_twoshot || status=1
+  chorus broadcast broadcast || status=1
+  r=$((r + 1))
+done
+echo "medians over $ROUNDS rounds:"
+row raw.one "raw ib_write_bw, one direction"
+row raw.both "raw ib_write_bw -b, both directions summed"
+row broadcast "chorus broadcast (one direction)" raw.one 1
+row sendrecv "chorus sendrecv" raw.both 2
+row sendrecv.R1 "chorus sendrecv, registered (-R 1)" raw.both 2
+row allreduce "chorus allreduce, copy path" raw.one 1
+row allreduce.R1.oneshot "chorus allreduce -R 1, peer_oneshot (READ)" raw.one 1
+row allreduce.R1.twoshot "chorus allreduce -R 1, peer_twoshot (READ)" raw.one 1
 exit $status

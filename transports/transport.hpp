@@ -56,6 +56,10 @@ class PeerMemory {
   // PeerError naming the peer if it is gone.
   virtual size_t read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
                       size_t bytes) = 0;
+  // [data, data + bytes) is no longer registered (deregister): drop what describe() keeps
+  // for it (verbs: the memory registration, which would map the old pages if the address
+  // were reused).
+  virtual void forget(const void* /*data*/, size_t /*bytes*/) {}
 };
 
 // Small messages without a queue (transports that share memory: shm): each rank owns two

@@ -473,6 +473,11 @@ std::shared_ptr<OpState> CommImpl::prepareMailbox(const Call& call) {
   return op;
 }
 
+void CommImpl::deregister(void* handle) {
+  auto [data, bytes] = registrations_.remove(handle);
+  if (PeerMemory* memory = transport_->peerMemory()) memory->forget(data, bytes);
+}
+
 // The regions holding the call's buffers when one-sided access is possible for it.
 std::optional<std::pair<LocalRegion, LocalRegion>> CommImpl::exposableBuffers(
     const Call& call) const {
@@ -518,7 +523,7 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
       throwInvalid(std::string(toString(call.collective)) + ": algorithm " + forced->name +
                    " reads peers' buffers in place: allocate them with memAlloc or register "
                    "them (registerBuffer) on every rank" +
-                   (transport_->peerMemory() ? "" : std::string(", over a transport that can (shm)")));
+                   (transport_->peerMemory() ? "" : std::string(", over a transport that can (shm, ib)")));
   } else if (!forced && bytes >= Tuner::kOneSidedMinBytes && (regions = exposableBuffers(call))) {
     const bool mapped = regions->first.fd >= 0 && regions->second.fd >= 0;
     const bool huge = regions->first.hugePages && regions->second.hugePages;

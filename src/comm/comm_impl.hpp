@@ -76,6 +76,8 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   const Tuner& tuner() const { return *tuner_; }
   const Layout& layout() const { return layout_; }
   memory::Registrations& registrations() { return registrations_; }
+  // Removes a registration and drops what the transport keeps for it (PeerMemory::forget).
+  void deregister(void* handle);
 
   struct Call {
     Collective collective;

@@ -79,7 +79,7 @@ std::string Communicator::algorithmFor(std::string_view collective, size_t count
 void* Communicator::registerBuffer(const void* buffer, size_t bytes) {
   return live(impl_).registrations().add(buffer, bytes);
 }
-void Communicator::deregister(void* handle) { live(impl_).registrations().remove(handle); }
+void Communicator::deregister(void* handle) { live(impl_).deregister(handle); }
 std::string memPageKind() { return memory::pageKind(); }
 Result Communicator::asyncError() { return live(impl_).engine().state(); }
 std::string Communicator::lastError() const { return live(impl_).engine().failureCause(); }

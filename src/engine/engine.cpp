@@ -366,9 +366,10 @@ bool Engine::advancePeerRead(OpState& op, int index) {
     completeStep(op, index);
     return true;
   }
-  const size_t limit =
-      std::min({count, p.elements + std::max<size_t>(1, config_.sliceBytes / es),
-                allowedElements(op, index)});
+  const size_t slice = std::max<size_t>(1, config_.sliceBytes / es);
+  const size_t limit = p.readElements > 0 ? p.elements + p.readElements
+                                          : std::min({count, p.elements + slice,
+                                                      allowedElements(op, index)});
   if (limit <= p.elements) return moved;
   const size_t from = p.elements, n = limit - from;
   std::byte* dst = resolve(op, step.dst) + from * es;
@@ -380,7 +381,11 @@ bool Engine::advancePeerRead(OpState& op, int index) {
       if (bounce_.size() < n * es) bounce_.resize(n * es);
       into = bounce_.data();
     }
-    if (peerMemory().read(step.peer, blob, from * es, into, n * es) == 0) return moved;
+    if (peerMemory().read(step.peer, blob, from * es, into, n * es) == 0) {
+      p.readElements = n;  // in flight: ask for the same range until it is done
+      return moved;
+    }
+    p.readElements = 0;
     remote = into;
   }
   if (step.kind == StepKind::PeerReduce) {

@@ -30,6 +30,9 @@ struct StepProgress {
   bool recordTaken = false;
   std::array<std::byte, 64> record{};
   const std::byte* peerData = nullptr;
+  // A read that did not finish at once (verbs): its elements, so that the engine asks for
+  // the same range again until it completes.
+  size_t readElements = 0;
 };
 
 struct OpState {

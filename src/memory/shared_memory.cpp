@@ -130,12 +130,14 @@ void* Registrations::add(const void* data, size_t bytes) {
   return reinterpret_cast<void*>(static_cast<uintptr_t>(handle));
 }
 
-void Registrations::remove(void* handle) {
+std::pair<const void*, size_t> Registrations::remove(void* handle) {
   const uint64_t id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
   for (auto it = byStart_.begin(); it != byStart_.end(); ++it) {
     if (it->second.handle == id) {
+      std::pair<const void*, size_t> range{reinterpret_cast<const void*>(it->first),
+                                           it->second.bytes};
       byStart_.erase(it);
-      return;
+      return range;
     }
   }
   std::ostringstream text;

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace chorus {
 
@@ -42,7 +43,8 @@ class Registrations {
   void* add(const void* data, size_t bytes);
   // Throws Error(InvalidArgument) for a handle this communicator did not hand out (or
   // already deregistered).
-  void remove(void* handle);
+  // Returns the range it covered.
+  std::pair<const void*, size_t> remove(void* handle);
   // The registered or memAlloc region containing [data, data + bytes), if any.
   std::optional<LocalRegion> find(const void* data, size_t bytes) const;
   bool empty() const { return byStart_.empty(); }

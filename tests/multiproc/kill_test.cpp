@@ -4,7 +4,10 @@
 //   chorus_kill_test --transport shm|tcp --ranks 4 --victim 2 [--kill-after-ms 500 (-1: right
 //                    after set-up, before its first call)]
 //                    [--count 4194304] [--detect-limit-s 10] [--deadline-s 30]
-//                    [--buffers malloc|registered|memalloc]
+//                    [--buffers malloc|registered|memalloc] [--node-size K]
+// --node-size K puts ranks on "nodes" of K (rank / K): each rank gets its own UTS namespace
+// and hostname chorus-node<i> (needs root: the Soft-RoCE guest), so the communicator sees
+// several hosts and uses the network transport (CHORUS_NET) between them.
 // With registered or memAlloc buffers the all-reduce reads peers' memory in place (the
 // one-sided path): a peer killed then must still give an error, not a hang or a SIGBUS.
 // The parent forks the ranks first, then calls chorus::getUniqueId() and hands the id to
@@ -29,6 +32,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sched.h>
 #include <unistd.h>
 
 namespace {
@@ -63,6 +67,7 @@ struct Args {
   double detectLimitS = 10;
   double deadlineS = 30;
   std::string buffers = "malloc";
+  int nodeSize = 0;
 };
 
 bool readAll(int fd, void* buf, size_t n) {
@@ -86,6 +91,13 @@ int runRank(const Args& a, int rank, int idFd, Shared* sh) {
     return 4;
   }
   close(idFd);
+  if (a.nodeSize > 0) {
+    const std::string host = "chorus-node" + std::to_string(rank / a.nodeSize);
+    if (unshare(CLONE_NEWUTS) != 0 || sethostname(host.c_str(), host.size()) != 0) {
+      std::printf("rank %d: cannot become %s: %s\n", rank, host.c_str(), std::strerror(errno));
+      return 3;
+    }
+  }
   chorus::Options opt;
   opt.timeout = std::chrono::seconds(60);
   opt.transport = a.transport;
@@ -192,6 +204,8 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->deadlineS = std::atof(v);
     } else if (k == "--buffers") {
       a->buffers = v;
+    } else if (k == "--node-size") {
+      a->nodeSize = std::atoi(v);
     } else {
       return false;
     }
@@ -209,7 +223,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: %s --transport shm|tcp --ranks N --victim V [--kill-after-ms MS] "
                  "[--count FLOATS] [--detect-limit-s S] [--deadline-s S] "
-                 "[--buffers malloc|registered|memalloc]\n",
+                 "[--buffers malloc|registered|memalloc] [--node-size K]\n",
                  argv[0]);
     return 2;
   }

@@ -2,12 +2,19 @@
 # The verbs suite, run inside the Soft-RoCE guest by softroce.sh (cwd /mnt, the writable
 # share). /mnt/env sets BUILD (the host build directory) and SUITE:
 #   test  every collective over ib with 2, 3 and 4 ranks, 4 QPs per connection, a killed
-#         rank, the registration cache and a QP failure (chorus_ib_verbs_test), a killed
-#         and a stopped peer seen by a program that only polls;
+#         rank, the registration cache, RDMA READ of peers' memory and a QP failure
+#         (chorus_ib_verbs_test), a killed and a stopped peer seen by a program that only
+#         polls; the one-sided all-reduces (peers' registered buffers read by RDMA READ)
+#         on registered and memAlloc buffers, and a rank killed under them; several
+#         nodes (ranks in their own UTS namespaces, so their host identities differ) over
+#         CHORUS_NET=ib: the hierarchical all-reduce and a killed rank;
 #   perf  chorus-perf over ib next to ib_write_bw in the same guest (perf/rdma_vs_raw.sh).
-# Prints one PASS/FAIL line per part; exits non-zero if any part failed.
+# Prints one PASS/FAIL line per part; exits non-zero if any part failed. PARTS (shell
+# patterns separated by spaces, default *) runs only the parts whose names match one.
 . /mnt/env
 SUITE=${SUITE:-test}
+PARTS=${PARTS:-*}
+set -f  # PARTS holds patterns, not file names
 RUN="$BUILD/tools/chorus-run"
 COLL="$BUILD/tests/multiproc/chorus_collectives_test"
 status=0
@@ -26,6 +33,9 @@ ibv_devinfo -d rxe0 | grep -E 'hca_id|state|active_mtu|link_layer'
 
 part() {  # part NAME SECONDS COMMAND...: runs COMMAND with a limit, prints PASS/FAIL
   name=$1; limit=$2; shift 2
+  wanted=0
+  for pattern in $PARTS; do case "$name" in $pattern) wanted=1 ;; esac; done
+  [ $wanted = 1 ] || return 0
   t0=$(date +%s.%N)
   timeout -s KILL "$limit" "$@" > "/mnt/$name.log" 2>&1
   rc=$?
@@ -59,6 +69,28 @@ for f in kill stop; do
   part "poll.$f.np3.victim1" 90 "$BUILD/tests/fault/chorus_poll_liveness_test" --transport ib \
     --fault $f --ranks 3 --victim 1 --timeout-s 5
 done
+# One-sided all-reduce over ib: each rank reads its peers' registered buffers with RDMA READ
+# (no staging ring on either side); every type and op of the --quick cases.
+part onesided.np2.twoshot.registered 300 "$RUN" -n 2 --timeout 280 "$COLL" --transport ib --quick \
+  --buffers registered --algo allreduce:peer_twoshot --only allReduce
+part onesided.np2.oneshot.memalloc 300 "$RUN" -n 2 --timeout 280 "$COLL" --transport ib --quick \
+  --buffers memalloc --algo allreduce:peer_oneshot --only allReduce
+part onesided.kill.np3.victim1 90 \
+  "$BUILD/tests/multiproc/chorus_kill_test" --transport ib --ranks 3 --victim 1 \
+  --buffers registered --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40
+# Several nodes: each rank's hostname is its node's (as_node.sh), the communicator sees
+# 2 hosts and takes CHORUS_NET=ib between them (not a forced transport). Every node's
+# ranks share rxe0: Linux 6.1's rxe carries traffic only in the initial network namespace
+# (an rxe device on a veth moved into another namespace connects, then its QPs fail with
+# "local QP operation error"), and two rxe devices of one namespace cannot reach each
+# other (QP to RTR fails: the peer's address is local), both tried in this guest; so one
+# device serves every node.
+part nodes2x2.allreduce 200 env CHORUS_TRANSPORT=auto CHORUS_NET=ib "$RUN" -n 4 --timeout 180 \
+  sh "$SRC/tests/rdma/as_node.sh" 2 "$COLL" --quick --only allReduce \
+  --expect-layout "2 nodes: 0-1 | 2-3"
+part nodes2x2.kill.victim3 90 env CHORUS_TRANSPORT=auto CHORUS_NET=ib CHORUS_SOCKET_IFNAME=dummy0 \
+  "$BUILD/tests/multiproc/chorus_kill_test" --transport auto --ranks 4 --victim 3 --node-size 2 \
+  --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40
 t_end=$(date +%s.%N)
 echo "guest suite: $(awk "BEGIN{printf \"%.0f\", $t_end-$t_start}") s, status $status"
 exit $status

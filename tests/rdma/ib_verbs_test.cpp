@@ -9,10 +9,17 @@
 //   4. Two IbChannels connected to each other in this process: bytes arrive in order
 //      across 4 QPs; then one side vanishes (its QPs destroyed) and the other gets a
 //      PeerError naming the peer from the fabric itself (retry exceeded), not a hang.
+//   5. IbPeerMemory between two connected channels: an exposed range read with RDMA READ
+//      (at an offset, in pieces over 4 QPs) arrives exact, into plain memory (through a
+//      landing buffer) and straight into a buffer the reader exposes;
+//      a read beyond the exposed range is refused; a record with a wrong rkey fails the
+//      read with PeerError naming the peer (remote access error), not a hang.
 // Exit 0 when every check passes; each failed check prints a FAIL line.
 #include "errors.hpp"
 #include "transports/ib/ib_channel.hpp"
 #include "transports/ib/ib_device.hpp"
+#include "transports/ib/ib_peer_memory.hpp"
+#include "memory/shared_memory.hpp"
 #include "transports/ib/reg_cache.hpp"
 
 #include <chorus/chorus.hpp>
@@ -20,10 +27,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -212,6 +221,71 @@ void channelChecks(chorus::ib::IbDevice& dev) {
   check(named, "a vanished peer gives PeerError naming it (from the QP, retry exceeded)");
 }
 
+// Calls read() until it reports completion; -1 at the deadline.
+long readAll(chorus::PeerMemory& m, std::span<const std::byte> blob, size_t offset, void* dst,
+             size_t bytes) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < until) {
+    if (size_t n = m.read(1, blob, offset, dst, bytes)) return static_cast<long>(n);
+  }
+  return -1;
+}
+
+void peerMemoryChecks(chorus::ib::IbDevice& dev) {
+  chorus::ib::IbConfig cfg = chorus::ib::IbConfig::fromEnv();
+  cfg.qps = 4;
+  cfg.block = 4096;
+  cfg.ring = 64 << 10;
+  cfg.timeout = 8;
+  cfg.retryCnt = 1;
+  auto a = std::make_unique<chorus::ib::IbChannel>(0, 1, dev, cfg, nullptr);
+  auto b = std::make_unique<chorus::ib::IbChannel>(1, 0, dev, cfg, nullptr);
+  a->connect(b->localInfo());
+  b->connect(a->localInfo());
+  // Rank 1 (b) exposes 512 KiB inside a 1 MiB registered buffer; rank 0 (a) reads from it.
+  chorus::ib::IbPeerMemory reader(dev, 16 << 10, [&](int) -> chorus::ib::IbChannel& { return *a; });
+  chorus::ib::IbPeerMemory owner(dev, 16 << 10, [&](int) -> chorus::ib::IbChannel& { return *b; });
+  std::vector<uint32_t> exposed(1 << 18);
+  for (size_t i = 0; i < exposed.size(); ++i) exposed[i] = static_cast<uint32_t>(i * 2246822519u + 7);
+  const auto* base = reinterpret_cast<const std::byte*>(exposed.data());
+  chorus::LocalRegion region{base, exposed.size() * 4};
+  const size_t at = 4096, bytes = 512 << 10;
+  std::vector<std::byte> blob = owner.describe(region, base + at, bytes);
+  check(owner.map(0, blob) == nullptr, "a peer's memory is never mapped over ib");
+  const size_t offset = 1000, len = 300000;  // odd offset and size: 19 pieces on 4 QPs
+  std::vector<std::byte> into(len + 16, std::byte{0x5a});
+  long got = readAll(reader, blob, offset, into.data() + 8, len);
+  check(got == static_cast<long>(len) && std::memcmp(into.data() + 8, base + at + offset, len) == 0 &&
+            into[7] == std::byte{0x5a} && into[len + 8] == std::byte{0x5a},
+        "RDMA READ of an exposed range into unregistered memory lands exact (landing buffer)");
+  // Into a buffer the reader exposes itself: the READ lands there directly.
+  std::vector<std::byte> mine(len + 16, std::byte{0x5a});
+  reader.describe(chorus::LocalRegion{mine.data(), mine.size()}, mine.data(), mine.size());
+  const auto landingsBefore = dev.cache().stats().misses;
+  got = readAll(reader, blob, offset, mine.data() + 8, len);
+  check(got == static_cast<long>(len) && std::memcmp(mine.data() + 8, base + at + offset, len) == 0 &&
+            mine[7] == std::byte{0x5a} && mine[len + 8] == std::byte{0x5a} &&
+            dev.cache().stats().misses == landingsBefore,
+        "RDMA READ into an exposed buffer lands exact, straight there (no new registration)");
+  bool refused = false;
+  try {
+    reader.read(1, blob, bytes - 8, into.data(), 16);
+  } catch (const chorus::Error&) {
+    refused = true;
+  }
+  check(refused, "a read beyond the exposed range is refused");
+  std::vector<std::byte> wrong = blob;
+  wrong[16] ^= std::byte{0x5a};  // the rkey (Blob: addr, bytes, rkey)
+  bool named = false;
+  try {
+    readAll(reader, wrong, 0, into.data(), 4096);
+  } catch (const chorus::PeerError& e) {
+    std::printf("     got: %s\n", e.what());
+    named = e.peer() == 1 && std::string(e.what()).find("rank 1") != std::string::npos;
+  }
+  check(named, "a read with a wrong rkey gives PeerError naming the peer");
+}
+
 }  // namespace
 
 int main() {
@@ -224,6 +298,7 @@ int main() {
     std::printf("device: %s\n", dev->describe().c_str());
     cacheChecks(*dev);
     channelChecks(*dev);
+    peerMemoryChecks(*dev);
   } catch (const std::exception& e) {
     std::printf("FAIL %s\n", e.what());
     ++gFailures;

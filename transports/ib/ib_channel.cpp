@@ -12,7 +12,7 @@ namespace chorus::ib {
 namespace {
 
 // wr_id: kind in the high half, QP index in the low half.
-enum Kind : uint64_t { kData = 1, kGrant = 2, kRecv = 3 };
+enum Kind : uint64_t { kData = 1, kGrant = 2, kRecv = 3, kRead = 4 };  // kRead: low half = ticket
 uint64_t wrId(Kind k, int q) { return (static_cast<uint64_t>(k) << 32) | static_cast<uint32_t>(q); }
 
 }  // namespace
@@ -164,7 +164,8 @@ bool IbChannel::progress() {
     any = true;
     for (int i = 0; i < n; ++i) {
       const Kind kind = static_cast<Kind>(wc[i].wr_id >> 32);
-      const int q = static_cast<int>(wc[i].wr_id & 0xffffffff);
+      const uint32_t low = static_cast<uint32_t>(wc[i].wr_id & 0xffffffff);
+      const int q = kind == kRead ? static_cast<int>(low % links_.size()) : static_cast<int>(low);
       if (kind != kRecv) --links_[q].outstanding;
       if (wc[i].status != IBV_WC_SUCCESS) {
         std::string why = std::string(ibv_wc_status_str(wc[i].status)) + " on QP " +
@@ -178,6 +179,7 @@ bool IbChannel::progress() {
         fail(why);
         continue;
       }
+      if (kind == kRead) readsDone_.push_back(low);
       if (kind != kRecv) continue;
       const uint32_t imm = ntohl(wc[i].imm_data);
       if (wc[i].opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
@@ -188,6 +190,41 @@ bool IbChannel::progress() {
       postRecv(q);
     }
   }
+}
+
+bool IbChannel::postRead(void* local, uint32_t lkey, uint64_t remote, uint32_t rkey,
+                         uint32_t len, uint32_t ticket) {
+  progress();
+  if (!failure_.empty()) throw PeerError(peer_, failure_);
+  const int q = static_cast<int>(ticket % links_.size());
+  if (links_[q].outstanding >= dataLimit_) return false;
+  ibv_sge sge{reinterpret_cast<uint64_t>(local), len, lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = wrId(kRead, 0) | ticket;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_READ;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = remote;
+  wr.wr.rdma.rkey = rkey;
+  post(q, wr);
+  if (!failure_.empty()) throw PeerError(peer_, failure_);
+  return true;
+}
+
+bool IbChannel::readDone(uint32_t ticket) {
+  auto it = std::find(readsDone_.begin(), readsDone_.end(), ticket);
+  if (it == readsDone_.end()) {
+    progress();
+    it = std::find(readsDone_.begin(), readsDone_.end(), ticket);
+  }
+  if (it != readsDone_.end()) {
+    readsDone_.erase(it);
+    return true;
+  }
+  // A failed read (or anything else failing this connection) ends the wait.
+  if (!failure_.empty()) throw PeerError(peer_, failure_);
+  return false;
 }
 
 void IbChannel::arm() {

@@ -14,6 +14,7 @@
 //   prefix, exactly as the TCP channel does with its sockets.
 // - A failed work completion or a QP error event fails the channel; trySend throws
 //   PeerError naming the peer at once, peek once nothing that arrived is left.
+// - One-sided reads (IbPeerMemory) share the QPs and the CQ: postRead/readDone.
 // Not thread-safe: one engine thread drives a transport.
 #pragma once
 
@@ -45,6 +46,13 @@ class IbChannel final : public Channel {
   size_t trySend(const void* data, size_t bytes) override;
   std::span<const std::byte> peek() override;
   void consume(size_t bytes) override;
+
+  // One-sided: an RDMA READ of `len` bytes at (remote, rkey) into (local, lkey) on QP
+  // `ticket % qps` (reads of one peer spread over its QPs); false when that QP's queue is
+  // full for now. readDone(ticket) is true once its completion arrived (and forgets it).
+  bool postRead(void* local, uint32_t lkey, uint64_t remote, uint32_t rkey, uint32_t len,
+                uint32_t ticket);
+  bool readDone(uint32_t ticket);
 
   bool progress();            // reaps completions; true if any
   void flushCredits();        // grants the sender what was consumed since the last grant
@@ -83,6 +91,7 @@ class IbChannel final : public Channel {
   uint64_t remoteConsumed_ = 0;  // bytes the peer granted back
   uint64_t consumed_ = 0;        // bytes released by consume
   uint64_t granted_ = 0;         // bytes we granted back to the peer
+  std::vector<uint32_t> readsDone_;  // tickets of completed reads not yet collected
   std::string failure_;
 };
 

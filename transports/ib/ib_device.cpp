@@ -132,7 +132,8 @@ std::shared_ptr<IbDevice> IbDevice::open(const IbConfig& config) {
       int flags = fcntl(ctx->async_fd, F_GETFL);
       fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
       dev->cache_ = std::make_unique<RegCache>(dev->pd_, config.regCache,
-                                               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+                                               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                                   IBV_ACCESS_REMOTE_READ);
       dev->pool_ = std::make_unique<BufferPool>(*dev->cache_, config.regCache);
       logf(LogLevel::Info, "ib: using %s", dev->describe().c_str());
       gOpen->emplace(key, dev);

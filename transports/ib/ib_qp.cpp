@@ -74,7 +74,7 @@ ibv_qp* createQp(IbDevice& device, ibv_cq* cq, const IbConfig& config) {
   attr.qp_state = IBV_QPS_INIT;
   attr.pkey_index = 0;
   attr.port_num = static_cast<uint8_t>(device.port());
-  attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+  attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;  // READ: PeerMemory
   if (ibv_modify_qp(qp, &attr,
                     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) {
     ibv_destroy_qp(qp);
@@ -90,7 +90,7 @@ void connectQp(ibv_qp* qp, IbDevice& device, const IbConfig& config, uint32_t lo
   attr.path_mtu = std::min(device.mtu(), static_cast<ibv_mtu>(remote.mtu));
   attr.dest_qp_num = remoteQp.qpn;
   attr.rq_psn = remoteQp.psn;
-  attr.max_dest_rd_atomic = 1;
+  attr.max_dest_rd_atomic = static_cast<uint8_t>(std::clamp(device.attr().max_qp_rd_atom, 1, 16));
   attr.min_rnr_timer = 12;  // 0.64 ms before a sender retries a write nobody posted for
   attr.ah_attr.port_num = static_cast<uint8_t>(device.port());
   attr.ah_attr.sl = static_cast<uint8_t>(config.serviceLevel);
@@ -115,7 +115,7 @@ void connectQp(ibv_qp* qp, IbDevice& device, const IbConfig& config, uint32_t lo
   attr.retry_cnt = static_cast<uint8_t>(config.retryCnt);
   attr.rnr_retry = 7;  // infinite: a receiver that is only slow to repost is not an error
   attr.sq_psn = localPsn;
-  attr.max_rd_atomic = 1;
+  attr.max_rd_atomic = static_cast<uint8_t>(std::clamp(device.attr().max_qp_init_rd_atom, 1, 16));
   if (ibv_modify_qp(qp, &attr,
                     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                         IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0)

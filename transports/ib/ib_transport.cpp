@@ -5,10 +5,13 @@
 // Liveness: a peer that dies is reported by the communicator's store watch (it does not
 // depend on the transport); the transport adds what the fabric says: failed work
 // completions (retry exceeded, remote access errors) and QP/port events.
+// One-sided access (PeerMemory) is RDMA READ straight between registered buffers
+// (ib_peer_memory.hpp).
 // GPUDirect RDMA (dma-buf / peer memory) is not implemented: buffers are host memory.
 #include "transports/ib/ib_channel.hpp"
 #include "transports/ib/ib_config.hpp"
 #include "transports/ib/ib_device.hpp"
+#include "transports/ib/ib_peer_memory.hpp"
 
 #include "errors.hpp"
 #include "log.hpp"
@@ -70,17 +73,21 @@ class IbTransport final : public Transport {
     // Nobody writes before every QP towards it is ready to receive (a write to a QP not
     // yet in RTR would wait out the ack timeout).
     storeBarrier(*ctx.store, "ib/connected", nranks_, ctx.deadline);
+    peerMemory_ = std::make_unique<ib::IbPeerMemory>(
+        *device_, config_.block, [this](int peer) -> ib::IbChannel& { return *channels_.at(peer); });
     asyncSeen_ = device_->asyncGeneration();
     logf(LogLevel::Info, "rank %d: ib transport on %s, %d QP(s) per peer, block %zu, ring %zu",
          rank_, device_->describe().c_str(), config_.qps, config_.block, config_.ring);
   }
 
   ~IbTransport() override {
+    peerMemory_.reset();  // its pins before the QPs it reads through
     channels_.clear();  // QPs and CQs first, then their completion channel
     if (events_) ibv_destroy_comp_channel(events_);
   }
 
   const char* name() const override { return "ib"; }
+  PeerMemory* peerMemory() override { return peerMemory_.get(); }
 
   Channel& channel(int peer) override {
     if (peer < 0 || peer >= nranks_ || peer == rank_)
@@ -178,6 +185,7 @@ class IbTransport final : public Transport {
   std::shared_ptr<ib::IbDevice> device_;
   ibv_comp_channel* events_ = nullptr;
   std::vector<std::unique_ptr<ib::IbChannel>> channels_;  // null for this rank
+  std::unique_ptr<ib::IbPeerMemory> peerMemory_;          // RDMA READ of peers' buffers
   uint64_t asyncSeen_ = 0;
 };
 

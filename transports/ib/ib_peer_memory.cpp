@@ -1,0 +1,146 @@
+#include "transports/ib/ib_peer_memory.hpp"
+
+#include "errors.hpp"
+#include "memory/shared_memory.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace chorus::ib {
+namespace {
+
+struct Blob {
+  uint64_t addr;   // the exposed range, in the exposing process
+  uint64_t bytes;
+  uint32_t rkey;
+  uint32_t pad;
+};
+static_assert(sizeof(Blob) <= PeerMemory::kMaxBlob);
+
+Blob parse(std::span<const std::byte> blob, int peer) {
+  Blob b;
+  if (blob.size() != sizeof b)
+    throw Error(Result::InternalError,
+                "ib: malformed memory record from rank " + std::to_string(peer));
+  std::memcpy(&b, blob.data(), sizeof b);
+  return b;
+}
+
+}  // namespace
+
+// Reads still in flight (an aborted op) land in registered memory this object owns, or
+// in an exposed buffer whose registration goes with it.
+IbPeerMemory::~IbPeerMemory() = default;
+
+// The whole region is registered once (one MR per registered buffer) and stays pinned while
+// this transport lives or until forget(): a peer may read it at any time after describe().
+IbPeerMemory::Exposed& IbPeerMemory::expose(const LocalRegion& region) {
+  const auto start = reinterpret_cast<uintptr_t>(region.base);
+  auto it = exposed_.find(start);
+  if (it != exposed_.end() && it->second.bytes == region.bytes &&
+      it->second.serial == region.serial)
+    return it->second;
+  // Another buffer now at this address (the old one freed): its registration maps the old
+  // pages, so it must go, with any other entry overlapping the new range.
+  forget(region.base, region.bytes);
+  Exposed e{region.bytes, region.serial, device_.cache().acquire(region.base, region.bytes)};
+  return exposed_.insert_or_assign(start, std::move(e)).first->second;
+}
+
+const IbPeerMemory::Exposed* IbPeerMemory::exposedContaining(const void* data,
+                                                             size_t bytes) const {
+  const auto start = reinterpret_cast<uintptr_t>(data);
+  auto it = exposed_.upper_bound(start);
+  if (it == exposed_.begin()) return nullptr;
+  --it;
+  return start + bytes <= it->first + it->second.bytes ? &it->second : nullptr;
+}
+
+std::vector<std::byte> IbPeerMemory::describe(const LocalRegion& region, const void* data,
+                                              size_t bytes) {
+  const Exposed& e = expose(region);
+  Blob b{reinterpret_cast<uint64_t>(data), bytes, e.reg.rkey(), 0};
+  std::vector<std::byte> out(sizeof b);
+  std::memcpy(out.data(), &b, sizeof b);
+  return out;
+}
+
+void IbPeerMemory::forget(const void* data, size_t bytes) {
+  const auto start = reinterpret_cast<uintptr_t>(data);
+  for (auto it = exposed_.begin(); it != exposed_.end();) {
+    if (it->first < start + bytes && start < it->first + it->second.bytes)
+      it = exposed_.erase(it);
+    else
+      ++it;
+  }
+  device_.cache().forget(data, bytes);
+}
+
+void IbPeerMemory::postPieces(IbChannel& channel, Pending& p, std::byte* into, uint32_t lkey,
+                              uint64_t remote, uint32_t rkey, size_t bytes) {
+  while (p.posted < bytes) {
+    const size_t len = std::min(piece_, bytes - p.posted);
+    const uint32_t ticket = nextTicket_++;
+    if (!channel.postRead(into + p.posted, lkey, remote + p.posted, rkey,
+                          static_cast<uint32_t>(len), ticket))
+      return;  // that QP is full: the next call posts the rest
+    p.tickets.push_back(ticket);
+    p.posted += len;
+  }
+}
+
+BufferPool::Buffer IbPeerMemory::landing(size_t bytes) {
+  for (auto it = landings_.begin(); it != landings_.end(); ++it) {
+    if (it->size() >= bytes) {
+      BufferPool::Buffer b = std::move(*it);
+      landings_.erase(it);
+      return b;
+    }
+  }
+  return device_.pool().get(bytes);
+}
+
+void IbPeerMemory::finish(std::map<Key, Pending>::iterator it) {
+  if (it->second.landing.data() && landings_.size() < 4)
+    landings_.push_back(std::move(it->second.landing));
+  pending_.erase(it);
+}
+
+size_t IbPeerMemory::read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
+                          size_t bytes) {
+  if (bytes == 0) return 0;
+  const Blob b = parse(blob, peer);
+  if (offset + bytes > b.bytes)
+    throw Error(Result::InternalError,
+                "ib: reading bytes [" + std::to_string(offset) + ", " +
+                    std::to_string(offset + bytes) + ") of the " + std::to_string(b.bytes) +
+                    " bytes rank " + std::to_string(peer) + " exposed");
+  IbChannel& channel = channel_(peer);
+  const uint64_t remote = b.addr + offset;
+  auto it = pending_.find(Key{peer, remote, bytes});
+  if (it == pending_.end()) {
+    Pending p;
+    if (!exposedContaining(dst, bytes)) p.landing = landing(bytes);
+    it = pending_.emplace(Key{peer, remote, bytes}, std::move(p)).first;
+  }
+  Pending& p = it->second;
+  const Exposed* direct = p.landing.data() ? nullptr : exposedContaining(dst, bytes);
+  if (!p.landing.data() && !direct)
+    throw Error(Result::InternalError, "ib: the destination of a read in flight from rank " +
+                                           std::to_string(peer) + " is no longer registered");
+  std::byte* into = direct ? static_cast<std::byte*>(dst) : p.landing.data();
+  const uint32_t lkey = direct ? direct->reg.lkey() : p.landing.lkey();
+  try {
+    postPieces(channel, p, into, lkey, remote, b.rkey, bytes);
+    std::erase_if(p.tickets, [&](uint32_t t) { return channel.readDone(t); });
+  } catch (...) {
+    finish(it);
+    throw;
+  }
+  if (p.posted < bytes || !p.tickets.empty()) return 0;
+  if (!direct) std::memcpy(dst, into, bytes);
+  finish(it);
+  return bytes;
+}
+
+}  // namespace chorus::ib

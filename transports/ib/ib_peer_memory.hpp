@@ -1,0 +1,75 @@
+// One-sided access over verbs (transport.hpp's PeerMemory), the pull model: describe()
+// registers the exposed buffer (the whole registered region, through the device's
+// RegCache, pinned while exposed) and hands the peer its address and rkey; the peer's
+// read() posts RDMA READs for it, spread over the QPs to that peer. The exposing rank's
+// CPU does nothing and nothing is staged on its side.
+//
+// Where a read lands: straight in the destination when it lies in a buffer this rank
+// exposes (its registration serves: two-shot's all-gather phase reads into its exposed
+// output); else (the engine's bounce slice for PeerReduce, memory this transport cannot
+// know stays allocated) in a registered landing buffer of this object, copied to the
+// destination when the read completes. Registering arbitrary destinations through the
+// shared cache would leave registrations of freed memory behind (a later buffer at the
+// same address would get the old pages).
+//
+// A read that cannot finish at once returns 0; the engine calls read() again for the same
+// range under its deadline until the completion has arrived. A failed read fails the
+// connection to that peer (PeerError naming it), as a failed send does. map() returns
+// nullptr: a peer's memory is never in this address space.
+#pragma once
+
+#include "transports/ib/ib_channel.hpp"
+#include "transports/ib/ib_device.hpp"
+#include "transports/transport.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <tuple>
+#include <vector>
+
+namespace chorus::ib {
+
+class IbPeerMemory final : public PeerMemory {
+ public:
+  // Reads are cut into pieces of at most `piece` bytes, spread over the peer's QPs.
+  IbPeerMemory(IbDevice& device, size_t piece, std::function<IbChannel&(int)> channel)
+      : device_(device), piece_(piece), channel_(std::move(channel)) {}
+  ~IbPeerMemory() override;
+
+  std::vector<std::byte> describe(const LocalRegion& region, const void* data,
+                                  size_t bytes) override;
+  const std::byte* map(int, std::span<const std::byte>) override { return nullptr; }
+  size_t read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
+              size_t bytes) override;
+  void forget(const void* data, size_t bytes) override;
+
+ private:
+  struct Exposed {  // a registered region, pinned while peers may read it
+    size_t bytes;
+    uint64_t serial;
+    RegCache::Handle reg;
+  };
+  struct Pending {  // a read in flight
+    std::vector<uint32_t> tickets;  // pieces posted, not yet complete
+    size_t posted = 0;              // bytes posted so far (the rest waits for room)
+    BufferPool::Buffer landing;     // where it lands when not straight in the destination
+  };
+  using Key = std::tuple<int, uint64_t, size_t>;  // peer, remote address, bytes
+  Exposed& expose(const LocalRegion& region);
+  const Exposed* exposedContaining(const void* data, size_t bytes) const;
+  void postPieces(IbChannel& channel, Pending& p, std::byte* into, uint32_t lkey,
+                  uint64_t remote, uint32_t rkey, size_t bytes);
+  BufferPool::Buffer landing(size_t bytes);
+  void finish(std::map<Key, Pending>::iterator it);
+
+  IbDevice& device_;
+  size_t piece_;
+  std::function<IbChannel&(int)> channel_;
+  std::map<uintptr_t, Exposed> exposed_;  // by start address
+  std::map<Key, Pending> pending_;
+  std::vector<BufferPool::Buffer> landings_;  // landing buffers not in use
+  uint32_t nextTicket_ = 0;
+};
+
+}  // namespace chorus::ib

@@ -93,7 +93,8 @@ bool awaitJoin(CommThread& ct, double seconds, int limit) {
 void waitForFile(const std::string& path, int limit) {
   const auto giveUp = Clock::now() + std::chrono::seconds(limit);
   while (!std::filesystem::exists(path)) {
-    if (Clock::now() > giveUp) throw std::runtime_error(path + " did not appear (--join-after-file)");
+    if (Clock::now() > giveUp)
+      throw std::runtime_error(path + " did not appear (--join-after-file)");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }

@@ -23,7 +23,8 @@ Mlp::Mlp(std::vector<int> sizes, size_t maxGroupFloats) {
     layers_.push_back(l);
     // Equal row blocks, each within maxGroupFloats (at least one row).
     const size_t rowsPerBlock = std::max<size_t>(1, maxGroupFloats / static_cast<size_t>(l.in));
-    const int blocks = static_cast<int>((static_cast<size_t>(l.out) + rowsPerBlock - 1) / rowsPerBlock);
+    const int blocks =
+        static_cast<int>((static_cast<size_t>(l.out) + rowsPerBlock - 1) / rowsPerBlock);
     for (int k = 0; k < blocks; ++k) {
       const int r0 = l.out * k / blocks, r1 = l.out * (k + 1) / blocks;
       const size_t end = k + 1 == blocks ? l.end() : l.w + static_cast<size_t>(r1) * l.in;

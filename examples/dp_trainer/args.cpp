@@ -28,6 +28,8 @@ optimizer
   --warmup N (0)  --decay cosine|linear|none (cosine)  --min-lr-ratio F (0.1)
 communication
   --bucket-mb F             gradient bucket size (1)
+  --gpu                     MLP: GEMMs through cuBLAS (a build with -DCHORUS_TRAINER_CUBLAS=ON
+                            and a GPU; operands copied per call)
   --whole-layers            MLP: a layer's gradient as one group (default: blocks of rows
                             of at most half a bucket, each reduced as soon as computed)
   --no-deterministic        let the tuner choose algorithms (default: CHORUS_DETERMINISTIC)
@@ -126,6 +128,7 @@ Args parseArgs(int argc, char** argv) {
       {"--ckpt-blocking", [&] { a.ckptBlocking = true; }},
       {"--grow-wait", [&] { a.growWait = true; }},
       {"--whole-layers", [&] { a.wholeLayers = true; }},
+      {"--gpu", [&] { a.gpu = true; }},
       {"--no-resume", [&] { a.resume = false; }},
       {"--no-deterministic", [&] { a.deterministic = false; }},
       {"--quiet", [&] { a.quiet = true; }},

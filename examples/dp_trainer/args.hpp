@@ -36,6 +36,7 @@ struct Args {
   double growWaitS = -1;           // at most this long (default --timeout-s), then carry on
   std::string joinAfterFile;       // test hook: a newcomer joins once this file exists
   int64_t holdForJoinAtStep = -1;  // test hook: at this step, wait for a pending join
+  bool gpu = false;                // MLP GEMMs through cuBLAS (built with CHORUS_TRAINER_CUBLAS)
   bool wholeLayers = false;        // MLP: one gradient group per layer (no row blocks)
   uint64_t failRandomSeed = 0;
   int failCount = 0;

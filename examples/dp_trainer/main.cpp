@@ -4,6 +4,7 @@
 #include "args.hpp"
 #include "checkpoint.hpp"
 #include "comm_thread.hpp"
+#include "gemm.hpp"
 #include "grad_sync.hpp"
 #include "optimizer.hpp"
 #include "recovery.hpp"
@@ -93,7 +94,8 @@ bool awaitJoin(CommThread& ct, double seconds, int limit) {
 void waitForFile(const std::string& path, int limit) {
   const auto giveUp = Clock::now() + std::chrono::seconds(limit);
   while (!std::filesystem::exists(path)) {
-    if (Clock::now() > giveUp) throw std::runtime_error(path + " did not appear (--join-after-file)");
+    if (Clock::now() > giveUp)
+      throw std::runtime_error(path + " did not appear (--join-after-file)");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -116,6 +118,12 @@ int main(int argc, char** argv) {
   const char* restartEnv = std::getenv("CHORUS_RESTART_COUNT");
   const int attempt = restartEnv ? std::atoi(restartEnv) : 0;
   openblas_set_num_threads(args.threads);
+  if (args.gpu) try {
+      trainer::gemm::useGpu();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "chorus-train: %s\n", e.what());
+      return 2;
+    }
 
   chorus::Options options;
   options.deterministic = args.deterministic;

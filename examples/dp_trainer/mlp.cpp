@@ -1,8 +1,7 @@
 #include "mlp.hpp"
 
+#include "gemm.hpp"
 #include "rng.hpp"
-
-#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
@@ -23,7 +22,8 @@ Mlp::Mlp(std::vector<int> sizes, size_t maxGroupFloats) {
     layers_.push_back(l);
     // Equal row blocks, each within maxGroupFloats (at least one row).
     const size_t rowsPerBlock = std::max<size_t>(1, maxGroupFloats / static_cast<size_t>(l.in));
-    const int blocks = static_cast<int>((static_cast<size_t>(l.out) + rowsPerBlock - 1) / rowsPerBlock);
+    const int blocks =
+        static_cast<int>((static_cast<size_t>(l.out) + rowsPerBlock - 1) / rowsPerBlock);
     for (int k = 0; k < blocks; ++k) {
       const int r0 = l.out * k / blocks, r1 = l.out * (k + 1) / blocks;
       const size_t end = k + 1 == blocks ? l.end() : l.w + static_cast<size_t>(r1) * l.in;
@@ -61,8 +61,8 @@ float Mlp::forward(const float* params, const float* x, const int* y, int batch,
     out.resize(static_cast<size_t>(batch) * l.out);
     for (int r = 0; r < batch; ++r)  // bias first, then out += in * W^T
       std::copy(params + l.b, params + l.end(), out.begin() + static_cast<size_t>(r) * l.out);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, l.out, l.in, 1.0f, in, l.in,
-                params + l.w, l.in, 1.0f, out.data(), l.out);
+    gemm::sgemm(false, true, batch, l.out, l.in, 1.0f, in, l.in, params + l.w, l.in, 1.0f,
+                out.data(), l.out);
     if (i + 1 < layers_.size())
       for (float& v : out) v = std::max(v, 0.0f);
     in = out.data();
@@ -107,15 +107,15 @@ void Mlp::backward(const float* params, float* grads, const std::function<void(i
     // computes.
     for (; group >= 0 && blocks_[group].layer == i; --group) {
       const Block& k = blocks_[group];
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k.rowEnd - k.rowBegin, l.in, batch, 1.0f,
-                  delta_.data() + k.rowBegin, l.out, in, l.in, 0.0f,
-                  grads + l.w + static_cast<size_t>(k.rowBegin) * l.in, l.in);
+      gemm::sgemm(true, false, k.rowEnd - k.rowBegin, l.in, batch, 1.0f, delta_.data() + k.rowBegin,
+                  l.out, in, l.in, 0.0f, grads + l.w + static_cast<size_t>(k.rowBegin) * l.in,
+                  l.in);
       ready(group);
     }
     if (i > 0) {  // delta for the layer below: (delta * W) masked by its ReLU
       deltaPrev_.resize(static_cast<size_t>(batch) * l.in);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, l.in, l.out, 1.0f,
-                  delta_.data(), l.out, params + l.w, l.in, 0.0f, deltaPrev_.data(), l.in);
+      gemm::sgemm(false, false, batch, l.in, l.out, 1.0f, delta_.data(), l.out, params + l.w, l.in,
+                  0.0f, deltaPrev_.data(), l.in);
       const std::vector<float>& below = acts_[i - 1];
       for (size_t k = 0; k < deltaPrev_.size(); ++k)
         if (below[k] <= 0.0f) deltaPrev_[k] = 0.0f;

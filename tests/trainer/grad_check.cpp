@@ -6,8 +6,8 @@
 #include "examples/dp_trainer/transformer.hpp"
 
 #include <cfloat>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <vector>

@@ -18,6 +18,7 @@ if(TARGET chorus-train)
   # The models' backward passes against finite differences.
   add_executable(trainer_grad_check ${CMAKE_CURRENT_LIST_DIR}/grad_check.cpp
     ${PROJECT_SOURCE_DIR}/examples/dp_trainer/mlp.cpp
+    ${PROJECT_SOURCE_DIR}/examples/dp_trainer/gemm.cpp
     ${PROJECT_SOURCE_DIR}/examples/dp_trainer/transformer.cpp)
   target_include_directories(trainer_grad_check PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(trainer_grad_check PRIVATE PkgConfig::OPENBLAS)

@@ -1,0 +1,33 @@
+#include "gemm.hpp"
+
+#include <cblas.h>
+
+#include <stdexcept>
+
+namespace trainer::gemm {
+namespace {
+bool gpu = false;
+}
+
+void useGpu() {
+#ifdef CHORUS_TRAINER_CUBLAS
+  cublas::init();
+  gpu = true;
+#else
+  throw std::runtime_error(
+      "--gpu: chorus-train was built without cuBLAS (-DCHORUS_TRAINER_CUBLAS=ON)");
+#endif
+}
+
+const char* backend() { return gpu ? "cublas" : "openblas"; }
+
+void sgemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
+           const float* b, int ldb, float beta, float* c, int ldc) {
+#ifdef CHORUS_TRAINER_CUBLAS
+  if (gpu) return cublas::sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#endif
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+              m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+}  // namespace trainer::gemm

@@ -8,6 +8,8 @@
 // Exit 0 when every result is right; 1 on a wrong element; 3 on an error.
 #include <chorus/chorus.hpp>
 
+#include "settings/settings.hpp"
+
 #include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -80,7 +82,7 @@ int portOf(const sockaddr_storage& a) {
 
 // Connected TCP sockets of this process but those to or from the store (CHORUS_PORT).
 long dataConnections() {
-  const char* p = std::getenv("CHORUS_PORT");
+  const char* p = chorus::settings::cstr("CHORUS_PORT");
   const int storePort = p ? std::atoi(p) : -1;
   long count = 0;
   if (DIR* d = opendir("/proc/self/fd")) {

@@ -34,11 +34,17 @@ namespace {
 const security::JobSecret kSecret = security::JobSecret::fromHex("5eed5eed5eed5eed", "test");
 const security::JobSecret kOtherSecret = security::JobSecret::fromHex("5eed5eed5eed5eee", "test");
 
-std::vector<std::string> shmEntries(const std::string& prefix) {
+// The job's named segments in /dev/shm: the directory and the mailbox (FIFO segments are
+// memfds, never named there).
+std::vector<std::string> shmEntries(const std::string& token) {
   std::vector<std::string> out;
+  if (token.empty()) return out;
   if (DIR* d = ::opendir("/dev/shm")) {
-    while (dirent* e = ::readdir(d))
-      if (std::string(e->d_name).rfind(prefix, 0) == 0) out.push_back(e->d_name);
+    while (dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.rfind("chorus", 0) == 0 && name.find(token) != std::string::npos)
+        out.push_back(name);
+    }
     ::closedir(d);
   }
   return out;
@@ -50,21 +56,20 @@ class SpyStore : public HashStore {
  public:
   int64_t add(const std::string& key, int64_t delta) override {
     if (key == "shm/mapped") {
-      auto token = get("shm/token", deadlineIn(1s));
-      std::string prefix =
-          "chorus-" + std::string(reinterpret_cast<char*>(token.data()), token.size());
+      auto value = get("shm/token", deadlineIn(1s));
+      std::string token(reinterpret_cast<char*>(value.data()), value.size());
       std::lock_guard lock(mutex_);
-      for (auto& name : shmEntries(prefix)) {
+      for (auto& name : shmEntries(token)) {
         struct stat st {};
         if (::stat(("/dev/shm/" + name).c_str(), &st) == 0) modes[name] = st.st_mode & 07777;
       }
-      this->prefix = prefix;
+      this->token = token;
     }
     return HashStore::add(key, delta);
   }
   std::mutex mutex_;
   std::map<std::string, unsigned> modes;
-  std::string prefix;
+  std::string token;
 };
 
 }  // namespace
@@ -113,7 +118,7 @@ TEST(Exposure, ShmSegmentsAre0600AndUnlinked) {
   ASSERT_TRUE(ranks[0] && ranks[1]);
   ASSERT_EQ(store.modes.size(), 2u) << "segments seen: " << store.modes.size();
   for (auto& [name, mode] : store.modes) EXPECT_EQ(mode, 0600u) << name;
-  EXPECT_TRUE(shmEntries(store.prefix).empty()) << "segments left in /dev/shm";
+  EXPECT_TRUE(shmEntries(store.token).empty()) << "segments left in /dev/shm";
 }
 
 TEST(Exposure, MpirunRendezvousFileIs0600) {

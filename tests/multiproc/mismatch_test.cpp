@@ -53,14 +53,15 @@ chorus::Work call(chorus::Communicator& comm, const std::string& which, bool odd
     comm.setAlgorithm("broadcast:ring");
     return comm.broadcast(in.data(), out.data(), n, DataType::Float32, odd ? 2 : 0);
   }
-  if (which == "memalloc") {  // only rank 1's buffers are ordinary memory: the others
-    const size_t big = 1 << 16;  // take the one-sided path (peer_twoshot at 256 KiB, 3 ranks)
+  if (which == "memalloc") {     // only rank 1's buffers are ordinary memory: the others
+    const size_t big = 1 << 16;  // take the one-sided path (pinned to peer_twoshot)
     in.resize(big, 1.0f);
     out.resize(big);
     if (odd) {
       comm.setAlgorithm("allreduce:ring");  // whatever it picks; pinned for the message
       return comm.allReduce(in.data(), out.data(), big, DataType::Float32, RedOp::Sum);
     }
+    comm.setAlgorithm("allreduce:peer_twoshot");  // pinned: the one-sided pick may vary
     auto* shared = static_cast<float*>(chorus::memAlloc(2 * big * sizeof(float)));
     std::fill(shared, shared + big, 1.0f);  // freed at exit
     return comm.allReduce(shared, shared + big, big, DataType::Float32, RedOp::Sum);

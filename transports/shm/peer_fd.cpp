@@ -37,6 +37,11 @@ int openPeerFd(int peer, pid_t pid, int fd, int flags, const std::string& what) 
                               std::strerror(openErrno) + ")");
   mine = openPeerFdViaPidfd(pid, fd);
   if (mine >= 0) return mine;
+  // An exiting process (a zombie until reaped: kill(pid, 0) still succeeds) has no fds
+  // left in /proc and pidfd_getfd says ESRCH: it is gone, not out of reach.
+  if (openErrno == ENOENT && errno == ESRCH)
+    throw PeerError(peer, "rank " + std::to_string(peer) + " (pid " + std::to_string(pid) +
+                              ") is gone: opening its " + what + " failed (it is exiting)");
   throw Error(Result::SystemError,
               "shm: cannot open rank " + std::to_string(peer) + "'s " + what + ": open(/proc/" +
                   std::to_string(pid) + "/fd/" + std::to_string(fd) + ") failed (" +

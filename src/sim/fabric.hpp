@@ -25,7 +25,7 @@ struct Fabric {
   // NCCL's latency per NVLink hop for LL128 (NVIDIA/nccl src/graph/tuning.cc: 0.6 / 1.9 /
   // 3.4 us for LL / LL128 / Simple).
   double nvlinkLatencyUs = 1.9;
-  double pcieGBps = 64;          // GPU <-> its NIC (PCIe Gen5 x16), per direction
+  double pcieGBps = 64;  // GPU <-> its NIC (PCIe Gen5 x16), per direction
   int nicsPerNode = 8;
   double nicGbps = 400;       // per NIC per direction
   double nicLatencyUs = 4;    // per message through NICs (NCCL's network hop, LL128, tuning.cc)
@@ -49,7 +49,7 @@ struct Fabric {
   // and copy_gbps are one core's rates, and each rank gets its share of the cores:
   // rate x min(1, host_cores / ranks). 0: every GPU has its own (the rates as given).
   double hostCores = 0;
-  unsigned seed = 1;         // ECMP hash seed
+  unsigned seed = 1;  // ECMP hash seed
 
   int gpus() const { return nodes * gpusPerNode; }
   // The share of its copy and reduce rates each rank gets (hostCores).

@@ -140,8 +140,9 @@ TEST(SimFabric, HostCoresAreSharedByAllRanks) {
   EXPECT_DOUBLE_EQ(net.reduceBytesPerUs(), 24000.0 / 3);
   EXPECT_DOUBLE_EQ(net.copyBytesPerUs(), 36000.0 / 3);
   EXPECT_DOUBLE_EQ(tunerLinks(shared).inter.reduceBytesPerUs, 24000.0 / 3);
-  EXPECT_DOUBLE_EQ(FabricNetwork(parseFabric(std::string(bed) + "host_cores 8\n", "t")).reduceBytesPerUs(),
-                   24000.0);
+  EXPECT_DOUBLE_EQ(
+      FabricNetwork(parseFabric(std::string(bed) + "host_cores 8\n", "t")).reduceBytesPerUs(),
+      24000.0);
   EXPECT_DOUBLE_EQ(FabricNetwork(parseFabric(bed, "t")).copyBytesPerUs(), 36000.0);
   EXPECT_THROW(parseFabric("host_cores -1\n", "t"), Error);
 }

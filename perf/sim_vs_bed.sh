@@ -6,45 +6,51 @@
 # busbw, their ratio, and per size the measured winner, the simulated winner and the
 # tuner's pick in the bed. Needs root.
 #   [MIN_MS=200] perf/sim_vs_bed.sh [RATE_MBIT=1000] [LAYOUTS="2x2 3x2"] [ROUNDS=1] [OUT=sim_vs_bed]
+#   [SIM=chorus-sim] perf/sim_vs_bed.sh --compare DIR [LAYOUTS]
+# --compare measures nothing: it simulates DIR/bed_KxN.fabric against the measured table
+# DIR/bed_KxN.txt recorded earlier (perf/data/sim_vs_bed/ holds one; ctest's
+# sim_bed_agreement checks it), rebuilding the fabric from DIR/bed_KxN.log when present.
 # Bed model (fabric file written to OUT/bed_KxN.fabric) calibrated in the same run, not
 # fitted to the points: the communicator's tuning probe (CHORUS_TUNE_PROBE=1: every pair
 # ping-pongs at once, so the figures carry the load of ranks sharing the cores) measures
 # the link within a node (TCP over loopback) and between nodes (TCP over the veth that tc
 # limits to RATE): latency, per-message overhead, rate; and the local reduce and copy
 # rates. The fabric takes those figures as its NVLink and NIC (efficiency 1: the probe
-# measured payload), and the bed's tuner decides from the same figures.
+# measured payload), and the bed's tuner decides from the same figures. The host's cores
+# are shared by every rank of every node (host_cores): the probe scales a rank's local
+# rates by its node's share (cores / ranks on the node), the fabric gets one core's rates
+# back (divided by that share) and shares the host's cores among all K x N ranks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mbit=${1:-1000} layouts=${2:-"2x2 3x2"} rounds=${3:-1} out=${4:-sim_vs_bed}
-# Each size runs for at least this long (ms): tc's token bucket lets its burst (256 KiB)
-# through at the veth's speed, so a few calls of a small size would beat the rate the
-# model (and the bed in steady state) has.
-min_ms=${MIN_MS:-200}
-bed=tests/testbed/netns_bed.sh perf=$PWD/build/perf/chorus-perf sim=$PWD/build/tools/chorus-sim
-mkdir -p "$out"
-for layout in $layouts; do
-  k=${layout%x*} n=${layout#*x}
-  fabric=$out/bed_$layout.fabric
-  $bed run -k "$k" -m 1 -r "${mbit}mbit" -n "$n" -t 1200 -e CHORUS_TUNE_PROBE=1 \
-    -e CHORUS_DEBUG=INFO -- \
-    "$perf" -t allreduce -A each -b 64K -e 64M -f 4 -K "$rounds" -n 2 -w 1 -T "$min_ms" >"$out/bed_$layout.log" 2>&1
-  sed -n 's/^\[0\] //p' "$out/bed_$layout.log" | grep -v 'CHORUS INFO' >"$out/bed_$layout.txt"
-  # The probe's figures (rank 0's log): within a node, between nodes.
-  awk -v k="$k" -v n="$n" -v layout="$layout" '
+sim=${SIM:-$PWD/build/tools/chorus-sim}
+cores=${HOST_CORES:-$(nproc)}
+
+# The bed's fabric from a bed log (rank 0's probe lines): fabric_of LOG K N LAYOUT
+fabric_of() {
+  awk -v k="$2" -v n="$3" -v layout="$4" -v cores="$cores" '
     /^\[0\].*tuning \(probe\):/ { within = $0 }
     /^\[0\].*tuning between nodes/ { between = $0 }
     function get(line, key,   m) { return match(line, key "=[0-9.e+-]+") ? substr(line, RSTART + length(key) + 1, RLENGTH - length(key) - 1) : "" }
     END {
       if (within == "" || between == "") { print "no tuning probe figures in the log" > "/dev/stderr"; exit 1 }
+      share = cores / n; if (share > 1) share = 1   # what the probe scaled local rates by
       printf "name bed-%s\nnodes %d\ngpus_per_node %d\nnics_per_node 1\nrails 0\nleaf_nodes %d\npod_leaves 1\n", layout, k, n, k
       printf "hop_latency_us 0\npcie_gbps 1000\nefficiency 1\n"
       printf "nvlink_latency_us %s\nnvlink_gbps %.4f\n", get(within, "latency_us"), get(within, "bytes_per_us") / 1000
       printf "nic_latency_us %s\nnic_gbps %.4f\n", get(between, "latency_us"), get(between, "bytes_per_us") * 8 / 1000
       printf "overhead_us %.3f\n", (get(within, "overhead_us") + get(between, "overhead_us")) / 2
-      printf "reduce_gbps %.4f\ncopy_gbps %.4f\n", get(within, "reduce_bytes_per_us") / 1000, get(within, "copy_bytes_per_us") / 1000
-    }' "$out/bed_$layout.log" >"$fabric"
-  "$sim" --fabric-file "$fabric" -b 64K -e 64M -f 4 --csv "$out/sim_$layout.csv" >"$out/sim_$layout.txt"
-  echo "# $layout ($k nodes x $n ranks, NIC ${mbit} Mbit/s): busbw GB/s measured / simulated (ratio sim/measured)"
+      printf "reduce_gbps %.4f\ncopy_gbps %.4f\nhost_cores %d\n", get(within, "reduce_bytes_per_us") / 1000 / share, get(within, "copy_bytes_per_us") / 1000 / share, cores
+    }' "$1"
+}
+
+# Simulates DIR/bed_L.fabric and prints the comparison with DIR/bed_L.txt: compare DIR L
+compare() {
+  local dir=$1 layout=$2 k=${2%x*} n=${2#*x}
+  [[ -f $dir/bed_$layout.log ]] && fabric_of "$dir/bed_$layout.log" "$k" "$n" "$layout" >"$dir/bed_$layout.fabric"
+  local csv
+  csv=$(mktemp)
+  "$sim" --fabric-file "$dir/bed_$layout.fabric" -b 64K -e 64M -f 4 --csv "$csv" >/dev/null
+  echo "# $layout ($k nodes x $n ranks): busbw GB/s measured / simulated (ratio sim/measured)"
   awk -v layout="$layout" '
     FNR == 1 { file++ }
     file == 1 && FNR > 1 { split($0, f, ","); sim[f[5], f[4]] = f[7]; simbest[f[5]] = f[8]; sizes[f[5]] = 1 }
@@ -67,5 +73,27 @@ for layout in $layouts; do
       sizesN++; if (best == simbest[near]) same++; if (pick == simbest[near]) tunerSame++
     }
     END { printf "# %s: %d of %d within 25%%; simulated winner = measured at %d of %d sizes, = tuner pick at %d\n", layout, ok, n, same, sizesN, tunerSame }
-  ' "$out/sim_$layout.csv" "$out/bed_$layout.txt"
+  ' "$csv" "$dir/bed_$layout.txt"
+  rm -f "$csv"
+}
+
+if [[ ${1:-} == --compare ]]; then
+  for layout in ${3:-2x2 3x2}; do compare "$2" "$layout"; done
+  exit 0
+fi
+
+mbit=${1:-1000} layouts=${2:-"2x2 3x2"} rounds=${3:-1} out=${4:-sim_vs_bed}
+# Each size runs for at least this long (ms): tc's token bucket lets its burst (256 KiB)
+# through at the veth's speed, so a few calls of a small size would beat the rate the
+# model (and the bed in steady state) has.
+min_ms=${MIN_MS:-200}
+bed=tests/testbed/netns_bed.sh perf=$PWD/build/perf/chorus-perf
+mkdir -p "$out"
+for layout in $layouts; do
+  k=${layout%x*} n=${layout#*x}
+  $bed run -k "$k" -m 1 -r "${mbit}mbit" -n "$n" -t 1200 -e CHORUS_TUNE_PROBE=1 \
+    -e CHORUS_DEBUG=INFO -- \
+    "$perf" -t allreduce -A each -b 64K -e 64M -f 4 -K "$rounds" -n 2 -w 1 -T "$min_ms" >"$out/bed_$layout.log" 2>&1
+  sed -n 's/^\[0\] //p' "$out/bed_$layout.log" | grep -v 'CHORUS INFO' >"$out/bed_$layout.txt"
+  compare "$out" "$layout"
 done

@@ -14,3 +14,8 @@ set_tests_properties(sim_tool_tuner_agrees PROPERTIES LABELS sim TIMEOUT 300)
 add_test(NAME sim_plot COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/sim/plot_test.py
                                $<TARGET_FILE:chorus-sim> ${PROJECT_SOURCE_DIR}/tools/chorus_sim_plot.py)
 set_tests_properties(sim_plot PROPERTIES LABELS sim TIMEOUT 120)
+# chorus-sim against a recorded netns-bed measurement (perf/data/sim_vs_bed/): deterministic,
+# no bed run; the agreement reached when recorded must hold.
+add_test(NAME sim_bed_agreement COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/sim/bed_agreement_test.sh
+                                        $<TARGET_FILE:chorus-sim> ${PROJECT_SOURCE_DIR})
+set_tests_properties(sim_bed_agreement PROPERTIES LABELS sim TIMEOUT 120)

@@ -106,6 +106,7 @@ const std::map<std::string, Setter>& setters() {
     add("overhead_us", &Fabric::overheadUs);
     add("reduce_gbps", &Fabric::reduceGBps);
     add("copy_gbps", &Fabric::copyGBps);
+    add("host_cores", &Fabric::hostCores);
     add("seed", &Fabric::seed);
     t["name"] = [](Fabric& f, const std::string& v) {
       f.name = v;
@@ -125,6 +126,7 @@ void validate(const Fabric& f, const std::string& where) {
     fail("rates must be > 0");
   if (!(f.spineOversub >= 1 && f.coreOversub >= 1)) fail("oversubscription must be >= 1");
   if (!(f.efficiency > 0 && f.efficiency <= 1)) fail("efficiency must be in (0, 1]");
+  if (!(f.hostCores >= 0)) fail("host_cores must be >= 0");
   if (f.nvlinkLatencyUs < 0 || f.nicLatencyUs < 0 || f.hopLatencyUs < 0 || f.overheadUs < 0)
     fail("latencies must be >= 0");
   if (static_cast<long long>(f.nodes) * f.gpusPerNode > (1 << 24)) fail("too many GPUs");
@@ -141,7 +143,15 @@ std::string Fabric::describe() const {
                 name.c_str(), nodes, gpusPerNode, gpus(), nvlinkGBps, nicsPerNode, nicGbps,
                 rails ? " (rails)" : "", leafNodes, podLeaves, spineOversub, coreOversub,
                 hopLatencyUs, nicLatencyUs, efficiency, qps);
-  return text;
+  std::string line = text;
+  if (hostCores > 0) {
+    std::snprintf(text, sizeof(text),
+                  "# host: %g cores shared by all %d ranks (x %.3f of one core's reduce %.2f, "
+                  "copy %.2f GB/s)\n",
+                  hostCores, gpus(), cpuShare(), reduceGBps, copyGBps);
+    line += text;
+  }
+  return line;
 }
 
 std::vector<std::string> fabricPresets() { return {"dgx-h100", "meta-roce", "meta-ib", "uniform"}; }

@@ -9,6 +9,7 @@
 // and bad values are errors naming the line.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,7 +25,7 @@ struct Fabric {
   // NCCL's latency per NVLink hop for LL128 (NVIDIA/nccl src/graph/tuning.cc: 0.6 / 1.9 /
   // 3.4 us for LL / LL128 / Simple).
   double nvlinkLatencyUs = 1.9;
-  double pcieGBps = 64;          // GPU <-> its NIC (PCIe Gen5 x16), per direction
+  double pcieGBps = 64;  // GPU <-> its NIC (PCIe Gen5 x16), per direction
   int nicsPerNode = 8;
   double nicGbps = 400;       // per NIC per direction
   double nicLatencyUs = 4;    // per message through NICs (NCCL's network hop, LL128, tuning.cc)
@@ -43,9 +44,16 @@ struct Fabric {
   double overheadUs = 0.2;   // CPU/GPU time per message on each side
   double reduceGBps = 1400;  // local reduction (bytes of result), HBM-bound
   double copyGBps = 2000;    // local copy
-  unsigned seed = 1;         // ECMP hash seed
+  // A test bed rather than a cluster: > 0 when every rank of the fabric runs on this many
+  // shared host cores (the netns bed: all nodes' ranks on one machine). Then reduce_gbps
+  // and copy_gbps are one core's rates, and each rank gets its share of the cores:
+  // rate x min(1, host_cores / ranks). 0: every GPU has its own (the rates as given).
+  double hostCores = 0;
+  unsigned seed = 1;  // ECMP hash seed
 
   int gpus() const { return nodes * gpusPerNode; }
+  // The share of its copy and reduce rates each rank gets (hostCores).
+  double cpuShare() const { return hostCores > 0 ? std::min(1.0, hostCores / gpus()) : 1.0; }
   // One paragraph: the figures this fabric was built from.
   std::string describe() const;
 };

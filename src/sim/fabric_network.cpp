@@ -26,8 +26,8 @@ LinkClasses tunerLinks(const Fabric& f) {
   LinkModel intra;
   intra.latencyUs = f.nvlinkLatencyUs;
   intra.bytesPerUs = f.nvlinkGBps * 1000 * f.efficiency;
-  intra.reduceBytesPerUs = f.reduceGBps * 1000;
-  intra.copyBytesPerUs = f.copyGBps * 1000;
+  intra.reduceBytesPerUs = f.reduceGBps * 1000 * f.cpuShare();
+  intra.copyBytesPerUs = f.copyGBps * 1000 * f.cpuShare();
   intra.overheadUs = f.overheadUs;
   LinkModel inter = intra;
   inter.latencyUs = f.nicLatencyUs + 3 * f.hopLatencyUs;

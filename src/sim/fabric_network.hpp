@@ -41,8 +41,10 @@ class FabricNetwork final : public NetworkModel {
 
   const Fabric& fabric() const { return fabric_; }
   int ports() const override { return 2; }  // 0: NVLink, 1: the NIC
-  double reduceBytesPerUs() const override { return fabric_.reduceGBps * 1000; }
-  double copyBytesPerUs() const override { return fabric_.copyGBps * 1000; }
+  double reduceBytesPerUs() const override {
+    return fabric_.reduceGBps * 1000 * fabric_.cpuShare();
+  }
+  double copyBytesPerUs() const override { return fabric_.copyGBps * 1000 * fabric_.cpuShare(); }
   bool wantsTraffic() const override { return true; }
   void prepare(const Traffic& traffic) override;
   MessageCost message(int from, int to, int ordinal, double bytes) const override;

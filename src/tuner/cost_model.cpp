@@ -73,10 +73,12 @@ double predictMicros(const Algorithm& algorithm, Collective collective, int nran
   if (nranks < 1) return kInfinity;
   if (collective == Collective::Send || collective == Collective::Recv) {
     // One message: the sender's and the receiver's schedules, replayed as a pair.
-    const Algorithm* send =
-        collective == Collective::Send ? &algorithm : findAlgorithm(Collective::Send, algorithm.name);
-    const Algorithm* recv =
-        collective == Collective::Recv ? &algorithm : findAlgorithm(Collective::Recv, algorithm.name);
+    const Algorithm* send = collective == Collective::Send
+                                ? &algorithm
+                                : findAlgorithm(Collective::Send, algorithm.name);
+    const Algorithm* recv = collective == Collective::Recv
+                                ? &algorithm
+                                : findAlgorithm(Collective::Recv, algorithm.name);
     if (!send || !recv) return kInfinity;
     const Schedule pair[] = {send->build({Collective::Send, 0, 2, count, 1, nullptr}),
                              recv->build({Collective::Recv, 1, 2, count, 0, nullptr})};

@@ -26,8 +26,9 @@ inline ScheduleTerms termsOf(const Schedule& schedule) {
     if (step.kind == StepKind::Send) {
       ++t.sends;
       t.elementsSent += step.src.count;
-      const bool pairedWithNext = i + 1 < steps.size() && (steps[i + 1].kind == StepKind::Recv ||
-                                                           steps[i + 1].kind == StepKind::RecvReduce);
+      const bool pairedWithNext =
+          i + 1 < steps.size() &&
+          (steps[i + 1].kind == StepKind::Recv || steps[i + 1].kind == StepKind::RecvReduce);
       if (!pairedWithNext) ++t.rounds;  // else the receive counts the round
     } else if (receive) {
       ++t.rounds;

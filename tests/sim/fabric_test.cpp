@@ -131,5 +131,21 @@ TEST(SimFabric, FabricFileOverridesAPresetAndNamesBadLines) {
   EXPECT_EQ(presetFabric("meta-roce").gpus(), 24576);
 }
 
+// A test bed's ranks share the host's cores: 6 ranks on 2 cores get a third of one core's
+// reduce and copy rates each (the fabric and the tuner's view alike); 8 cores: all of it.
+TEST(SimFabric, HostCoresAreSharedByAllRanks) {
+  const char* bed = "nodes 3\ngpus_per_node 2\nnics_per_node 1\nreduce_gbps 24\ncopy_gbps 36\n";
+  const Fabric shared = parseFabric(std::string(bed) + "host_cores 2\n", "t");
+  const FabricNetwork net(shared);
+  EXPECT_DOUBLE_EQ(net.reduceBytesPerUs(), 24000.0 / 3);
+  EXPECT_DOUBLE_EQ(net.copyBytesPerUs(), 36000.0 / 3);
+  EXPECT_DOUBLE_EQ(tunerLinks(shared).inter.reduceBytesPerUs, 24000.0 / 3);
+  EXPECT_DOUBLE_EQ(
+      FabricNetwork(parseFabric(std::string(bed) + "host_cores 8\n", "t")).reduceBytesPerUs(),
+      24000.0);
+  EXPECT_DOUBLE_EQ(FabricNetwork(parseFabric(bed, "t")).copyBytesPerUs(), 36000.0);
+  EXPECT_THROW(parseFabric("host_cores -1\n", "t"), Error);
+}
+
 }  // namespace
 }  // namespace chorus::sim

@@ -12,9 +12,9 @@
 // extra ranks their fold overlaps the partners' first exchange (lg p' + 1 latencies on the
 // critical path, not + 2), and a folding rank's one ingress port takes the fold and its
 // first exchange together (up to one more n on the wire path). Checked as bounds there.
+#include "../common/schedule_terms.hpp"
 #include "algorithms/schedule_rules.hpp"
 #include "sim/simulate.hpp"
-#include "../common/schedule_terms.hpp"
 
 #include <gtest/gtest.h>
 
@@ -101,7 +101,7 @@ TEST(SimFormulas, RecursiveDoublingAllReduce) {
     if (!fold) {
       EXPECT_EQ(t.steps, lg) << p;
       EXPECT_EQ(t.bytesSent, lg * (n + kHeader)) << p;  // a new partner every round
-    } else {  // asynchronous: see the top of the file
+    } else {                                            // asynchronous: see the top of the file
       EXPECT_GE(t.steps, lg + 1) << p;
       EXPECT_LE(t.steps, lg + 2) << p;
       EXPECT_GE(t.bytesSent, (lg + 2) * (n + kHeader)) << p;

@@ -1,9 +1,9 @@
 // What schedules cost and how they cut buffers: messages and elements per rank against
 // the formulas in docs/algorithms.md, partitions, ring order. Their correctness is proved
 // in schedule_proof_test.cpp.
+#include "../common/schedule_terms.hpp"
 #include "algorithms/algorithms.hpp"
 #include "algorithms/layout.hpp"
-#include "../common/schedule_terms.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# chorus-sim against a recorded measurement of the netns test bed (perf/data/sim_vs_bed/:
+# the measured busbw table and the bed's fabric from the same run's tuning probe, both
+# written by perf/sim_vs_bed.sh). Deterministic: measures nothing, simulates the recorded
+# fabric and compares with the recorded table through the script's own --compare. Checks:
+# every layout compares 48 points (8 algorithms x 6 sizes); at least as many of them
+# within 25%, and at least as many sizes where the simulated winner is the bed tuner's
+# pick, as when the files were recorded (a model change that loses agreement fails here).
+#   bed_agreement_test.sh path/to/chorus-sim repo-root
+set -euo pipefail
+sim=$1 root=$2
+# layout:within 25%:sizes where the simulated winner = the tuner's pick, as recorded
+# (perf/data/sim_vs_bed/bed_*.txt say when and under what load)
+want="2x2:18:6 3x2:11:2"
+out=$(SIM=$sim "$root/perf/sim_vs_bed.sh" --compare "$root/perf/data/sim_vs_bed" "2x2 3x2")
+echo "$out"
+bad=0
+for w in $want; do
+  IFS=: read -r layout min picks <<<"$w"
+  line=$(grep "^# $layout: " <<<"$out") || { echo "no summary for $layout"; bad=1; continue; }
+  read -r within total tuner < <(sed -E 's/^# [^:]+: ([0-9]+) of ([0-9]+) within.*tuner pick at ([0-9]+)$/\1 \2 \3/' <<<"$line")
+  sizes=$(sed -E 's/.*measured at [0-9]+ of ([0-9]+) sizes.*/\1/' <<<"$line")
+  if ((total != 48 || sizes != 6)); then echo "$layout: $total points, $sizes sizes (expected 48, 6)"; bad=1; fi
+  if ((within < min)); then echo "$layout: $within within 25%, recorded $min"; bad=1; fi
+  if ((tuner < picks)); then echo "$layout: simulated winner = tuner pick at $tuner sizes, recorded $picks"; bad=1; fi
+done
+exit $bad

@@ -29,9 +29,10 @@ double predict(const char* name, int nranks, size_t bytes, const LinkModel& link
                        nullptr, slice);
 }
 
-// Round trips of a probe on this machine (2 cores, 4 ranks, load ~15 from other sessions;
-// CHORUS_DEBUG=INFO prints them): 8 B 6.0 us, 8 x 8 B 7.4 us, 256 KiB 530.3 us, and an
-// exchange of 8 B among the 4 ranks 13.0 us.
+// Round trips of the shape the probe measured here at np 4 (CHORUS_DEBUG=INFO prints them;
+// 2 cores, load 20-40: 8 B 11.5-19.3 us, 8 x 8 B 24.8-41.2 us, 256 KiB ~900 us, exchange
+// 36.7-38.8 us), rounded to figures whose solution is exact: 8 B 6.0 us, 8 x 8 B 7.4 us,
+// 256 KiB 530.3 us (1000 B/us), exchange 13.0 us.
 ProbeTimes measuredTimes() {
   ProbeTimes t;
   t.smallBytes = 8;

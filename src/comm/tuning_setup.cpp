@@ -103,10 +103,10 @@ double CommImpl::probeExchange(const std::vector<int>& ranks) {
     std::vector<Work> pending;
     for (size_t k = 0; k < ranks.size(); ++k) {
       if (ranks[k] == rank_) continue;
-      pending.push_back(submit({Collective::Send, out.data(), nullptr, kSmallProbe,
+      pending.push_back(submit({Collective::Send, out.data(), nullptr, kSmallProbe, DataType::Uint8,
+                                RedOp::Sum, ranks[k]}));
+      pending.push_back(submit({Collective::Recv, nullptr, in.data() + k * kSmallProbe, kSmallProbe,
                                 DataType::Uint8, RedOp::Sum, ranks[k]}));
-      pending.push_back(submit({Collective::Recv, nullptr, in.data() + k * kSmallProbe,
-                                kSmallProbe, DataType::Uint8, RedOp::Sum, ranks[k]}));
     }
     for (Work& w : pending) w.wait(timeout_);
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();

@@ -30,7 +30,7 @@ struct EngineConfig {
   int nranks = 1;
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // longest wait without progress
   std::chrono::microseconds spin{20};                          // busy-poll before sleeping
-  bool yieldWhileSpinning = false;  // more ranks than cores (the comm spins longer then)
+  bool yieldWhileSpinning = false;          // more ranks than cores (the comm spins longer then)
   size_t sliceBytes = kPipelineSliceBytes;  // most bytes one step moves per pass
   // Called every ~100 ms while ops wait, polled or not; throws PeerError for a dead peer.
   std::function<void()> checkPeers;

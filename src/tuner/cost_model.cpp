@@ -27,8 +27,9 @@ struct CacheKey {
       return std::tie(m.latencyUs, m.bytesPerUs, m.reduceBytesPerUs, m.copyBytesPerUs,
                       m.overheadUs);
     };
-    return std::tuple_cat(std::tie(algorithm, collective, nranks, count, elementSize, sliceBytes, layout),
-                          fields(link), fields(inter));
+    return std::tuple_cat(
+        std::tie(algorithm, collective, nranks, count, elementSize, sliceBytes, layout),
+        fields(link), fields(inter));
   }
   bool operator<(const CacheKey& o) const { return tie() < o.tie(); }
 };
@@ -117,9 +118,8 @@ std::vector<Prediction> rankAlgorithms(Collective collective, int nranks, size_t
   std::vector<Prediction> ranked;
   for (const Algorithm& a : allAlgorithms())
     if (a.collective == collective && !a.oneSided)  // chosen apart (Tuner::chooseOneSided)
-      ranked.push_back(
-          {&a, predictMicros(a, collective, nranks, count, elementSize, link, layout, inter,
-                              sliceBytes)});
+      ranked.push_back({&a, predictMicros(a, collective, nranks, count, elementSize, link, layout,
+                                          inter, sliceBytes)});
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Prediction& a, const Prediction& b) { return a.micros < b.micros; });
   return ranked;

@@ -38,8 +38,7 @@ ReplayResult replaySchedules(std::span<const Schedule> schedules, size_t element
 // `sliceBytes`: the engine's pipelining grain (the communicator's CHORUS_SLICE_BYTES).
 double predictMicros(const Algorithm& algorithm, Collective collective, int nranks, size_t count,
                      size_t elementSize, const LinkModel& link, const Layout* layout = nullptr,
-                     const LinkModel* inter = nullptr,
-                     size_t sliceBytes = kPipelineSliceBytes);
+                     const LinkModel* inter = nullptr, size_t sliceBytes = kPipelineSliceBytes);
 
 struct Prediction {
   const Algorithm* algorithm;

@@ -13,8 +13,8 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
     link.overheadUs = std::max(link.overheadUs, (t.exchange - halfTrip) / (p - 2));
   }
   link.latencyUs = std::max(0.05, halfTrip - 2 * link.overheadUs);
-  link.bytesPerUs = static_cast<double>(t.largeBytes - t.smallBytes) /
-                    std::max((t.large - t.one) / 2, 0.01);
+  link.bytesPerUs =
+      static_cast<double>(t.largeBytes - t.smallBytes) / std::max((t.large - t.one) / 2, 0.01);
   return link;
 }
 

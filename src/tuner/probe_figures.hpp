@@ -11,8 +11,8 @@ namespace chorus {
 // Round-trip times of the probe, in us (each the median of a few rounds).
 struct ProbeTimes {
   size_t smallBytes = 8;
-  double one = 0;    // 1 x small each way: 2 (L + 2 o)
-  int burst = 8;     // messages of the burst
+  double one = 0;        // 1 x small each way: 2 (L + 2 o)
+  int burst = 8;         // messages of the burst
   double burstTrip = 0;  // burst x small there, 1 x small back: 2 L + (burst + 3) o
   size_t largeBytes = 256 << 10;
   double large = 0;  // 1 x large each way: 2 (L + 2 o + large / bandwidth)

@@ -36,8 +36,7 @@ class Tuner {
   // nodes (tuning's link is the one within a node). `sliceBytes`: the engine's pipelining
   // grain (CHORUS_SLICE_BYTES), which the replay pipelines by.
   Tuner(int nranks, Tuning tuning, Mode mode, const Layout* layout = nullptr,
-        std::optional<LinkModel> inter = std::nullopt,
-        size_t sliceBytes = kPipelineSliceBytes);
+        std::optional<LinkModel> inter = std::nullopt, size_t sliceBytes = kPipelineSliceBytes);
 
   // The best of `candidates` (all of one collective, non-empty) for this call, cached per
   // (collective, count, type). When `log` is set, a new choice is logged at INFO with the

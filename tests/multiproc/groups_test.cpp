@@ -11,6 +11,10 @@
 //   chorus_groups_test --case inprocess --transport shm|tcp [--ranks 4]
 //       several ranks in this one process (initAll / chorusCommInitAll), driven from one
 //       thread through groups and from one thread each;
+//   chorus-run -n 3 chorus_groups_test --case small
+//       small all-reduces (the shm mailbox path, whose op state is reused once let go):
+//       several in flight at once, finished ones still held while later ones run, some in
+//       a group, with barriers between; every result checked;
 //   chorus-run -n 4 chorus_groups_test --case kill --victim 2
 //       the victim dies by SIGKILL inside a group exchange; the others must fail with an
 //       error naming it, the call and its sequence number, and exit 0.
@@ -267,6 +271,63 @@ int killCase(int victim) {
   return failures ? 1 : 0;
 }
 
+// Small all-reduces on the mailbox path in every pattern of holding and overlapping:
+// rounds of `inFlight` calls issued before any is waited for, then all waited; the
+// Works of the round before kept (and waited on again) while the next runs; a group of
+// them; a barrier after each round. Sums are exact (small integers as floats).
+int smallCase() {
+  Watchdog dog;
+  dog.arm("small", std::chrono::seconds(120));
+  chorus::Communicator comm = chorus::Communicator::initFromEnv();
+  const int rank = comm.rank(), n = comm.size();
+  constexpr int kRounds = 200, kInFlight = 4, kCount = 2;  // 8 B
+  auto input = [&](int round, int call, int r, int i) {
+    return static_cast<float>((round * 7 + call * 3 + r * 5 + i) % 101);
+  };
+  auto expected = [&](int round, int call, int i) {
+    float sum = 0;
+    for (int r = 0; r < n; ++r) sum += input(round, call, r, i);
+    return sum;
+  };
+  std::vector<std::vector<float>> in(kInFlight, std::vector<float>(kCount)),
+      out(2 * kInFlight, std::vector<float>(kCount));
+  std::vector<chorus::Work> previous;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<float>* results = &out[(round % 2) * kInFlight];
+    std::vector<chorus::Work> works;
+    auto issue = [&](int call) {
+      for (int i = 0; i < kCount; ++i) in[call][i] = input(round, call, rank, i);
+      std::fill(results[call].begin(), results[call].end(), -1.0f);
+      return comm.allReduce(in[call].data(), results[call].data(), kCount, DataType::Float32,
+                            RedOp::Sum);
+    };
+    if (round % 3 == 2) {
+      chorus::Group group;
+      for (int call = 0; call < kInFlight; ++call) issue(call);
+      works.push_back(group.end());
+    } else {
+      for (int call = 0; call < kInFlight; ++call) works.push_back(issue(call));
+    }
+    for (chorus::Work& w : works) w.wait();
+    for (chorus::Work& w : previous)
+      if (!w.test()) fail(rank, "a finished small all-reduce reads as unfinished later");
+    bool wrong = false;
+    for (int call = 0; call < kInFlight && !wrong; ++call)
+      for (int i = 0; i < kCount && !wrong; ++i)
+        if (results[call][i] != expected(round, call, i)) {
+          fail(rank, "small all-reduce round " + std::to_string(round) + " call " +
+                         std::to_string(call) + ": " + std::to_string(results[call][i]) +
+                         " instead of " + std::to_string(expected(round, call, i)));
+          wrong = true;
+        }
+    if (wrong) break;
+    previous = std::move(works);
+    if (round % 10 == 0) comm.barrier().wait();
+  }
+  if (failures == 0) std::printf("rank %d: small all-reduce checks ok\n", rank);
+  return failures ? 1 : 0;
+}
+
 // Several ranks in this process (initAll), over `transport`: one thread drives all of
 // them through groups (collectives on every communicator, a ring of 8 MiB messages), then
 // one thread per rank runs collectives and a barrier; then the same through the C API
@@ -369,11 +430,12 @@ int main(int argc, char** argv) {
     if (which == "exchange") return exchangeCase(mib, api != "cpp", api == "c-nonblocking");
     if (which == "split") return splitCase();
     if (which == "kill") return killCase(victim);
+    if (which == "small") return smallCase();
     if (which == "inprocess") return inProcessCase(transport, ranks);
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());
     return 1;
   }
-  std::printf("FAIL: usage: --case exchange|split|kill\n");
+  std::printf("FAIL: usage: --case exchange|split|kill|small|inprocess\n");
   return 2;
 }

@@ -27,11 +27,11 @@ int openPeerFd(int peer, pid_t pid, int fd, int flags, const std::string& what) 
     ::close(pidfd);
     if (mine >= 0) return mine;
   }
-  throw Error(Result::SystemError,
-              "shm: cannot open rank " + std::to_string(peer) + "'s " + what + ": open(" + path +
-                  ") failed (" + std::strerror(openErrno) + ") and pidfd_getfd failed (" +
-                  std::strerror(errno) + "); ranks must run as one user with access to each "
-                  "other's /proc entries (or CAP_SYS_PTRACE)");
+  throw Error(Result::SystemError, "shm: cannot open rank " + std::to_string(peer) + "'s " + what +
+                                       ": open(" + path + ") failed (" + std::strerror(openErrno) +
+                                       ") and pidfd_getfd failed (" + std::strerror(errno) +
+                                       "); ranks must run as one user with access to each "
+                                       "other's /proc entries (or CAP_SYS_PTRACE)");
 }
 
 }  // namespace chorus::shm

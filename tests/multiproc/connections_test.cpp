@@ -73,7 +73,8 @@ std::map<std::string, int> siblingRanks() {
 }
 
 int portOf(const std::string& endpoint) {  // "0100007F:1F90"
-  return static_cast<int>(std::strtol(endpoint.substr(endpoint.find(':') + 1).c_str(), nullptr, 16));
+  return static_cast<int>(
+      std::strtol(endpoint.substr(endpoint.find(':') + 1).c_str(), nullptr, 16));
 }
 
 // The ranks this process holds established TCP connections to, the store's left out.

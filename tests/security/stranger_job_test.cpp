@@ -4,7 +4,9 @@
 //      three ranks (itself, re-executed); rank 0 holds back until told to go;
 //   2. strangers hit the store port: garbage, a wrong HMAC, silence;
 //   3. the driver stands in for rank 0's host record, so ranks 1 and 2 set up their tcp
-//      transport and listen for rank 0; strangers hit both listening ports the same way;
+//      transport and listen; once rank 0 goes (5.), strangers hit both listening ports the
+//      same way while the ranks run all-reduces (tcp connects on first use: a rank answers
+//      its port while it runs collectives), which they keep running until told;
 //   4. insiders (the secret, but not the rank) try to claim rank 1 and to change rank 1's
 //      keys, and are refused;
 //   5. rank 0 goes; every rank runs checked all-reduces;
@@ -30,6 +32,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -55,15 +58,22 @@ int fail(const std::string& why) {
 
 int runRank(int rank) {
   try {
-    if (rank == 0 && std::getenv("CHORUS_SECRET")) {  // wait for the driver's go
+    // The driver's word: rank 0's go, and that the strangers are done knocking.
+    std::optional<TcpStoreClient> gate;
+    if (std::getenv("CHORUS_SECRET")) {
       auto launch = readEnvironment(deadlineIn(30s));
-      TcpStoreClient gate(launch.rendezvous.store, launch.rendezvous.secret, -1, deadlineIn(30s));
-      gate.get("security/go", deadlineIn(60s));
-      gate.goodbye();
+      gate.emplace(launch.rendezvous.store, launch.rendezvous.secret, -1, deadlineIn(30s));
+      if (rank == 0) gate->get("security/go", deadlineIn(60s));
     }
     auto comm = Communicator::initFromEnv();
     const size_t count = 1 << 18;
-    for (int iteration = 0; iteration < 3; ++iteration) {
+    // The tcp transport connects on first use, so a rank answers whoever knocks on its
+    // port while it runs collectives: keep running them until the driver has knocked.
+    const auto until = deadlineIn(60s);
+    auto knocking = [&] {
+      return gate && gate->add("security/knocked", 0) == 0 && Clock::now() < until;
+    };
+    for (int iteration = 0; iteration < 3 || knocking(); ++iteration) {
       std::vector<float> data(count, float(rank + 1 + iteration)), out(count);
       comm.allReduce(data.data(), out.data(), count, DataType::Float32, RedOp::Sum).wait();
       float want = float(kRanks * (kRanks + 1) / 2 + kRanks * iteration);
@@ -74,7 +84,8 @@ int runRank(int rank) {
           return 2;
         }
     }
-    std::printf("rank %d: 3 all-reduces over %s correct\n", rank, comm.transportName().c_str());
+    if (gate) gate->goodbye();
+    std::printf("rank %d: all-reduces over %s correct\n", rank, comm.transportName().c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
@@ -267,12 +278,16 @@ int drive() {
   TcpStoreClient observer(storeAddress, secret, -1, deadlineIn(30s));
   // Rank 0's host record, so that ranks 1 and 2 go on to listen for it.
   observer.set("comm0/host/0", bytes(hostIdentity()));
-  for (int r = 1; r < kRanks; ++r) {
-    auto address = text(observer.get("comm0/tcp/" + std::to_string(r), deadlineIn(30s)));
-    knock(parseAddress(address), "rank " + std::to_string(r) + "'s tcp port", strangers);
-  }
+  std::vector<std::string> rankAddresses;
+  for (int r = 1; r < kRanks; ++r)
+    rankAddresses.push_back(text(observer.get("comm0/tcp/" + std::to_string(r), deadlineIn(30s))));
   insiders(storeAddress, secret, observer, strangers);
   observer.set("security/go", {});
+  // While the ranks run their all-reduces (they answer their tcp ports only then).
+  for (int r = 1; r < kRanks; ++r)
+    knock(parseAddress(rankAddresses[size_t(r - 1)]), "rank " + std::to_string(r) + "'s tcp port",
+          strangers);
+  observer.add("security/knocked", 1);
 
   std::string failures = strangers.failures + reap(pids, "job with strangers");
   auto jobSeconds = std::chrono::duration<double>(Clock::now() - start).count();

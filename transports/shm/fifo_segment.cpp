@@ -47,7 +47,8 @@ size_t dataStart(int nranks) {
 FifoSizing FifoSizing::fromSettings(int nranks) {
   FifoSizing s;
   if (!settings::isSet("CHORUS_SHM_FIFO_BYTES")) {
-    const size_t share = std::bit_floor((size_t{32} << 20) / static_cast<size_t>(std::max(nranks, 1)));
+    const size_t share =
+        std::bit_floor((size_t{32} << 20) / static_cast<size_t>(std::max(nranks, 1)));
     s.full = std::max(s.floor, std::min(s.full, share));
     return s;
   }
@@ -123,13 +124,14 @@ FifoSegment FifoSegment::map(int peer, pid_t pid, int fd, size_t bytes, int nran
   }
   s.bytes_ = bytes;
   if (s.header()->magic != kMagic || s.header()->nranks != static_cast<uint32_t>(nranks))
-    throw Error(Result::InternalError, "shm: rank " + std::to_string(peer) +
-                                           "'s FIFO segment is not ours");
+    throw Error(Result::InternalError,
+                "shm: rank " + std::to_string(peer) + "'s FIFO segment is not ours");
   return s;
 }
 
 std::atomic<uint64_t>& FifoSegment::descriptor(int from) const {
-  auto* at = static_cast<std::byte*>(base_) + descriptorsAt(nranks_) + sizeof(uint64_t) * size_t(from);
+  auto* at =
+      static_cast<std::byte*>(base_) + descriptorsAt(nranks_) + sizeof(uint64_t) * size_t(from);
   return *reinterpret_cast<std::atomic<uint64_t>*>(at);
 }
 

@@ -81,7 +81,7 @@ bool Connector::progress(int peer) {
   if (p.failure) std::rethrow_exception(p.failure);
   if (p.state == State::Ready) return true;
   if (Clock::now() >= p.deadline) {
-    const char* doing = p.state == State::Accepting ? "finish connecting to us"
+    const char* doing = p.state == State::Accepting  ? "finish connecting to us"
                         : p.state == State::Awaiting ? "connect to us (it dropped ours)"
                                                      : "answer our connection";
     throw Error(Result::Timeout,
@@ -122,12 +122,13 @@ void Connector::start(int peer) {
     for (const Nic& n : remote)
       if (n.name == from.name) to = &n;  // rails stay apart
     // One NIC: routing chooses; several: leave through this one.
-    Connecting c = startConnect(parseAddress(to->address), local.size() > 1 ? &from.address : nullptr);
+    Connecting c =
+        startConnect(parseAddress(to->address), local.size() > 1 ? &from.address : nullptr);
     if (c.error != 0 && c.error != EINPROGRESS) {
-      return fail(peer, std::make_exception_ptr(PeerError(
-                            peer, me() + " could not connect to " + them(peer) + " at " +
-                                      to->address + ": " + std::strerror(c.error) +
-                                      " (it exited or was killed?)")));
+      return fail(peer,
+                  std::make_exception_ptr(PeerError(
+                      peer, me() + " could not connect to " + them(peer) + " at " + to->address +
+                                ": " + std::strerror(c.error) + " (it exited or was killed?)")));
     }
     auto hello = encodeHello({kHelloMagic, ctx_.rank, s, count, ctx_.nranks, config_.block});
     p.out.push_back(Outgoing{std::move(c.socket),
@@ -181,9 +182,9 @@ void Connector::stepOutgoing(int peer) {
   for (Outgoing& o : p.out) {
     Outcome r = step(o);
     if (r.what == Outcome::Failed)
-      return fail(peer, std::make_exception_ptr(
-                            PeerError(peer, me() + ": " + them(peer) + ": " + r.why +
-                                                " (it exited or was killed?)")));
+      return fail(peer,
+                  std::make_exception_ptr(PeerError(peer, me() + ": " + them(peer) + ": " + r.why +
+                                                              " (it exited or was killed?)")));
     if (r.what == Outcome::Closed) return dropped(peer, r.why);
     all &= r.what == Outcome::Kept;
   }
@@ -204,8 +205,8 @@ void Connector::dropped(int peer, const std::string& how) {
     p.state = State::Awaiting;
     return;
   }
-  fail(peer, std::make_exception_ptr(
-                 PeerError(peer, me() + ": " + them(peer) + " " + how + " (it exited or was killed?)")));
+  fail(peer, std::make_exception_ptr(PeerError(
+                 peer, me() + ": " + them(peer) + " " + how + " (it exited or was killed?)")));
 }
 
 void Connector::becomeReady(int peer, std::vector<net::Socket>& sockets) {
@@ -271,8 +272,8 @@ void Connector::service() {
       int fd = ::accept4(l.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) break;  // EAGAIN, or a connection aborted before we got to it
       pending_.push_back(Pending{
-          net::Socket(fd), security::AcceptedConnection(security::Bytes(listening_.key),
-                                                        now + timeout_, me())});
+          net::Socket(fd),
+          security::AcceptedConnection(security::Bytes(listening_.key), now + timeout_, me())});
     }
   }
   using Status = security::AcceptedConnection::Status;
@@ -289,9 +290,8 @@ void Connector::service() {
   pending_ = std::move(still);
   for (int peer = 0; peer < ctx_.nranks; ++peer)
     if (peers_[size_t(peer)].state == State::Connecting) stepOutgoing(peer);
-  std::erase_if(abandoned_, [&](Outgoing& o) {
-    return step(o).what != Outcome::Pending || now >= o.deadline;
-  });
+  std::erase_if(abandoned_,
+                [&](Outgoing& o) { return step(o).what != Outcome::Pending || now >= o.deadline; });
 }
 
 }  // namespace chorus::tcp

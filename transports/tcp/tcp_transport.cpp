@@ -57,8 +57,8 @@ class LazyChannel final : public Channel {
   void consume(size_t bytes) override {
     if (open_) return open_->consume(bytes);
     if (bytes > 0)
-      throw Error(Result::InternalError, "tcp: consume(" + std::to_string(bytes) +
-                                             ") beyond what peek() returned");
+      throw Error(Result::InternalError,
+                  "tcp: consume(" + std::to_string(bytes) + ") beyond what peek() returned");
   }
   tcp::TcpChannel* open() const { return open_.get(); }
   void adopt(std::unique_ptr<tcp::TcpChannel> channel) { open_ = std::move(channel); }

@@ -5,7 +5,8 @@
 #   perf/rdma_vs_raw.sh --guest BUILD    inside the guest (what the first form runs there)
 # Env: BYTES (message size, default 4194304), ITERS (default 10), ROUNDS (default 3): every
 # measurement runs ROUNDS times, the raw and Chorus runs alternating round by round; the
-# table gives medians and each Chorus line's ratio to its raw reference.
+# table gives medians and each Chorus line's ratio to its raw reference. RUN_TIMEOUT
+# (default 300 s) bounds each chorus-perf run.
 # Soft-RoCE under TCG emulation is a correctness bed: absolute numbers are tiny; the
 # ratio chorus/raw is what this measures. Needs perftest on the host (apt-get install perftest).
 set -u
@@ -16,7 +17,8 @@ if [ "${1:-}" != --guest ]; then
   build=$(cd "${1:-$here/build}" && pwd)
   command -v ib_write_bw >/dev/null || { echo "rdma_vs_raw: install perftest first" >&2; exit 2; }
   exec bash "$here/tests/rdma/softroce.sh" "$here/tests/rdma/guest_suite.sh" \
-    BUILD="$build" SRC="$here" SUITE=perf BYTES="$BYTES" ITERS="$ITERS" ROUNDS="${ROUNDS:-3}"
+    BUILD="$build" SRC="$here" SUITE=perf BYTES="$BYTES" ITERS="$ITERS" ROUNDS="${ROUNDS:-3}" \
+    RUN_TIMEOUT="${RUN_TIMEOUT:-300}"
 fi
 BUILD=$2
 ROUNDS=${ROUNDS:-3}
@@ -32,11 +34,11 @@ raw() {  # raw KEY ARGS...: one ib_write_bw pair; appends its average in MB/s (1
   # row: #bytes #iterations BW-peak BW-average MsgRate; perftest's MB is 2^20 bytes
   mib=$(awk -v b="$BYTES" '$1 == b && NF >= 4 {print $4}' /tmp/raw-client.log | tail -n1)
   [ -n "$mib" ] || { cat /tmp/raw-client.log /tmp/raw-server.log; echo "raw $key failed"; return 1; }
-  awk -v m="$mib" 'BEGIN{printf "%.3f\n", m * 1.048576}' >> "$OUT/$key"
+  awk -v m="$mib" 'BEGIN{printf "%.3f\n", m * 1.048576}' | tee -a "$OUT/$key" | sed "s/^/  $key: /"
 }
 chorus() {  # chorus KEY COLLECTIVE [chorus-perf args]: 2 ranks; appends MB/s = bytes / time
   key=$1; coll=$2; shift 2
-  "$BUILD/tools/chorus-run" -n 2 --timeout 600 "$BUILD/perf/chorus-perf" -t "$coll" \
+  "$BUILD/tools/chorus-run" -n 2 --timeout "${RUN_TIMEOUT:-300}" "$BUILD/perf/chorus-perf" -t "$coll" \
     -b "$BYTES" -e "$BYTES" -n "$ITERS" -w 2 -c 1 -T 0 "$@" > /tmp/chorus-perf.log 2>&1 ||
     { cat /tmp/chorus-perf.log; echo "chorus-perf $key failed"; return 1; }
   # table row: size count type redop root time algbw busbw #wrong (out-of-place first);
@@ -44,6 +46,7 @@ chorus() {  # chorus KEY COLLECTIVE [chorus-perf args]: 2 ranks; appends MB/s = 
   v=$(awk -v b="$BYTES" '$1 == b {printf "%.3f", b / $6; exit}' /tmp/chorus-perf.log)
   [ -n "$v" ] || { cat /tmp/chorus-perf.log; echo "chorus-perf $key: no row"; return 1; }
   echo "$v" >> "$OUT/$key"
+  echo "  $key: $v"
 }
 median() { sort -n "$OUT/$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 row() {  # row KEY LABEL [REFERENCE_KEY DIVISOR]: median MB/s, all runs, ratio to the reference

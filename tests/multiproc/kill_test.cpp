@@ -29,10 +29,10 @@
 #include <thread>
 #include <vector>
 
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
-#include <sched.h>
 #include <unistd.h>
 
 namespace {

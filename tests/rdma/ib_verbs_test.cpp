@@ -16,10 +16,10 @@
 //      read with PeerError naming the peer (remote access error), not a hang.
 // Exit 0 when every check passes; each failed check prints a FAIL line.
 #include "errors.hpp"
+#include "memory/shared_memory.hpp"
 #include "transports/ib/ib_channel.hpp"
 #include "transports/ib/ib_device.hpp"
 #include "transports/ib/ib_peer_memory.hpp"
-#include "memory/shared_memory.hpp"
 #include "transports/ib/reg_cache.hpp"
 
 #include <chorus/chorus.hpp>
@@ -246,7 +246,8 @@ void peerMemoryChecks(chorus::ib::IbDevice& dev) {
   chorus::ib::IbPeerMemory reader(dev, 16 << 10, [&](int) -> chorus::ib::IbChannel& { return *a; });
   chorus::ib::IbPeerMemory owner(dev, 16 << 10, [&](int) -> chorus::ib::IbChannel& { return *b; });
   std::vector<uint32_t> exposed(1 << 18);
-  for (size_t i = 0; i < exposed.size(); ++i) exposed[i] = static_cast<uint32_t>(i * 2246822519u + 7);
+  for (size_t i = 0; i < exposed.size(); ++i)
+    exposed[i] = static_cast<uint32_t>(i * 2246822519u + 7);
   const auto* base = reinterpret_cast<const std::byte*>(exposed.data());
   chorus::LocalRegion region{base, exposed.size() * 4};
   const size_t at = 4096, bytes = 512 << 10;
@@ -255,7 +256,8 @@ void peerMemoryChecks(chorus::ib::IbDevice& dev) {
   const size_t offset = 1000, len = 300000;  // odd offset and size: 19 pieces on 4 QPs
   std::vector<std::byte> into(len + 16, std::byte{0x5a});
   long got = readAll(reader, blob, offset, into.data() + 8, len);
-  check(got == static_cast<long>(len) && std::memcmp(into.data() + 8, base + at + offset, len) == 0 &&
+  check(got == static_cast<long>(len) &&
+            std::memcmp(into.data() + 8, base + at + offset, len) == 0 &&
             into[7] == std::byte{0x5a} && into[len + 8] == std::byte{0x5a},
         "RDMA READ of an exposed range into unregistered memory lands exact (landing buffer)");
   // Into a buffer the reader exposes itself: the READ lands there directly.
@@ -263,7 +265,8 @@ void peerMemoryChecks(chorus::ib::IbDevice& dev) {
   reader.describe(chorus::LocalRegion{mine.data(), mine.size()}, mine.data(), mine.size());
   const auto landingsBefore = dev.cache().stats().misses;
   got = readAll(reader, blob, offset, mine.data() + 8, len);
-  check(got == static_cast<long>(len) && std::memcmp(mine.data() + 8, base + at + offset, len) == 0 &&
+  check(got == static_cast<long>(len) &&
+            std::memcmp(mine.data() + 8, base + at + offset, len) == 0 &&
             mine[7] == std::byte{0x5a} && mine[len + 8] == std::byte{0x5a} &&
             dev.cache().stats().misses == landingsBefore,
         "RDMA READ into an exposed buffer lands exact, straight there (no new registration)");

@@ -192,8 +192,8 @@ bool IbChannel::progress() {
   }
 }
 
-bool IbChannel::postRead(void* local, uint32_t lkey, uint64_t remote, uint32_t rkey,
-                         uint32_t len, uint32_t ticket) {
+bool IbChannel::postRead(void* local, uint32_t lkey, uint64_t remote, uint32_t rkey, uint32_t len,
+                         uint32_t ticket) {
   progress();
   if (!failure_.empty()) throw PeerError(peer_, failure_);
   const int q = static_cast<int>(ticket % links_.size());

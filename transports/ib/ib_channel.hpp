@@ -87,10 +87,10 @@ class IbChannel final : public Channel {
   uint64_t remoteAddr_ = 0;
   uint32_t remoteKey_ = 0;
 
-  uint64_t sendPos_ = 0;         // bytes accepted by trySend
-  uint64_t remoteConsumed_ = 0;  // bytes the peer granted back
-  uint64_t consumed_ = 0;        // bytes released by consume
-  uint64_t granted_ = 0;         // bytes we granted back to the peer
+  uint64_t sendPos_ = 0;             // bytes accepted by trySend
+  uint64_t remoteConsumed_ = 0;      // bytes the peer granted back
+  uint64_t consumed_ = 0;            // bytes released by consume
+  uint64_t granted_ = 0;             // bytes we granted back to the peer
   std::vector<uint32_t> readsDone_;  // tickets of completed reads not yet collected
   std::string failure_;
 };

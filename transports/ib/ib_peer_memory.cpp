@@ -10,7 +10,7 @@ namespace chorus::ib {
 namespace {
 
 struct Blob {
-  uint64_t addr;   // the exposed range, in the exposing process
+  uint64_t addr;  // the exposed range, in the exposing process
   uint64_t bytes;
   uint32_t rkey;
   uint32_t pad;
@@ -47,8 +47,7 @@ IbPeerMemory::Exposed& IbPeerMemory::expose(const LocalRegion& region) {
   return exposed_.insert_or_assign(start, std::move(e)).first->second;
 }
 
-const IbPeerMemory::Exposed* IbPeerMemory::exposedContaining(const void* data,
-                                                             size_t bytes) const {
+const IbPeerMemory::Exposed* IbPeerMemory::exposedContaining(const void* data, size_t bytes) const {
   const auto start = reinterpret_cast<uintptr_t>(data);
   auto it = exposed_.upper_bound(start);
   if (it == exposed_.begin()) return nullptr;
@@ -111,10 +110,10 @@ size_t IbPeerMemory::read(int peer, std::span<const std::byte> blob, size_t offs
   if (bytes == 0) return 0;
   const Blob b = parse(blob, peer);
   if (offset + bytes > b.bytes)
-    throw Error(Result::InternalError,
-                "ib: reading bytes [" + std::to_string(offset) + ", " +
-                    std::to_string(offset + bytes) + ") of the " + std::to_string(b.bytes) +
-                    " bytes rank " + std::to_string(peer) + " exposed");
+    throw Error(Result::InternalError, "ib: reading bytes [" + std::to_string(offset) + ", " +
+                                           std::to_string(offset + bytes) + ") of the " +
+                                           std::to_string(b.bytes) + " bytes rank " +
+                                           std::to_string(peer) + " exposed");
   IbChannel& channel = channel_(peer);
   const uint64_t remote = b.addr + offset;
   auto it = pending_.find(Key{peer, remote, bytes});

@@ -50,7 +50,7 @@ class IbPeerMemory final : public PeerMemory {
     uint64_t serial;
     RegCache::Handle reg;
   };
-  struct Pending {  // a read in flight
+  struct Pending {                  // a read in flight
     std::vector<uint32_t> tickets;  // pieces posted, not yet complete
     size_t posted = 0;              // bytes posted so far (the rest waits for room)
     BufferPool::Buffer landing;     // where it lands when not straight in the destination
@@ -58,8 +58,8 @@ class IbPeerMemory final : public PeerMemory {
   using Key = std::tuple<int, uint64_t, size_t>;  // peer, remote address, bytes
   Exposed& expose(const LocalRegion& region);
   const Exposed* exposedContaining(const void* data, size_t bytes) const;
-  void postPieces(IbChannel& channel, Pending& p, std::byte* into, uint32_t lkey,
-                  uint64_t remote, uint32_t rkey, size_t bytes);
+  void postPieces(IbChannel& channel, Pending& p, std::byte* into, uint32_t lkey, uint64_t remote,
+                  uint32_t rkey, size_t bytes);
   BufferPool::Buffer landing(size_t bytes);
   void finish(std::map<Key, Pending>::iterator it);
 

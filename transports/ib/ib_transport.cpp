@@ -74,7 +74,8 @@ class IbTransport final : public Transport {
     // yet in RTR would wait out the ack timeout).
     storeBarrier(*ctx.store, "ib/connected", nranks_, ctx.deadline);
     peerMemory_ = std::make_unique<ib::IbPeerMemory>(
-        *device_, config_.block, [this](int peer) -> ib::IbChannel& { return *channels_.at(peer); });
+        *device_, config_.block,
+        [this](int peer) -> ib::IbChannel& { return *channels_.at(peer); });
     asyncSeen_ = device_->asyncGeneration();
     logf(LogLevel::Info, "rank %d: ib transport on %s, %d QP(s) per peer, block %zu, ring %zu",
          rank_, device_->describe().c_str(), config_.qps, config_.block, config_.ring);
@@ -82,7 +83,7 @@ class IbTransport final : public Transport {
 
   ~IbTransport() override {
     peerMemory_.reset();  // its pins before the QPs it reads through
-    channels_.clear();  // QPs and CQs first, then their completion channel
+    channels_.clear();    // QPs and CQs first, then their completion channel
     if (events_) ibv_destroy_comp_channel(events_);
   }
 

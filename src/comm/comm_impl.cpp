@@ -183,8 +183,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   // the rank sleeps on a futex and stops costing anything.
   config.spin = std::chrono::microseconds(
       settings::integer("CHORUS_SPIN_US", config.yieldWhileSpinning ? 200 : 50));
-  config.sliceBytes =
-      std::max<size_t>(kMinSliceBytes, settings::integer("CHORUS_SLICE_BYTES"));
+  config.sliceBytes = std::max<size_t>(kMinSliceBytes, settings::integer("CHORUS_SLICE_BYTES"));
   TcpStoreClient* client = c->storeClient_.get();
   std::vector<int> parentRanks = parent ? parent->ranks : std::vector<int>{};
   c->parentRanks_ = parentRanks;
@@ -270,13 +269,16 @@ CommImpl::~CommImpl() {
   } catch (const std::exception& e) {
     logf(LogLevel::Warn, "rank %d: leaving without the others: %s", rank_, e.what());
   }
+  engine_.reset();  // its hooks hold the store client too
   try {
-    // The claim may outlive this communicator in a shrunk or grown one made from it.
-    if (storeClient_ && storeClient_.use_count() == 1) storeClient_->goodbye();
+    // Check out of the store (an orderly exit, not a death) unless a communicator made from
+    // this one still uses the client: the claim may outlive it in a shrunk or grown one.
+    // A root communicator's claim is its own client (one more reference, ours).
+    const long ownClaim = claim_ && claim_ == storeClient_ ? 1 : 0;
+    if (storeClient_ && storeClient_.use_count() == 1 + ownClaim) storeClient_->goodbye();
     if (claim_ && claim_ != storeClient_ && claim_.use_count() == 1) claim_->goodbye();
   } catch (const std::exception&) {
   }
-  engine_.reset();
   transport_.reset();
   store_.reset();
   storeClient_.reset();
@@ -520,10 +522,11 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   if (forced && forced->oneSided) {
     regions = exposableBuffers(call);
     if (!regions)
-      throwInvalid(std::string(toString(call.collective)) + ": algorithm " + forced->name +
-                   " reads peers' buffers in place: allocate them with memAlloc or register "
-                   "them (registerBuffer) on every rank" +
-                   (transport_->peerMemory() ? "" : std::string(", over a transport that can (shm, ib)")));
+      throwInvalid(
+          std::string(toString(call.collective)) + ": algorithm " + forced->name +
+          " reads peers' buffers in place: allocate them with memAlloc or register "
+          "them (registerBuffer) on every rank" +
+          (transport_->peerMemory() ? "" : std::string(", over a transport that can (shm, ib)")));
   } else if (!forced && bytes >= Tuner::kOneSidedMinBytes && (regions = exposableBuffers(call))) {
     const bool mapped = regions->first.fd >= 0 && regions->second.fd >= 0;
     const bool huge = regions->first.hugePages && regions->second.hugePages;
@@ -532,12 +535,12 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   }
   const Algorithm& algorithm =
       oneSided ? *oneSided
-      : runnable(forced ? *forced
-               : !tuned(call.collective)
-                   ? *algorithms_.candidates(call.collective).front()
-                   : tuner_->choose(call.collective, call.count, call.type,
-                                    algorithms_.candidates(call.collective),
-                                    rank_ == 0 && logLevel() >= LogLevel::Info));
+               : runnable(forced ? *forced
+                          : !tuned(call.collective)
+                              ? *algorithms_.candidates(call.collective).front()
+                              : tuner_->choose(call.collective, call.count, call.type,
+                                               algorithms_.candidates(call.collective),
+                                               rank_ == 0 && logLevel() >= LogLevel::Info));
   auto op = std::make_shared<OpState>();
   op->collective = call.collective;
   op->type = call.type;

@@ -101,6 +101,7 @@ class Engine {
   FailureReport rootCause(const PeerError& seen);
   FailureReport reportedBy(int rank);
   void checkPeers(Clock::time_point now);
+  void checkDeaths();  // the store's reports, then the transport's; throws PeerError
   void checkStall(Clock::time_point now);
   void noteWaiting(bool waiting);
   std::string waitingFor() const;

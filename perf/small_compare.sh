@@ -37,7 +37,7 @@ done
 echo "# np $np, $reps alternating runs, median out-of-place time (us); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf "# %8s %10s %10s %10s %12s %12s\n" size mpi new old mpi/new old/new
 for size in $(awk '!/^#/ && NF >= 13 { print $1 }' "$logdir/mpi.1.log"); do
-  med() { cat "$logdir/$1".*.log 2>/dev/null | awk -v s="$size" '!/^#/ && NF >= 13 && $1 == s { print $6 }' |
+  med() { { cat "$logdir/$1".*.log 2>/dev/null || true; } | awk -v s="$size" '!/^#/ && NF >= 13 && $1 == s { print $6 }' |
           sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print 0 }'; }
   m=$(med mpi) n=$(med new) o=$(med old)
   awk -v s="$size" -v m="$m" -v n="$n" -v o="$o" \

@@ -8,12 +8,8 @@
 // Exit 0 when every result is right; 1 on a wrong element; 3 on an error.
 #include <chorus/chorus.hpp>
 
+#include "../tests/common/socket_census.hpp"
 #include "settings/settings.hpp"
-
-#include <dirent.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
@@ -75,32 +71,11 @@ long segmentPssKiB() {
   return kib;
 }
 
-int portOf(const sockaddr_storage& a) {
-  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
-  return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
-}
-
 // Connected TCP sockets of this process but those to or from the store (CHORUS_PORT).
 long dataConnections() {
   const char* p = chorus::settings::cstr("CHORUS_PORT");
-  const int storePort = p ? std::atoi(p) : -1;
-  long count = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (dirent* e = readdir(d)) {
-      const int fd = std::atoi(e->d_name);
-      struct stat st;
-      if (fd <= 2 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-      sockaddr_storage mine{}, peer{};
-      socklen_t a = sizeof mine, b = sizeof peer;
-      if (getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &a) != 0 ||
-          getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &b) != 0)
-        continue;
-      if (mine.ss_family != AF_INET && mine.ss_family != AF_INET6) continue;
-      count += portOf(mine) != storePort && portOf(peer) != storePort;
-    }
-    closedir(d);
-  }
-  return count;
+  return static_cast<long>(
+      chorus::test_support::connectedInetSockets(p ? std::atoi(p) : -1, false).size());
 }
 
 }  // namespace

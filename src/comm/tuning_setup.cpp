@@ -168,9 +168,12 @@ void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {
     ProbeTimes times = probeTimes(rankAt(node, local ^ 1));
     // A step to several peers (one-shot, two-shot) waits on more ranks than the ping-pong
     // does: time one (linkFromProbe weighs it).
-    if (const std::vector<int>& mine = layout_.ranksOf(node); mine.size() > 2) {
-      times.exchangeRanks = static_cast<int>(mine.size());
-      times.exchange = probeExchange(mine);
+    const std::vector<int>& onNode = layout_.ranksOf(node);
+    std::vector<int> group;
+    for (int i : exchangeGroup(local, static_cast<int>(onNode.size()))) group.push_back(onNode[i]);
+    if (group.size() > 2) {
+      times.exchangeRanks = static_cast<int>(group.size());
+      times.exchange = probeExchange(group);
     }
     if (rank_ == 0)
       logf(LogLevel::Info,

@@ -18,4 +18,11 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
   return link;
 }
 
+std::vector<int> exchangeGroup(int local, int localRanks) {
+  std::vector<int> group;
+  const int first = local - local % kExchangeGroup;
+  for (int i = first; i < std::min(localRanks, first + kExchangeGroup); ++i) group.push_back(i);
+  return group;
+}
+
 }  // namespace chorus

@@ -5,6 +5,7 @@
 #include "tuner/link_model.hpp"
 
 #include <cstddef>
+#include <vector>
 
 namespace chorus {
 
@@ -16,8 +17,9 @@ struct ProbeTimes {
   double burstTrip = 0;  // burst x small there, 1 x small back: 2 L + (burst + 3) o
   size_t largeBytes = 256 << 10;
   double large = 0;  // 1 x large each way: 2 (L + 2 o + large / bandwidth)
-  // All ranks of the node at once, each sending small to every other and receiving small
-  // from every other (0 or exchangeRanks <= 2: not measured): ~L + p o in the model.
+  // All ranks of the node at once, each sending small to every other rank of its exchange
+  // group and receiving small from each (exchangeGroup below; exchangeRanks is the group's
+  // size, 0 or <= 2: not measured): ~L + p o in the model.
   int exchangeRanks = 0;
   double exchange = 0;
 };
@@ -28,5 +30,16 @@ struct ProbeTimes {
 // to get a core), which only the exchange sees: o is the larger of the two solutions, and
 // L what the ping-pong leaves for it. Unmeasured times (one = 0) leave `start` as it is.
 LinkModel linkFromProbe(const ProbeTimes& t, LinkModel start);
+
+// The exchange runs in blocks of at most kExchangeGroup consecutive local indices, all
+// blocks at once (so every rank of the node still competes for the cores): a rank connects
+// to at most kExchangeGroup - 1 peers at creation however many share the node, which keeps
+// tcp's lazy connections and shm's FIFOs mapped on first send lazy at 64-128 ranks. An
+// aligned block of 8 holds the first three recursive-doubling partners.
+inline constexpr int kExchangeGroup = 8;
+
+// The local indices of the block `local` belongs to among `localRanks` (the last block may be
+// smaller; a block of one has no exchange).
+std::vector<int> exchangeGroup(int local, int localRanks);
 
 }  // namespace chorus

@@ -17,12 +17,9 @@
 // Exit codes: 0 OK, 1 WRONG, 3 ERROR, 4 the fault could not be injected.
 #include <chorus/chorus.hpp>
 
-#include <arpa/inet.h>
-#include <dirent.h>
-#include <netinet/in.h>
+#include "../common/socket_census.hpp"
+
 #include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -48,35 +45,11 @@ struct Options {
   int victim = 1, at = 3, calls = 6;
 };
 
-int port(const sockaddr_storage& a) {
-  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
-  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
-  return -1;
-}
-
 // Connected TCP sockets of this process: the store's (either end on CHORUS_PORT) or the
 // others (the data path).
 std::vector<int> sockets(bool store) {
   const char* p = std::getenv("CHORUS_PORT");
-  const int storePort = p ? std::atoi(p) : -1;
-  std::vector<int> fds;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (dirent* e = readdir(d)) {
-      const int fd = std::atoi(e->d_name);
-      struct stat st;
-      if (fd <= 2 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-      sockaddr_storage mine{}, peer{};
-      socklen_t a = sizeof mine, b = sizeof peer;
-      if (getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &a) != 0 ||
-          getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &b) != 0)
-        continue;  // not connected (a listener, a unix socket pair without peer, ...)
-      if (mine.ss_family != AF_INET && mine.ss_family != AF_INET6) continue;
-      const bool isStore = port(mine) == storePort || port(peer) == storePort;
-      if (isStore == store) fds.push_back(fd);
-    }
-    closedir(d);
-  }
-  return fds;
+  return chorus::test_support::connectedInetSockets(p ? std::atoi(p) : -1, store);
 }
 
 // The address ranges of the shm transport's FIFO segments (memfds "chorus-<token>-<rank>":

@@ -4,12 +4,15 @@
 // without Chorus: the socket's endpoints in /proc/net/tcp, the process holding the other
 // end (its /proc/<pid>/fd), and that process's CHORUS_RANK (chorus-run's children).
 //   chorus-run -n 8 chorus_connections_test
+// With CHORUS_TUNE_PROBE=1, right after creation each rank holds connections to exactly the
+// other ranks of its tuning-probe block (8 ranks), not a full mesh.
 // Exit 0 when every check holds; 1 on a wrong peer set or a wrong sum; 3 on an error.
 #include <chorus/chorus.hpp>
 
 #include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -116,6 +119,21 @@ int main() {
     comm.setAlgorithm("ring");
     const int r = comm.rank(), n = comm.size();
     int failures = 0;
+    // With the tuning probe on (one node, so local index = rank): after creation, exactly
+    // the peers of the probe's exchange, aligned blocks of 8 ranks, not all n - 1.
+    const char* probeSetting = std::getenv("CHORUS_TUNE_PROBE");
+    const bool probed = probeSetting && std::string(probeSetting) != "0";
+    if (probed) {
+      std::set<int> block;
+      for (int q = r - r % 8; q < std::min(n, r - r % 8 + 8); ++q)
+        if (q != r) block.insert(q);
+      const std::set<int> afterCreate = connectedRanks();
+      if (afterCreate != block) {
+        std::printf("rank %d: after creation with the probe connected to %s, want %s\n", r,
+                    text(afterCreate).c_str(), text(block).c_str());
+        ++failures;
+      }
+    }
     // A ring all-reduce (checked), which also keeps every rank here until all have run it.
     auto ringSum = [&](int64_t mine) {
       const size_t count = 1 << 16;
@@ -130,7 +148,7 @@ int main() {
       failures += out[i] != int64_t(n) * (n - 1) / 2 * 1000 + int64_t(n) * int64_t(i);
     const std::set<int> afterRing = connectedRanks();
     const std::set<int> neighbours = {(r + 1) % n, (r + n - 1) % n};
-    if (afterRing != neighbours) {
+    if (!probed && afterRing != neighbours) {  // the probe's connections stay open
       std::printf("rank %d: after a ring all-reduce connected to %s, want %s\n", r,
                   text(afterRing).c_str(), text(neighbours).c_str());
       ++failures;

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace chorus {
@@ -66,6 +67,32 @@ TEST(ProbeFigures, SolvesTheModelForLatencyOverheadAndBandwidth) {
   EXPECT_NEAR(linkFromProbe(t, start).overheadUs, 0.2, 1e-12);
   // Nothing measured: the start figures.
   EXPECT_EQ(linkFromProbe(ProbeTimes{}, start), start);
+}
+
+TEST(ProbeFigures, ExchangeGroupsAreAlignedBlocksOfEight) {
+  // Up to 8 ranks on a node: one group, the whole node (the probe as before).
+  EXPECT_EQ(exchangeGroup(0, 1), (std::vector<int>{0}));
+  EXPECT_EQ(exchangeGroup(2, 4), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(exchangeGroup(7, 8), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  // More: aligned blocks, the last one smaller; every rank in exactly its own block.
+  EXPECT_EQ(exchangeGroup(9, 10), (std::vector<int>{8, 9}));
+  EXPECT_EQ(exchangeGroup(63, 64), (std::vector<int>{56, 57, 58, 59, 60, 61, 62, 63}));
+  for (int n : {1, 5, 8, 9, 17, 64, 100}) {
+    size_t links = 0;
+    for (int local = 0; local < n; ++local) {
+      const std::vector<int> g = exchangeGroup(local, n);
+      ASSERT_FALSE(g.empty());
+      EXPECT_LE(g.size(), size_t(kExchangeGroup));
+      EXPECT_NE(std::find(g.begin(), g.end(), local), g.end()) << n << " " << local;
+      for (int peer : g) EXPECT_EQ(exchangeGroup(peer, n), g) << n << " " << local;
+      links += g.size() - 1;
+      // The first three recursive-doubling partners share the block when they exist.
+      for (int bit : {1, 2, 4})
+        if ((local ^ bit) < n)
+          EXPECT_NE(std::find(g.begin(), g.end(), local ^ bit), g.end()) << n << " " << local;
+    }
+    EXPECT_LE(links, size_t(n) * (kExchangeGroup - 1));  // not n (n - 1) at 64 ranks
+  }
 }
 
 TEST(ProbeFigures, ExchangePutsRdBeforeTwoshotAtFourRanksFourKiB) {

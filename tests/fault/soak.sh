@@ -2,7 +2,8 @@
 # Soak of the fault suite: N random trials (default 1000) drawn from SEED (default: the
 # clock), over every transport built. Prints each trial (its line reruns it alone with
 # chorus-run) and the totals; exits non-zero when any trial failed.
-#   tests/fault/soak.sh N [SEED]          (CHORUS_BUILD: the build folder, default ./build)
+#   tests/fault/soak.sh N [SEED]          (CHORUS_BUILD: the build folder, default ./build;
+#                                         FAULT_DEADLINE: CHORUS_TIMEOUT in s, default 2)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${CHORUS_BUILD:-$here/../../build}

@@ -288,11 +288,12 @@ bool parseArgs(int argc, char** argv, Args* a) {
     } else if (k == "--verbose") {
       a->verbose = true;
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--transport shm|tcp] [--algo SPEC] [--quick] [--more] [--case N] [--every K] "
-                   "[--buffers malloc|registered|memalloc] [--only COLLECTIVE,...] "
-                   "[--verbose] [--expect-layout TEXT] [--expect-algo COLL:NAME,...]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--transport shm|tcp] [--algo SPEC] [--quick] [--more] [--case N] [--every K] "
+          "[--buffers malloc|registered|memalloc] [--only COLLECTIVE,...] "
+          "[--verbose] [--expect-layout TEXT] [--expect-algo COLL:NAME,...]\n",
+          argv[0]);
       return false;
     }
   }

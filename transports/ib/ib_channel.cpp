@@ -37,8 +37,8 @@ IbChannel::IbChannel(int rank, int peer, const std::vector<IbDevice*>& rails,
     const int cqe = std::max(1, qpsHere) * (config.sendDepth + config.recvDepth);
     rail.cq = ibv_create_cq(rail.device->context(), cqe, this, events.at(r), 0);
     if (!rail.cq)
-      throwSystemError("ib: ibv_create_cq(" + std::to_string(cqe) + ") on " +
-                       rail.device->name() + " for rank " + std::to_string(peer));
+      throwSystemError("ib: ibv_create_cq(" + std::to_string(cqe) + ") on " + rail.device->name() +
+                       " for rank " + std::to_string(peer));
     if (r == 0) {
       rail.recvKey = recvRing_.rkey();
       rail.sendKey = sendRing_.lkey();
@@ -108,13 +108,12 @@ void IbChannel::connect(const PeerInfo& remote) {
     throw Error(Result::InvalidUsage,
                 "ib: rank " + std::to_string(peer_) +
                     " uses CHORUS_IB_QPS_PER_CONNECTION=" + std::to_string(remote.qps.size()) +
-                    " CHORUS_IB_BLOCK=" + std::to_string(remote.block) +
-                    " CHORUS_IB_BUFFER=" + std::to_string(remote.ring) + " " +
-                    std::to_string(remote.rails.size()) + " rail(s) (CHORUS_IB_HCA)" +
-                    (remote.ethernet ? " on RoCE" : " on InfiniBand") + " but rank " +
-                    std::to_string(rank_) + " uses " + std::to_string(links_.size()) + ", " +
-                    std::to_string(block_) + ", " + std::to_string(ring_) + ", " +
-                    std::to_string(rails_.size()) +
+                    " CHORUS_IB_BLOCK=" + std::to_string(remote.block) + " CHORUS_IB_BUFFER=" +
+                    std::to_string(remote.ring) + " " + std::to_string(remote.rails.size()) +
+                    " rail(s) (CHORUS_IB_HCA)" + (remote.ethernet ? " on RoCE" : " on InfiniBand") +
+                    " but rank " + std::to_string(rank_) + " uses " +
+                    std::to_string(links_.size()) + ", " + std::to_string(block_) + ", " +
+                    std::to_string(ring_) + ", " + std::to_string(rails_.size()) +
                     (device_.ethernet() ? " on RoCE" : " on InfiniBand"));
   }
   remoteAddr_ = remote.ringAddr;

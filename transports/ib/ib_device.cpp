@@ -111,9 +111,8 @@ std::shared_ptr<IbDevice> IbDevice::openPort(ibv_device* device, const HcaFilter
       dev->gidIndex_ = pickGid(gidTable(ctx, p, pa.gid_tbl_len), config.gidIndex);
       if (dev->gidIndex_ < 0) {
         seen += " (no usable GID" +
-                (config.gidIndex >= 0
-                     ? " at CHORUS_IB_GID_INDEX=" + std::to_string(config.gidIndex)
-                     : std::string()) +
+                (config.gidIndex >= 0 ? " at CHORUS_IB_GID_INDEX=" + std::to_string(config.gidIndex)
+                                      : std::string()) +
                 ")";
         continue;
       }
@@ -127,9 +126,9 @@ std::shared_ptr<IbDevice> IbDevice::openPort(ibv_device* device, const HcaFilter
     if (!dev->pd_) throwSystemError("ib: ibv_alloc_pd on " + dev->name_);
     int flags = fcntl(ctx->async_fd, F_GETFL);
     fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
-    dev->cache_ = std::make_unique<RegCache>(dev->pd_, config.regCache,
-                                             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                                                 IBV_ACCESS_REMOTE_READ);
+    dev->cache_ = std::make_unique<RegCache>(
+        dev->pd_, config.regCache,
+        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
     dev->pool_ = std::make_unique<BufferPool>(*dev->cache_, config.regCache);
     logf(LogLevel::Info, "ib: using %s", dev->describe().c_str());
     return dev;

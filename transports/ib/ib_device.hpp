@@ -1,8 +1,8 @@
 // One RDMA device port, opened once per process: a device's first active port that
-// CHORUS_IB_HCA allows (every allowed device is a rail: openRails), its addressing (LID on InfiniBand, a GID on RoCE), a protection
-// domain, the registration cache and buffer pool, and the device's asynchronous events.
-// Devices stay open for the life of the process (as NCCL's do), so communicators made
-// later reuse their registrations.
+// CHORUS_IB_HCA allows (every allowed device is a rail: openRails), its addressing (LID on
+// InfiniBand, a GID on RoCE), a protection domain, the registration cache and buffer pool, and the
+// device's asynchronous events. Devices stay open for the life of the process (as NCCL's do), so
+// communicators made later reuse their registrations.
 #pragma once
 
 #include "transports/ib/ib_config.hpp"

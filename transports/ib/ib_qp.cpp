@@ -22,8 +22,16 @@ struct Header {  // fixed part of the wire record, then `rails` RailAddress, `qp
 }  // namespace
 
 std::vector<std::byte> PeerInfo::encode() const {
-  Header h{kMagic, from, to, ethernet, block, ring, ringAddr,
-           static_cast<uint32_t>(rails.size()), static_cast<uint32_t>(qps.size())};
+  Header h{};
+  h.magic = kMagic;
+  h.from = from;
+  h.to = to;
+  h.ethernet = ethernet;
+  h.block = block;
+  h.ring = ring;
+  h.ringAddr = ringAddr;
+  h.rails = static_cast<uint32_t>(rails.size());
+  h.qps = static_cast<uint32_t>(qps.size());
   const size_t railBytes = rails.size() * sizeof(RailAddress);
   std::vector<std::byte> out(sizeof(h) + railBytes + qps.size() * sizeof(QpAddress));
   std::memcpy(out.data(), &h, sizeof(h));
@@ -38,8 +46,8 @@ PeerInfo PeerInfo::decode(std::span<const std::byte> bytes, int peer) {
   Header h{};
   if (bytes.size() >= sizeof(h)) std::memcpy(&h, bytes.data(), sizeof(h));
   // 1..128 QPs (CHORUS_IB_QPS_PER_CONNECTION), 1..64 rails; the size must match exactly.
-  if (bytes.size() < sizeof(h) || h.magic != kMagic || h.qps == 0 || h.qps > 128 ||
-      h.rails == 0 || h.rails > 64 ||
+  if (bytes.size() < sizeof(h) || h.magic != kMagic || h.qps == 0 || h.qps > 128 || h.rails == 0 ||
+      h.rails > 64 ||
       bytes.size() != sizeof(h) + h.rails * sizeof(RailAddress) + h.qps * sizeof(QpAddress))
     throw Error(Result::InvalidUsage,
                 "ib: malformed connection record from rank " + std::to_string(peer));

@@ -213,9 +213,9 @@ class IbTransport final : public Transport {
 
   int rank_, nranks_;
   ib::IbConfig config_;
-  std::vector<std::shared_ptr<ib::IbDevice>> devices_;  // the rails
-  std::shared_ptr<ib::IbDevice> device_;                // rail 0: one-sided reads
-  std::vector<ibv_comp_channel*> events_;               // one per rail
+  std::vector<std::shared_ptr<ib::IbDevice>> devices_;    // the rails
+  std::shared_ptr<ib::IbDevice> device_;                  // rail 0: one-sided reads
+  std::vector<ibv_comp_channel*> events_;                 // one per rail
   std::vector<std::unique_ptr<ib::IbChannel>> channels_;  // null for this rank
   std::unique_ptr<ib::IbPeerMemory> peerMemory_;          // RDMA READ of peers' buffers
   uint64_t asyncSeen_ = 0;

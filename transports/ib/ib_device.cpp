@@ -150,8 +150,17 @@ std::vector<std::shared_ptr<IbDevice>> IbDevice::openRails(const IbConfig& confi
   });
   std::vector<std::shared_ptr<IbDevice>> rails;
   std::string seen;
-  for (ibv_device* d : sorted)
-    if (auto dev = openPort(d, filter, config, seen)) rails.push_back(std::move(dev));
+  for (ibv_device* d : sorted) {
+    auto dev = openPort(d, filter, config, seen);
+    if (!dev) continue;
+    // One connection addresses all its rails alike (GID on RoCE, LID on InfiniBand).
+    if (!rails.empty() && dev->ethernet() != rails[0]->ethernet()) {
+      logf(LogLevel::Info, "ib: not using %s as a rail: its link layer differs from %s's",
+           dev->name().c_str(), rails[0]->name().c_str());
+      continue;
+    }
+    rails.push_back(std::move(dev));
+  }
   if (rails.empty())
     throw Error(
         Result::SystemError,

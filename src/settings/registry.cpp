@@ -69,8 +69,10 @@ const std::vector<Spec> kSpecs = {
      "`host:port`: `getUniqueId` (and `ncclGetUniqueId`) return the same id in every process, "
      "and rank 0 hosts the rendezvous there", 0, 0, "", "NCCL_COMM_ID"},
     // --- verbs, as NCCL's NCCL_IB_* -------------------------------------------------------
-    {"CHORUS_IB_HCA", List, "", "RDMA devices and ports: `mlx5_0:1`, `^mlx5_1`, `=rxe0`", 0, 0, "",
-     "NCCL_IB_HCA", Scope::Library, false, "every active port"},
+    {"CHORUS_IB_HCA", List, "",
+     "RDMA devices and ports: `mlx5_0:1`, `^mlx5_1`, `=rxe0`; each device a rail, QPs spread over "
+     "them",
+     0, 0, "", "NCCL_IB_HCA", Scope::Library, false, "every active port"},
     {"CHORUS_IB_GID_INDEX", Integer, "-1", "GID index (`-1`: a RoCE v2 IPv4 GID, else the first)",
      -1, 65536, "", "NCCL_IB_GID_INDEX"},
     {"CHORUS_IB_TC", Integer, "0", "traffic class of the queue pairs", 0, 255, "", "NCCL_IB_TC"},

@@ -254,6 +254,7 @@ struct Args {
   bool more = false;  // gather, scatter, all-gather-v, reduce-scatter-v instead
   bool verbose = false;
   int onlyCase = -1;
+  int every = 1;  // run every k-th selected case only (a fixed sample, for slow beds)
 };
 
 bool parseArgs(int argc, char** argv, Args* a) {
@@ -278,6 +279,8 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->only = argv[++i];
     } else if (k == "--case" && hasValue) {
       a->onlyCase = std::atoi(argv[++i]);
+    } else if (k == "--every" && hasValue) {
+      a->every = std::max(1, std::atoi(argv[++i]));
     } else if (k == "--quick") {
       a->quick = true;
     } else if (k == "--more") {
@@ -285,11 +288,12 @@ bool parseArgs(int argc, char** argv, Args* a) {
     } else if (k == "--verbose") {
       a->verbose = true;
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--transport shm|tcp] [--algo SPEC] [--quick] [--more] [--case N] "
-                   "[--buffers malloc|registered|memalloc] [--only COLLECTIVE,...] "
-                   "[--verbose] [--expect-layout TEXT] [--expect-algo COLL:NAME,...]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--transport shm|tcp] [--algo SPEC] [--quick] [--more] [--case N] [--every K] "
+          "[--buffers malloc|registered|memalloc] [--only COLLECTIVE,...] "
+          "[--verbose] [--expect-layout TEXT] [--expect-algo COLL:NAME,...]\n",
+          argv[0]);
       return false;
     }
   }
@@ -389,10 +393,12 @@ int main(int argc, char** argv) {
   Runner runner(comm);
   std::map<std::string, double> seconds;  // per collective, this rank
   bool stopped = false;
+  int selectedSoFar = 0;
   const auto start = Clock::now();
   for (const Case& c : cases) {
     if (args.onlyCase >= 0 && c.index != args.onlyCase) continue;
     if (!selected(c)) continue;
+    if (selectedSoFar++ % args.every != 0) continue;
     CaseCheck chk(rank, c, stats, runner.scratch());
     const auto t0 = Clock::now();
     const double wait0 = gWaitSeconds;

@@ -1,6 +1,7 @@
 // Host-side checks of the verbs transport's pure decisions (no RDMA device needed):
-// CHORUS_IB_HCA parsing as NCCL_IB_HCA, and the RoCE GID choice.
+// CHORUS_IB_HCA parsing as NCCL_IB_HCA, the RoCE GID choice, the connection record.
 #include "transports/ib/ib_config.hpp"
+#include "transports/ib/ib_qp.hpp"
 
 #include <gtest/gtest.h>
 #include <chorus/chorus.hpp>
@@ -77,4 +78,47 @@ TEST(IbConfig, RingIsAMultipleOfTheBlockAndHoldsTwoPerQp) {
   unsetenv("CHORUS_IB_QPS_PER_CONNECTION");
   unsetenv("CHORUS_IB_BLOCK");
   unsetenv("CHORUS_IB_BUFFER");
+}
+
+// The connection record carries one address and ring key per rail; a record cut short
+// or with no rail is refused with an error naming the peer.
+TEST(IbPeerInfo, RailsRoundTrip) {
+  PeerInfo p;
+  p.from = 3;
+  p.to = 1;
+  p.ethernet = 1;
+  p.block = 16384;
+  p.ring = 1 << 20;
+  p.ringAddr = 0x7f0012345000;
+  for (int r = 0; r < 2; ++r) {
+    RailAddress a;
+    a.gid[15] = static_cast<uint8_t>(10 + r);
+    a.lid = static_cast<uint16_t>(100 + r);
+    a.mtu = 3;
+    a.rkey = 0xabc0 + r;
+    p.rails.push_back(a);
+  }
+  p.qps = {{11, 21}, {12, 22}, {13, 23}, {14, 24}};
+  auto bytes = p.encode();
+  PeerInfo q = PeerInfo::decode(bytes, 3);
+  EXPECT_EQ(q.from, 3);
+  EXPECT_EQ(q.to, 1);
+  EXPECT_EQ(q.ringAddr, p.ringAddr);
+  ASSERT_EQ(q.rails.size(), 2u);
+  EXPECT_EQ(q.rails[1].gid[15], 11);
+  EXPECT_EQ(q.rails[1].lid, 101);
+  EXPECT_EQ(q.rails[1].rkey, 0xabc1u);
+  ASSERT_EQ(q.qps.size(), 4u);
+  EXPECT_EQ(q.qps[3].qpn, 14u);
+  EXPECT_EQ(q.qps[3].psn, 24u);
+
+  bytes.pop_back();
+  try {
+    PeerInfo::decode(bytes, 3);
+    FAIL() << "a short record was accepted";
+  } catch (const chorus::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 3"), std::string::npos) << e.what();
+  }
+  p.rails.clear();
+  EXPECT_THROW(PeerInfo::decode(p.encode(), 3), chorus::Error);
 }

@@ -186,8 +186,10 @@ void channelChecks(chorus::ib::IbDevice& dev) {
   cfg.ring = 64 << 10;
   cfg.timeout = 8;  // ~1 ms ack timeout, one retry: the loss is seen fast
   cfg.retryCnt = 1;
-  auto a = std::make_unique<chorus::ib::IbChannel>(0, 1, dev, cfg, nullptr);
-  auto b = std::make_unique<chorus::ib::IbChannel>(1, 0, dev, cfg, nullptr);
+  auto a = std::make_unique<chorus::ib::IbChannel>(0, 1, std::vector<chorus::ib::IbDevice*>{&dev},
+                                                   cfg, std::vector<ibv_comp_channel*>{nullptr});
+  auto b = std::make_unique<chorus::ib::IbChannel>(1, 0, std::vector<chorus::ib::IbDevice*>{&dev},
+                                                   cfg, std::vector<ibv_comp_channel*>{nullptr});
   a->connect(b->localInfo());
   b->connect(a->localInfo());
   // 1 MiB of a counting pattern through a 64 KiB ring, in odd-sized pieces.
@@ -238,8 +240,10 @@ void peerMemoryChecks(chorus::ib::IbDevice& dev) {
   cfg.ring = 64 << 10;
   cfg.timeout = 8;
   cfg.retryCnt = 1;
-  auto a = std::make_unique<chorus::ib::IbChannel>(0, 1, dev, cfg, nullptr);
-  auto b = std::make_unique<chorus::ib::IbChannel>(1, 0, dev, cfg, nullptr);
+  auto a = std::make_unique<chorus::ib::IbChannel>(0, 1, std::vector<chorus::ib::IbDevice*>{&dev},
+                                                   cfg, std::vector<ibv_comp_channel*>{nullptr});
+  auto b = std::make_unique<chorus::ib::IbChannel>(1, 0, std::vector<chorus::ib::IbDevice*>{&dev},
+                                                   cfg, std::vector<ibv_comp_channel*>{nullptr});
   a->connect(b->localInfo());
   b->connect(a->localInfo());
   // Rank 1 (b) exposes 512 KiB inside a 1 MiB registered buffer; rank 0 (a) reads from it.

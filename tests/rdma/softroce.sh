@@ -13,7 +13,12 @@
 #   newest linux-image-*-amd64-unsigned), MEM (2G), SMP (2), TIMEOUT (600 s),
 #   ACCEL (tcg; kvm where hardware virtualisation really works), HOST_PATHS (host
 #   directories the guest must see at the same path although the guest mounts tmpfs on
-#   /tmp, /run and /dev/shm: e.g. a build tree under /tmp).
+#   /tmp, /run and /dev/shm: e.g. a build tree under /tmp),
+#   SHARE (the writable share, default $WORK/share), CONSOLE (the console log, default
+#   $WORK/console.log), NET_ARGS (qemu's network options, default -nic none; two_nodes.sh
+#   gives each guest two virtio-net NICs), COMMON (a host directory both guests of
+#   two_nodes.sh write to, mounted at /mnt/common). Several may run at once on one WORK:
+#   the kernel and initramfs are prepared under a lock.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 GUEST_SCRIPT=$(realpath "$1")
@@ -24,6 +29,7 @@ ACCEL=${ACCEL:-tcg}
 if [ "$ACCEL" = kvm ]; then ACCEL_ARGS=(-enable-kvm -cpu "${CPU:-host}"); else ACCEL_ARGS=(-accel tcg,thread=multi -cpu "${CPU:-max}"); fi
 mkdir -p "$WORK/debs"
 cd "$WORK"
+SHARE=${SHARE:-$WORK/share}; CONSOLE=${CONSOLE:-$WORK/console.log}
 t0=$(date +%s.%N)
 say() { echo "softroce: $*"; }
 
@@ -49,6 +55,8 @@ if ((${#need[@]})); then
   fi
 fi
 
+exec 9> "$WORK/prepare.lock"
+flock -w 600 9 || { say "FAIL: $WORK/prepare.lock held for 600 s"; exit 1; }
 # 2. guest kernel + modules (the -cloud flavour has no rdma_rxe: use the generic one).
 newest_kver() {
   apt-cache search --names-only '^linux-image-[0-9.]+-[0-9]+-amd64-unsigned$' 2>/dev/null |
@@ -80,7 +88,7 @@ fi
 [ -f "$MDIR/modules.dep" ] || busybox depmod -b "$KDIR" "$KVER"
 
 # 3. initramfs: static busybox + the module closure for the 9p root and rxe.
-MODS="virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe rdma_ucm dummy veth"
+MODS="virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe rdma_ucm dummy veth virtio_net"
 IMG=$WORK/initramfs-$KVER.cpio.gz
 if [ ! -f "$IMG" ] || [ "$HERE/init" -nt "$IMG" ] || [ "$HERE/softroce.sh" -nt "$IMG" ]; then
   IRD=$WORK/initramfs
@@ -105,9 +113,11 @@ if [ ! -f "$IMG" ] || [ "$HERE/init" -nt "$IMG" ] || [ "$HERE/softroce.sh" -nt "
   mv "$IMG.tmp" "$IMG"
   rm -rf "$IRD"
 fi
+flock -u 9
 
 # 4. writable share: the guest script, its environment, and its results.
-SHARE=$WORK/share; rm -rf "$SHARE"; mkdir -p "$SHARE"
+rm -rf "$SHARE"; mkdir -p "$SHARE"
+[ -z "${COMMON:-}" ] || mkdir -p "$SHARE/common"  # the guest mounts COMMON here
 cp "$GUEST_SCRIPT" "$SHARE/guest.sh"
 : > "$SHARE/env"
 for kv in "$@"; do printf '%s\n' "export ${kv%%=*}='${kv#*=}'" >> "$SHARE/env"; done
@@ -122,18 +132,21 @@ for p in ${HOST_PATHS:-}; do
 done
 t1=$(date +%s.%N)
 
-# 5. boot. No NIC (-nic none): all RDMA traffic stays inside the guest.
+# 5. boot. By default no NIC (-nic none): all RDMA traffic stays inside the guest.
+COMMON_SHARE=()
+[ -z "${COMMON:-}" ] || COMMON_SHARE=(-virtfs "local,path=$(realpath "$COMMON"),mount_tag=common,security_model=none")
+read -r -a NET <<< "${NET_ARGS:--nic none}"
 set +e
 timeout "$TIMEOUT" qemu-system-x86_64 "${ACCEL_ARGS[@]}" -m "$MEM" -smp "$SMP" \
-  -nographic -no-reboot -nic none \
+  -nographic -no-reboot "${NET[@]}" \
   -kernel "$WORK/vmlinux-$KVER" -initrd "$IMG" \
   -append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-  -virtfs local,path="$SHARE",mount_tag=share,security_model=none "${EXTRA_SHARES[@]}" \
-  < /dev/null | tr -d '\033' > "$WORK/console.log"
+  -virtfs local,path="$SHARE",mount_tag=share,security_model=none "${EXTRA_SHARES[@]}" "${COMMON_SHARE[@]}" \
+  < /dev/null | tr -d '\033' > "$CONSOLE"
 qemu_rc=${PIPESTATUS[0]}
 set -e
-cat "$WORK/console.log"
+cat "$CONSOLE"
 t2=$(date +%s.%N)
 if [ ! -s "$SHARE/rc" ]; then
   say "FAIL: the guest did not boot or did not finish (qemu exit $qemu_rc; 124 = timeout ${TIMEOUT}s)"

@@ -17,26 +17,48 @@ uint64_t wrId(Kind k, int q) { return (static_cast<uint64_t>(k) << 32) | static_
 
 }  // namespace
 
-IbChannel::IbChannel(int rank, int peer, IbDevice& device, const IbConfig& config,
-                     ibv_comp_channel* events)
+IbChannel::IbChannel(int rank, int peer, const std::vector<IbDevice*>& rails,
+                     const IbConfig& config, const std::vector<ibv_comp_channel*>& events)
     : rank_(rank),
       peer_(peer),
-      device_(device),
+      device_(*rails.at(0)),
       config_(config),
       block_(config.block),
       ring_(config.ring),
-      dataLimit_(std::max(1, config.sendDepth - 2)) {
-  const int cqe = config.qps * (config.sendDepth + config.recvDepth);
-  cq_ = ibv_create_cq(device.context(), cqe, this, events, 0);
-  if (!cq_)
-    throwSystemError("ib: ibv_create_cq(" + std::to_string(cqe) + ") for rank " +
-                     std::to_string(peer));
-  recvRing_ = device.pool().get(ring_);
-  sendRing_ = device.pool().get(ring_);
+      dataLimit_(std::max(1, config.sendDepth - 2)),
+      rails_(rails.size()) {
+  recvRing_ = device_.pool().get(ring_);
+  sendRing_ = device_.pool().get(ring_);
+  const int nrails = static_cast<int>(rails.size());
+  for (int r = 0; r < nrails; ++r) {
+    Rail& rail = rails_[r];
+    rail.device = rails[r];
+    const int qpsHere = (config.qps - r + nrails - 1) / nrails;  // QPs r, r + R, ...
+    const int cqe = std::max(1, qpsHere) * (config.sendDepth + config.recvDepth);
+    rail.cq = ibv_create_cq(rail.device->context(), cqe, this, events.at(r), 0);
+    if (!rail.cq)
+      throwSystemError("ib: ibv_create_cq(" + std::to_string(cqe) + ") on " + rail.device->name() +
+                       " for rank " + std::to_string(peer));
+    if (r == 0) {
+      rail.recvKey = recvRing_.rkey();
+      rail.sendKey = sendRing_.lkey();
+      continue;
+    }
+    const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    rail.recvMr = ibv_reg_mr(rail.device->pd(), recvRing_.data(), ring_, access);
+    rail.sendMr = ibv_reg_mr(rail.device->pd(), sendRing_.data(), ring_, IBV_ACCESS_LOCAL_WRITE);
+    if (!rail.recvMr || !rail.sendMr)
+      throwSystemError("ib: registering the rings of rank " + std::to_string(peer) + " on " +
+                       rail.device->name());
+    rail.recvKey = rail.recvMr->rkey;
+    rail.sendKey = rail.sendMr->lkey;
+  }
   std::random_device rd;
   links_.resize(config.qps);
   for (int q = 0; q < config.qps; ++q) {
-    links_[q].qp = createQp(device, cq_, config);
+    links_[q].rail = q % nrails;
+    Rail& rail = rails_[links_[q].rail];
+    links_[q].qp = createQp(*rail.device, rail.cq, config);
     links_[q].psn = rd() & 0xffffff;
     links_[q].recvPos = static_cast<uint64_t>(q) * block_;
     for (int i = 0; i < config.recvDepth; ++i) postRecv(q);
@@ -47,7 +69,11 @@ IbChannel::IbChannel(int rank, int peer, IbDevice& device, const IbConfig& confi
 IbChannel::~IbChannel() {
   for (auto& l : links_)
     if (l.qp) ibv_destroy_qp(l.qp);
-  if (cq_) ibv_destroy_cq(cq_);
+  for (auto& r : rails_) {
+    if (r.cq) ibv_destroy_cq(r.cq);
+    if (r.recvMr) ibv_dereg_mr(r.recvMr);
+    if (r.sendMr) ibv_dereg_mr(r.sendMr);
+  }
 }
 
 PeerInfo IbChannel::localInfo() const {
@@ -55,13 +81,17 @@ PeerInfo IbChannel::localInfo() const {
   p.from = rank_;
   p.to = peer_;
   p.ethernet = device_.ethernet();
-  p.mtu = static_cast<uint8_t>(device_.mtu());
-  p.lid = device_.lid();
-  std::memcpy(p.gid, device_.gid().raw, 16);
   p.block = block_;
   p.ring = ring_;
   p.ringAddr = reinterpret_cast<uint64_t>(recvRing_.data());
-  p.rkey = recvRing_.rkey();
+  for (const Rail& r : rails_) {
+    RailAddress a;
+    std::memcpy(a.gid, r.device->gid().raw, 16);
+    a.lid = r.device->lid();
+    a.mtu = static_cast<uint8_t>(r.device->mtu());
+    a.rkey = r.recvKey;
+    p.rails.push_back(a);
+  }
   for (const auto& l : links_) p.qps.push_back({l.qp->qp_num, l.psn});
   return p;
 }
@@ -73,21 +103,26 @@ void IbChannel::connect(const PeerInfo& remote) {
                     " got a connection record meant for another pair from rank " +
                     std::to_string(peer_));
   if (remote.qps.size() != links_.size() || remote.block != block_ || remote.ring != ring_ ||
+      remote.rails.size() != rails_.size() ||
       static_cast<bool>(remote.ethernet) != device_.ethernet()) {
     throw Error(Result::InvalidUsage,
                 "ib: rank " + std::to_string(peer_) +
                     " uses CHORUS_IB_QPS_PER_CONNECTION=" + std::to_string(remote.qps.size()) +
-                    " CHORUS_IB_BLOCK=" + std::to_string(remote.block) +
-                    " CHORUS_IB_BUFFER=" + std::to_string(remote.ring) +
-                    (remote.ethernet ? " on RoCE" : " on InfiniBand") + " but rank " +
-                    std::to_string(rank_) + " uses " + std::to_string(links_.size()) + ", " +
-                    std::to_string(block_) + ", " + std::to_string(ring_) +
+                    " CHORUS_IB_BLOCK=" + std::to_string(remote.block) + " CHORUS_IB_BUFFER=" +
+                    std::to_string(remote.ring) + " " + std::to_string(remote.rails.size()) +
+                    " rail(s) (CHORUS_IB_HCA)" + (remote.ethernet ? " on RoCE" : " on InfiniBand") +
+                    " but rank " + std::to_string(rank_) + " uses " +
+                    std::to_string(links_.size()) + ", " + std::to_string(block_) + ", " +
+                    std::to_string(ring_) + ", " + std::to_string(rails_.size()) +
                     (device_.ethernet() ? " on RoCE" : " on InfiniBand"));
   }
   remoteAddr_ = remote.ringAddr;
-  remoteKey_ = remote.rkey;
-  for (size_t q = 0; q < links_.size(); ++q)
-    connectQp(links_[q].qp, device_, config_, links_[q].psn, remote, remote.qps[q], peer_);
+  for (size_t r = 0; r < rails_.size(); ++r) rails_[r].remoteKey = remote.rails[r].rkey;
+  for (size_t q = 0; q < links_.size(); ++q) {
+    const int r = links_[q].rail;
+    connectQp(links_[q].qp, *rails_[r].device, config_, links_[q].psn, remote.ethernet != 0,
+              remote.rails[r], remote.qps[q], peer_);
+  }
 }
 
 size_t IbChannel::trySend(const void* data, size_t bytes) {
@@ -104,8 +139,9 @@ size_t IbChannel::trySend(const void* data, size_t bytes) {
     const size_t len = std::min<uint64_t>({bytes - sent, blockEnd(sendPos_) - sendPos_, room});
     const uint64_t offset = sendPos_ % ring_;  // ring_ is a multiple of block_: no wrap inside
     std::memcpy(sendRing_.data() + offset, p + sent, len);
+    const Rail& rail = rails_[links_[q].rail];
     ibv_sge sge{reinterpret_cast<uint64_t>(sendRing_.data() + offset), static_cast<uint32_t>(len),
-                sendRing_.lkey()};
+                rail.sendKey};
     ibv_send_wr wr{};
     wr.wr_id = wrId(kData, q);
     wr.sg_list = &sge;
@@ -114,7 +150,7 @@ size_t IbChannel::trySend(const void* data, size_t bytes) {
     wr.send_flags = IBV_SEND_SIGNALED;
     wr.imm_data = htonl(static_cast<uint32_t>(len));
     wr.wr.rdma.remote_addr = remoteAddr_ + offset;
-    wr.wr.rdma.rkey = remoteKey_;
+    wr.wr.rdma.rkey = rail.remoteKey;
     post(q, wr);
     if (!failure_.empty()) throw PeerError(peer_, failure_);
     sendPos_ += len;
@@ -155,17 +191,23 @@ void IbChannel::flushCredits() {
 }
 
 bool IbChannel::progress() {
+  bool any = false;
+  for (Rail& rail : rails_) any = progressRail(rail) || any;
+  return any;
+}
+
+bool IbChannel::progressRail(Rail& rail) {
   ibv_wc wc[32];
   bool any = false;
   for (;;) {
-    int n = ibv_poll_cq(cq_, 32, wc);
+    int n = ibv_poll_cq(rail.cq, 32, wc);
     if (n < 0) fail("ibv_poll_cq failed");
     if (n <= 0) return any;
     any = true;
     for (int i = 0; i < n; ++i) {
       const Kind kind = static_cast<Kind>(wc[i].wr_id >> 32);
       const uint32_t low = static_cast<uint32_t>(wc[i].wr_id & 0xffffffff);
-      const int q = kind == kRead ? static_cast<int>(low % links_.size()) : static_cast<int>(low);
+      const int q = kind == kRead ? readQp(low) : static_cast<int>(low);
       if (kind != kRecv) --links_[q].outstanding;
       if (wc[i].status != IBV_WC_SUCCESS) {
         std::string why = std::string(ibv_wc_status_str(wc[i].status)) + " on QP " +
@@ -196,7 +238,7 @@ bool IbChannel::postRead(void* local, uint32_t lkey, uint64_t remote, uint32_t r
                          uint32_t ticket) {
   progress();
   if (!failure_.empty()) throw PeerError(peer_, failure_);
-  const int q = static_cast<int>(ticket % links_.size());
+  const int q = readQp(ticket);
   if (links_[q].outstanding >= dataLimit_) return false;
   ibv_sge sge{reinterpret_cast<uint64_t>(local), len, lkey};
   ibv_send_wr wr{};
@@ -228,14 +270,17 @@ bool IbChannel::readDone(uint32_t ticket) {
 }
 
 void IbChannel::arm() {
-  if (ibv_req_notify_cq(cq_, 0) != 0) fail("ibv_req_notify_cq failed");
+  for (Rail& rail : rails_)
+    if (ibv_req_notify_cq(rail.cq, 0) != 0) fail("ibv_req_notify_cq failed");
 }
 
 void IbChannel::checkAsyncFailures() {
   if (!failure_.empty()) return;
-  if (std::string port = device_.portFailure(); !port.empty()) return fail(port);
+  for (const Rail& rail : rails_)
+    if (std::string port = rail.device->portFailure(); !port.empty()) return fail(port);
   for (size_t q = 0; q < links_.size(); ++q) {
-    if (std::string why = device_.qpFailure(links_[q].qp->qp_num); !why.empty())
+    const IbDevice& device = *rails_[links_[q].rail].device;
+    if (std::string why = device.qpFailure(links_[q].qp->qp_num); !why.empty())
       return fail("asynchronous event " + why + " on QP " + std::to_string(q));
   }
 }

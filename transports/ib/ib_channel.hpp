@@ -14,7 +14,12 @@
 //   prefix, exactly as the TCP channel does with its sockets.
 // - A failed work completion or a QP error event fails the channel; trySend throws
 //   PeerError naming the peer at once, peek once nothing that arrived is left.
-// - One-sided reads (IbPeerMemory) share the QPs and the CQ: postRead/readDone.
+// - Rails: with several devices (CHORUS_IB_HCA naming several, or none and several
+//   present), QP q lives on rail q % rails, with that device's CQ and its own
+//   registration of both rings; rail i pairs with the peer's rail i. Blocks go round the
+//   QPs, so a stream's blocks alternate between rails.
+// - One-sided reads (IbPeerMemory) share the QPs and the CQs: postRead/readDone. They use
+//   rail 0's QPs only (the buffers they read are registered with rail 0's device).
 // Not thread-safe: one engine thread drives a transport.
 #pragma once
 
@@ -34,7 +39,9 @@ namespace chorus::ib {
 
 class IbChannel final : public Channel {
  public:
-  IbChannel(int rank, int peer, IbDevice& device, const IbConfig& config, ibv_comp_channel* events);
+  // events[i]: the completion channel of rails[i]'s device.
+  IbChannel(int rank, int peer, const std::vector<IbDevice*>& rails, const IbConfig& config,
+            const std::vector<ibv_comp_channel*>& events);
   ~IbChannel() override;
   IbChannel(const IbChannel&) = delete;
   IbChannel& operator=(const IbChannel&) = delete;
@@ -47,8 +54,9 @@ class IbChannel final : public Channel {
   std::span<const std::byte> peek() override;
   void consume(size_t bytes) override;
 
-  // One-sided: an RDMA READ of `len` bytes at (remote, rkey) into (local, lkey) on QP
-  // `ticket % qps` (reads of one peer spread over its QPs); false when that QP's queue is
+  // One-sided: an RDMA READ of `len` bytes at (remote, rkey) into (local, lkey), keys of
+  // rail 0, on one of rail 0's QPs chosen by `ticket` (reads of one peer spread over
+  // them); false when that QP's queue is
   // full for now. readDone(ticket) is true once its completion arrived (and forgets it).
   bool postRead(void* local, uint32_t lkey, uint64_t remote, uint32_t rkey, uint32_t len,
                 uint32_t ticket);
@@ -61,31 +69,44 @@ class IbChannel final : public Channel {
   const std::string& failure() const { return failure_; }
 
  private:
+  struct Rail {
+    IbDevice* device = nullptr;
+    ibv_cq* cq = nullptr;
+    ibv_mr* recvMr = nullptr;  // rails after the first: their own registration of the rings
+    ibv_mr* sendMr = nullptr;
+    uint32_t recvKey = 0, sendKey = 0;  // the rings' rkey (receive) and lkey (staging) here
+    uint32_t remoteKey = 0;             // the peer's ring on its rail of the same index
+  };
   struct Link {
     ibv_qp* qp = nullptr;
+    int rail = 0;
     uint32_t psn = 0;
     int outstanding = 0;   // send work requests not completed yet
     uint64_t recvPos = 0;  // stream offset of the next byte this QP delivers
   };
 
+  bool progressRail(Rail& rail);
   void postRecv(int q);
   void post(int q, ibv_send_wr& wr);
   void advance(Link& l, uint64_t bytes);
   void fail(const std::string& why);
   uint64_t received() const;
   uint64_t blockEnd(uint64_t pos) const { return (pos / block_ + 1) * block_; }
+  int readQp(uint32_t ticket) const {  // rail 0's QPs: 0, R, 2R, ...
+    const size_t r = rails_.size(), onRail0 = (links_.size() + r - 1) / r;
+    return static_cast<int>((ticket % onRail0) * r);
+  }
 
   int rank_, peer_;
-  IbDevice& device_;
+  IbDevice& device_;  // rail 0's: the rings come from its pool
   const IbConfig& config_;
   uint64_t block_, ring_;
   int dataLimit_;  // data writes in flight per QP; the rest of the queue is for grants
-  ibv_cq* cq_ = nullptr;
+  std::vector<Rail> rails_;
   std::vector<Link> links_;
   BufferPool::Buffer recvRing_;  // the peer writes here
   BufferPool::Buffer sendRing_;  // staging for what we write to the peer
   uint64_t remoteAddr_ = 0;
-  uint32_t remoteKey_ = 0;
 
   uint64_t sendPos_ = 0;             // bytes accepted by trySend
   uint64_t remoteConsumed_ = 0;      // bytes the peer granted back

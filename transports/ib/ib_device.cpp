@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -57,7 +58,7 @@ std::string gidText(const ibv_gid& gid) {
 
 std::mutex gOpenMutex;
 // Never destroyed: devices live as long as the process (see the header).
-auto* gOpen = new std::map<std::string, std::shared_ptr<IbDevice>>;
+auto* gOpen = new std::map<std::string, std::vector<std::shared_ptr<IbDevice>>>;
 
 }  // namespace
 
@@ -82,70 +83,95 @@ bool anyActivePort(const std::string& hcaSpec) {
   return false;
 }
 
-std::shared_ptr<IbDevice> IbDevice::open(const IbConfig& config) {
+// The first active port of `device` that `filter` allows, opened; null if none. `seen`
+// collects what was found, for the error when nothing is usable.
+std::shared_ptr<IbDevice> IbDevice::openPort(ibv_device* device, const HcaFilter& filter,
+                                             const IbConfig& config, std::string& seen) {
+  const char* name = ibv_get_device_name(device);
+  ibv_context* ctx = ibv_open_device(device);
+  if (!ctx) {
+    seen += std::string(seen.empty() ? "" : ", ") + name + " (cannot open)";
+    return nullptr;
+  }
+  std::shared_ptr<IbDevice> dev(new IbDevice);
+  dev->context_ = ctx;  // closed by the destructor from here on
+  dev->name_ = name;
+  if (ibv_query_device(ctx, &dev->attr_) != 0) return nullptr;
+  for (int p = 1; p <= dev->attr_.phys_port_cnt; ++p) {
+    ibv_port_attr pa{};
+    if (ibv_query_port(ctx, p, &pa) != 0) continue;
+    seen += (seen.empty() ? "" : ", ") + dev->name_ + ":" + std::to_string(p) + " " +
+            stateName(pa.state);
+    if (pa.state != IBV_PORT_ACTIVE || !filter.allows(dev->name_, p)) continue;
+    dev->port_ = p;
+    dev->ethernet_ = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+    dev->lid_ = pa.lid;
+    dev->mtu_ = pa.active_mtu;
+    if (dev->ethernet_) {
+      dev->gidIndex_ = pickGid(gidTable(ctx, p, pa.gid_tbl_len), config.gidIndex);
+      if (dev->gidIndex_ < 0) {
+        seen += " (no usable GID" +
+                (config.gidIndex >= 0 ? " at CHORUS_IB_GID_INDEX=" + std::to_string(config.gidIndex)
+                                      : std::string()) +
+                ")";
+        continue;
+      }
+    } else {
+      dev->gidIndex_ = config.gidIndex >= 0 ? config.gidIndex : 0;
+    }
+    if (ibv_query_gid(ctx, p, dev->gidIndex_, &dev->gid_) != 0)
+      throwSystemError("ib: ibv_query_gid(" + dev->name_ + ", index " +
+                       std::to_string(dev->gidIndex_) + ")");
+    dev->pd_ = ibv_alloc_pd(ctx);
+    if (!dev->pd_) throwSystemError("ib: ibv_alloc_pd on " + dev->name_);
+    int flags = fcntl(ctx->async_fd, F_GETFL);
+    fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
+    dev->cache_ = std::make_unique<RegCache>(
+        dev->pd_, config.regCache,
+        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    dev->pool_ = std::make_unique<BufferPool>(*dev->cache_, config.regCache);
+    logf(LogLevel::Info, "ib: using %s", dev->describe().c_str());
+    return dev;
+  }
+  return nullptr;
+}
+
+std::vector<std::shared_ptr<IbDevice>> IbDevice::openRails(const IbConfig& config) {
   std::lock_guard lock(gOpenMutex);
   const std::string key = config.hca + "|" + std::to_string(config.gidIndex);
   if (auto it = gOpen->find(key); it != gOpen->end()) return it->second;
 
   HcaFilter filter(config.hca);
   DeviceList devices;
+  std::vector<ibv_device*> sorted(devices.list, devices.list + devices.count);
+  // Rail i of one node pairs with rail i of every other: a stable order, by name.
+  std::sort(sorted.begin(), sorted.end(), [](ibv_device* a, ibv_device* b) {
+    return std::strcmp(ibv_get_device_name(a), ibv_get_device_name(b)) < 0;
+  });
+  std::vector<std::shared_ptr<IbDevice>> rails;
   std::string seen;
-  for (int d = 0; d < devices.count; ++d) {
-    const char* name = ibv_get_device_name(devices.list[d]);
-    ibv_context* ctx = ibv_open_device(devices.list[d]);
-    if (!ctx) {
-      seen += std::string(seen.empty() ? "" : ", ") + name + " (cannot open)";
+  for (ibv_device* d : sorted) {
+    auto dev = openPort(d, filter, config, seen);
+    if (!dev) continue;
+    // One connection addresses all its rails alike (GID on RoCE, LID on InfiniBand).
+    if (!rails.empty() && dev->ethernet() != rails[0]->ethernet()) {
+      logf(LogLevel::Info, "ib: not using %s as a rail: its link layer differs from %s's",
+           dev->name().c_str(), rails[0]->name().c_str());
       continue;
     }
-    std::shared_ptr<IbDevice> dev(new IbDevice);
-    dev->context_ = ctx;  // closed by the destructor from here on
-    dev->name_ = name;
-    if (ibv_query_device(ctx, &dev->attr_) != 0) continue;
-    for (int p = 1; p <= dev->attr_.phys_port_cnt; ++p) {
-      ibv_port_attr pa{};
-      if (ibv_query_port(ctx, p, &pa) != 0) continue;
-      seen += (seen.empty() ? "" : ", ") + dev->name_ + ":" + std::to_string(p) + " " +
-              stateName(pa.state);
-      if (pa.state != IBV_PORT_ACTIVE || !filter.allows(dev->name_, p)) continue;
-      dev->port_ = p;
-      dev->ethernet_ = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
-      dev->lid_ = pa.lid;
-      dev->mtu_ = pa.active_mtu;
-      if (dev->ethernet_) {
-        dev->gidIndex_ = pickGid(gidTable(ctx, p, pa.gid_tbl_len), config.gidIndex);
-        if (dev->gidIndex_ < 0) {
-          seen +=
-              " (no usable GID" +
-              (config.gidIndex >= 0 ? " at CHORUS_IB_GID_INDEX=" + std::to_string(config.gidIndex)
-                                    : std::string()) +
-              ")";
-          continue;
-        }
-      } else {
-        dev->gidIndex_ = config.gidIndex >= 0 ? config.gidIndex : 0;
-      }
-      if (ibv_query_gid(ctx, p, dev->gidIndex_, &dev->gid_) != 0)
-        throwSystemError("ib: ibv_query_gid(" + dev->name_ + ", index " +
-                         std::to_string(dev->gidIndex_) + ")");
-      dev->pd_ = ibv_alloc_pd(ctx);
-      if (!dev->pd_) throwSystemError("ib: ibv_alloc_pd on " + dev->name_);
-      int flags = fcntl(ctx->async_fd, F_GETFL);
-      fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
-      dev->cache_ = std::make_unique<RegCache>(dev->pd_, config.regCache,
-                                               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                                                   IBV_ACCESS_REMOTE_READ);
-      dev->pool_ = std::make_unique<BufferPool>(*dev->cache_, config.regCache);
-      logf(LogLevel::Info, "ib: using %s", dev->describe().c_str());
-      gOpen->emplace(key, dev);
-      return dev;
-    }
+    rails.push_back(std::move(dev));
   }
-  throw Error(
-      Result::SystemError,
-      "ib: no active RDMA port" +
-          (config.hca.empty() ? std::string() : " matching CHORUS_IB_HCA='" + config.hca + "'") +
-          " (found: " + (seen.empty() ? "no devices" : seen) + ")");
+  if (rails.empty())
+    throw Error(
+        Result::SystemError,
+        "ib: no active RDMA port" +
+            (config.hca.empty() ? std::string() : " matching CHORUS_IB_HCA='" + config.hca + "'") +
+            " (found: " + (seen.empty() ? "no devices" : seen) + ")");
+  gOpen->emplace(key, rails);
+  return rails;
 }
+
+std::shared_ptr<IbDevice> IbDevice::open(const IbConfig& config) { return openRails(config)[0]; }
 
 IbDevice::~IbDevice() {
   pool_.reset();

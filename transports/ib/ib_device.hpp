@@ -1,8 +1,8 @@
-// One RDMA device port, opened once per process: the first active port that
-// CHORUS_IB_HCA allows, its addressing (LID on InfiniBand, a GID on RoCE), a protection
-// domain, the registration cache and buffer pool, and the device's asynchronous events.
-// Devices stay open for the life of the process (as NCCL's do), so communicators made
-// later reuse their registrations.
+// One RDMA device port, opened once per process: a device's first active port that
+// CHORUS_IB_HCA allows (every allowed device is a rail: openRails), its addressing (LID on
+// InfiniBand, a GID on RoCE), a protection domain, the registration cache and buffer pool, and the
+// device's asynchronous events. Devices stay open for the life of the process (as NCCL's do), so
+// communicators made later reuse their registrations.
 #pragma once
 
 #include "transports/ib/ib_config.hpp"
@@ -15,12 +15,17 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace chorus::ib {
 
 class IbDevice {
  public:
-  // Throws Error(SystemError) naming what was found when no allowed port is active.
+  // Every device with an active port that CHORUS_IB_HCA allows, ordered by name: the
+  // rails a connection stripes its QPs over (QP q on rail q % rails). Throws
+  // Error(SystemError) naming what was found when no allowed port is active.
+  static std::vector<std::shared_ptr<IbDevice>> openRails(const IbConfig& config);
+  // The first rail.
   static std::shared_ptr<IbDevice> open(const IbConfig& config);
   ~IbDevice();
   IbDevice(const IbDevice&) = delete;
@@ -51,6 +56,8 @@ class IbDevice {
 
  private:
   IbDevice() = default;
+  static std::shared_ptr<IbDevice> openPort(ibv_device* device, const HcaFilter& filter,
+                                            const IbConfig& config, std::string& seen);
 
   ibv_context* context_ = nullptr;
   ibv_pd* pd_ = nullptr;

@@ -8,53 +8,61 @@
 namespace chorus::ib {
 namespace {
 
-constexpr uint32_t kMagic = 0x31424943;  // "CIB1"
+constexpr uint32_t kMagic = 0x32424943;  // "CIB2"
 
-struct Header {  // fixed part of the wire record, followed by `qps` QpAddress
+struct Header {  // fixed part of the wire record, then `rails` RailAddress, `qps` QpAddress
   uint32_t magic;
   int32_t from, to;
-  uint8_t ethernet, mtu;
-  uint16_t lid;
-  uint8_t gid[16];
+  uint32_t ethernet;
   uint64_t block, ring, ringAddr;
-  uint32_t rkey;
+  uint32_t rails;
   uint32_t qps;
 };
 
 }  // namespace
 
 std::vector<std::byte> PeerInfo::encode() const {
-  Header h{kMagic, from,  to,   ethernet, mtu,  lid,
-           {},     block, ring, ringAddr, rkey, static_cast<uint32_t>(qps.size())};
-  std::memcpy(h.gid, gid, 16);
-  std::vector<std::byte> out(sizeof(h) + qps.size() * sizeof(QpAddress));
+  Header h{};
+  h.magic = kMagic;
+  h.from = from;
+  h.to = to;
+  h.ethernet = ethernet;
+  h.block = block;
+  h.ring = ring;
+  h.ringAddr = ringAddr;
+  h.rails = static_cast<uint32_t>(rails.size());
+  h.qps = static_cast<uint32_t>(qps.size());
+  const size_t railBytes = rails.size() * sizeof(RailAddress);
+  std::vector<std::byte> out(sizeof(h) + railBytes + qps.size() * sizeof(QpAddress));
   std::memcpy(out.data(), &h, sizeof(h));
-  if (!qps.empty())  // memcpy from an empty vector's null data() is undefined
-    std::memcpy(out.data() + sizeof(h), qps.data(), qps.size() * sizeof(QpAddress));
+  // memcpy from an empty vector's null data() is undefined
+  if (!rails.empty()) std::memcpy(out.data() + sizeof(h), rails.data(), railBytes);
+  if (!qps.empty())
+    std::memcpy(out.data() + sizeof(h) + railBytes, qps.data(), qps.size() * sizeof(QpAddress));
   return out;
 }
 
 PeerInfo PeerInfo::decode(std::span<const std::byte> bytes, int peer) {
   Header h{};
   if (bytes.size() >= sizeof(h)) std::memcpy(&h, bytes.data(), sizeof(h));
-  // 1..128 QPs (CHORUS_IB_QPS_PER_CONNECTION); the size must match exactly.
-  if (bytes.size() < sizeof(h) || h.magic != kMagic || h.qps == 0 || h.qps > 128 ||
-      bytes.size() != sizeof(h) + h.qps * sizeof(QpAddress))
+  // 1..128 QPs (CHORUS_IB_QPS_PER_CONNECTION), 1..64 rails; the size must match exactly.
+  if (bytes.size() < sizeof(h) || h.magic != kMagic || h.qps == 0 || h.qps > 128 || h.rails == 0 ||
+      h.rails > 64 ||
+      bytes.size() != sizeof(h) + h.rails * sizeof(RailAddress) + h.qps * sizeof(QpAddress))
     throw Error(Result::InvalidUsage,
                 "ib: malformed connection record from rank " + std::to_string(peer));
   PeerInfo p;
   p.from = h.from;
   p.to = h.to;
-  p.ethernet = h.ethernet;
-  p.mtu = h.mtu;
-  p.lid = h.lid;
-  std::memcpy(p.gid, h.gid, 16);
+  p.ethernet = static_cast<uint8_t>(h.ethernet);
   p.block = h.block;
   p.ring = h.ring;
   p.ringAddr = h.ringAddr;
-  p.rkey = h.rkey;
+  p.rails.resize(h.rails);
+  std::memcpy(p.rails.data(), bytes.data() + sizeof(h), h.rails * sizeof(RailAddress));
   p.qps.resize(h.qps);
-  std::memcpy(p.qps.data(), bytes.data() + sizeof(h), h.qps * sizeof(QpAddress));
+  std::memcpy(p.qps.data(), bytes.data() + sizeof(h) + h.rails * sizeof(RailAddress),
+              h.qps * sizeof(QpAddress));
   return p;
 }
 
@@ -84,7 +92,7 @@ ibv_qp* createQp(IbDevice& device, ibv_cq* cq, const IbConfig& config) {
 }
 
 void connectQp(ibv_qp* qp, IbDevice& device, const IbConfig& config, uint32_t localPsn,
-               const PeerInfo& remote, const QpAddress& remoteQp, int peer) {
+               bool ethernet, const RailAddress& remote, const QpAddress& remoteQp, int peer) {
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_RTR;
   attr.path_mtu = std::min(device.mtu(), static_cast<ibv_mtu>(remote.mtu));
@@ -94,7 +102,7 @@ void connectQp(ibv_qp* qp, IbDevice& device, const IbConfig& config, uint32_t lo
   attr.min_rnr_timer = 12;  // 0.64 ms before a sender retries a write nobody posted for
   attr.ah_attr.port_num = static_cast<uint8_t>(device.port());
   attr.ah_attr.sl = static_cast<uint8_t>(config.serviceLevel);
-  if (remote.ethernet) {
+  if (ethernet) {
     attr.ah_attr.is_global = 1;
     std::memcpy(attr.ah_attr.grh.dgid.raw, remote.gid, 16);
     attr.ah_attr.grh.sgid_index = static_cast<uint8_t>(device.gidIndex());

@@ -1,6 +1,8 @@
 // The verbs transport: one IbChannel per peer (RC QPs, RDMA WRITE_WITH_IMM into the
 // peer's ring, receiver-granted credits), connected through the store, and a wait on
-// the completion channel plus the device's asynchronous events.
+// the completion channels plus the devices' asynchronous events. Every device that
+// CHORUS_IB_HCA allows is a rail: each connection has at least one QP per rail and
+// stripes its blocks over them (ib_channel.hpp).
 //
 // Liveness: a peer that dies is reported by the communicator's store watch (it does not
 // depend on the transport); the transport adds what the fabric says: failed work
@@ -47,14 +49,20 @@ class IbTransport final : public Transport {
     channels_.resize(nranks_);
     if (nranks_ <= 1) return;
     if (ctx.store == nullptr) throwInvalid("ib: no store to rendezvous through");
-    device_ = ib::IbDevice::open(config_);
-    fitToDevice();
-    events_ = ibv_create_comp_channel(device_->context());
-    if (!events_) throwSystemError("ib: ibv_create_comp_channel");
-    fcntl(events_->fd, F_SETFL, fcntl(events_->fd, F_GETFL) | O_NONBLOCK);
+    devices_ = ib::IbDevice::openRails(config_);
+    device_ = devices_[0];
+    fitToDevices();
+    std::vector<ib::IbDevice*> rails;
+    for (auto& d : devices_) {
+      rails.push_back(d.get());
+      ibv_comp_channel* events = ibv_create_comp_channel(d->context());
+      if (!events) throwSystemError("ib: ibv_create_comp_channel on " + d->name());
+      fcntl(events->fd, F_SETFL, fcntl(events->fd, F_GETFL) | O_NONBLOCK);
+      events_.push_back(events);
+    }
     for (int p = 0; p < nranks_; ++p) {
       if (p == rank_) continue;
-      channels_[p] = std::make_unique<ib::IbChannel>(rank_, p, *device_, config_, events_);
+      channels_[p] = std::make_unique<ib::IbChannel>(rank_, p, rails, config_, events_);
       auto info = channels_[p]->localInfo().encode();
       ctx.store->set(key(rank_, p), info);
     }
@@ -76,15 +84,17 @@ class IbTransport final : public Transport {
     peerMemory_ = std::make_unique<ib::IbPeerMemory>(
         *device_, config_.block,
         [this](int peer) -> ib::IbChannel& { return *channels_.at(peer); });
-    asyncSeen_ = device_->asyncGeneration();
+    asyncSeen_ = asyncGeneration();
+    std::string names;
+    for (auto& d : devices_) names += (names.empty() ? "" : ", ") + d->describe();
     logf(LogLevel::Info, "rank %d: ib transport on %s, %d QP(s) per peer, block %zu, ring %zu",
-         rank_, device_->describe().c_str(), config_.qps, config_.block, config_.ring);
+         rank_, names.c_str(), config_.qps, config_.block, config_.ring);
   }
 
   ~IbTransport() override {
     peerMemory_.reset();  // its pins before the QPs it reads through
-    channels_.clear();    // QPs and CQs first, then their completion channel
-    if (events_) ibv_destroy_comp_channel(events_);
+    channels_.clear();    // QPs and CQs first, then their completion channels
+    for (ibv_comp_channel* e : events_) ibv_destroy_comp_channel(e);
   }
 
   const char* name() const override { return "ib"; }
@@ -111,8 +121,12 @@ class IbTransport final : public Transport {
 
   void wait(uint64_t, Deadline deadline) override {
     throwIfFailed();
-    if (!events_) return;
-    pollfd fds[2] = {{events_->fd, POLLIN, 0}, {device_->asyncFd(), POLLIN, 0}};
+    if (events_.empty()) return;
+    std::vector<pollfd> fds;  // each rail's completion channel, then its async events
+    for (size_t r = 0; r < devices_.size(); ++r) {
+      fds.push_back({events_[r]->fd, POLLIN, 0});
+      fds.push_back({devices_[r]->asyncFd(), POLLIN, 0});
+    }
     timespec ts{};
     timespec* timeout = nullptr;
     if (deadline != Deadline::max()) {
@@ -121,14 +135,16 @@ class IbTransport final : public Transport {
       ts = {static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
       timeout = &ts;
     }
-    int n = ::ppoll(fds, 2, timeout, nullptr);
+    int n = ::ppoll(fds.data(), fds.size(), timeout, nullptr);
     if (n < 0 && errno != EINTR) throwSystemError("ib: poll");
-    if (n > 0 && fds[0].revents) {
-      ibv_cq* cq = nullptr;
-      void* owner = nullptr;
-      while (ibv_get_cq_event(events_, &cq, &owner) == 0) ibv_ack_cq_events(cq, 1);
+    for (size_t r = 0; n > 0 && r < devices_.size(); ++r) {
+      if (fds[2 * r].revents) {
+        ibv_cq* cq = nullptr;
+        void* owner = nullptr;
+        while (ibv_get_cq_event(events_[r], &cq, &owner) == 0) ibv_ack_cq_events(cq, 1);
+      }
+      if (fds[2 * r + 1].revents) devices_[r]->drainAsyncEvents();
     }
-    if (n > 0 && fds[1].revents) device_->drainAsyncEvents();
     throwIfFailed();
   }
 
@@ -140,8 +156,7 @@ class IbTransport final : public Transport {
   // connection is not by itself a peer's death, so nothing is thrown here. Deaths come
   // from the store's watch, as for tcp and ucx.
   void checkPeers() override {
-    if (!device_) return;
-    device_->drainAsyncEvents();
+    for (auto& d : devices_) d->drainAsyncEvents();
     markAsyncFailures();
   }
 
@@ -150,16 +165,31 @@ class IbTransport final : public Transport {
     return "ib/" + std::to_string(from) + "/" + std::to_string(to);
   }
 
-  // Queue depths within what the device allows.
-  void fitToDevice() {
-    const auto& a = device_->attr();
-    config_.sendDepth = std::min(config_.sendDepth, a.max_qp_wr);
-    config_.recvDepth = std::min(config_.recvDepth, a.max_qp_wr);
-    const int perQp = std::max(1, a.max_cqe / config_.qps);
-    if (config_.sendDepth + config_.recvDepth > perQp) {
-      config_.sendDepth = std::max(4, std::min(config_.sendDepth, perQp / 4));
-      config_.recvDepth = std::max(4, perQp - config_.sendDepth);
+  // At least one QP per rail (so that every rail carries blocks), and queue depths within
+  // what every device allows.
+  void fitToDevices() {
+    const int rails = static_cast<int>(devices_.size());
+    if (config_.qps < rails) {
+      config_.qps = rails;
+      const size_t ring = std::max(config_.ring, 2 * config_.block * config_.qps);
+      config_.ring = (ring + config_.block - 1) / config_.block * config_.block;
     }
+    for (auto& d : devices_) {
+      const auto& a = d->attr();
+      config_.sendDepth = std::min(config_.sendDepth, a.max_qp_wr);
+      config_.recvDepth = std::min(config_.recvDepth, a.max_qp_wr);
+      const int perQp = std::max(1, a.max_cqe / config_.qps);
+      if (config_.sendDepth + config_.recvDepth > perQp) {
+        config_.sendDepth = std::max(4, std::min(config_.sendDepth, perQp / 4));
+        config_.recvDepth = std::max(4, perQp - config_.sendDepth);
+      }
+    }
+  }
+
+  uint64_t asyncGeneration() const {
+    uint64_t g = 0;
+    for (auto& d : devices_) g += d->asyncGeneration();
+    return g;
   }
 
   // A broken connection fails the communicator now, not only when the engine next
@@ -173,8 +203,8 @@ class IbTransport final : public Transport {
   }
 
   void markAsyncFailures() {
-    if (device_ && device_->asyncGeneration() != asyncSeen_) {
-      asyncSeen_ = device_->asyncGeneration();
+    if (const uint64_t g = asyncGeneration(); g != asyncSeen_) {
+      asyncSeen_ = g;
       for (auto& c : channels_) {
         if (c) c->checkAsyncFailures();
       }
@@ -183,8 +213,9 @@ class IbTransport final : public Transport {
 
   int rank_, nranks_;
   ib::IbConfig config_;
-  std::shared_ptr<ib::IbDevice> device_;
-  ibv_comp_channel* events_ = nullptr;
+  std::vector<std::shared_ptr<ib::IbDevice>> devices_;    // the rails
+  std::shared_ptr<ib::IbDevice> device_;                  // rail 0: one-sided reads
+  std::vector<ibv_comp_channel*> events_;                 // one per rail
   std::vector<std::unique_ptr<ib::IbChannel>> channels_;  // null for this rank
   std::unique_ptr<ib::IbPeerMemory> peerMemory_;          // RDMA READ of peers' buffers
   uint64_t asyncSeen_ = 0;

@@ -1,0 +1,191 @@
+#!/bin/sh
+# One node of two_nodes.sh, run inside its qemu guest (cwd /mnt, the guest's own writable
+# share; /mnt/common is written by both guests). /mnt/env sets NODE (0 or 1), BUILD, SRC.
+# Rail i is this guest's NIC with MAC 52:54:00:80:0i:0<node>, 10.80.i.<node+1>/24, and
+# rxe<i> on it. Ranks 2*NODE and 2*NODE+1 run here (shm between them, CHORUS_NET=ib to the
+# other node); rank 0 (node 0) hosts the store on 10.80.0.1. Parts, in step on both nodes:
+#   allreduce  a fixed sample (every 7th) of --quick's all-reduce cases: every type and
+#              op, in and out of place, checked element by element on every rank; rxe0;
+#   stripe     chorus-perf all-reduce (checked results) with CHORUS_IB_HCA=rxe0,rxe1 and 4
+#              QPs per connection: both rxe devices and both NICs must carry the traffic
+#              (hw_counters and the NICs' byte counters, before and after);
+#   kill       node 1 SIGKILLs rank 3 in the middle of an all-reduce loop: every other rank
+#              must exit with an error naming rank 3 within DETECT_S seconds.
+# Prints PASS/FAIL per part; exits non-zero if any failed. Every wait has a deadline.
+. /mnt/env
+C=/mnt/common
+PARTS=${PARTS:-*}
+DETECT_S=${DETECT_S:-20}
+set -f
+status=0
+me=$((NODE + 1))
+other=$((2 - NODE))
+hostname "chorus-node$NODE"
+ip link set lo up
+
+nic_of() {  # nic_of RAIL: the interface holding this node's MAC of that rail
+  for d in $(ls /sys/class/net); do
+    [ "$(cat "/sys/class/net/$d/address")" = "52:54:00:80:0$1:0$NODE" ] && echo "$d" && return 0
+  done
+  return 1
+}
+for rail in 0 1; do
+  nic=$(nic_of $rail) || { echo "FAIL: no NIC for rail $rail"; ls /sys/class/net; exit 1; }
+  eval "NIC$rail=$nic"
+  ip addr add "10.80.$rail.$me/24" dev "$nic" && ip link set "$nic" up &&
+    rdma link add "rxe$rail" type rxe netdev "$nic" ||
+    { echo "FAIL: rail $rail: could not set up $nic / rxe$rail"; exit 1; }
+done
+
+wait_for() {  # wait_for SECONDS WHAT COMMAND...: polls COMMAND until it succeeds
+  limit=$1; what=$2; shift 2
+  end=$(($(date +%s) + limit))
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$end" ] || { echo "FAIL: no $what within $limit s"; return 1; }
+    sleep 0.2
+  done
+}
+for rail in 0 1; do
+  wait_for 90 "answer from 10.80.$rail.$other (the other node, rail $rail)" \
+    busybox ping -c 1 -W 1 "10.80.$rail.$other" || exit 1
+done
+ibv_devinfo | grep -E 'hca_id|state'
+
+wanted() {
+  for pattern in $PARTS; do case "$1" in $pattern) return 0 ;; esac; done
+  return 1
+}
+
+# barrier NAME: both nodes reached NAME (files in the common share).
+barrier() {
+  : > "$C/$1.node$NODE"
+  wait_for 120 "node $((1 - NODE)) at $1" test -e "$C/$1.node$((1 - NODE))"
+}
+
+# ranks PART PORT SECONDS [VAR=VALUE...] COMMAND...: starts this node's two ranks of a
+# 4-rank job whose store (rank 0's) listens on 10.80.0.1:PORT; logs in
+# $C/PART.rank<r>.log; each is killed after SECONDS. Sets pid0/pid1 (the timeout
+# processes of local ranks 0 and 1); collect with reap.
+ranks() {
+  part=$1; port=$2; secs=$3; shift 3
+  for local in 0 1; do
+    r=$((2 * NODE + local))
+    timeout -s KILL "$secs" env CHORUS_RANK=$r CHORUS_WORLD_SIZE=4 CHORUS_LOCAL_RANK=$local \
+      CHORUS_LOCAL_SIZE=2 CHORUS_ADDR=10.80.0.1 CHORUS_PORT="$port" \
+      CHORUS_JOB_SECRET=two-nodes-$part CHORUS_TRANSPORT=auto CHORUS_NET=ib \
+      CHORUS_SOCKET_IFNAME="$NIC0" "$@" > "$C/$part.rank$r.log" 2>&1 &
+    eval "pid$local=$!"
+  done
+}
+reap() {  # reap: waits for both ranks; rc0/rc1 their exit codes
+  wait "$pid0"; rc0=$?
+  wait "$pid1"; rc1=$?
+}
+verdict() {  # verdict PART OK SECONDS: prints PASS/FAIL and the ranks' last lines on failure
+  if [ "$2" = 1 ]; then
+    echo "PASS $1 ($3 s)"
+  else
+    echo "FAIL $1 ($3 s): rank exits $rc0 $rc1"
+    for local in 0 1; do
+      echo "--- rank $((2 * NODE + local))"; tail -n 15 "$C/$1.rank$((2 * NODE + local)).log"
+    done
+    status=1
+  fi
+}
+elapsed() { awk "BEGIN{printf \"%.1f\", $(date +%s.%N)-$1}"; }
+
+COLL="$BUILD/tests/multiproc/chorus_collectives_test"
+PERF="$BUILD/perf/chorus-perf"
+
+if wanted allreduce; then
+  barrier allreduce || exit 1
+  t=$(date +%s.%N)
+  ranks allreduce 29501 150 CHORUS_IB_HCA=rxe0 "$COLL" --quick --only allReduce --every 7 \
+    --expect-layout "2 nodes: 0-1 | 2-3"
+  reap
+  ok=0; [ "$rc0" = 0 ] && [ "$rc1" = 0 ] && ok=1
+  verdict allreduce $ok "$(elapsed "$t")"
+fi
+
+counters() {  # counters: "rxe0_sent rxe0_rcvd rxe1_sent rxe1_rcvd nic0_tx nic0_rx nic1_tx nic1_rx"
+  for d in rxe0 rxe1; do
+    h=/sys/class/infiniband/$d/ports/1/hw_counters
+    printf '%s %s ' "$(cat $h/sent_pkts)" "$(cat $h/rcvd_pkts)"
+  done
+  for n in "$NIC0" "$NIC1"; do
+    s=/sys/class/net/$n/statistics
+    printf '%s %s ' "$(cat $s/tx_bytes)" "$(cat $s/rx_bytes)"
+  done
+  echo
+}
+
+if wanted stripe; then
+  barrier stripe || exit 1
+  t=$(date +%s.%N)
+  before=$(counters)
+  # 256 KiB all-reduce, float sum: 4 QPs per connection of 16 KiB blocks, QPs spread
+  # over both devices; -c 1 checks every rank's result (chorus-perf exits non-zero when
+  # one is wrong).
+  ranks stripe 29502 120 CHORUS_IB_HCA=rxe0,rxe1 CHORUS_IB_QPS_PER_CONNECTION=4 \
+    CHORUS_IB_BLOCK=16K "$PERF" -b 256K -e 256K -n 4 -w 1 -c 1 -T 0
+  reap
+  after=$(counters)
+  echo "stripe counters before: $before"
+  echo "stripe counters after:  $after"
+  # Each rail must have carried a real share: at least 256 packets sent and received on
+  # each rxe device, and 256 KiB each way on each NIC (half of what crosses: ~2 MiB).
+  share=$(echo "$before $after" | awk '{
+    ok = 1
+    for (i = 1; i <= 4; i++) if ($(i + 8) - $i < 256) ok = 0
+    for (i = 5; i <= 8; i++) if ($(i + 8) - $i < 262144) ok = 0
+    printf "%d rxe0 +%d/+%d pkts, rxe1 +%d/+%d pkts, nic0 +%d/+%d B, nic1 +%d/+%d B", ok,
+      $9-$1, $10-$2, $11-$3, $12-$4, $13-$5, $14-$6, $15-$7, $16-$8 }')
+  echo "stripe traffic: ${share#* }"
+  ok=0; [ "$rc0" = 0 ] && [ "$rc1" = 0 ] && [ "${share%% *}" = 1 ] && ok=1
+  verdict stripe $ok "$(elapsed "$t")"
+fi
+
+if wanted kill; then
+  barrier kill || exit 1
+  t=$(date +%s.%N)
+  # An all-reduce loop far longer than the test: it ends only by the error.
+  ranks kill 29503 120 CHORUS_IB_HCA=rxe0 "$PERF" -b 64K -e 64K -n 1000000 -w 0 -c 0 -T 0
+  ok=1
+  if [ "$NODE" = 1 ]; then
+    # Rank 0 prints the device table once the communicator is up; then everyone loops.
+    if wait_for 90 "communicator (rank 0's device table)" grep -q 'Rank  3' "$C/kill.rank0.log"; then
+      sleep 2
+      # rank 3: the child of its timeout process (no pkill: procps may be absent)
+      victim=$(cat "/proc/$pid1/task/$pid1/children")
+      [ -n "$victim" ] && kill -KILL $victim && : > "$C/kill.killed"
+    else
+      ok=0
+    fi
+  else
+    wait_for 100 "kill of rank 3 by node 1" test -e "$C/kill.killed" || ok=0
+  fi
+  seen=$(date +%s.%N)
+  reap
+  took=$(elapsed "$seen")
+  # Survivors: a non-zero exit, within DETECT_S of the kill, with an error naming rank 3.
+  survivors="0 1"; [ "$NODE" = 1 ] && survivors=0
+  for local in $survivors; do
+    r=$((2 * NODE + local)); eval "rc=\$rc$local"
+    if [ "$rc" = 0 ] || [ "$rc" = 137 ] || ! grep -q 'rank 3' "$C/kill.rank$r.log"; then
+      echo "kill: rank $r exited $rc without naming rank 3"; ok=0
+    fi
+  done
+  if awk "BEGIN{exit !($took > $DETECT_S)}"; then
+    echo "kill: the survivors took $took s (limit $DETECT_S s)"; ok=0
+  fi
+  echo "kill: survivors on node $NODE exited $took s after the kill; rank $((2 * NODE)) said:"
+  grep -m 1 'rank 3' "$C/kill.rank$((2 * NODE)).log"
+  verdict kill $ok "$(elapsed "$t")"
+fi
+# Retransmissions and errors on the rails (rxe's counters), for the record.
+for d in rxe0 rxe1; do
+  h=/sys/class/infiniband/$d/ports/1/hw_counters
+  echo "$d: $(for f in duplicate_request out_of_seq_request rcvd_seq_err completer_retry_err retry_exceeded_err; do
+    printf '%s=%s ' $f "$(cat $h/$f 2>/dev/null)"; done)"
+done
+exit $status

@@ -114,8 +114,8 @@ TEST(SimReplayRules, SendingAndReceivingAtOnceShareTheCpu) {
 // The fabric's keys: a rank's share of the host's cores counts the other tenants' load,
 // and the transport rate is a core's rate at that share.
 TEST(SimReplayRules, FabricTransportAtTheRanksShareOfTheHost) {
-  const Fabric f = parseFabric(
-      "nodes 1\ngpus_per_node 2\nhost_cores 2\nhost_load 6\ntransport_gbps 2\n");
+  const Fabric f =
+      parseFabric("nodes 1\ngpus_per_node 2\nhost_cores 2\nhost_load 6\ntransport_gbps 2\n");
   EXPECT_DOUBLE_EQ(f.cpuShare(), 2.0 / 8);
   EXPECT_DOUBLE_EQ(FabricNetwork(f).transportBytesPerUs(), 2000 * 2.0 / 8);
   EXPECT_EQ(FabricNetwork(parseFabric("nodes 1\n")).transportBytesPerUs(), 0);

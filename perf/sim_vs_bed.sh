@@ -19,7 +19,12 @@
 # measured payload), and the bed's tuner decides from the same figures. The host's cores
 # are shared by every rank of every node (host_cores): the probe scales a rank's local
 # rates by its node's share (cores / ranks on the node), the fabric gets one core's rates
-# back (divided by that share) and shares the host's cores among all K x N ranks.
+# back (divided by that share) and shares the host's cores among all K x N ranks and the
+# other tenants' runnable threads (host_load: the load average sampled during the run,
+# less the bed's ranks). TCP moves every byte through the CPU at both ends (the copy into
+# the kernel and out of it), on the same CPU as the rank's reductions: transport_gbps, a
+# core's rate for that copy (TRANSPORT_GBPS, default 2.2: fitted once to the recorded
+# runs in perf/data/sim_vs_bed/, docs/sim.md), taken at the rank's share of the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sim=${SIM:-$PWD/build/tools/chorus-sim}
@@ -27,7 +32,12 @@ cores=${HOST_CORES:-$(nproc)}
 
 # The bed's fabric from a bed log (rank 0's probe lines): fabric_of LOG K N LAYOUT
 fabric_of() {
-  awk -v k="$2" -v n="$3" -v layout="$4" -v cores="$cores" '
+  local load=${HOST_LOAD:-}
+  if [[ -z $load && -s ${1%.log}.load ]]; then  # mean 1-minute load during the run, less the ranks
+    load=$(awk -v r=$(($2 * $3)) '{ s += $1; c++ } END { l = s / c - r; printf "%.1f", (l > 0 ? l : 0) }' "${1%.log}.load")
+  fi
+  awk -v k="$2" -v n="$3" -v layout="$4" -v cores="$cores" -v load="${load:-0}" \
+    -v transport="${TRANSPORT_GBPS:-2.2}" '
     /^\[0\].*tuning \(probe\):/ { within = $0 }
     /^\[0\].*tuning between nodes/ { between = $0 }
     function get(line, key,   m) { return match(line, key "=[0-9.e+-]+") ? substr(line, RSTART + length(key) + 1, RLENGTH - length(key) - 1) : "" }
@@ -40,6 +50,7 @@ fabric_of() {
       printf "nic_latency_us %s\nnic_gbps %.4f\n", get(between, "latency_us"), get(between, "bytes_per_us") * 8 / 1000
       printf "overhead_us %.3f\n", (get(within, "overhead_us") + get(between, "overhead_us")) / 2
       printf "reduce_gbps %.4f\ncopy_gbps %.4f\nhost_cores %d\n", get(within, "reduce_bytes_per_us") / 1000 / share, get(within, "copy_bytes_per_us") / 1000 / share, cores
+      printf "host_load %s\ntransport_gbps %s\n", load, transport
     }' "$1"
 }
 
@@ -91,9 +102,13 @@ bed=tests/testbed/netns_bed.sh perf=$PWD/build/perf/chorus-perf
 mkdir -p "$out"
 for layout in $layouts; do
   k=${layout%x*} n=${layout#*x}
+  # the host's load while the bed runs (host_load in the fabric)
+  (while :; do cut -d' ' -f1 /proc/loadavg; sleep 10; done) >"$out/bed_$layout.load" &
+  sampler=$!
   $bed run -k "$k" -m 1 -r "${mbit}mbit" -n "$n" -t 1200 -e CHORUS_TUNE_PROBE=1 \
     -e CHORUS_DEBUG=INFO -- \
     "$perf" -t allreduce -A each -b 64K -e 64M -f 4 -K "$rounds" -n 2 -w 1 -T "$min_ms" >"$out/bed_$layout.log" 2>&1
+  kill "$sampler"
   sed -n 's/^\[0\] //p' "$out/bed_$layout.log" | grep -v 'CHORUS INFO' >"$out/bed_$layout.txt"
   compare "$out" "$layout"
 done

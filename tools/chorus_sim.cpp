@@ -133,15 +133,11 @@ std::string fit(double v, int width) {
 
 // Algorithms whose every step has its own flow pattern (p - 1 patterns of p flows each):
 // beyond this many ranks their flow-level solve is too slow to be worth it.
-// Hierarchical schedules order their last phase by absolute piece, so they are not
-// shift-symmetric (no compression) and one rank's schedule takes O(nodes^2) to build.
 const char* tooCostly(const Algorithm& a, int n) {
   const bool quadratic = !std::strcmp(a.name, "oneshot") || !std::strcmp(a.name, "twoshot") ||
                          !std::strcmp(a.name, "pairwise");
   if (quadratic && n > 2048)
     return "every step has its own flow pattern (p - 1 patterns of p flows)";
-  if (!std::strncmp(a.name, "hier", 4) && n > 4096)
-    return "not shift-symmetric (no compression) and O(nodes^2) to build per rank";
   return nullptr;
 }
 

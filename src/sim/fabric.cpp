@@ -107,6 +107,8 @@ const std::map<std::string, Setter>& setters() {
     add("reduce_gbps", &Fabric::reduceGBps);
     add("copy_gbps", &Fabric::copyGBps);
     add("host_cores", &Fabric::hostCores);
+    add("host_load", &Fabric::hostLoad);
+    add("transport_gbps", &Fabric::transportGBps);
     add("seed", &Fabric::seed);
     t["name"] = [](Fabric& f, const std::string& v) {
       f.name = v;
@@ -126,7 +128,8 @@ void validate(const Fabric& f, const std::string& where) {
     fail("rates must be > 0");
   if (!(f.spineOversub >= 1 && f.coreOversub >= 1)) fail("oversubscription must be >= 1");
   if (!(f.efficiency > 0 && f.efficiency <= 1)) fail("efficiency must be in (0, 1]");
-  if (!(f.hostCores >= 0)) fail("host_cores must be >= 0");
+  if (!(f.hostCores >= 0 && f.hostLoad >= 0)) fail("host_cores, host_load must be >= 0");
+  if (!(f.transportGBps >= 0)) fail("transport_gbps must be >= 0");
   if (f.nvlinkLatencyUs < 0 || f.nicLatencyUs < 0 || f.hopLatencyUs < 0 || f.overheadUs < 0)
     fail("latencies must be >= 0");
   if (static_cast<long long>(f.nodes) * f.gpusPerNode > (1 << 24)) fail("too many GPUs");
@@ -146,9 +149,15 @@ std::string Fabric::describe() const {
   std::string line = text;
   if (hostCores > 0) {
     std::snprintf(text, sizeof(text),
-                  "# host: %g cores shared by all %d ranks (x %.3f of one core's reduce %.2f, "
-                  "copy %.2f GB/s)\n",
-                  hostCores, gpus(), cpuShare(), reduceGBps, copyGBps);
+                  "# host: %g cores shared by all %d ranks and a load of %g (x %.3f of one core's "
+                  "reduce %.2f, copy %.2f GB/s)\n",
+                  hostCores, gpus(), hostLoad, cpuShare(), reduceGBps, copyGBps);
+    line += text;
+  }
+  if (transportGBps > 0) {
+    std::snprintf(text, sizeof(text),
+                  "# transport on the CPU (TCP): %.3f GB/s a core at each end (x %.3f)\n",
+                  transportGBps, cpuShare());
     line += text;
   }
   return line;

@@ -49,11 +49,22 @@ struct Fabric {
   // and copy_gbps are one core's rates, and each rank gets its share of the cores:
   // rate x min(1, host_cores / ranks). 0: every GPU has its own (the rates as given).
   double hostCores = 0;
+  // Other tenants' runnable threads on those cores (the host's load average less the
+  // ranks'): a rank's share is then host_cores / (ranks + host_load).
+  double hostLoad = 0;
+  // TCP rather than DMA: a message's bytes cost its sender's CPU (the copy into the
+  // kernel) and its receiver's (the copy out) at this rate per core, on the same CPU as
+  // the rank's reductions (with host_cores, each rank's share of the cores). So a rank that
+  // sends and receives at once, or reduces while it sends, does them one after the other.
+  // 0: the transport costs no CPU (GPUs: RDMA and NVLink copy engines).
+  double transportGBps = 0;
   unsigned seed = 1;  // ECMP hash seed
 
   int gpus() const { return nodes * gpusPerNode; }
   // The share of its copy and reduce rates each rank gets (hostCores).
-  double cpuShare() const { return hostCores > 0 ? std::min(1.0, hostCores / gpus()) : 1.0; }
+  double cpuShare() const {
+    return hostCores > 0 ? std::min(1.0, hostCores / (gpus() + hostLoad)) : 1.0;
+  }
   // One paragraph: the figures this fabric was built from.
   std::string describe() const;
 };

@@ -45,6 +45,9 @@ class FabricNetwork final : public NetworkModel {
     return fabric_.reduceGBps * 1000 * fabric_.cpuShare();
   }
   double copyBytesPerUs() const override { return fabric_.copyGBps * 1000 * fabric_.cpuShare(); }
+  double transportBytesPerUs() const override {
+    return fabric_.transportGBps * 1000 * fabric_.cpuShare();
+  }
   bool wantsTraffic() const override { return true; }
   void prepare(const Traffic& traffic) override;
   MessageCost message(int from, int to, int ordinal, double bytes) const override;

@@ -40,6 +40,10 @@ class NetworkModel {
   virtual int ports() const = 0;
   virtual double reduceBytesPerUs() const = 0;
   virtual double copyBytesPerUs() const = 0;
+  // Rate at which a rank's CPU moves a message's bytes through its transport, at the
+  // sender (into the kernel) and again at the receiver (out of it): TCP's copies. 0: the
+  // transport costs no CPU per byte (DMA: RDMA, NVLink copy engines).
+  virtual double transportBytesPerUs() const { return 0; }
   // Flow-level models see the whole traffic before any message is timed.
   virtual bool wantsTraffic() const { return false; }
   virtual void prepare(const Traffic&) {}

@@ -43,6 +43,7 @@ class Replay {
         net_(net),
         ports_(net.ports()),
         sliceBytes_(static_cast<double>(sliceBytes)),
+        transportBytesPerUs_(net.transportBytesPerUs()),
         queues_(nranks) {
     sendBegin_.reserve(replayed + 1);
   }
@@ -206,9 +207,10 @@ class Replay {
       case StepKind::Send:
         return selfMessage(n) ? b / net_.copyBytesPerUs() : n.cost.overheadUs + n.cost.wireUs;
       case StepKind::Recv:
-        return selfMessage(n) ? 0 : n.cost.overheadUs;
+        return selfMessage(n) ? 0 : n.cost.overheadUs + transportCpu(n);
       case StepKind::RecvReduce:
-        return (selfMessage(n) ? 0 : n.cost.overheadUs) + b / net_.reduceBytesPerUs();
+        return (selfMessage(n) ? 0 : n.cost.overheadUs + transportCpu(n)) +
+               b / net_.reduceBytesPerUs();
       case StepKind::Reduce:
         return b / net_.reduceBytesPerUs();
       case StepKind::Copy:
@@ -222,6 +224,10 @@ class Replay {
         return b / net_.reduceBytesPerUs();
     }
     return 0;
+  }
+  // CPU time of the transport's copy of a message at one end (0 without such a cost).
+  double transportCpu(const Node& n) const {
+    return transportBytesPerUs_ > 0 ? wireBytes(n) / transportBytesPerUs_ : 0;
   }
   double sliceCost(const Node& n) const {
     const double b = bytes(n);
@@ -342,6 +348,12 @@ class Replay {
           ingressFree_[static_cast<size_t>(ports_) * (n.peer % replayed_) + n.cost.port];
       ingress = std::max(ingress, start) + cost;
       n.finish = std::max(n.finish, ingress);
+      // The sender's CPU copies the bytes into the transport while the port sends them.
+      if (const double copy = transportCpu(n); copy > 0) {
+        double& cpu = free_[cpuOf(n.rank)];
+        cpu = std::max(cpu, start) + copy;
+        n.finish = std::max(n.finish, cpu);
+      }
     }
   }
 
@@ -351,6 +363,7 @@ class Replay {
   NetworkModel& net_;
   const int ports_;
   const double sliceBytes_;
+  const double transportBytesPerUs_;
   std::vector<Node> nodes_;
   std::vector<SendRef> sends_;
   std::vector<size_t> sendBegin_;

@@ -14,6 +14,11 @@
 //   and the call's 32-byte header on the first message of each peer queue.
 // - RecvReduce and Reduce cost B / reduce rate, Copy B / copy rate, all on the rank's one
 //   CPU, serially (again a budget). A send to oneself is a copy.
+// - A transport that moves bytes with the CPU (the network's transportBytesPerUs > 0: TCP)
+//   costs each message's wire bytes / that rate on the sender's CPU (from when its port
+//   starts sending) and again in the receive step on the receiver's CPU: a rank that sends
+//   and receives at once, or reduces meanwhile, does them one after the other. 0 (the
+//   tuner's links, GPU fabrics): no such cost.
 // - `after` with equal element counts pipelines element by element. The approximation:
 //   the dependent starts once its producer has started and finishes no earlier than
 //   producer's finish + its own cost of one slice (kPipelineSliceBytes), the last slice

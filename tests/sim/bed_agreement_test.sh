@@ -11,7 +11,7 @@ set -euo pipefail
 sim=$1 root=$2
 # layout:within 25%:sizes where the simulated winner = the tuner's pick, as recorded
 # (perf/data/sim_vs_bed/bed_*.txt say when and under what load)
-want="2x2:18:6 3x2:11:2"
+want="2x2:31:1 3x2:25:6"
 out=$(SIM=$sim "$root/perf/sim_vs_bed.sh" --compare "$root/perf/data/sim_vs_bed" "2x2 3x2")
 echo "$out"
 bad=0

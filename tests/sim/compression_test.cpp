@@ -4,7 +4,7 @@
 // classes on 2-rank nodes (the tuner's), and a fabric with leaves, pods, rails and ECMP
 // (chorus-sim's). Every algorithm up to 64 ranks; the compressible ones at 96, 256 and
 // 1024 too (an algorithm that does not compress replays fully both ways). A disabled test
-// runs every compressible one at 1024.
+// runs every compressible one at 1024; hier (nodes of 8) runs at 1024 in CI.
 #include "sim/fabric_network.hpp"
 #include "sim/simulate.hpp"
 
@@ -77,8 +77,9 @@ TEST(SimCompression, EveryAlgorithmUpTo64Ranks) {
             compressed.insert(std::string(toString(a.collective)) + ":" + a.name);
   }
   // The compression is not vacuous: the ring-like schedules (where it matters) compress.
-  for (const char* name : {"allReduce:ring", "allReduce:twoshot", "allGather:ring",
-                           "allGather:bruck", "reduceScatter:ring", "allToAll:pairwise"})
+  for (const char* name :
+       {"allReduce:ring", "allReduce:twoshot", "allGather:ring", "allGather:bruck",
+        "reduceScatter:ring", "allToAll:pairwise", "allReduce:hier"})
     EXPECT_TRUE(compressed.count(name)) << name << " never compressed";
 }
 
@@ -103,6 +104,46 @@ TEST(SimCompression, RingAt1024Ranks) {
   const Algorithm* gather = findAlgorithm(Collective::AllGather, "ring");
   ASSERT_NE(gather, nullptr);
   EXPECT_EQ(expectSame(*gather, 1024, 512, Net::TwoClasses), 2);
+}
+
+// The hierarchical all-reduce over an inter-node ring compresses to one node of 8 (before
+// its phase 3 followed each node's own completion order it did not compress at all), on
+// the fabric and on the tuner's two classes, and equals the full replay: at 1,024 ranks
+// (128 nodes) with equal shares; at 128 ranks with unequal ones (no compression then,
+// the same result).
+TEST(SimCompression, HierarchicalAt1024Ranks) {
+  const int perNode = 8;
+  const LinkModel link = defaultLinkModel(LinkClass::Nvlink), ib = defaultLinkModel(LinkClass::Ib);
+  const Algorithm* hier = findAlgorithm(Collective::AllReduce, "hier");
+  ASSERT_NE(hier, nullptr);
+  for (auto [p, count] :
+       {std::pair{1024, size_t{1024} * 64}, std::pair{128, size_t{128} * 64 + 5}}) {
+    const Layout layout = Layout::uniform(p / perNode, perNode);
+    Fabric f = presetFabric("dgx-h100");
+    f.nodes = p / perNode;
+    f.gpusPerNode = f.nicsPerNode = perNode;
+    f.leafNodes = 4;  // leaves of 4 nodes, pods of 2 leaves: the ring crosses every level
+    f.podLeaves = 2;
+    f.coreOversub = 2;
+    for (bool fabric : {true, false}) {
+      auto net = [&]() -> std::unique_ptr<NetworkModel> {
+        if (fabric) return std::make_unique<FabricNetwork>(f);
+        return std::make_unique<LinkClassNetwork>(p, link, &layout, &ib);
+      };
+      auto compressedNet = net(), fullNet = net();
+      SimOptions options;
+      options.layout = &layout;
+      const SimResult compressed =
+          simulate(*hier, Collective::AllReduce, p, count, 4, *compressedNet, options);
+      options.compress = false;
+      const SimResult full = simulate(*hier, Collective::AllReduce, p, count, 4, *fullNet, options);
+      const std::string where = "p=" + std::to_string(p) + " fabric=" + std::to_string(fabric);
+      EXPECT_FALSE(full.deadlock) << where;
+      EXPECT_EQ(compressed.micros, full.micros) << where;
+      EXPECT_EQ(compressed.steps, full.steps) << where;
+      EXPECT_EQ(compressed.period, count % p == 0 ? perNode : p) << where;
+    }
+  }
 }
 
 // Every compressible algorithm at 1,024 ranks on all three networks: minutes, so not in

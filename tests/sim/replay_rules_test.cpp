@@ -5,6 +5,9 @@
 // same replay. Link: 10 us latency, 1000 B/us, free local work, no per-message overhead
 // unless stated.
 #include "algorithms/steps.hpp"
+#include "chorus/chorus.hpp"
+#include "sim/fabric.hpp"
+#include "sim/fabric_network.hpp"
 #include "sim/replay.hpp"
 #include "tuner/cost_model.hpp"
 
@@ -61,6 +64,62 @@ TEST(SimReplayRules, SendAndRecvAreReplayed) {
     EXPECT_NEAR(predictMicros(*direct, c, 2, 5, 4, link), expected, 1e-9) << toString(c);
     EXPECT_EQ(predictMicros(*direct, c, 2, 0, 4, link), 0) << toString(c);
   }
+}
+
+// TCP's copies on the CPU: kLink with a transport at 500 B/us (slower than the 1000 B/us
+// wire). A message of 1e6 B (+ 32 header) costs 2000.064 us of CPU at each end, on the
+// CPU that also receives. Pipelining grain 1000 B: a slice costs 1/1000 of a step.
+class TransportCpuNetwork final : public NetworkModel {
+ public:
+  int ports() const override { return links_.ports(); }
+  double reduceBytesPerUs() const override { return kFree; }
+  double copyBytesPerUs() const override { return kFree; }
+  double transportBytesPerUs() const override { return 500; }
+  MessageCost message(int from, int to, int ordinal, double bytes) const override {
+    return links_.message(from, to, ordinal, bytes);
+  }
+
+ private:
+  LinkClassNetwork links_{2, kLink};
+};
+
+double replayedOnTransport(const std::vector<Schedule>& s) {
+  TransportCpuNetwork net;
+  const ReplayResult r = replay(s, 1, net, 0, 1000);
+  EXPECT_FALSE(r.deadlock);
+  return r.micros;
+}
+
+// One way: the sender's copy (2000.064) while the wire sends, then the latency, then the
+// receiver's copy of the last slice (2.000064).
+TEST(SimReplayRules, TransportCopiesCostTheCpuAtBothEnds) {
+  std::vector<Schedule> s(2);
+  send(s[0], 1, in(0, 1000000));
+  recv(s[1], 0, out(0, 1000000));
+  EXPECT_NEAR(replayedOnTransport(s), 2000.064 + 10 + 2.000064, 1e-6);
+}
+
+// Both ways at once: each rank's CPU copies its send in, then the receive out, one after
+// the other: twice the one-way copy (the wire alone would take 1000.032 + 10).
+TEST(SimReplayRules, SendingAndReceivingAtOnceShareTheCpu) {
+  std::vector<Schedule> s(2);
+  send(s[0], 1, in(0, 1000000));
+  recv(s[0], 1, out(0, 1000000));
+  send(s[1], 0, in(0, 1000000));
+  recv(s[1], 0, out(0, 1000000));
+  EXPECT_NEAR(replayedOnTransport(s), 2 * 2000.064, 1e-6);
+  EXPECT_NEAR(replayed(s), 1000.032 + 10, 1e-9);  // no transport cost: the wire's time
+}
+
+// The fabric's keys: a rank's share of the host's cores counts the other tenants' load,
+// and the transport rate is a core's rate at that share.
+TEST(SimReplayRules, FabricTransportAtTheRanksShareOfTheHost) {
+  const Fabric f =
+      parseFabric("nodes 1\ngpus_per_node 2\nhost_cores 2\nhost_load 6\ntransport_gbps 2\n");
+  EXPECT_DOUBLE_EQ(f.cpuShare(), 2.0 / 8);
+  EXPECT_DOUBLE_EQ(FabricNetwork(f).transportBytesPerUs(), 2000 * 2.0 / 8);
+  EXPECT_EQ(FabricNetwork(parseFabric("nodes 1\n")).transportBytesPerUs(), 0);
+  EXPECT_THROW(parseFabric("host_load -1\n"), Error);
 }
 
 }  // namespace

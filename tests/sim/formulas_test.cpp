@@ -12,6 +12,7 @@
 // extra ranks their fold overlaps the partners' first exchange (lg p' + 1 latencies on the
 // critical path, not + 2), and a folding rank's one ingress port takes the fold and its
 // first exchange together (up to one more n on the wire path). Checked as bounds there.
+#include "../common/algorithm_lookup.hpp"
 #include "../common/schedule_terms.hpp"
 #include "algorithms/schedule_rules.hpp"
 #include "sim/simulate.hpp"
@@ -34,8 +35,7 @@ struct Terms {
 };
 
 Terms measure(const char* name, int p, size_t count) {
-  const Algorithm* a = findAlgorithm(Collective::AllReduce, name);
-  EXPECT_NE(a, nullptr);
+  const Algorithm* a = &test::allReduce(name);
   auto run = [&](LinkModel link) {
     LinkClassNetwork net(p, link);
     const SimResult r = simulate(*a, Collective::AllReduce, p, count, 4, net);
@@ -79,8 +79,7 @@ TEST(SimFormulas, RingAllReduce) {
 // The schedules' own terms, busiest rank: message rounds (a send and the receive right
 // after it are one round), bytes sent, bytes reduced.
 Terms scheduleTerms(const char* name, int p, size_t count) {
-  const test::ScheduleTerms t =
-      test::busiestTerms(*findAlgorithm(Collective::AllReduce, name), p, count);
+  const test::ScheduleTerms t = test::busiestTerms(test::allReduce(name), p, count);
   return {double(t.rounds), t.elementsSent * 4.0, t.elementsReduced * 4.0};
 }
 

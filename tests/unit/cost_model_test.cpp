@@ -2,6 +2,7 @@
 // Closed forms use a link with free local work (infinite reduce and copy rates), so only
 // latency (alpha) and wire time (bytes / beta) count.
 #include "tuner/cost_model.hpp"
+#include "../common/algorithm_lookup.hpp"
 
 #include "algorithms/schedule_rules.hpp"
 #include "algorithms/steps.hpp"
@@ -24,11 +25,7 @@ const double kHeaderUs = rules::kCallHeaderBytes / kBeta;
 
 LinkModel wireOnly() { return {kAlpha, kBeta, kFree, kFree}; }
 
-const Algorithm& allReduce(const char* name) {
-  const Algorithm* a = findAlgorithm(Collective::AllReduce, name);
-  EXPECT_NE(a, nullptr) << name;
-  return *a;
-}
+using test::allReduce;
 
 double predict(const char* name, int p, size_t count, const LinkModel& link = wireOnly()) {
   return predictMicros(allReduce(name), Collective::AllReduce, p, count, 4, link);

@@ -2,6 +2,7 @@
 // cost model: the probe's exchange weighs the per-message overhead of a step to several
 // peers (without it the model put twoshot before rd at np=4, 4 KiB, where rd ran 1.3-1.8x
 // faster), and the tuner replays with the communicator's CHORUS_SLICE_BYTES.
+#include "../common/algorithm_lookup.hpp"
 #include "engine/engine.hpp"
 #include "engine/slice.hpp"
 #include "settings/settings.hpp"
@@ -18,11 +19,7 @@
 namespace chorus {
 namespace {
 
-const Algorithm& allReduce(const char* name) {
-  const Algorithm* a = findAlgorithm(Collective::AllReduce, name);
-  EXPECT_NE(a, nullptr) << name;
-  return *a;
-}
+using test::allReduce;
 
 double predict(const char* name, int nranks, size_t bytes, const LinkModel& link,
                size_t slice = kPipelineSliceBytes) {

@@ -2,6 +2,7 @@
 // the calibration fit (recovers the figures that generated its input), the per-message
 // overhead in the cost model, and the tuner's choice among the allowed algorithms.
 #include "tuner/tuner.hpp"
+#include "../common/algorithm_lookup.hpp"
 #include "tuner/cost_model.hpp"
 #include "tuner/fit.hpp"
 #include "tuner/tuning.hpp"
@@ -18,11 +19,7 @@
 namespace chorus {
 namespace {
 
-const Algorithm& allReduce(const char* name) {
-  const Algorithm* a = findAlgorithm(Collective::AllReduce, name);
-  EXPECT_NE(a, nullptr) << name;
-  return *a;
-}
+using test::allReduce;
 
 std::string errorOf(std::string_view text) {
   try {

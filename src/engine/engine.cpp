@@ -23,6 +23,17 @@ namespace {
 constexpr size_t kStreamAlign = rules::kStreamAlign;  // rule 5: every message starts aligned
 static_assert(sizeof(WireHeader) == rules::kCallHeaderBytes);  // rule 5: the call's fingerprint
 constexpr auto kPeerCheckEvery = std::chrono::milliseconds(100);
+// Pauses between two polls while spinning on a core of our own: a few tens of ns, so a
+// poll does not hammer the lines a peer is writing.
+constexpr int kPausesPerPoll = 4;
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
 const std::byte kZeros[kStreamAlign] = {};
 
 size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -694,9 +705,17 @@ void Engine::abort(const std::string& why) {
 
 bool Engine::waitFor(OpState& op, Deadline deadline) {
   auto spinStart = Clock::now();
+  bool idle = false;    // this spell of polling has found nothing to do at least once
+  bool pausing = true;  // ... and is still within the spin budget
+  auto restart = [&](Clock::time_point now) {
+    if (idle && pausing) spinBudget_.answered(now - spinStart);
+    spinStart = now;
+    idle = false;
+    pausing = true;
+  };
   while (!op.done) {
     if (poll()) {
-      spinStart = Clock::now();
+      restart(Clock::now());
       continue;
     }
     if (op.done) break;
@@ -704,6 +723,17 @@ bool Engine::waitFor(OpState& op, Deadline deadline) {
     checkStall(now);
     if (op.done) break;
     if (now >= deadline) return false;
+    idle = true;
+    if (pausing && now - spinStart < spinBudget_.budget()) {
+      // A core of our own and a peer that answered quickly before: a system call per poll
+      // would cost more than the answer takes.
+      for (int i = 0; i < kPausesPerPoll; ++i) cpuRelax();
+      continue;
+    }
+    if (pausing) {
+      spinBudget_.expired();
+      pausing = false;
+    }
     if (now - spinStart < config_.spin) {
       // Poll by handing the core over: with other processes on the cores, a peer that has
       // not answered is probably waiting for one (np=2, 8 B all-reduce on a loaded
@@ -715,7 +745,7 @@ bool Engine::waitFor(OpState& op, Deadline deadline) {
     }
     uint64_t token = transport_.prepareWait();
     if (poll() || op.done) {
-      spinStart = Clock::now();
+      restart(Clock::now());
       continue;
     }
     try {
@@ -727,7 +757,7 @@ bool Engine::waitFor(OpState& op, Deadline deadline) {
     } catch (const Error& e) {
       failAll(e.code(), e.what(), e.failedRanks());
     }
-    spinStart = Clock::now();
+    restart(Clock::now());
   }
   if (op.error != Result::Success) throw Error(op.error, op.message, op.failedRanks);
   return true;

@@ -7,6 +7,7 @@
 #include "engine/loopback_channel.hpp"
 #include "engine/op_state.hpp"
 #include "engine/slice.hpp"
+#include "engine/spin_budget.hpp"
 #include "errors.hpp"
 #include "transports/transport.hpp"
 
@@ -30,6 +31,10 @@ struct EngineConfig {
   int nranks = 1;
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // longest wait without progress
   std::chrono::microseconds spin{20};                          // busy-poll before sleeping
+  // The most of `spin` that polls without system calls (a pause between polls; the
+  // SpinBudget learns how much pays); the rest polls with sched_yield. Zero when ranks
+  // outnumber cores.
+  std::chrono::microseconds pauseSpin{0};
   bool yieldWhileSpinning = false;          // more ranks than cores (the comm spins longer then)
   size_t sliceBytes = kPipelineSliceBytes;  // most bytes one step moves per pass
   // Called every ~100 ms while ops wait, polled or not; throws PeerError for a dead peer.
@@ -116,6 +121,7 @@ class Engine {
   Transport& transport_;
   LoopbackChannel loopback_;
   EngineConfig config_;
+  SpinBudget spinBudget_{config_.pauseSpin};
   std::vector<std::deque<StepRef>> sendQueue_, recvQueue_;  // per peer, issue order
   std::vector<StepRef> localSteps_;
   std::deque<detail::OpState*> mailboxOps_;  // issue order; only the first one moves

@@ -68,7 +68,7 @@ class Engine {
   // One non-blocking pass; true if anything moved. While ops are in flight it also checks,
   // every ~100 ms, that the peers live and that the stall deadline has not passed, so a
   // program that only polls (asyncError, Work::test) sees a dead peer as one that waits.
-  bool poll();
+  bool poll() { return poll(true); }
   // Finishes what is in flight (a communicator being destroyed must not strand its
   // peers); gives up at the deadline or on failure. Never throws.
   void drain(Deadline deadline);
@@ -105,6 +105,9 @@ class Engine {
   void failAll(Result code, const std::string& cause, std::vector<int> failedRanks = {});
   FailureReport rootCause(const PeerError& seen);
   FailureReport reportedBy(int rank);
+  // poll(); without `withClock` it skips the clock and what hangs on it (peer checks, the
+  // stall deadline): waitFor's pauses read the clock every few polls only.
+  bool poll(bool withClock);
   void checkPeers(Clock::time_point now);
   void checkDeaths();  // the store's reports, then the transport's; throws PeerError
   void checkStall(Clock::time_point now);
@@ -135,7 +138,16 @@ class Engine {
   std::deque<std::shared_ptr<detail::OpState>> inFlight_;
   std::vector<std::vector<std::byte>> scratchPool_;
   std::vector<std::byte> bounce_;  // a slice read from a peer that cannot be mapped
+  // Progress since lastProgress_ was last set: the time is taken at the next clock read
+  // (the next idle poll), so a poll that moves reads no clock. lastProgress_ can only come
+  // out later than the progress: the stall deadline never comes early.
   Clock::time_point lastProgress_;
+  bool progressUnstamped_ = false;
+  void stampProgress(Clock::time_point now) {
+    if (!progressUnstamped_) return;
+    lastProgress_ = now;
+    progressUnstamped_ = false;
+  }
   Clock::time_point lastPeerCheck_;
   bool waitingNoted_ = false;  // config_.waiting told the others we wait
   Result failure_ = Result::Success;

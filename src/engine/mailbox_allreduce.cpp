@@ -25,7 +25,7 @@ void Engine::submitMailbox(std::shared_ptr<OpState> op) {
   op->progress.assign(1, {});
   op->stepsLeft = 1;
   op->mailboxSeq = ++mailboxCount_;
-  if (inFlight_.empty()) lastProgress_ = Clock::now();
+  if (inFlight_.empty()) progressUnstamped_ = true;
   mailboxOps_.push_back(op.get());
   inFlight_.push_back(std::move(op));
 }

@@ -4,9 +4,9 @@
 // system call per poll would double a small all-reduce (np=2, 8 B); on a machine loaded by
 // other processes the peer is often not running, polling without yielding keeps it off
 // the core for longer (np=2, 8 B at load 14: 6.7 us yielding at once, 23 us after 5 us of
-// pause, 180 us after 50 us). So the budget grows while waits end within it and halves
-// each time one outlasts it, between a floor (which keeps probing whether the machine has
-// gone quiet) and the configured limit.
+// pause, 180 us after 50 us). So the budget grows while waits end within it (or just
+// after it) and halves each time one outlasts it, between a floor (which keeps probing
+// whether the machine has gone quiet) and the configured limit.
 #pragma once
 
 #include <algorithm>
@@ -18,16 +18,20 @@ class SpinBudget {
  public:
   using Duration = std::chrono::nanoseconds;
   static constexpr Duration kFloor{250};
+  static constexpr int kNearMiss = 4;  // an answer within 4x the budget counts
 
   // `limit`: the most the budget grows to; zero turns pausing off (ranks outnumber cores).
   explicit SpinBudget(Duration limit) : limit_(limit), budget_(std::min(limit, kFloor)) {}
 
   Duration budget() const { return budget_; }
 
-  // A wait ended (the peer answered) `waited` after it began polling.
+  // A wait ended (the peer answered) `waited` after it began polling. Within the budget,
+  // or soon after it (the peer was running, a little more pausing would have caught it):
+  // the budget grows to twice the wait at least. Long after: the peer had to get a core
+  // first; expired() has halved the budget already.
   void answered(Duration waited) {
-    if (waited > budget_) return;  // after the budget: expired() has halved it already
-    budget_ = std::min(limit_, budget_ + budget_ / 4 + std::max(waited, kFloor));
+    if (waited > kNearMiss * budget_) return;
+    budget_ = std::min(limit_, std::max({budget_ + budget_ / 4, 2 * waited, kFloor}));
   }
   // A wait outlasted the budget without an answer.
   void expired() { budget_ = std::min(limit_, std::max(kFloor, budget_ / 2)); }

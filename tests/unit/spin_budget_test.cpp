@@ -1,6 +1,7 @@
 // The waiting rank's pause budget (src/engine/spin_budget.hpp): grows while the peers
-// answer within it, halves when a wait outlasts it, stays within [floor, limit], and is
-// zero when pausing is off. Pure arithmetic on given durations: no clock.
+// answer within it or just after it, halves when a wait outlasts it, stays within
+// [floor, limit], and is zero when pausing is off. Pure arithmetic on given durations:
+// no clock.
 #include "engine/spin_budget.hpp"
 
 #include <gtest/gtest.h>
@@ -8,26 +9,39 @@
 using namespace std::chrono_literals;
 using chorus::SpinBudget;
 
-TEST(SpinBudget, GrowsToTheLimitWhileAnswersComeWithinIt) {
+TEST(SpinBudget, GrowsWhileAnswersComeWithinIt) {
   SpinBudget budget(20us);
   EXPECT_EQ(budget.budget(), SpinBudget::kFloor);
-  // 250 -> 250 + 62 + 250 = 562 (an answer after 100 ns counts as the floor).
+  // 250 ns: an answer after 100 ns grows it by a quarter (312 ns, more than 2 x 100).
   budget.answered(100ns);
-  EXPECT_EQ(budget.budget(), 562ns);
+  EXPECT_EQ(budget.budget(), 312ns);
+  // An answer after 200 ns: twice that (400 ns) beats a quarter more (390 ns).
+  budget.answered(200ns);
+  EXPECT_EQ(budget.budget(), 400ns);
   for (int i = 0; i < 40; ++i) budget.answered(budget.budget() / 2);
   EXPECT_EQ(budget.budget(), 20us);
-  budget.answered(1us);
-  EXPECT_EQ(budget.budget(), 20us);
+}
+
+TEST(SpinBudget, ANearMissGrowsItToTwiceTheWait) {
+  // The typical quiet np=2 case: the answer comes at 400-600 ns, past the 250 ns floor.
+  SpinBudget budget(20us);
+  budget.expired();  // the wait ran past 250 ns: stays at the floor
+  EXPECT_EQ(budget.budget(), 250ns);
+  budget.answered(600ns);  // within 4 x 250 ns
+  EXPECT_EQ(budget.budget(), 1200ns);
+  budget.answered(500ns);  // within it now: a quarter more
+  EXPECT_EQ(budget.budget(), 1500ns);
 }
 
 TEST(SpinBudget, HalvesWhenAWaitOutlastsItDownToTheFloor) {
   SpinBudget budget(20us);
+  budget.answered(10us);  // long after the 250 ns budget: no growth
+  EXPECT_EQ(budget.budget(), 250ns);
   for (int i = 0; i < 40; ++i) budget.answered(budget.budget());
   ASSERT_EQ(budget.budget(), 20us);
   budget.expired();
   EXPECT_EQ(budget.budget(), 10us);
-  // An answer after the budget ran out was already counted as expired: no growth.
-  budget.answered(15us);
+  budget.answered(41us);  // beyond 4 x 10 us: the peer was off its core
   EXPECT_EQ(budget.budget(), 10us);
   for (int i = 0; i < 20; ++i) budget.expired();
   EXPECT_EQ(budget.budget(), SpinBudget::kFloor);

@@ -89,7 +89,7 @@ class Engine {
   // A call submitted after the communicator failed: completes it at once with the failure.
   bool refuseAfterFailure(detail::OpState& op);
   bool advanceMailbox();  // the oldest mailbox op; true if anything moved
-  void checkStrayCall(detail::OpState& op, int peer, std::byte* slot, size_t bytes);
+  bool checkStrayCall(detail::OpState& op, int peer, std::byte* slot, size_t bytes);
   bool advance(StepRef ref);
   bool advanceSend(detail::OpState& op, int index);
   bool advanceRecv(detail::OpState& op, int index);

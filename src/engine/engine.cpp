@@ -706,8 +706,8 @@ void Engine::abort(const std::string& why) {
 
 bool Engine::waitFor(OpState& op, Deadline deadline) {
   auto spinStart = Clock::now();
-  bool idle = false;    // this spell of polling has found nothing to do at least once
-  bool pausing = true;  // ... and is still within the spin budget
+  bool idle = false;        // this spell of polling has found nothing to do at least once
+  bool pausing = true;      // ... and is still within the spin budget
   int pollsSinceClock = 0;  // while pausing, the clock is read every kPollsPerClockRead polls
   auto restart = [&] {
     if (!idle) return;  // no idle poll since the spell began: it goes on (no clock read)

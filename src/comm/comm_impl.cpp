@@ -183,6 +183,8 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   // the rank sleeps on a futex and stops costing anything.
   config.spin = std::chrono::microseconds(
       settings::integer("CHORUS_SPIN_US", config.yieldWhileSpinning ? 200 : 50));
+  config.pauseSpin = std::chrono::microseconds(
+      config.yieldWhileSpinning ? 0 : settings::integer("CHORUS_PAUSE_SPIN_US", 20));
   config.sliceBytes = std::max<size_t>(kMinSliceBytes, settings::integer("CHORUS_SLICE_BYTES"));
   TcpStoreClient* client = c->storeClient_.get();
   std::vector<int> parentRanks = parent ? parent->ranks : std::vector<int>{};

@@ -23,6 +23,16 @@ namespace {
 constexpr size_t kStreamAlign = rules::kStreamAlign;  // rule 5: every message starts aligned
 static_assert(sizeof(WireHeader) == rules::kCallHeaderBytes);  // rule 5: the call's fingerprint
 constexpr auto kPeerCheckEvery = std::chrono::milliseconds(100);
+// Polls between two clock reads while pausing (a read costs as much as a poll, ~20 ns).
+constexpr int kPollsPerClockRead = 8;
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
 const std::byte kZeros[kStreamAlign] = {};
 
 size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -87,7 +97,7 @@ void Engine::submit(std::shared_ptr<OpState> op) {
     return;
   }
   lendScratch(*op);
-  if (inFlight_.empty()) lastProgress_ = Clock::now();
+  if (inFlight_.empty()) progressUnstamped_ = true;
   ++submitted_;
   for (int i = 0; i < static_cast<int>(schedule.steps.size()); ++i) {
     const Step& step = schedule.steps[i];
@@ -471,7 +481,7 @@ bool Engine::progressPass() {
   return moved;
 }
 
-bool Engine::poll() {
+bool Engine::poll(bool withClock) {
   if (failed()) return false;
   if (abortRequested_.load(std::memory_order_acquire)) {
     std::string why;
@@ -485,10 +495,11 @@ bool Engine::poll() {
   try {
     bool moved = progressPass();
     if (moved) {
-      lastProgress_ = Clock::now();
+      progressUnstamped_ = true;
       if (waitingNoted_) noteWaiting(false);
-    } else if (!inFlight_.empty()) {
+    } else if (withClock && !inFlight_.empty()) {
       const auto now = Clock::now();
+      stampProgress(now);
       checkPeers(now);
       if (!waitingNoted_ && now - lastProgress_ >= config_.timeout / 2) noteWaiting(true);
       checkStall(now);
@@ -556,6 +567,7 @@ std::vector<int> Engine::awaitedPeers() const {
 }
 
 void Engine::checkStall(Clock::time_point now) {
+  stampProgress(now);
   if (inFlight_.empty() || now - lastProgress_ < config_.timeout) return;
   auto seconds = std::chrono::duration<double>(config_.timeout).count();
   std::string cause = "no progress for " + std::to_string(seconds).substr(0, 6) +
@@ -694,16 +706,45 @@ void Engine::abort(const std::string& why) {
 
 bool Engine::waitFor(OpState& op, Deadline deadline) {
   auto spinStart = Clock::now();
+  bool idle = false;        // this spell of polling has found nothing to do at least once
+  bool pausing = true;      // ... and is still within the spin budget
+  int pollsSinceClock = 0;  // while pausing, the clock is read every kPollsPerClockRead polls
+  auto restart = [&] {
+    if (!idle) return;  // no idle poll since the spell began: it goes on (no clock read)
+    const auto now = Clock::now();
+    spinBudget_.answered(now - spinStart);
+    spinStart = now;
+    idle = false;
+    pausing = true;
+    pollsSinceClock = 0;
+  };
   while (!op.done) {
-    if (poll()) {
-      spinStart = Clock::now();
+    const bool withClock = !idle || !pausing || ++pollsSinceClock >= kPollsPerClockRead;
+    if (poll(withClock)) {
+      restart();
       continue;
     }
     if (op.done) break;
+    if (!withClock) {
+      cpuRelax();
+      continue;
+    }
+    pollsSinceClock = 0;
     auto now = Clock::now();
     checkStall(now);
     if (op.done) break;
     if (now >= deadline) return false;
+    idle = true;
+    if (pausing && now - spinStart < spinBudget_.budget()) {
+      // A core of our own and a peer that answered quickly before: a system call per poll
+      // would cost more than the answer takes.
+      cpuRelax();
+      continue;
+    }
+    if (pausing) {
+      spinBudget_.expired();
+      pausing = false;
+    }
     if (now - spinStart < config_.spin) {
       // Poll by handing the core over: with other processes on the cores, a peer that has
       // not answered is probably waiting for one (np=2, 8 B all-reduce on a loaded
@@ -715,7 +756,7 @@ bool Engine::waitFor(OpState& op, Deadline deadline) {
     }
     uint64_t token = transport_.prepareWait();
     if (poll() || op.done) {
-      spinStart = Clock::now();
+      restart();
       continue;
     }
     try {
@@ -727,7 +768,7 @@ bool Engine::waitFor(OpState& op, Deadline deadline) {
     } catch (const Error& e) {
       failAll(e.code(), e.what(), e.failedRanks());
     }
-    spinStart = Clock::now();
+    restart();
   }
   if (op.error != Result::Success) throw Error(op.error, op.message, op.failedRanks);
   return true;

@@ -7,6 +7,7 @@
 #include "engine/loopback_channel.hpp"
 #include "engine/op_state.hpp"
 #include "engine/slice.hpp"
+#include "engine/spin_budget.hpp"
 #include "errors.hpp"
 #include "transports/transport.hpp"
 
@@ -30,6 +31,10 @@ struct EngineConfig {
   int nranks = 1;
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // longest wait without progress
   std::chrono::microseconds spin{20};                          // busy-poll before sleeping
+  // The most of `spin` that polls without system calls (a pause between polls; the
+  // SpinBudget learns how much pays); the rest polls with sched_yield. Zero when ranks
+  // outnumber cores.
+  std::chrono::microseconds pauseSpin{0};
   bool yieldWhileSpinning = false;          // more ranks than cores (the comm spins longer then)
   size_t sliceBytes = kPipelineSliceBytes;  // most bytes one step moves per pass
   // Called every ~100 ms while ops wait, polled or not; throws PeerError for a dead peer.
@@ -63,7 +68,7 @@ class Engine {
   // One non-blocking pass; true if anything moved. While ops are in flight it also checks,
   // every ~100 ms, that the peers live and that the stall deadline has not passed, so a
   // program that only polls (asyncError, Work::test) sees a dead peer as one that waits.
-  bool poll();
+  bool poll() { return poll(true); }
   // Finishes what is in flight (a communicator being destroyed must not strand its
   // peers); gives up at the deadline or on failure. Never throws.
   void drain(Deadline deadline);
@@ -84,7 +89,7 @@ class Engine {
   // A call submitted after the communicator failed: completes it at once with the failure.
   bool refuseAfterFailure(detail::OpState& op);
   bool advanceMailbox();  // the oldest mailbox op; true if anything moved
-  void checkStrayCall(detail::OpState& op, int peer, std::byte* slot, size_t bytes);
+  bool checkStrayCall(detail::OpState& op, int peer, std::byte* slot, size_t bytes);
   bool advance(StepRef ref);
   bool advanceSend(detail::OpState& op, int index);
   bool advanceRecv(detail::OpState& op, int index);
@@ -100,6 +105,9 @@ class Engine {
   void failAll(Result code, const std::string& cause, std::vector<int> failedRanks = {});
   FailureReport rootCause(const PeerError& seen);
   FailureReport reportedBy(int rank);
+  // poll(); without `withClock` it skips the clock and what hangs on it (peer checks, the
+  // stall deadline): waitFor's pauses read the clock every few polls only.
+  bool poll(bool withClock);
   void checkPeers(Clock::time_point now);
   void checkDeaths();  // the store's reports, then the transport's; throws PeerError
   void checkStall(Clock::time_point now);
@@ -116,6 +124,7 @@ class Engine {
   Transport& transport_;
   LoopbackChannel loopback_;
   EngineConfig config_;
+  SpinBudget spinBudget_{config_.pauseSpin};
   std::vector<std::deque<StepRef>> sendQueue_, recvQueue_;  // per peer, issue order
   std::vector<StepRef> localSteps_;
   std::deque<detail::OpState*> mailboxOps_;  // issue order; only the first one moves
@@ -129,7 +138,16 @@ class Engine {
   std::deque<std::shared_ptr<detail::OpState>> inFlight_;
   std::vector<std::vector<std::byte>> scratchPool_;
   std::vector<std::byte> bounce_;  // a slice read from a peer that cannot be mapped
+  // Progress since lastProgress_ was last set: the time is taken at the next clock read
+  // (the next idle poll), so a poll that moves reads no clock. lastProgress_ can only come
+  // out later than the progress: the stall deadline never comes early.
   Clock::time_point lastProgress_;
+  bool progressUnstamped_ = false;
+  void stampProgress(Clock::time_point now) {
+    if (!progressUnstamped_) return;
+    lastProgress_ = now;
+    progressUnstamped_ = false;
+  }
   Clock::time_point lastPeerCheck_;
   bool waitingNoted_ = false;  // config_.waiting told the others we wait
   Result failure_ = Result::Success;

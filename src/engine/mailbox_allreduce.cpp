@@ -25,7 +25,7 @@ void Engine::submitMailbox(std::shared_ptr<OpState> op) {
   op->progress.assign(1, {});
   op->stepsLeft = 1;
   op->mailboxSeq = ++mailboxCount_;
-  if (inFlight_.empty()) lastProgress_ = Clock::now();
+  if (inFlight_.empty()) progressUnstamped_ = true;
   mailboxOps_.push_back(op.get());
   inFlight_.push_back(std::move(op));
 }
@@ -33,15 +33,17 @@ void Engine::submitMailbox(std::shared_ptr<OpState> op) {
 // A peer whose message is not there but whose channel holds data while this rank expects
 // none from it made another call (it sends its fingerprint ahead of its data). Throws the
 // mismatch. Reads the slot again after seeing the data: the peer posts before it sends
-// anything later, so a message that is there by then counts.
-void Engine::checkStrayCall(OpState& op, int peer, std::byte* slot, size_t bytes) {
-  if (!recvQueue_[peer].empty()) return;
+// anything later, so a message that is there by then counts (returns true: it is in
+// `slot`).
+bool Engine::checkStrayCall(OpState& op, int peer, std::byte* slot, size_t bytes) {
+  if (!recvQueue_[peer].empty()) return false;
   std::span<const std::byte> incoming = transport_.channel(peer).peek();
-  if (incoming.size() < sizeof(WireHeader)) return;
-  if (transport_.mailbox()->tryTake(peer, op.mailboxSeq, slot, bytes)) return;
+  if (incoming.size() < sizeof(WireHeader)) return false;
+  if (transport_.mailbox()->tryTake(peer, op.mailboxSeq, slot, bytes)) return true;
   WireHeader theirs;
   std::memcpy(&theirs, incoming.data(), sizeof theirs);
   if (auto wrong = detail::mismatch(op, theirs, peer)) throw Error(Result::InvalidUsage, *wrong);
+  return false;
 }
 
 bool Engine::advanceMailbox() {
@@ -68,10 +70,8 @@ bool Engine::advanceMailbox() {
   for (int peer = 0; peer < nranks && takenLeft_ > 0; ++peer) {
     if (taken_[peer]) continue;
     std::byte* slot = gathered_.data() + stride * peer;
-    if (!box.tryTake(peer, op.mailboxSeq, slot, bytes)) {
-      checkStrayCall(op, peer, slot, bytes);
-      if (!box.tryTake(peer, op.mailboxSeq, slot, bytes)) continue;
-    }
+    if (!box.tryTake(peer, op.mailboxSeq, slot, bytes) && !checkStrayCall(op, peer, slot, bytes))
+      continue;
     WireHeader theirs;
     std::memcpy(&theirs, slot, sizeof theirs);
     if (auto wrong = detail::mismatch(op, theirs, peer)) throw Error(Result::InvalidUsage, *wrong);

@@ -56,6 +56,10 @@ const std::vector<Spec> kSpecs = {
      4 * K, G},
     {"CHORUS_SPIN_US", Integer, "", "microseconds of polling before sleeping on a futex or poll", 0,
      10'000'000, "", "", Scope::Library, false, "50, or 200 when ranks outnumber cores"},
+    {"CHORUS_PAUSE_SPIN_US", Integer, "",
+     "most microseconds of CHORUS_SPIN_US that poll without a "
+     "system call (learnt from the waits before; the rest polls with sched_yield)",
+     0, 10'000'000, "", "", Scope::Library, false, "20 (0 when ranks outnumber cores)"},
     {"CHORUS_SLICE_BYTES", Size, "256K", "most bytes one step moves per engine pass", 4 * K, G},
     {"CHORUS_KERNEL_ISA", Enum, "", "cap the reduction kernels' instruction set", 0, 0,
      "avx512|avx2|generic", "", Scope::Library, false, "the best the CPU has"},

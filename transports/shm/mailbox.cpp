@@ -82,8 +82,9 @@ void ShmMailbox::post(uint32_t seq, const void* data, size_t bytes) {
   if (bytes > kCapacity)
     throw Error(Result::InvalidArgument,
                 "shm mailbox: " + std::to_string(bytes) + " bytes > " + std::to_string(kCapacity));
-  uint32_t words[kSlotWords] = {};
+  uint32_t words[kSlotWords];
   const size_t n = (bytes + 3) / 4;
+  if (n > 0) words[n - 1] = 0;  // the last word's padding
   std::memcpy(words, data, bytes);
   std::atomic<uint64_t>* out = slot(rank_, seq);
   const uint64_t flag = uint64_t{seq} << 32;

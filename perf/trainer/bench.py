@@ -24,8 +24,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run(cmd):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def run(cmd, env=None):
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
         sys.exit("failed: " + " ".join(cmd) + "\n" + r.stdout[-3000:])
     return r.stdout
@@ -46,7 +46,7 @@ def main():
     p.add_argument("--parts", default="scaling,ckpt,ddp,curve",
                    help="any of scaling,ckpt,ddp,curve,overlap")
     p.add_argument("--ranks", default="2,4", help="overlap: rank counts, alternating")
-    p.add_argument("--ab", default="", help="overlap: also run every rank count with these flags")
+    p.add_argument("--ab", default="", help="overlap: also run every rank count with these flags (NAME=VALUE: a setting)")
     a = p.parse_args()
     launcher = os.path.join(a.build, "tools/chorus-run")
     trainer = os.path.join(a.build, "examples/dp_trainer/chorus-train")
@@ -59,7 +59,11 @@ def main():
     def train(n, name, extra=(), args=None):
         out = os.path.join(a.out, name)
         run(["rm", "-rf", out])
-        run([launcher, "-n", str(n), "--timeout", "900", trainer] + (args or common) + ["--out", out] + list(extra))
+        # NAME=VALUE in extra: an environment variable (a library setting) for the run
+        env = dict(os.environ, **dict(x.split("=", 1) for x in extra if "=" in x and x[0].isupper()))
+        flags = [x for x in extra if not ("=" in x and x[0].isupper())]
+        run([launcher, "-n", str(n), "--timeout", "900", trainer] + (args or common) + ["--out", out] + flags,
+            env=env)
         if name in pauses:  # per rank and checkpoint: the save plus the wait for its snapshot
             with open(os.path.join(out, "trace.json")) as f:
                 events = sorted((e for e in json.load(f)["traceEvents"]

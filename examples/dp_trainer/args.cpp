@@ -32,9 +32,9 @@ communication
                             and a GPU; operands copied per call)
   --whole-layers            MLP: a layer's gradient as one group (default: blocks of rows
                             of at most half a bucket, each reduced as soon as computed)
-  --step-after-comm         the optimizer step once every bucket is averaged (default: each
-                            bucket's part as soon as it is averaged, while the rest are
-                            still being reduced)
+  --step-per-bucket         the optimizer steps each bucket as soon as it is averaged, while
+                            the rest are still being reduced (default: once all are done;
+                            on 2 shared cores no faster, see perf/trainer/README.md)
   --no-deterministic        let the tuner choose algorithms (default: CHORUS_DETERMINISTIC)
   --timeout-s N             deadline for any collective (120)
 checkpoints
@@ -135,7 +135,7 @@ Args parseArgs(int argc, char** argv) {
       {"--ckpt-blocking", [&] { a.ckptBlocking = true; }},
       {"--grow-wait", [&] { a.growWait = true; }},
       {"--whole-layers", [&] { a.wholeLayers = true; }},
-      {"--step-after-comm", [&] { a.stepAfterComm = true; }},
+      {"--step-per-bucket", [&] { a.stepPerBucket = true; }},
       {"--gpu", [&] { a.gpu = true; }},
       {"--no-resume", [&] { a.resume = false; }},
       {"--no-deterministic", [&] { a.deterministic = false; }},

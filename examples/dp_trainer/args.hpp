@@ -40,7 +40,7 @@ struct Args {
                                    // step is averaged and stepped (default: mid-backward)
   bool gpu = false;                // MLP GEMMs through cuBLAS (built with CHORUS_TRAINER_CUBLAS)
   bool wholeLayers = false;        // MLP: one gradient group per layer (no row blocks)
-  bool stepAfterComm = false;      // optimizer once every bucket is averaged (A/B of overlap)
+  bool stepPerBucket = false;      // optimizer on each bucket as soon as it is averaged
   uint64_t failRandomSeed = 0;
   int failCount = 0;
   std::string saveFinal;

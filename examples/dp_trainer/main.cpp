@@ -347,11 +347,11 @@ int main(int argc, char** argv) {
         ++stepped;
       };
       try {
-        if (args.stepAfterComm) {
+        if (args.stepPerBucket) {
+          exposed = sync.finish(stepBucket);  // each bucket stepped once it is averaged
+        } else {
           exposed = sync.finish();
           for (const Bucket& b : buckets) stepBucket(b);
-        } else {
-          exposed = sync.finish(stepBucket);  // each bucket stepped once it is averaged
         }
       } catch (const chorus::Error& e) {
         const std::vector<int>& dead = e.failedRanks();

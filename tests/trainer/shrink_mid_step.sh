@@ -1,5 +1,5 @@
 #!/bin/bash
-# chorus-train steps the optimizer bucket by bucket as each bucket is averaged, into spare
+# chorus-train --step-per-bucket steps the optimizer on each bucket once it is averaged, into spare
 # buffers swapped in only when the whole step is done. A rank that dies half way through
 # that leaves the survivors with buckets already stepped; they must drop them and redo the
 # step from its starting state. Checked against a run whose rank dies mid-backward, before
@@ -12,7 +12,7 @@ run=$1 train=$2
 work=$(mktemp -d /tmp/chorus-trainer-midstep.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; cat "$work"/*.log; exit 1; }
-common=(--hidden 48 --layers 2 --batch 16 --steps 8 --eval-every 0 --bucket-mb 0.004
+common=(--hidden 48 --layers 2 --batch 16 --steps 8 --eval-every 0 --bucket-mb 0.004 --step-per-bucket
         --lr 0.01 --timeout-s 60 --quiet --on-failure shrink --fail-rank 1)
 export CHORUS_RUN_GRACE=100
 "$run" -n 3 --timeout 100 "$train" "${common[@]}" --fail-at-step 4 --fail-after-bucket 0 \

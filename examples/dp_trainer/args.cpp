@@ -32,6 +32,9 @@ communication
                             and a GPU; operands copied per call)
   --whole-layers            MLP: a layer's gradient as one group (default: blocks of rows
                             of at most half a bucket, each reduced as soon as computed)
+  --step-per-bucket         the optimizer steps each bucket as soon as it is averaged, while
+                            the rest are still being reduced (default: once all are done;
+                            on 2 shared cores no faster, see perf/trainer/README.md)
   --no-deterministic        let the tuner choose algorithms (default: CHORUS_DETERMINISTIC)
   --timeout-s N             deadline for any collective (120)
 checkpoints
@@ -40,6 +43,8 @@ checkpoints
 failures
   --fail-at-step S[,S..] --fail-rank R[,R..]   SIGKILL rank R at step S on restart i
   --fail-random SEED --fail-count K            the same, K failures drawn from SEED
+  --fail-after-bucket K     the failure strikes once the step's bucket K is averaged and
+                            stepped by the optimizer (default: mid-backward)
   --on-failure exit|shrink|grow  exit (chorus-run --max-restarts relaunches; default), or
                             the survivors shrink() the communicator and carry on in place
                             (set CHORUS_RUN_GRACE high so chorus-run lets them); grow: as
@@ -119,6 +124,8 @@ Args parseArgs(int argc, char** argv) {
       {"--join-after-file", [&](auto& v) { a.joinAfterFile = v; }},
       {"--hold-for-join-at-step",
        [&](auto& v) { a.holdForJoinAtStep = number<int64_t>("--hold-for-join-at-step", v); }},
+      {"--fail-after-bucket",
+       [&](auto& v) { a.failAfterBucket = number<int>("--fail-after-bucket", v); }},
       {"--save-final", [&](auto& v) { a.saveFinal = v; }},
       {"--dump-init", [&](auto& v) { a.dumpInit = v; }},
       {"--trace-steps", [&](auto& v) { a.traceSteps = number<int>("--trace-steps", v); }},
@@ -128,6 +135,7 @@ Args parseArgs(int argc, char** argv) {
       {"--ckpt-blocking", [&] { a.ckptBlocking = true; }},
       {"--grow-wait", [&] { a.growWait = true; }},
       {"--whole-layers", [&] { a.wholeLayers = true; }},
+      {"--step-per-bucket", [&] { a.stepPerBucket = true; }},
       {"--gpu", [&] { a.gpu = true; }},
       {"--no-resume", [&] { a.resume = false; }},
       {"--no-deterministic", [&] { a.deterministic = false; }},

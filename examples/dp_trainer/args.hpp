@@ -36,8 +36,11 @@ struct Args {
   double growWaitS = -1;           // at most this long (default --timeout-s), then carry on
   std::string joinAfterFile;       // test hook: a newcomer joins once this file exists
   int64_t holdForJoinAtStep = -1;  // test hook: at this step, wait for a pending join
+  int failAfterBucket = -1;        // test hook: the failure strikes once this bucket of the
+                                   // step is averaged and stepped (default: mid-backward)
   bool gpu = false;                // MLP GEMMs through cuBLAS (built with CHORUS_TRAINER_CUBLAS)
   bool wholeLayers = false;        // MLP: one gradient group per layer (no row blocks)
+  bool stepPerBucket = false;      // optimizer on each bucket as soon as it is averaged
   uint64_t failRandomSeed = 0;
   int failCount = 0;
   std::string saveFinal;

@@ -12,10 +12,10 @@
 // any newer one was rejected. The last `keep` good ones are kept.
 //
 // Saving is asynchronous: a background thread copies this rank's slice into memory (the
-// snapshot), then writes it. The copy runs while the next step's forward and backward only
-// read the parameters; the next optimizer step waits for it (awaitSnapshot): that wait,
-// and a save that must wait for this rank's previous write, are the only pause. Or
-// blocking, to compare.
+// snapshot), then writes it. The copy runs during the whole next step, which only reads
+// those buffers (its optimizer writes the spare ones); the end of that step waits for it
+// (awaitSnapshot): that wait, and a save that must wait for this rank's previous write,
+// are the only pause. Or blocking, to compare.
 #pragma once
 
 #include "digits.hpp"

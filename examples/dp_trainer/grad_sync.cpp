@@ -49,7 +49,7 @@ void GradSync::layerReady(int layer) {
   if (--pending_[k] > 0) return;
   const Bucket b = buckets_[k];
   float* data = grads_ + b.begin;
-  inFlight_.push_back(comm_.post([this, k, b, data](chorus::Communicator& c) {
+  inFlight_.emplace_back(k, comm_.post([this, k, b, data](chorus::Communicator& c) {
     const auto start = Clock::now();
     chorus::Work w =
         c.allReduce(data, data, b.end - b.begin, chorus::DataType::Float32, chorus::RedOp::Avg);
@@ -64,23 +64,28 @@ void GradSync::layerReady(int layer) {
 }
 
 void GradSync::abandon() {
-  for (auto& f : inFlight_) try {
+  for (auto& [k, f] : inFlight_) try {
       f.get();
     } catch (const std::exception&) {
     }
   inFlight_.clear();
 }
 
-double GradSync::finish() {
-  const auto start = Clock::now();
-  for (auto& f : inFlight_) f.get();  // rethrows the bucket's chorus::Error
-  const auto end = Clock::now();
+double GradSync::finish(const std::function<void(const Bucket&)>& averaged) {
+  double waited = 0;
+  for (auto& [k, f] : inFlight_) {
+    const auto start = Clock::now();
+    f.get();  // rethrows the bucket's chorus::Error
+    const auto end = Clock::now();
+    waited += seconds(end - start);
+    if (end - start > std::chrono::microseconds(20))
+      timeline_.add(Timeline::kMain, "wait for all-reduce", start, end);
+    if (averaged) averaged(buckets_[k]);
+  }
   inFlight_.clear();
   allReduceSeconds_ = 0;
   for (double d : durations_) allReduceSeconds_ += d;
-  if (end - start > std::chrono::microseconds(20))
-    timeline_.add(Timeline::kMain, "wait for all-reduce", start, end);
-  return seconds(end - start);
+  return waited;
 }
 
 }  // namespace trainer

@@ -7,7 +7,9 @@
 #include "task.hpp"
 #include "timeline.hpp"
 
+#include <functional>
 #include <future>
+#include <utility>
 #include <vector>
 
 namespace trainer {
@@ -31,9 +33,12 @@ class GradSync {
   void begin(float* grads);
   // Called by backward when layer `layer`'s gradients are complete.
   void layerReady(int layer);
-  // Waits for every bucket of the step and rethrows a failed one's error. Returns the
-  // seconds spent waiting (communication not hidden behind backward).
-  double finish();
+  // Waits for every bucket of the step, in the order they were started, and rethrows a
+  // failed one's error; `averaged` (if given) runs on each bucket as soon as it is done,
+  // before the wait for the next (the optimizer steps the first buckets while the last
+  // are still being reduced). Returns the seconds spent waiting: communication not hidden
+  // behind backward or the work `averaged` does.
+  double finish(const std::function<void(const Bucket&)>& averaged = {});
   // After finish() threw: waits out the step's other buckets, ignoring their errors.
   void abandon();
   // Buckets of this step whose all-reduce has been started.
@@ -47,7 +52,7 @@ class GradSync {
   Timeline& timeline_;
   std::vector<int> bucketOfLayer_;
   std::vector<int> pending_;
-  std::vector<std::future<void>> inFlight_;
+  std::vector<std::pair<int, std::future<void>>> inFlight_;  // bucket, its all-reduce
   float* grads_ = nullptr;
   double allReduceSeconds_ = 0;
   std::vector<double> durations_;

@@ -151,11 +151,21 @@ int main(int argc, char** argv) {
     const std::string fingerprint = task->fingerprint() + ";" + args.optimizer.kind;
 
     std::vector<float> params(P), grads(P + 1);  // grads[P]: this rank's loss, averaged too
+    // The optimizer writes the step's new parameters here, bucket by bucket, and they are
+    // swapped in once every bucket is done: a step that fails half way leaves `params` (and
+    // the optimizer state, double-buffered the same way) as they were, to redo it.
+    std::vector<float> nextParams(P);
     task->initialize(params.data(), args.seed);
     if (lead && !args.dumpInit.empty()) writeRaw(args.dumpInit, params);
     Optimizer opt(args.optimizer, P);
     Sampler sampler(task->trainSamples(), args.seed ^ 0xda7aULL);
     const auto buckets = makeBuckets(task->groups(), static_cast<size_t>(args.bucketMb * 1e6), 1);
+    {  // the optimizer steps bucket by bucket: they must cover every parameter, once
+      size_t covered = 0;
+      for (const Bucket& b : buckets) covered += std::min(b.end, P) - b.begin;
+      if (covered != P || buckets.back().begin != 0)
+        throw std::logic_error("gradient buckets do not cover the parameters");
+    }
     std::string algorithm;
     for (const Bucket& b : buckets) {
       if (!algorithm.empty()) algorithm += ',';
@@ -304,6 +314,13 @@ int main(int argc, char** argv) {
       }
       const bool failNow = failure.step == step && failure.rank == launchRank;
       const Sampler::State stepStart = sampler.state();  // a failed step is redone from here
+      auto die = [&] {
+        std::fprintf(stderr, "chorus-train: rank %d: injected failure at step %lld: SIGKILL\n",
+                     rank, static_cast<long long>(step));
+        std::fflush(stderr);
+        std::ofstream(args.out + "/killed-at.txt") << std::to_string(unixNow()) << "\n";
+        ::raise(SIGKILL);
+      };
       const auto t0 = Clock::now();
       sampler.nextBatch(static_cast<size_t>(globalBatch), batchIdx);
       grads[P] =
@@ -313,18 +330,29 @@ int main(int argc, char** argv) {
       sync.begin(grads.data());
       task->backward(params.data(), grads.data(), [&](int layer) {
         sync.layerReady(layer);
-        if (failNow && sync.started() > 0) {  // mid-backward, the first all-reduce in flight
-          std::fprintf(stderr, "chorus-train: rank %d: injected failure at step %lld: SIGKILL\n",
-                       rank, static_cast<long long>(step));
-          std::fflush(stderr);
-          std::ofstream(args.out + "/killed-at.txt") << std::to_string(unixNow()) << "\n";
-          ::raise(SIGKILL);
-        }
+        // mid-backward, the first all-reduce in flight
+        if (failNow && args.failAfterBucket < 0 && sync.started() > 0) die();
       });
       const auto t2 = Clock::now();
       double exposed = 0, pause = 0;
+      // The optimizer's part for bucket b, out of place (params -> nextParams).
+      int stepped = 0;
+      auto stepBucket = [&](const Bucket& b) {
+        const auto begin = Clock::now();
+        opt.stepRange(params.data(), nextParams.data(), grads.data(), b.begin, std::min(b.end, P),
+                      step);
+        if (step - start < args.traceSteps)
+          timeline.add(Timeline::kMain, "optimizer", begin, Clock::now());
+        if (failNow && stepped == args.failAfterBucket) die();
+        ++stepped;
+      };
       try {
-        exposed = sync.finish();
+        if (args.stepPerBucket) {
+          exposed = sync.finish(stepBucket);  // each bucket stepped once it is averaged
+        } else {
+          exposed = sync.finish();
+          for (const Bucket& b : buckets) stepBucket(b);
+        }
       } catch (const chorus::Error& e) {
         const std::vector<int>& dead = e.failedRanks();
         if (args.onFailure == "exit" || dead.empty()) throw;
@@ -352,9 +380,10 @@ int main(int argc, char** argv) {
         if (lead)
           std::fprintf(stderr,
                        "chorus-train: rank %d died in step %lld; the %d survivors shrank in "
-                       "%.3f s (the error came %.3f s after the kill) and redo step %lld\n",
+                       "%.3f s (the error came %.3f s after the kill) and redo step %lld; "
+                       "rank 0 had stepped %d of its %zu buckets, dropped\n",
                        dead.front(), static_cast<long long>(step), nranks, s.shrinkSeconds,
-                       s.detectSeconds, static_cast<long long>(redo));
+                       s.detectSeconds, static_cast<long long>(redo), stepped, buckets.size());
         if (args.growWait && !awaitJoin(ct, args.growWaitS, args.timeoutS)) {
           // Too late: carry on with fewer ranks; the replacement is admitted at the first
           // step it is pending (the check at the top of the loop).
@@ -369,10 +398,12 @@ int main(int argc, char** argv) {
         step = redo - 1;
         continue;
       }
-      pause += ckpt->awaitSnapshot();  // the last save's copy must be complete
-      const auto t3 = Clock::now();
-      opt.step(params, std::span<const float>(grads.data(), P), step);
+      opt.commit();
+      params.swap(nextParams);
       const auto t4 = Clock::now();
+      // A save's snapshot reads the buffers that have just become the spare ones, which the
+      // next step's optimizer writes: its copy must be complete before then.
+      pause += ckpt->awaitSnapshot();
       loss = grads[P];
       if ((every > 0 && (step + 1) % every == 0 && step + 1 < args.steps) || step == measureAt) {
         CheckpointMeta meta{step + 1,    nranks,          P + opt.state().size(),
@@ -402,14 +433,14 @@ int main(int argc, char** argv) {
       }
       const auto t5 = Clock::now();
       samples += static_cast<double>(globalBatch);
-      tCompute += seconds(t1 - t0) + seconds(t2 - t1) + seconds(t4 - t3);
+      // After backward, what was not waiting for communication was the optimizer's work.
+      tCompute += seconds(t1 - t0) + seconds(t2 - t1) + (seconds(t4 - t2) - exposed);
       tExposed += exposed;
       tAllReduce += sync.lastAllReduceSeconds();
       tPause += pause;
       if (step - start < args.traceSteps) {
         timeline.add(Timeline::kMain, "forward", t0, t1);
         timeline.add(Timeline::kMain, "backward", t1, t2);
-        timeline.add(Timeline::kMain, "optimizer", t3, t4);
       }
       const bool evalNow = args.evalEvery > 0 && (step + 1) % args.evalEvery == 0;
       if (evalNow) heldOut = task->evaluate(params.data());

@@ -29,29 +29,40 @@ float Optimizer::lrAt(int64_t step) const {
 }
 
 void Optimizer::step(std::span<float> params, std::span<const float> grads, int64_t step) {
+  stepRange(params.data(), params.data(), grads.data(), 0, n_, step);
+  commit();  // in place: the scratch state was written; make it current
+}
+
+void Optimizer::stepRange(const float* p, float* out, const float* g, size_t begin, size_t end,
+                          int64_t step) {
+  if (scratch_.size() != state_.size()) scratch_.resize(state_.size());
   const float lr = lrAt(step);
   const float wd = config_.weightDecay;
-  float* p = params.data();
-  const float* g = grads.data();
   if (config_.kind == "sgd") {
-    float* v = state_.data();
+    const float* v = state_.data();
+    float* vNext = scratch_.data();
     const float mu = config_.momentum;
-    for (size_t i = 0; i < n_; ++i) {
-      v[i] = mu * v[i] + (g[i] + wd * p[i]);
-      p[i] -= lr * v[i];
+    for (size_t i = begin; i < end; ++i) {
+      const float vi = mu * v[i] + (g[i] + wd * p[i]);
+      vNext[i] = vi;
+      out[i] = p[i] - lr * vi;
     }
     return;
   }
-  float* m = state_.data();
-  float* v = state_.data() + n_;
+  const float* m = state_.data();
+  const float* v = state_.data() + n_;
+  float* mNext = scratch_.data();
+  float* vNext = scratch_.data() + n_;
   const float b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps;
   const float c1 = static_cast<float>(1 - std::pow(static_cast<double>(b1), step + 1));
   const float c2 = static_cast<float>(1 - std::pow(static_cast<double>(b2), step + 1));
-  for (size_t i = 0; i < n_; ++i) {
-    m[i] = b1 * m[i] + (1 - b1) * g[i];
-    v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
-    const float update = (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
-    p[i] -= lr * (update + wd * p[i]);
+  for (size_t i = begin; i < end; ++i) {
+    const float mi = b1 * m[i] + (1 - b1) * g[i];
+    const float vi = b2 * v[i] + (1 - b2) * g[i] * g[i];
+    const float update = (mi / c1) / (std::sqrt(vi / c2) + eps);
+    mNext[i] = mi;
+    vNext[i] = vi;
+    out[i] = p[i] - lr * (update + wd * p[i]);
   }
 }
 

@@ -27,15 +27,23 @@ class Optimizer {
   Optimizer(OptimizerConfig config, size_t parameters);
   // Learning rate for step `step` (0-based).
   float lrAt(int64_t step) const;
-  // Applies step `step` (0-based; AdamW's bias correction uses step + 1).
+  // Applies step `step` (0-based; AdamW's bias correction uses step + 1) in place.
   void step(std::span<float> params, std::span<const float> grads, int64_t step);
+  // Step `step` for the elements [begin, end) only, out of place: reads `params` and the
+  // state, writes `next` and the scratch state, so that the step can be applied part by
+  // part (one gradient bucket at a time, as each is averaged) and still be dropped if the
+  // step fails before every part is done. commit() then makes the scratch state current.
+  // The same arithmetic per element as step(): the result is bit-identical.
+  void stepRange(const float* params, float* next, const float* grads, size_t begin, size_t end,
+                 int64_t step);
+  void commit() { state_.swap(scratch_); }
   // Momentum (sgd) or first then second moments (adamw): what a checkpoint must keep.
   std::span<float> state() { return state_; }
 
  private:
   OptimizerConfig config_;
   size_t n_;
-  std::vector<float> state_;
+  std::vector<float> state_, scratch_;
 };
 
 }  // namespace trainer

@@ -9,6 +9,9 @@ Alternating runs, medians:
   3. checkpoint pause, asynchronous vs blocking save of the same state (4 ranks)
   4. PyTorch DDP with gloo, same model, data order, initial weights and AdamW schedule,
      4 ranks: loss curves compared step by step, samples/s ratio
+  5. (--parts overlap) the hidden fraction at each of --ranks (default 2,4), alternating;
+     with --ab "FLAGS" every rank count also runs with FLAGS added (A/B of one change);
+     each run's load average and the skew/tail split of overlap_trace.py are kept
 """
 import argparse
 import csv
@@ -21,8 +24,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run(cmd):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def run(cmd, env=None):
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
         sys.exit("failed: " + " ".join(cmd) + "\n" + r.stdout[-3000:])
     return r.stdout
@@ -40,7 +43,10 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--out", default="/tmp/chorus-train-bench")
     p.add_argument("--model", default="--hidden 1024 --layers 3 --batch 64")
-    p.add_argument("--parts", default="scaling,ckpt,ddp,curve", help="any of scaling,ckpt,ddp,curve")
+    p.add_argument("--parts", default="scaling,ckpt,ddp,curve",
+                   help="any of scaling,ckpt,ddp,curve,overlap")
+    p.add_argument("--ranks", default="2,4", help="overlap: rank counts, alternating")
+    p.add_argument("--ab", default="", help="overlap: also run every rank count with these flags (NAME=VALUE: a setting)")
     a = p.parse_args()
     launcher = os.path.join(a.build, "tools/chorus-run")
     trainer = os.path.join(a.build, "examples/dp_trainer/chorus-train")
@@ -53,7 +59,11 @@ def main():
     def train(n, name, extra=(), args=None):
         out = os.path.join(a.out, name)
         run(["rm", "-rf", out])
-        run([launcher, "-n", str(n), "--timeout", "900", trainer] + (args or common) + ["--out", out] + list(extra))
+        # NAME=VALUE in extra: an environment variable (a library setting) for the run
+        env = dict(os.environ, **dict(x.split("=", 1) for x in extra if "=" in x and x[0].isupper()))
+        flags = [x for x in extra if not ("=" in x and x[0].isupper())]
+        run([launcher, "-n", str(n), "--timeout", "900", trainer] + (args or common) + ["--out", out] + flags,
+            env=env)
         if name in pauses:  # per rank and checkpoint: the save plus the wait for its snapshot
             with open(os.path.join(out, "trace.json")) as f:
                 events = sorted((e for e in json.load(f)["traceEvents"]
@@ -67,6 +77,14 @@ def main():
         with open(os.path.join(out, "report.json")) as f:
             return json.load(f)
 
+    def trace_split(name):  # overlap_trace.py's skew and tail, ms per rank-step
+        text = run(["/usr/bin/python3", os.path.join(HERE, "overlap_trace.py"),
+                    os.path.join(a.out, name, "trace.json")])
+        ms = lambda key: float(text.split(key)[1].split(":")[1].split("ms")[0])
+        return {"skew_ms": ms("(skew)"), "tail_ms": ms("(tail)")}
+
+    variants = [("", [])] + ([("ab", a.ab.split())] if a.ab else [])
+    overlap = {}  # "np<N>[-ab]" -> [{hidden, exposed_ms, allreduce_ms, samples_per_second, load}]
     init = os.path.join(a.out, "init.bin")
     res = {"one": [], "four": [], "async": [], "blocking": [], "ddp": []}
     parts = a.parts.split(",")
@@ -79,6 +97,19 @@ def main():
             ck = ["--ckpt-every", str(max(1, a.steps // 4))]
             res["async"].append(train(4, "async", ck))
             res["blocking"].append(train(4, "blocking", ck + ["--ckpt-blocking"]))
+        if "overlap" in parts:
+            for n in (int(x) for x in a.ranks.split(",")):
+                for tag, flags in variants:
+                    key = f"np{n}" + (f"-{tag}" if tag else "")
+                    load = os.getloadavg()[0]
+                    r = train(n, key, flags)
+                    overlap.setdefault(key, []).append(dict(
+                        hidden=r["allreduce_hidden_fraction"],
+                        exposed_ms=1e3 * r["step_seconds"]["exposed_comm"],
+                        allreduce_ms=1e3 * r["allreduce_seconds_per_step"],
+                        samples_per_second=r["samples_per_second"], load=load,
+                        **trace_split(key)))
+                    print(key, overlap[key][-1], flush=True)
         if "curve" in parts and rep == 0:  # a longer loss curve, smaller model
             curve = ["--hidden", "256", "--layers", "2", "--batch", "32", "--steps", "300",
                      "--eval-every", "0", "--quiet", "--dump-init", init + ".curve"]
@@ -132,9 +163,13 @@ def main():
         summary["curve_loss_median_relative_difference"] = statistics.median(rel)
         summary["curve_final_loss_chorus"] = ours[max(ours)]
         summary["curve_final_loss_ddp"] = theirs[max(theirs)]
+    for key, runs in overlap.items():
+        for field in ("hidden", "exposed_ms", "allreduce_ms", "samples_per_second", "skew_ms", "tail_ms"):
+            summary[f"{key}_{field}"] = med([x[field] for x in runs])
+        summary[f"{key}_load_min_max"] = f"{min(x['load'] for x in runs):.1f}-{max(x['load'] for x in runs):.1f}"
     summary["load_average"] = os.getloadavg()[0]
     with open(os.path.join(a.out, "bench.json"), "w") as f:
-        json.dump({"summary": summary, "runs": res}, f, indent=1)
+        json.dump({"summary": summary, "runs": res, "overlap": overlap}, f, indent=1)
     for k, v in summary.items():
         print(f"{k:40s} {v:.4g}" if isinstance(v, float) else f"{k:40s} {v}")
 

@@ -39,3 +39,12 @@ endif()
 add_test(NAME trainer_chorus_run_restarts
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/chorus_run_restarts.sh $<TARGET_FILE:chorus-run>)
 set_tests_properties(trainer_chorus_run_restarts PROPERTIES LABELS "trainer;multiproc" TIMEOUT 120)
+
+if(TARGET chorus-train)
+  # A rank dies after some buckets of the step were stepped by the optimizer: the survivors
+  # drop them and redo the step (bit-identical to a death before any bucket was averaged).
+  add_test(NAME trainer_shrink_mid_step
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/shrink_mid_step.sh
+                   $<TARGET_FILE:chorus-run> $<TARGET_FILE:chorus-train>)
+  set_tests_properties(trainer_shrink_mid_step PROPERTIES LABELS trainer TIMEOUT 200)
+endif()

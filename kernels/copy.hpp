@@ -6,10 +6,11 @@
 namespace chorus::kernels {
 
 // Destinations from this size on are written by copyStreaming where the engine copies a
-// peer's range into the user's buffer: a 4 MiB range no longer fits this machine's 2 MiB
-// L2, so caching stores only add a read of every destination line (perf/README.md,
-// "Streaming stores").
-inline constexpr size_t kStreamingCopyFromBytes = 2 << 20;
+// peer's range into the user's buffer: such a range is far beyond this machine's 2 MiB L2,
+// so caching stores only add a read of every destination line (perf/README.md, "Streaming
+// stores"). Not from 2 MiB: at np 4, 8 MiB in place (all four ranks' buffers in the last
+// level cache, the result read again by the next call) ran 0.83x with it.
+inline constexpr size_t kStreamingCopyFromBytes = 4 << 20;
 
 // memcpy(dst, src, bytes) with non-temporal stores: the destination lines go to memory
 // without being read first (a cached store reads each line before writing it). Ends with

@@ -393,8 +393,10 @@ bool Engine::advancePeerRead(OpState& op, int index) {
     kernels::reduce(op.type, op.op, dst, resolve(op, step.src) + from * es, remote, n);
   } else if (remote != dst) {
     // Into the user's result (read by no later step of this rank): streaming stores skip
-    // reading each destination line first. Scratch stays cached for the step that folds it.
-    if (step.dst.buffer == Buffer::Output && count * es >= kernels::kStreamingCopyFromBytes)
+    // reading each destination line first. Scratch stays cached for the step that folds it,
+    // and so do the results of ops whose buffers all fit the last-level cache together.
+    if (step.dst.buffer == Buffer::Output && count * es >= kernels::kStreamingCopyFromBytes &&
+        op.count * es * config_.nranks >= config_.streamFromBytes)
       kernels::copyStreaming(dst, remote, n * es);
     else
       std::memcpy(dst, remote, n * es);

@@ -5,18 +5,21 @@
 # or a wrong element: both programs exit non-zero then).
 #
 #   perf/compare.sh [-n NP] [-t COLL] [-b MIN] [-e MAX] [-f FACTOR] [-d TYPE] [-o OP]
-#                   [-K REPS] [-B BUILD_DIR] [-m] [-R "1 2"] [-l LOG_DIR] [-- extra flags]
+#                   [-K REPS] [-B BUILD_DIR] [-O OLD_BUILD] [-m] [-R "1 2"] [-l LOG_DIR]
+#                   [-- extra flags]
 #
 # -R "1 2": also chorus-perf -R 1 (registered buffers) and -R 2 (memAlloc buffers), as
-# more columns. Every run also writes JSON (LOG_DIR/NAME.REP.json) for perf/plot.py.
+# more columns. -O OLD_BUILD: the same Chorus runs from an older build directory too
+# (before/after a change), its libchorus first on LD_LIBRARY_PATH, as columns old,
+# old_R1 ... Every run also writes JSON (LOG_DIR/NAME.REP.json) for perf/plot.py.
 # Defaults: -n 4 -t allreduce -d float -o sum -b 8 -e 64M -f 2 -K 3 -B build.
 # MPIRUN_ARGS (environment) is added to every mpirun command line.
 set -euo pipefail
 
 np=4 coll=allreduce type=float op=sum minb=8 maxb=64M factor=2 reps=3
-build=build with_mpirun_chorus=0 logdir="" registrations=""
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
-while getopts "n:t:b:e:f:d:o:K:B:mR:l:h" opt; do
+build=build old="" with_mpirun_chorus=0 logdir="" registrations=""
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+while getopts "n:t:b:e:f:d:o:K:B:O:mR:l:h" opt; do
   case $opt in
     n) np=$OPTARG ;;
     t) coll=$OPTARG ;;
@@ -27,6 +30,7 @@ while getopts "n:t:b:e:f:d:o:K:B:mR:l:h" opt; do
     o) op=$OPTARG ;;
     K) reps=$OPTARG ;;
     B) build=$OPTARG ;;
+    O) old=$OPTARG ;;
     m) with_mpirun_chorus=1 ;;
     R) registrations=$OPTARG ;;
     l) logdir=$OPTARG ;;
@@ -65,6 +69,17 @@ for r in $registrations; do
   names+=("chorus_R$r")
   cmds[chorus_R$r]="$run_bin -n $np $perf_bin ${bench_args[*]} -R $r"
 done
+if [[ -n $old ]]; then
+  [[ -x $old/perf/chorus-perf && -x $old/tools/chorus-run ]] ||
+    { echo "compare.sh: no chorus-perf / chorus-run under $old" >&2; exit 2; }
+  old_run="env LD_LIBRARY_PATH=$(cd "$old" && pwd) $old/tools/chorus-run -n $np $old/perf/chorus-perf"
+  names+=(old)
+  cmds[old]="$old_run ${bench_args[*]}"
+  for r in $registrations; do
+    names+=("old_R$r")
+    cmds[old_R$r]="$old_run ${bench_args[*]} -R $r"
+  done
+fi
 
 echo "# compare.sh: $coll $type $op, np $np, sizes $minb..$maxb x$factor, $reps repetitions"
 echo "# logs in $logdir"

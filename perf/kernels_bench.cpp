@@ -3,6 +3,7 @@
 // (3 x buffer), memcpy reads one and writes one (2 x buffer). The `buffer` counter is the
 // rate at which one buffer's worth of input is processed, comparable across all of them.
 // Rows named .../generic run the portable kernels for comparison with the dispatched ones.
+#include "kernels/copy.hpp"
 #include "kernels/cpu/kernel_table.hpp"
 #include "kernels/half.hpp"
 #include "kernels/reduce.hpp"
@@ -109,11 +110,26 @@ void memcpyBench(benchmark::State& state) {
   setCounters(state, bytes, 2);
 }
 
+// kernels::copyStreaming (non-temporal stores): the engine's copy into a large output.
+void copyStreamingBench(benchmark::State& state) {
+  const size_t bytes = size_t(state.range(0));
+  Bytes a = allocate(bytes), d = allocate(bytes);
+  std::memset(a.get(), 1, bytes);
+  std::memset(d.get(), 0, bytes);
+  for (auto _ : state) {
+    k::copyStreaming(d.get(), a.get(), bytes);
+    benchmark::ClobberMemory();
+  }
+  setCounters(state, bytes, 2);
+}
+
 void registerAll() {
   auto sizes = [](benchmark::internal::Benchmark* b) {
     b->Arg(64 << 10)->Arg(1 << 20)->Arg(16 << 20);
   };
   sizes(benchmark::RegisterBenchmark("memcpy", memcpyBench));
+  benchmark::RegisterBenchmark("copy_streaming", copyStreamingBench)->Arg(16 << 20)->Arg(64 << 20);
+  benchmark::RegisterBenchmark("memcpy", memcpyBench)->Arg(64 << 20);
   struct Case {
     DataType type;
     RedOp op;

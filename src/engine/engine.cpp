@@ -3,6 +3,7 @@
 #include "algorithms/schedule_rules.hpp"
 #include "engine/wire_header.hpp"
 #include "errors.hpp"
+#include "kernels/copy.hpp"
 #include "kernels/reduce.hpp"
 #include "log.hpp"
 
@@ -401,7 +402,14 @@ bool Engine::advancePeerRead(OpState& op, int index) {
   if (step.kind == StepKind::PeerReduce) {
     kernels::reduce(op.type, op.op, dst, resolve(op, step.src) + from * es, remote, n);
   } else if (remote != dst) {
-    std::memcpy(dst, remote, n * es);
+    // Into the user's result (read by no later step of this rank): streaming stores skip
+    // reading each destination line first. Scratch stays cached for the step that folds it,
+    // and so do the results of ops whose buffers all fit the last-level cache together.
+    if (step.dst.buffer == Buffer::Output && count * es >= kernels::kStreamingCopyFromBytes &&
+        op.count * es * config_.nranks >= config_.streamFromBytes)
+      kernels::copyStreaming(dst, remote, n * es);
+    else
+      std::memcpy(dst, remote, n * es);
   }
   if (step.finalize && op.op == RedOp::Avg && config_.nranks > 1)
     kernels::divide(op.type, dst, dst, n, config_.nranks);

@@ -37,6 +37,9 @@ struct EngineConfig {
   std::chrono::microseconds pauseSpin{0};
   bool yieldWhileSpinning = false;          // more ranks than cores (the comm spins longer then)
   size_t sliceBytes = kPipelineSliceBytes;  // most bytes one step moves per pass
+  // Ops whose bytes x ranks reach this copy peers' ranges of at least
+  // kernels::kStreamingCopyFromBytes into the output with streaming stores.
+  size_t streamFromBytes = size_t{64} << 20;
   // Called every ~100 ms while ops wait, polled or not; throws PeerError for a dead peer.
   std::function<void()> checkPeers;
   // Called once when the engine fails, with the cause and the failed ranks (e.g. to tell

@@ -2,6 +2,7 @@
 // written independently of the kernels: integers in 128-bit arithmetic, fp16 with GCC's
 // _Float16, bf16/fp8 decoded from their fields with ldexp and rounded by searching all
 // finite values. Odd counts, vector-misaligned starts, in-place use, and guard bytes.
+#include "kernels/copy.hpp"
 #include "kernels/cpu/kernel_table.hpp"
 #include "kernels/reduce.hpp"
 
@@ -496,6 +497,27 @@ TEST(Kernels, InvalidArguments) {
   expectInvalid([&] { divide(DataType::Uint32, &x, &x, 1, -2); });
   expectInvalid([&] { divide(DataType(99), &x, &x, 1, 2); });
   reduce(DataType::Int32, RedOp::Sum, nullptr, nullptr, nullptr, 0);  // empty: fine
+}
+
+// copyStreaming writes exactly [dst, dst + bytes) with src's bytes: every head and tail
+// length around the 64-byte lines, misaligned both ways, guard bytes on each side.
+TEST(Kernels, CopyStreamingCopiesExactly) {
+  std::vector<uint8_t> src(4096 + 256), dst(src.size() + 128);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
+  for (size_t bytes : {0, 1, 15, 63, 64, 65, 127, 128, 191, 1000, 4096, 4096 + 129}) {
+    for (size_t srcOffset : {0, 1, 17, 64}) {
+      for (size_t dstOffset : {0, 3, 32, 63}) {
+        std::fill(dst.begin(), dst.end(), uint8_t{0xA5});
+        copyStreaming(dst.data() + 64 + dstOffset, src.data() + srcOffset, bytes);
+        for (size_t i = 0; i < dst.size(); ++i) {
+          const size_t at = 64 + dstOffset;
+          const uint8_t want = i >= at && i < at + bytes ? src[srcOffset + i - at] : 0xA5;
+          ASSERT_EQ(dst[i], want) << "bytes " << bytes << " src+" << srcOffset << " dst+"
+                                  << dstOffset << " at " << i;
+        }
+      }
+    }
+  }
 }
 
 TEST(Kernels, IsaName) {

@@ -246,8 +246,8 @@ class Runner {
 struct Args {
   std::string transport;
   std::string algo;
-  std::string expectLayout;  // Communicator::layout() must say exactly this
-  std::string expectAlgo;    // "allreduce:hier,allgather:hier": what algorithmFor must name
+  std::string expectLayout;        // Communicator::layout() must say exactly this
+  std::string expectAlgo;          // "allreduce:hier,allgather:hier": what algorithmFor must name
   std::string buffers = "malloc";  // malloc | registered | memalloc (buffers.hpp)
   std::string only;                // run only these collectives' cases (collName, comma-separated)
   bool quick = false;

@@ -22,7 +22,8 @@ cmds[mpi]="${mpirun_cmd[*]} $build/perf/compare_mpi ${args[*]}"
 cmds[new]="$build/tools/chorus-run -n $np $build/perf/chorus-perf ${args[*]}"
 if [[ -n $old ]]; then
   names+=(old)
-  cmds[old]="$old/tools/chorus-run -n $np $old/perf/chorus-perf ${args[*]}"
+  # Its own libchorus first, as compare.sh does (a copied build's rpath may point nowhere).
+  cmds[old]="env LD_LIBRARY_PATH=$(cd "$old" && pwd) $old/tools/chorus-run -n $np $old/perf/chorus-perf ${args[*]}"
 fi
 logdir=$(mktemp -d /tmp/chorus-small.XXXXXX)
 for ((rep = 1; rep <= reps; rep++)); do

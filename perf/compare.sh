@@ -57,28 +57,29 @@ bench_args=(-t "$coll" -d "$type" -o "$op" -b "$minb" -e "$maxb" -f "$factor" "$
 [[ -n $logdir ]] || logdir=$(mktemp -d /tmp/chorus-compare.XXXXXX)
 mkdir -p "$logdir"
 
-names=(mpi chorus)
+names=(mpi)
 declare -A cmds
 cmds[mpi]="${mpirun_cmd[*]} $mpi_bin ${bench_args[*]}"
-cmds[chorus]="$run_bin -n $np $perf_bin ${bench_args[*]}"
+# Column NAME runs RUN with the bench flags, and NAME_R<r> with -R <r> for each -R asked.
+add_chorus_columns() {
+  local name=$1 run=$2 r
+  names+=("$name")
+  cmds[$name]="$run ${bench_args[*]}"
+  for r in $registrations; do
+    names+=("${name}_R$r")
+    cmds[${name}_R$r]="$run ${bench_args[*]} -R $r"
+  done
+}
+add_chorus_columns chorus "$run_bin -n $np $perf_bin"
 if ((with_mpirun_chorus)); then
   names+=(chorus_mpirun)
   cmds[chorus_mpirun]="${mpirun_cmd[*]} $perf_bin ${bench_args[*]}"
 fi
-for r in $registrations; do
-  names+=("chorus_R$r")
-  cmds[chorus_R$r]="$run_bin -n $np $perf_bin ${bench_args[*]} -R $r"
-done
 if [[ -n $old ]]; then
   [[ -x $old/perf/chorus-perf && -x $old/tools/chorus-run ]] ||
     { echo "compare.sh: no chorus-perf / chorus-run under $old" >&2; exit 2; }
-  old_run="env LD_LIBRARY_PATH=$(cd "$old" && pwd) $old/tools/chorus-run -n $np $old/perf/chorus-perf"
-  names+=(old)
-  cmds[old]="$old_run ${bench_args[*]}"
-  for r in $registrations; do
-    names+=("old_R$r")
-    cmds[old_R$r]="$old_run ${bench_args[*]} -R $r"
-  done
+  add_chorus_columns old \
+    "env LD_LIBRARY_PATH=$(cd "$old" && pwd) $old/tools/chorus-run -n $np $old/perf/chorus-perf"
 fi
 
 echo "# compare.sh: $coll $type $op, np $np, sizes $minb..$maxb x$factor, $reps repetitions"

@@ -1,9 +1,14 @@
+# A script under tests/trainer/ run with chorus-run and chorus-train (label `trainer`).
+function(trainer_script_test name script timeout)
+  add_test(NAME ${name}
+           COMMAND ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/${script}
+                   $<TARGET_FILE:chorus-run> $<TARGET_FILE:chorus-train>)
+  set_tests_properties(${name} PROPERTIES LABELS trainer TIMEOUT ${timeout})
+endfunction()
+
 # chorus-train end to end (label `trainer`): only when the trainer was built (OpenBLAS, zlib).
 if(TARGET chorus-train)
-  add_test(NAME trainer_bit_exact_resume
-           COMMAND ${CMAKE_CURRENT_LIST_DIR}/bit_exact_resume.sh
-                   $<TARGET_FILE:chorus-run> $<TARGET_FILE:chorus-train>)
-  set_tests_properties(trainer_bit_exact_resume PROPERTIES LABELS trainer TIMEOUT 300)
+  trainer_script_test(trainer_bit_exact_resume bit_exact_resume.sh 300)
 endif()
 
 # The deterministic setting the trainer relies on (CHORUS_DETERMINISTIC, Options).
@@ -25,15 +30,9 @@ if(TARGET chorus-train)
   add_test(NAME trainer_grad_check COMMAND trainer_grad_check)
   set_tests_properties(trainer_grad_check PROPERTIES LABELS trainer TIMEOUT 60)
 
-  add_test(NAME trainer_shrink_in_place
-           COMMAND ${CMAKE_CURRENT_LIST_DIR}/shrink_in_place.sh
-                   $<TARGET_FILE:chorus-run> $<TARGET_FILE:chorus-train>)
-  set_tests_properties(trainer_shrink_in_place PROPERTIES LABELS trainer TIMEOUT 200)
+  trainer_script_test(trainer_shrink_in_place shrink_in_place.sh 200)
 
-  add_test(NAME trainer_grow_back
-           COMMAND ${CMAKE_CURRENT_LIST_DIR}/grow_back.sh
-                   $<TARGET_FILE:chorus-run> $<TARGET_FILE:chorus-train>)
-  set_tests_properties(trainer_grow_back PROPERTIES LABELS trainer TIMEOUT 300)
+  trainer_script_test(trainer_grow_back grow_back.sh 300)
 endif()
 
 add_test(NAME trainer_chorus_run_restarts
@@ -43,8 +42,5 @@ set_tests_properties(trainer_chorus_run_restarts PROPERTIES LABELS "trainer;mult
 if(TARGET chorus-train)
   # A rank dies after some buckets of the step were stepped by the optimizer: the survivors
   # drop them and redo the step (bit-identical to a death before any bucket was averaged).
-  add_test(NAME trainer_shrink_mid_step
-           COMMAND ${CMAKE_CURRENT_LIST_DIR}/shrink_mid_step.sh
-                   $<TARGET_FILE:chorus-run> $<TARGET_FILE:chorus-train>)
-  set_tests_properties(trainer_shrink_mid_step PROPERTIES LABELS trainer TIMEOUT 200)
+  trainer_script_test(trainer_shrink_mid_step shrink_mid_step.sh 200)
 endif()

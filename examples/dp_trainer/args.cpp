@@ -35,6 +35,8 @@ communication
   --step-per-bucket         the optimizer steps each bucket as soon as it is averaged, while
                             the rest are still being reduced (default: once all are done;
                             on 2 shared cores no faster, see perf/trainer/README.md)
+  --max-in-flight N         bucket all-reduces running at once (1: each starts once the
+                            one before it is done)
   --no-deterministic        let the tuner choose algorithms (default: CHORUS_DETERMINISTIC)
   --timeout-s N             deadline for any collective (120)
 checkpoints
@@ -109,6 +111,7 @@ Args parseArgs(int argc, char** argv) {
       {"--decay", [&](auto& v) { o.decay = v; }},
       {"--min-lr-ratio", [&](auto& v) { o.minLrRatio = number<float>("--min-lr-ratio", v); }},
       {"--bucket-mb", [&](auto& v) { a.bucketMb = number<double>("--bucket-mb", v); }},
+      {"--max-in-flight", [&](auto& v) { a.maxInFlight = number<int>("--max-in-flight", v); }},
       {"--timeout-s", [&](auto& v) { a.timeoutS = number<int>("--timeout-s", v); }},
       {"--ckpt-dir", [&](auto& v) { a.ckptDir = v; }},
       {"--ckpt-every", [&](auto& v) { a.ckptEvery = number<int64_t>("--ckpt-every", v); }},

@@ -41,6 +41,7 @@ struct Args {
   bool gpu = false;                // MLP GEMMs through cuBLAS (built with CHORUS_TRAINER_CUBLAS)
   bool wholeLayers = false;        // MLP: one gradient group per layer (no row blocks)
   bool stepPerBucket = false;      // optimizer on each bucket as soon as it is averaged
+  int maxInFlight = 1;             // bucket all-reduces running at once
   uint64_t failRandomSeed = 0;
   int failCount = 0;
   std::string saveFinal;

@@ -27,12 +27,80 @@ std::future<void> CommThread::post(Task task) {
   return done;
 }
 
+std::future<void> CommThread::start(Start start, Done done, std::string what) {
+  auto promise = std::make_shared<std::promise<void>>();
+  std::future<void> result = promise->get_future();
+  // The task only issues the collective; loop() and drive() see it to its end.
+  post([this, start = std::move(start), done = std::move(done), what = std::move(what),
+        promise](chorus::Communicator& c) mutable {
+    while (static_cast<int>(inFlight_.size()) >= maxInFlight_)
+      drive(std::chrono::milliseconds(200));
+    const auto begin = Clock::now();
+    try {
+      inFlight_.push_back(
+          InFlight{start(c), std::move(done), std::move(what), begin, begin + deadline_, {}});
+      inFlight_.back().result = std::move(*promise);
+    } catch (...) {
+      promise->set_exception(std::current_exception());
+    }
+  });
+  return result;
+}
+
+void CommThread::complete(size_t i, std::exception_ptr error) {
+  InFlight f = std::move(inFlight_[i]);
+  inFlight_.erase(inFlight_.begin() + static_cast<std::ptrdiff_t>(i));
+  if (!error) try {
+      f.done(f.work, f.start, Clock::now());
+    } catch (...) {
+      error = std::current_exception();
+    }
+  if (error)
+    f.result.set_exception(error);
+  else
+    f.result.set_value();
+}
+
+void CommThread::drive(std::chrono::milliseconds slice) {
+  if (inFlight_.empty()) return;
+  try {
+    // Waiting on the oldest drives every collective of the communicator.
+    if (inFlight_.front().work.wait(slice)) return complete(0, nullptr);
+  } catch (...) {
+    return complete(0, std::current_exception());
+  }
+  for (size_t i = 0; i < inFlight_.size(); ++i) {
+    try {
+      if (inFlight_[i].work.test()) {
+        complete(i--, nullptr);
+        continue;
+      }
+    } catch (...) {
+      complete(i--, std::current_exception());
+      continue;
+    }
+    if (Clock::now() > inFlight_[i].giveUp) {
+      auto late = std::make_exception_ptr(
+          chorus::Error(chorus::Result::Timeout, inFlight_[i].what + " still running after " +
+                                                     std::to_string(deadline_.count() / 1000) + " s"));
+      complete(i--, late);
+    }
+  }
+}
+
 void CommThread::loop() {
   for (;;) {
     std::packaged_task<void()> job;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (inFlight_.empty())
+        wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty() && !inFlight_.empty()) {
+        lock.unlock();
+        // Short slices: a bucket posted meanwhile is started within a millisecond.
+        drive(std::chrono::milliseconds(maxInFlight_ > 1 ? 1 : 200));
+        continue;
+      }
       if (queue_.empty()) return;  // stopping, nothing left
       job = std::move(queue_.front());
       queue_.pop_front();

@@ -18,6 +18,8 @@
 
 namespace trainer {
 
+using Clock = std::chrono::steady_clock;
+
 class CommThread {
  public:
   using Task = std::function<void(chorus::Communicator&)>;
@@ -31,6 +33,16 @@ class CommThread {
   // Runs `task` on the communication thread after those posted before it; the future
   // carries its exception (a chorus::Error naming the failed rank, for instance).
   std::future<void> post(Task task);
+  // Starts a collective on the communication thread: `start` issues it and returns its
+  // Work; `done(start, end)` runs there once it completed. The thread does not wait for it
+  // before taking the next task unless --max-in-flight collectives are already running
+  // (then it drives the oldest to completion first); meanwhile it drives them all. The
+  // future carries a failure (chorus::Error, or Timeout past the deadline).
+  using Start = std::function<chorus::Work(chorus::Communicator&)>;
+  using Done = std::function<void(chorus::Work&, Clock::time_point, Clock::time_point)>;
+  std::future<void> start(Start start, Done done, std::string what);
+  // How many collectives started by start() may run at once (1: one after another).
+  void setMaxInFlight(int n) { maxInFlight_ = n < 1 ? 1 : n; }
   // post() and wait for it.
   void run(Task task) { post(std::move(task)).get(); }
   // For tasks: waits on `work` until done, or throws once `deadline` passes.
@@ -48,8 +60,20 @@ class CommThread {
   void allReduce(double* values, size_t n, chorus::RedOp op);
 
  private:
+  struct InFlight {
+    chorus::Work work;
+    Done done;
+    std::string what;
+    Clock::time_point start, giveUp;
+    std::promise<void> result;
+  };
   void loop();
+  // Drives the collectives in flight for at most `slice`, completing those that finished.
+  void drive(std::chrono::milliseconds slice);
+  void complete(size_t i, std::exception_ptr error);
   chorus::Communicator comm_;
+  std::deque<InFlight> inFlight_;  // only the communication thread touches it
+  int maxInFlight_ = 1;
   int rank_, size_;
   std::chrono::milliseconds deadline_;
   std::mutex mutex_;

@@ -1,5 +1,6 @@
 #include "grad_sync.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace trainer {
@@ -34,7 +35,8 @@ GradSync::GradSync(CommThread& comm, std::vector<Bucket> buckets, Timeline& time
   for (size_t k = 0; k < buckets_.size(); ++k)
     for (int l = buckets_[k].lowLayer; l <= buckets_[k].highLayer; ++l)
       bucketOfLayer_[l] = static_cast<int>(k);
-  durations_.resize(buckets_.size());
+  spans_.resize(buckets_.size());
+  algorithms_.resize(buckets_.size());
 }
 
 void GradSync::begin(float* grads) {
@@ -49,18 +51,21 @@ void GradSync::layerReady(int layer) {
   if (--pending_[k] > 0) return;
   const Bucket b = buckets_[k];
   float* data = grads_ + b.begin;
-  inFlight_.emplace_back(k, comm_.post([this, k, b, data](chorus::Communicator& c) {
-    const auto start = Clock::now();
-    chorus::Work w =
-        c.allReduce(data, data, b.end - b.begin, chorus::DataType::Float32, chorus::RedOp::Avg);
-    char what[96];
-    std::snprintf(what, sizeof what, "all-reduce bucket %d (%.2f MB)", k,
-                  (b.end - b.begin) * 4 / 1e6);
-    comm_.await(w, what);
-    const auto end = Clock::now();
-    durations_[k] = seconds(end - start);
-    timeline_.add(Timeline::kComm, what, start, end);
-  }));
+  char what[64];
+  std::snprintf(what, sizeof what, "all-reduce bucket %d (%.2f MB", k, (b.end - b.begin) * 4 / 1e6);
+  inFlight_.emplace_back(
+      k, comm_.start(
+             [data, b](chorus::Communicator& c) {
+               return c.allReduce(data, data, b.end - b.begin, chorus::DataType::Float32,
+                                  chorus::RedOp::Avg);
+             },
+             [this, k, name = std::string(what)](chorus::Work& w, Clock::time_point start,
+                                                 Clock::time_point end) {
+               spans_[k] = {start, end};
+               algorithms_[k] = w.algorithm();  // what the engine ran, not what we asked
+               timeline_.add(Timeline::kComm, name + ", " + algorithms_[k] + ")", start, end);
+             },
+             std::string(what) + ")"));
 }
 
 void GradSync::abandon() {
@@ -73,19 +78,35 @@ void GradSync::abandon() {
 
 double GradSync::finish(const std::function<void(const Bucket&)>& averaged) {
   double waited = 0;
+  waits_.clear();
   for (auto& [k, f] : inFlight_) {
     const auto start = Clock::now();
     f.get();  // rethrows the bucket's chorus::Error
     const auto end = Clock::now();
     waited += seconds(end - start);
+    waits_.emplace_back(start, end);
     if (end - start > std::chrono::microseconds(20))
       timeline_.add(Timeline::kMain, "wait for all-reduce", start, end);
     if (averaged) averaged(buckets_[k]);
   }
   inFlight_.clear();
+  // The union of the buckets' spans: with several in flight at once, time counted once.
+  std::vector<std::pair<Clock::time_point, Clock::time_point>> spans = spans_;
+  std::sort(spans.begin(), spans.end());
   allReduceSeconds_ = 0;
-  for (double d : durations_) allReduceSeconds_ += d;
+  Clock::time_point covered{};
+  for (const auto& [start, end] : spans) {
+    const Clock::time_point from = std::max(start, covered);
+    if (end > from) allReduceSeconds_ += seconds(end - from);
+    covered = std::max(covered, end);
+  }
   return waited;
+}
+
+std::string GradSync::algorithms() const {
+  std::string names;
+  for (const std::string& a : algorithms_) names += (names.empty() ? "" : ",") + a;
+  return names;
 }
 
 }  // namespace trainer

@@ -8,6 +8,7 @@
 #include "timeline.hpp"
 
 #include <functional>
+#include <string>
 #include <future>
 #include <utility>
 #include <vector>
@@ -43,8 +44,15 @@ class GradSync {
   void abandon();
   // Buckets of this step whose all-reduce has been started.
   size_t started() const { return inFlight_.size(); }
-  // Seconds the all-reduces of the last step ran, end to end, summed over buckets.
+  // Seconds some all-reduce of the last step was running (the union of the buckets'
+  // spans from start to completion; their sum when they run one after another).
   double lastAllReduceSeconds() const { return allReduceSeconds_; }
+  // The last step's waits after backward (finish()), start and end.
+  const std::vector<std::pair<Clock::time_point, Clock::time_point>>& lastWaits() const {
+    return waits_;
+  }
+  // The algorithm each bucket's all-reduce ran last (Work::algorithm), comma-separated.
+  std::string algorithms() const;
 
  private:
   CommThread& comm_;
@@ -55,7 +63,8 @@ class GradSync {
   std::vector<std::pair<int, std::future<void>>> inFlight_;  // bucket, its all-reduce
   float* grads_ = nullptr;
   double allReduceSeconds_ = 0;
-  std::vector<double> durations_;
+  std::vector<std::pair<Clock::time_point, Clock::time_point>> spans_, waits_;
+  std::vector<std::string> algorithms_;
 };
 
 }  // namespace trainer

@@ -166,13 +166,10 @@ int main(int argc, char** argv) {
       if (covered != P || buckets.back().begin != 0)
         throw std::logic_error("gradient buckets do not cover the parameters");
     }
-    std::string algorithm;
-    for (const Bucket& b : buckets) {
-      if (!algorithm.empty()) algorithm += ',';
-      algorithm += comm.algorithmFor("allreduce", b.end - b.begin, chorus::DataType::Float32);
-    }
-
+    // One host: its steady clock is shared by the ranks, so their times compare (below).
+    const bool oneHost = comm.layout().rfind("1 node", 0) == 0;
     CommThread ct(std::move(comm), std::chrono::seconds(args.timeoutS));
+    ct.setMaxInFlight(args.maxInFlight);
     if (lead) std::filesystem::create_directories(args.out);
     JobLog jobLog(args.out);
 
@@ -289,6 +286,11 @@ int main(int argc, char** argv) {
 
     std::vector<uint32_t> batchIdx;
     double tCompute = 0, tExposed = 0, tAllReduce = 0, tPause = 0, tWrite = 0;
+    // Per step: when this rank's backward ended, and its waits for all-reduce after it
+    // (steady-clock seconds), to split the exposed time at the end of the run.
+    std::vector<double> backwardEnd(static_cast<size_t>(args.steps), 0);
+    std::vector<std::vector<std::pair<double, double>>> stepWaits(backwardEnd.size());
+    auto at = [](Clock::time_point t) { return seconds(t.time_since_epoch()); };
     int checkpoints = 0;
     float loss = 0;
     double heldOut = 0;
@@ -398,6 +400,9 @@ int main(int argc, char** argv) {
         step = redo - 1;
         continue;
       }
+      backwardEnd[step] = at(t2);
+      stepWaits[step].clear();
+      for (const auto& [w0, w1] : sync.lastWaits()) stepWaits[step].emplace_back(at(w0), at(w1));
       opt.commit();
       params.swap(nextParams);
       const auto t4 = Clock::now();
@@ -460,10 +465,21 @@ int main(int argc, char** argv) {
     heldOut = task->evaluate(params.data());
     if (metrics) std::fclose(metrics);
 
+    // The exposed time split: the part of each wait before the slowest rank's backward of
+    // that step ended (B) is waiting for that rank's compute (its gradients are needed for
+    // the last bucket); the part after B is reduction not hidden. Needs one clock for all
+    // ranks: on several hosts the split is not made (-1).
+    ct.allReduce(backwardEnd.data(), backwardEnd.size(), chorus::RedOp::Max);
+    double tWaitSlowest = 0;
+    for (int64_t s = start; s < args.steps; ++s)
+      for (const auto& [w0, w1] : stepWaits[s])
+        tWaitSlowest += std::max(0.0, std::min(w1, backwardEnd[s]) - w0);
+    if (!oneHost) tWaitSlowest = -1;
+
     // Per-step figures averaged over ranks.
     const double stepsRun = static_cast<double>(args.steps - start);
-    double sums[6] = {tCompute, tExposed, tAllReduce, tPause, tWrite, loopSeconds};
-    ct.allReduce(sums, 6, chorus::RedOp::Avg);
+    double sums[7] = {tCompute, tExposed, tAllReduce, tPause, tWrite, loopSeconds, tWaitSlowest};
+    ct.allReduce(sums, 7, chorus::RedOp::Avg);
     if (lead) {
       RunReport r;
       r.nranks = nranks, r.attempt = attempt, r.steps = args.steps, r.startStep = start;
@@ -474,6 +490,8 @@ int main(int argc, char** argv) {
       r.samplesPerSecond = samples / std::max(sums[5], 1e-9);
       r.stepSeconds = sums[5] / n, r.computeSeconds = sums[0] / n;
       r.exposedCommSeconds = sums[1] / n, r.allReduceSeconds = sums[2] / n;
+      r.waitSlowestSeconds = oneHost ? sums[6] / n : -1;
+      r.exposedTransferSeconds = oneHost ? (sums[1] - sums[6]) / n : -1;
       r.checkpointPauseSeconds = sums[3] / n;
       r.hiddenFraction = sums[2] > 0 ? std::clamp(1 - sums[1] / sums[2], 0.0, 1.0) : 0;
       r.checkpoints = checkpoints;
@@ -489,7 +507,7 @@ int main(int argc, char** argv) {
       r.shrinks = shrinks;
       r.grows = grows;
       r.finalLoss = loss, r.heldOut = heldOut, r.heldOutMetric = task->metricName();
-      r.algorithm = algorithm;
+      r.algorithm = sync.algorithms();
       std::ofstream(args.out + "/report.json") << r.json();
       if (!args.quiet) r.printTable(stdout);
       if (!args.saveFinal.empty()) writeRaw(args.saveFinal, params);

@@ -60,6 +60,8 @@ std::string RunReport::json() const {
     << ",\n  \"seconds\": " << seconds << ",\n  \"samples_per_second\": " << samplesPerSecond
     << ",\n  \"step_seconds\": {\"total\": " << stepSeconds << ", \"compute\": " << computeSeconds
     << ", \"exposed_comm\": " << exposedCommSeconds
+    << ", \"exposed_comm_waiting_for_slowest_backward\": " << waitSlowestSeconds
+    << ", \"exposed_comm_transfer\": " << exposedTransferSeconds
     << ", \"checkpoint_pause\": " << checkpointPauseSeconds
     << "},\n  \"allreduce_seconds_per_step\": " << allReduceSeconds
     << ",\n  \"allreduce_hidden_fraction\": " << hiddenFraction
@@ -102,13 +104,16 @@ void RunReport::printTable(FILE* out) const {
       "  samples/s           %10.1f\n"
       "  step time (ms)      %10.3f = compute %.3f + exposed comm %.3f + checkpoint pause %.3f\n"
       "  all-reduce (ms)     %10.3f per step, %.1f%% hidden behind backward (%s)\n"
+      "  exposed comm (ms)   %10.3f = waiting for the slowest rank's backward %.3f + "
+      "transfer %.3f\n"
       "  checkpoints         %10d  pause %.3f ms, write %.3f ms each; %s\n"
       "  MFU                 %9.1f%%  (%.2f GFLOP/s of %.2f measured peak GEMM)\n"
       "  effective training  %9.1f%%  (useful %.2f s of %.2f s elapsed)\n",
       nranks, static_cast<long long>(startStep), static_cast<long long>(steps),
       static_cast<long long>(globalBatch), parameters, samplesPerSecond, stepSeconds * 1e3,
       computeSeconds * 1e3, exposedCommSeconds * 1e3, checkpointPauseSeconds * 1e3,
-      allReduceSeconds * 1e3, hiddenFraction * 100, algorithm.c_str(), checkpoints,
+      allReduceSeconds * 1e3, hiddenFraction * 100, algorithm.c_str(), exposedCommSeconds * 1e3,
+      waitSlowestSeconds * 1e3, exposedTransferSeconds * 1e3, checkpoints,
       pausePerCheckpoint * 1e3, writePerCheckpoint * 1e3, checkpointPolicy.c_str(), mfu * 100,
       achievedFlops / 1e9, peakFlops / 1e9, effectiveTrainingTime * 100, usefulSeconds,
       elapsedSeconds);

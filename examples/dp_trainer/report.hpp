@@ -62,6 +62,9 @@ struct RunReport {
   // per step, averaged over steps and ranks
   double stepSeconds = 0, computeSeconds = 0, exposedCommSeconds = 0, allReduceSeconds = 0,
          checkpointPauseSeconds = 0;
+  // exposedCommSeconds split (-1: ranks on several hosts, no shared clock): waiting for
+  // the slowest rank's backward of the step to end, and reduction left after it ended.
+  double waitSlowestSeconds = 0, exposedTransferSeconds = 0;
   double hiddenFraction = 0;  // of all-reduce time, behind backward
   int checkpoints = 0;
   double pausePerCheckpoint = 0, writePerCheckpoint = 0;

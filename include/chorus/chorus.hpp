@@ -141,6 +141,11 @@ class Work {
   bool wait(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
   // Non-blocking: makes what progress it can; true once complete. Throws on failure.
   bool test();
+  // The algorithm the engine runs (or ran) for this call, as algorithmFor and CHORUS_ALGO
+  // name them ("ring", "peer_twoshot", "mailbox", ...): the tuner's choice for these
+  // buffers, or the forced one. Known from the start, also for a call already complete;
+  // "group" for the Work groupEnd returns. Throws Error(InvalidUsage) on an empty Work.
+  std::string algorithm() const;
 
  private:
   friend class detail::CommImpl;

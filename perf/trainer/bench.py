@@ -106,6 +106,8 @@ def main():
                     overlap.setdefault(key, []).append(dict(
                         hidden=r["allreduce_hidden_fraction"],
                         exposed_ms=1e3 * r["step_seconds"]["exposed_comm"],
+                        wait_slowest_ms=1e3 * r["step_seconds"]["exposed_comm_waiting_for_slowest_backward"],
+                        transfer_ms=1e3 * r["step_seconds"]["exposed_comm_transfer"],
                         allreduce_ms=1e3 * r["allreduce_seconds_per_step"],
                         samples_per_second=r["samples_per_second"], load=load,
                         **trace_split(key)))
@@ -164,7 +166,8 @@ def main():
         summary["curve_final_loss_chorus"] = ours[max(ours)]
         summary["curve_final_loss_ddp"] = theirs[max(theirs)]
     for key, runs in overlap.items():
-        for field in ("hidden", "exposed_ms", "allreduce_ms", "samples_per_second", "skew_ms", "tail_ms"):
+        for field in ("hidden", "exposed_ms", "wait_slowest_ms", "transfer_ms", "allreduce_ms",
+                      "samples_per_second", "skew_ms", "tail_ms"):
             summary[f"{key}_{field}"] = med([x[field] for x in runs])
         summary[f"{key}_load_min_max"] = f"{min(x['load'] for x in runs):.1f}-{max(x['load'] for x in runs):.1f}"
     summary["load_average"] = os.getloadavg()[0]

@@ -177,6 +177,11 @@ bool Work::wait(std::chrono::milliseconds timeout) {
   return comm_->engine().waitFor(*op_, deadline);
 }
 
+std::string Work::algorithm() const {
+  if (!op_ && !group_) throw Error(Result::InvalidUsage, "algorithm of an empty Work");
+  return op_ ? op_->algorithm : "group";
+}
+
 bool Work::test() {
   if (!op_ && !group_) throw Error(Result::InvalidUsage, "test on an empty Work");
   if (group_) return detail::testGroup(*group_, op_.get());

@@ -3,6 +3,9 @@
 //                                           (defaultAlgorithm); "options": set
 //                                           Options::deterministic instead of the env
 //   deterministic_choice NAME               every choice is NAME (what a tune file says)
+// Every mode also checks Work::algorithm(): each size's all-reduce must report the
+// algorithm algorithmFor named for it just before (the tuner's pick), and a forced one
+// (setAlgorithm), one-sided peer_twoshot on memAlloc buffers included, must be reported.
 // Run under chorus-run; exits non-zero naming the first size that disagrees.
 #include "algorithms/algorithms.hpp"
 
@@ -10,6 +13,15 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
+
+static bool reports(const chorus::Work& w, const std::string& want, int rank,
+                    const std::string& what) {
+  if (w.algorithm() == want) return true;
+  std::fprintf(stderr, "rank %d: %s: Work::algorithm() %s, expected %s\n", rank, what.c_str(),
+               w.algorithm().c_str(), want.c_str());
+  return false;
+}
 
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
@@ -37,8 +49,44 @@ int main(int argc, char** argv) {
   }
   // The choice must also run: one all-reduce with an exact result.
   float x = static_cast<float>(comm.rank() + 1), sum = 0;
-  comm.allReduce(&x, &sum, 1, chorus::DataType::Float32, chorus::RedOp::Sum).wait();
+  chorus::Work one = comm.allReduce(&x, &sum, 1, chorus::DataType::Float32, chorus::RedOp::Sum);
+  one.wait();
   const int n = comm.size();
   if (sum != static_cast<float>(n * (n + 1) / 2)) ++bad;
+  const std::string tuned = comm.algorithmFor("allreduce", 1, chorus::DataType::Float32);
+  bad += !reports(one, tuned, comm.rank(), "1 float, complete");
+
+  // Work::algorithm() of each size's all-reduce is the tuner's pick for it.
+  std::vector<float> buf(1ul << 22);
+  for (size_t count : {64ul, 4096ul, 300000ul, 1ul << 22}) {
+    const std::string pick = comm.algorithmFor("allreduce", count, chorus::DataType::Float32);
+    chorus::Work w =
+        comm.allReduce(buf.data(), buf.data(), count, chorus::DataType::Float32, chorus::RedOp::Sum);
+    bad += !reports(w, pick, comm.rank(), std::to_string(count) + " floats, in flight");
+    w.wait();
+    bad += !reports(w, pick, comm.rank(), std::to_string(count) + " floats, complete");
+  }
+  // A forced algorithm is reported, the one-sided kind too (memAlloc buffers, shm).
+  comm.setAlgorithm("allreduce:ring");
+  chorus::Work ring = comm.allReduce(buf.data(), buf.data(), 4096, chorus::DataType::Float32,
+                                     chorus::RedOp::Sum);
+  ring.wait();
+  bad += !reports(ring, "ring", comm.rank(), "forced ring");
+  if (comm.transportName() == "shm") {
+    comm.setAlgorithm("allreduce:peer_twoshot");
+    float* shared = static_cast<float*>(chorus::memAlloc(65536 * sizeof(float)));
+    for (int i = 0; i < 65536; ++i) shared[i] = static_cast<float>(comm.rank() + i % 7);
+    chorus::Work w =
+        comm.allReduce(shared, shared, 65536, chorus::DataType::Float32, chorus::RedOp::Sum);
+    w.wait();
+    bad += !reports(w, "peer_twoshot", comm.rank(), "forced peer_twoshot");
+    for (int i = 0; i < 65536; ++i)  // and it ran: exact sums
+      if (shared[i] != static_cast<float>(n * (n - 1) / 2 + n * (i % 7))) {
+        std::fprintf(stderr, "rank %d: peer_twoshot sum wrong at %d\n", comm.rank(), i);
+        ++bad;
+        break;
+      }
+    chorus::memFree(shared);
+  }
   return bad ? 1 : 0;
 }

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Checks a chorus-train run's report.json against its trace.json (bit_exact_resume.sh).
+
+  check_report.py OUT_DIR OVERLAP_TRACE_PY
+1. Every "all-reduce bucket K (... MB, ALGO)" event names, on every rank, the algorithm
+   report.json's allreduce_algorithm lists at K (both come from Work::algorithm).
+2. exposed_comm = waiting for the slowest rank's backward + transfer, and the waiting part
+   equals overlap_trace.py's skew recomputed from the trace's spans (every step).
+Exit 1 naming the first disagreement.
+"""
+import json
+import re
+import subprocess
+import sys
+
+
+def fail(msg):
+    print("check_report: " + msg)
+    sys.exit(1)
+
+
+def main():
+    out, overlap = sys.argv[1], sys.argv[2]
+    report = json.load(open(out + "/report.json"))
+    listed = report["allreduce_algorithm"].split(",")
+    seen = 0
+    for e in json.load(open(out + "/trace.json"))["traceEvents"]:
+        m = re.fullmatch(r"all-reduce bucket (\d+) \([\d.]+ MB, (\w+)\)", e.get("name", ""))
+        if not m:
+            continue
+        seen += 1
+        k, algo = int(m.group(1)), m.group(2)
+        if k >= len(listed) or listed[k] != algo:
+            fail(f"rank {e['pid']}: bucket {k} ran {algo}, the report lists {listed}")
+    if seen == 0:
+        fail("no bucket all-reduce events in the trace")
+
+    s = report["step_seconds"]
+    wait, transfer, exposed = (1e3 * s[k] for k in (
+        "exposed_comm_waiting_for_slowest_backward", "exposed_comm_transfer", "exposed_comm"))
+    if wait < 0 or transfer < -1e-3 or abs(wait + transfer - exposed) > 1e-3 + 1e-4 * exposed:
+        fail(f"split {wait:.4f} + {transfer:.4f} ms is not the exposed {exposed:.4f} ms")
+    text = subprocess.run([sys.executable, overlap, out + "/trace.json", "--skip", "0"],
+                          check=True, capture_output=True, text=True).stdout
+    skew = float(re.search(r"\(skew\): ([\d.]+) ms", text).group(1))
+    # The trace rounds to microseconds and leaves out waits under 20 us, one per bucket.
+    tolerance = 0.01 + 0.021 * len(listed) + 0.02 * wait
+    if abs(skew - wait) > tolerance:
+        fail(f"waiting for the slowest backward {wait:.4f} ms, the trace says {skew:.4f} ms")
+    print(f"check_report: {seen} bucket events agree with {listed}; exposed {exposed:.3f} ms = "
+          f"waiting {wait:.3f} (trace {skew:.3f}) + transfer {transfer:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -80,9 +80,9 @@ void CommThread::drive(std::chrono::milliseconds slice) {
       continue;
     }
     if (Clock::now() > inFlight_[i].giveUp) {
-      auto late = std::make_exception_ptr(
-          chorus::Error(chorus::Result::Timeout, inFlight_[i].what + " still running after " +
-                                                     std::to_string(deadline_.count() / 1000) + " s"));
+      auto late = std::make_exception_ptr(chorus::Error(
+          chorus::Result::Timeout, inFlight_[i].what + " still running after " +
+                                       std::to_string(deadline_.count() / 1000) + " s"));
       complete(i--, late);
     }
   }
@@ -93,8 +93,7 @@ void CommThread::loop() {
     std::packaged_task<void()> job;
     {
       std::unique_lock lock(mutex_);
-      if (inFlight_.empty())
-        wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (inFlight_.empty()) wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
       if (queue_.empty() && !inFlight_.empty()) {
         lock.unlock();
         // Short slices: a bucket posted meanwhile is started within a millisecond.

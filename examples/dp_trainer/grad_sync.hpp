@@ -8,8 +8,8 @@
 #include "timeline.hpp"
 
 #include <functional>
-#include <string>
 #include <future>
+#include <string>
 #include <utility>
 #include <vector>
 

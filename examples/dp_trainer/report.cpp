@@ -113,10 +113,9 @@ void RunReport::printTable(FILE* out) const {
       static_cast<long long>(globalBatch), parameters, samplesPerSecond, stepSeconds * 1e3,
       computeSeconds * 1e3, exposedCommSeconds * 1e3, checkpointPauseSeconds * 1e3,
       allReduceSeconds * 1e3, hiddenFraction * 100, algorithm.c_str(), exposedCommSeconds * 1e3,
-      waitSlowestSeconds * 1e3, exposedTransferSeconds * 1e3, checkpoints,
-      pausePerCheckpoint * 1e3, writePerCheckpoint * 1e3, checkpointPolicy.c_str(), mfu * 100,
-      achievedFlops / 1e9, peakFlops / 1e9, effectiveTrainingTime * 100, usefulSeconds,
-      elapsedSeconds);
+      waitSlowestSeconds * 1e3, exposedTransferSeconds * 1e3, checkpoints, pausePerCheckpoint * 1e3,
+      writePerCheckpoint * 1e3, checkpointPolicy.c_str(), mfu * 100, achievedFlops / 1e9,
+      peakFlops / 1e9, effectiveTrainingTime * 100, usefulSeconds, elapsedSeconds);
   for (const LostWork& l : lost)
     std::fprintf(
         out,

@@ -34,8 +34,8 @@ int main(int argc, char** argv) {
     const std::string got = comm.algorithmFor("allreduce", count, chorus::DataType::Float32);
     // Up to 256 B on shm (2..32 ranks) the mailbox runs, whatever the mode: no schedule,
     // a fixed rank-order reduction (README, "Small messages").
-    const bool mailbox = comm.transportName() == "shm" && count * 4 <= 256 && comm.size() >= 2 &&
-                         comm.size() <= 32;
+    const bool mailbox =
+        comm.transportName() == "shm" && count * 4 <= 256 && comm.size() >= 2 && comm.size() <= 32;
     const std::string want =
         mailbox ? "mailbox"
         : expect == "static"
@@ -60,16 +60,16 @@ int main(int argc, char** argv) {
   std::vector<float> buf(1ul << 22);
   for (size_t count : {64ul, 4096ul, 300000ul, 1ul << 22}) {
     const std::string pick = comm.algorithmFor("allreduce", count, chorus::DataType::Float32);
-    chorus::Work w =
-        comm.allReduce(buf.data(), buf.data(), count, chorus::DataType::Float32, chorus::RedOp::Sum);
+    chorus::Work w = comm.allReduce(buf.data(), buf.data(), count, chorus::DataType::Float32,
+                                    chorus::RedOp::Sum);
     bad += !reports(w, pick, comm.rank(), std::to_string(count) + " floats, in flight");
     w.wait();
     bad += !reports(w, pick, comm.rank(), std::to_string(count) + " floats, complete");
   }
   // A forced algorithm is reported, the one-sided kind too (memAlloc buffers, shm).
   comm.setAlgorithm("allreduce:ring");
-  chorus::Work ring = comm.allReduce(buf.data(), buf.data(), 4096, chorus::DataType::Float32,
-                                     chorus::RedOp::Sum);
+  chorus::Work ring =
+      comm.allReduce(buf.data(), buf.data(), 4096, chorus::DataType::Float32, chorus::RedOp::Sum);
   ring.wait();
   bad += !reports(ring, "ring", comm.rank(), "forced ring");
   if (comm.transportName() == "shm") {

@@ -11,7 +11,8 @@ Alternating runs, medians:
      4 ranks: loss curves compared step by step, samples/s ratio
   5. (--parts overlap) the hidden fraction at each of --ranks (default 2,4), alternating;
      with --ab "FLAGS" every rank count also runs with FLAGS added (A/B of one change);
-     each run's load average and the skew/tail split of overlap_trace.py are kept
+     each run's load average, the report's split of the exposed time (waiting for the
+     slowest rank's backward / transfer) and overlap_trace.py's skew/tail split are kept
 """
 import argparse
 import csv

@@ -172,11 +172,24 @@ const Algorithm* Tuner::chooseOneSided(Collective collective, size_t count, Data
   const Algorithm* best = nullptr;
   double bestMicros = 0;
   for (const Algorithm& a : allAlgorithms()) {
-    if (a.collective != collective || !a.oneSided || !allowed(a)) continue;
+    if (a.collective != collective || !a.oneSided || a.staged || !allowed(a)) continue;
     const double us = predictMicros(a, collective, nranks_, count, sizeOf(type), link, layout_);
     if (!best || us < bestMicros) best = &a, bestMicros = us;
   }
   return best;
+}
+
+const Algorithm* Tuner::chooseStaged(Collective collective, size_t count, DataType type,
+                                     const std::function<bool(const Algorithm&)>& allowed) const {
+  // All-reduce only; from where it measured faster than the copy path (perf/README.md,
+  // staged: np 2-8, alternating runs, medians).
+  constexpr size_t kStagedFromBytes = 4 << 20;
+  if (collective != Collective::AllReduce || nranks_ < 2 || inter_ ||
+      count * sizeOf(type) < kStagedFromBytes)
+    return nullptr;
+  for (const Algorithm& a : allAlgorithms())
+    if (a.collective == collective && a.staged && allowed(a)) return &a;
+  return nullptr;
 }
 
 Tuner::Mode tunerModeFromEnv() {

@@ -1,71 +1,86 @@
 // Staged two-shot all-reduce for buffers peers cannot reach (ordinary malloc memory):
-// each rank copies its input, chunk by chunk, into its own scratch, which the engine lends
-// from peer-mappable memory (Algorithm::staged), and the peers fold straight out of it.
-// Per byte that is one copy in, one fold reading every source once, and one read of the
-// result, against the copy path's copies into and out of a transport's FIFO at every hop.
+// each rank copies its input, one round at a time, into its own scratch, which the engine
+// lends from peer-mappable memory (Algorithm::staged), and the peers fold straight out of
+// it. The scratch holds two rounds (slots) and is reused, so it stays in the cache: per
+// byte that is one copy in (cache), one fold reading every source once and one read of
+// the result, against the copy path's copies into and out of a FIFO at every hop.
 //
-// Phases, for rank r, each peer P and each chunk c of a part (chunks pipeline: a peer folds
-// chunk c while this rank still copies chunk c + 1):
-//  1. copy chunk c of input part P into scratch part P, then expose it to P.
-//  2. fold chunk c of part r: scratch part r = input part r + every peer's scratch part r
-//     (read in place); copy it into output part r and expose it to every P.
-//  3. read chunk c of output part P from P's scratch part P into our output part P.
-//  4. signal P that we are done with its scratch, and wait for the same signal from P
-//     before finishing (the engine reuses the scratch for the next call).
+// A round covers one chunk of every part. For rank r, round j (slot j % 2), each peer P:
+//  1. copy chunk j of input part P into the slot's part P, expose it to P (the copy waits
+//     until P's result of round j - 2 arrived: P has folded what the slot held).
+//  2. fold chunk j of part r: slot part r = input part r + every peer's slot part r (read
+//     in place; the fold waits until every peer said it is done with round j - 2's
+//     result); copy it into output part r and expose it to every P.
+//  3. read P's result of round j into output part P; tell P we are done with it; wait for
+//     every P to be done with ours.
 #include "algorithms/algorithms.hpp"
 #include "algorithms/steps.hpp"
 
+#include <algorithm>
 #include <vector>
 
 namespace chorus {
+namespace {
+constexpr size_t kSlots = 2;
+}  // namespace
 
 Schedule peerStagedAllReduceChunked(const CollectiveArgs& args, size_t chunkElements) {
   using namespace steps;
   Schedule s;
   const int n = args.nranks, r = args.rank;
   if (emptyOrSingleRank(s, n, args.count)) return s;
-  s.scratchCount = args.count;
   auto part = [&](int index) { return partOf(args.count, n, wrapRank(index, n)); };
-  const Part mine = part(r);
-  // Every part is cut into the same number of chunks, so that chunk c of every part is
-  // ready at about the same time.
+  // Every part is cut into the same number of chunks (rounds).
   const size_t largest = partOf(args.count, n, 0).size;
-  const size_t chunks = std::max<size_t>(1, (largest + chunkElements - 1) / chunkElements);
-  auto chunkOf = [&](const Part& p, size_t c) {
-    const Part q = partOf(p.size, static_cast<int>(chunks), static_cast<int>(c));
+  const size_t rounds = std::max<size_t>(1, (largest + chunkElements - 1) / chunkElements);
+  const size_t slotPart = (largest + rounds - 1) / rounds;  // the largest chunk
+  const size_t slots = std::min(kSlots, rounds);
+  s.scratchCount = slots * static_cast<size_t>(n) * slotPart;
+  auto chunkOf = [&](int index, size_t j) {
+    const Part p = part(index);
+    const Part q = partOf(p.size, static_cast<int>(rounds), static_cast<int>(j));
     return Part{p.begin + q.begin, q.size};
   };
-  // The copy of each peer's chunk (phase 1): the read into the output waits for it in place.
-  std::vector<int> copied(static_cast<size_t>(n) * chunks, -1);
-  for (size_t c = 0; c < chunks; ++c)
+  auto slotOf = [&](int index, size_t j, size_t size) {
+    return scratch(((j % slots) * static_cast<size_t>(n) + static_cast<size_t>(wrapRank(index, n))) *
+                       slotPart,
+                   size);
+  };
+  // Per round: the read of each peer's result (index by peer) and the last wait for the
+  // peers to be done with ours; the slot's next round waits for them.
+  std::vector<std::vector<int>> readOf(rounds, std::vector<int>(static_cast<size_t>(n), -1));
+  std::vector<int> peersDone(rounds, -1);
+  for (size_t j = 0; j < rounds; ++j) {
+    const bool reuse = j >= slots;
+    std::vector<int> copied(static_cast<size_t>(n), -1);
     for (int k = 1; k < n; ++k) {
       const int peer = wrapRank(r + k, n);
-      const Part q = chunkOf(part(peer), c);
-      const int copy = steps::copy(s, in(q.begin, q.size), scratch(q.begin, q.size));
-      copied[static_cast<size_t>(peer) * chunks + c] = copy;
-      expose(s, peer, scratch(q.begin, q.size), copy);
+      const Part q = chunkOf(peer, j);
+      const int waitFor = reuse ? readOf[j - slots][static_cast<size_t>(peer)] : -1;
+      copied[static_cast<size_t>(peer)] =
+          steps::copy(s, in(q.begin, q.size), slotOf(peer, j, q.size), false, waitFor);
+      expose(s, peer, slotOf(peer, j, q.size), copied[static_cast<size_t>(peer)]);
     }
-  for (size_t c = 0; c < chunks; ++c) {
-    const Part q = chunkOf(mine, c);
-    int folded = -1;
+    const Part mine = chunkOf(r, j);
+    const Range result = slotOf(r, j, mine.size);
+    int folded = reuse ? peersDone[j - slots] : -1;
     for (int k = 1; k < n; ++k) {
-      const Range local = k == 1 ? in(q.begin, q.size) : scratch(q.begin, q.size);
-      folded = peerReduce(s, wrapRank(r - k, n), local, scratch(q.begin, q.size),
-                          /*finalize=*/k == n - 1, folded);
+      const Range local = k == 1 ? in(mine.begin, mine.size) : result;
+      folded = peerReduce(s, wrapRank(r - k, n), local, result, /*finalize=*/k == n - 1, folded);
     }
-    steps::copy(s, scratch(q.begin, q.size), out(q.begin, q.size), false, folded);
-    for (int k = 1; k < n; ++k) expose(s, wrapRank(r + k, n), scratch(q.begin, q.size), folded);
-  }
-  for (int k = 1; k < n; ++k) {
-    const int peer = wrapRank(r - k, n);
-    int read = -1;
-    for (size_t c = 0; c < chunks; ++c) {
-      const Part q = chunkOf(part(peer), c);
-      read = peerRead(s, peer, out(q.begin, q.size), copied[static_cast<size_t>(peer) * chunks + c]);
+    const int copiedOut = steps::copy(s, result, out(mine.begin, mine.size), false, folded);
+    for (int k = 1; k < n; ++k) expose(s, wrapRank(r + k, n), result, folded);
+    for (int k = 1; k < n; ++k) {
+      const int peer = wrapRank(r - k, n);
+      const Part q = chunkOf(peer, j);
+      const int read = peerRead(s, peer, out(q.begin, q.size), copied[static_cast<size_t>(peer)]);
+      readOf[j][static_cast<size_t>(peer)] = read;
+      expose(s, peer, out(0, 0), read);  // done with P's result
     }
-    expose(s, peer, out(0, 0), read);  // done with P's scratch
+    int waited = copiedOut;  // our result is copied out and every peer is done with it
+    for (int k = 1; k < n; ++k) waited = peerRead(s, wrapRank(r + k, n), out(0, 0), waited);
+    peersDone[j] = waited;
   }
-  for (int k = 1; k < n; ++k) peerRead(s, wrapRank(r + k, n), out(0, 0));  // P is done with ours
   return s;
 }
 

@@ -539,11 +539,12 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
     const bool huge = regions->first.hugePages && regions->second.hugePages;
     oneSided = tuner_->chooseOneSided(call.collective, call.count, call.type, mapped, huge,
                                       [&](const Algorithm& a) { return !algorithms_.excluded(a); });
-  } else if (!forced && bytes >= Tuner::kOneSidedMinBytes && !regions &&
-             transport_->peerMemory()) {
+  }
+  // Buffers peers cannot read in place, or registered ones they would read by CMA on
+  // 4 KiB pages (chooseOneSided declines those): staged through peer-mappable scratch.
+  if (!forced && !oneSided && bytes >= Tuner::kOneSidedMinBytes && transport_->peerMemory())
     oneSided = tuner_->chooseStaged(call.collective, call.count, call.type,
                                     [&](const Algorithm& a) { return !algorithms_.excluded(a); });
-  }
   const Algorithm& algorithm =
       oneSided ? *oneSided
                : runnable(forced ? *forced

@@ -42,9 +42,9 @@ Schedule peerStagedAllReduceChunked(const CollectiveArgs& args, size_t chunkElem
     return Part{p.begin + q.begin, q.size};
   };
   auto slotOf = [&](int index, size_t j, size_t size) {
-    return scratch(((j % slots) * static_cast<size_t>(n) + static_cast<size_t>(wrapRank(index, n))) *
-                       slotPart,
-                   size);
+    return scratch(
+        ((j % slots) * static_cast<size_t>(n) + static_cast<size_t>(wrapRank(index, n))) * slotPart,
+        size);
   };
   // Per round: the read of each peer's result (index by peer) and the last wait for the
   // peers to be done with ours; the slot's next round waits for them.

@@ -99,8 +99,8 @@ void Engine::submit(std::shared_ptr<OpState> op) {
   }
   bool exposesScratch = false;
   for (const Step& step : schedule.steps)
-    exposesScratch |= step.kind == StepKind::Expose && step.src.buffer == Buffer::Scratch &&
-                      step.src.count > 0;
+    exposesScratch |=
+        step.kind == StepKind::Expose && step.src.buffer == Buffer::Scratch && step.src.count > 0;
   lendScratch(*op, exposesScratch);
   if (inFlight_.empty()) progressUnstamped_ = true;
   ++submitted_;
@@ -145,8 +145,8 @@ void Engine::lendScratch(OpState& op, bool exposed) {
 void Engine::lendSharedScratch(OpState& op, size_t bytes) {
   auto fits = sharedScratchPool_.end();
   for (auto it = sharedScratchPool_.begin(); it != sharedScratchPool_.end(); ++it)
-    if (it->region.bytes >= bytes && (fits == sharedScratchPool_.end() ||
-                                      it->region.bytes < fits->region.bytes))
+    if (it->region.bytes >= bytes &&
+        (fits == sharedScratchPool_.end() || it->region.bytes < fits->region.bytes))
       fits = it;
   SharedScratch lent;
   if (fits != sharedScratchPool_.end()) {

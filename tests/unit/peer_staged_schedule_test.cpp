@@ -26,8 +26,8 @@ Schedule stagedInChunksOf(const CollectiveArgs& args) {
 Schedule earlyExposeStaged(const CollectiveArgs& args) {
   Schedule s = peerStagedAllReduceChunked(args, 2);
   for (Step& step : s.steps)
-    if (step.kind == StepKind::Expose && step.src.buffer == Buffer::Scratch &&
-        step.after >= 0 && s.steps[static_cast<size_t>(step.after)].kind == StepKind::Copy)
+    if (step.kind == StepKind::Expose && step.src.buffer == Buffer::Scratch && step.after >= 0 &&
+        s.steps[static_cast<size_t>(step.after)].kind == StepKind::Copy)
       step.after = -1;
   return s;
 }

@@ -19,6 +19,9 @@ struct Algorithm {
   // Reads peers' buffers in place (one-sided steps): runs only when every rank's buffers
   // are registered or from memAlloc, and the transport offers PeerMemory.
   bool oneSided = false;
+  // One-sided over its own scratch, which the engine then lends from peer-mappable memory
+  // (Engine::lendScratch): runs on any buffers, over a transport whose PeerMemory maps.
+  bool staged = false;
 };
 
 std::span<const Algorithm> allAlgorithms();
@@ -38,6 +41,10 @@ Schedule hierRhdAllReduce(const CollectiveArgs& args);
 Schedule peerOneshotAllReduce(const CollectiveArgs& args);
 Schedule peerTwoshotAllReduce(const CollectiveArgs& args);
 Schedule peerRingAllReduce(const CollectiveArgs& args);
+Schedule peerStagedAllReduce(const CollectiveArgs& args);
+// peer_staged with parts cut into chunks of at most `chunkElements` (tests use small ones).
+Schedule peerStagedAllReduceChunked(const CollectiveArgs& args, size_t chunkElements);
+inline constexpr size_t kStagedChunkElements = size_t{256} << 10;
 Schedule peerRingAllGather(const CollectiveArgs& args);
 Schedule peerDirectReduceScatter(const CollectiveArgs& args);
 Schedule peerDirectBroadcast(const CollectiveArgs& args);

@@ -33,6 +33,10 @@ constexpr std::array kAlgorithms = {
     Algorithm{"peer_ring", Collective::AllReduce, peerRingAllReduce,
               "one-sided ring: fold each chunk from the neighbour in place, then gather back",
               true},
+    Algorithm{"peer_staged", Collective::AllReduce, peerStagedAllReduce,
+              "one-sided for any buffers: copy the input into peer-mappable scratch in chunks, "
+              "fold part r from the peers' scratch, read the other parts",
+              true, true},
     Algorithm{"ring", Collective::AllGather, ringAllGather, "ring, n-1 steps"},
     Algorithm{"rd", Collective::AllGather, rdAllGather,
               "recursive doubling, log2 n steps (Bruck when n is not a power of two)"},

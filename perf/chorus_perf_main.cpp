@@ -95,11 +95,13 @@ class ChorusBackend : public perf::Backend {
   }
   std::string rankInfo() const override { return "transport " + comm_.transportName(); }
 
-  // -A each: every algorithm of the collective, then the tuner.
+  // -A each: every algorithm of the collective that runs on these buffers (the one-sided
+  // ones on registered or memAlloc buffers; staged ones on any), then the tuner.
   std::vector<std::string> variants() const override {
     std::vector<std::string> names;
     for (const chorus::Algorithm& a : chorus::allAlgorithms())
-      if (a.collective == collective() && (registered_ || !a.oneSided)) names.push_back(a.name);
+      if (a.collective == collective() && (registered_ || !a.oneSided || a.staged))
+        names.push_back(a.name);
     names.push_back("auto");
     return names;
   }

@@ -522,7 +522,11 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   std::optional<std::pair<LocalRegion, LocalRegion>> regions;
   const Algorithm* oneSided = nullptr;
   const size_t bytes = call.count * sizeOf(call.type);
-  if (forced && forced->oneSided) {
+  if (forced && forced->staged) {
+    if (!transport_->peerMemory())
+      throwInvalid(std::string(toString(call.collective)) + ": algorithm " + forced->name +
+                   " needs a transport with one-sided access to peers' memory (shm)");
+  } else if (forced && forced->oneSided) {
     regions = exposableBuffers(call);
     if (!regions)
       throwInvalid(
@@ -536,6 +540,11 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
     oneSided = tuner_->chooseOneSided(call.collective, call.count, call.type, mapped, huge,
                                       [&](const Algorithm& a) { return !algorithms_.excluded(a); });
   }
+  // Buffers peers cannot read in place, or registered ones they would read by CMA on
+  // 4 KiB pages (chooseOneSided declines those): staged through peer-mappable scratch.
+  if (!forced && !oneSided && bytes >= Tuner::kOneSidedMinBytes && transport_->peerMemory())
+    oneSided = tuner_->chooseStaged(call.collective, call.count, call.type,
+                                    [&](const Algorithm& a) { return !algorithms_.excluded(a); });
   const Algorithm& algorithm =
       oneSided ? *oneSided
                : runnable(forced ? *forced
@@ -556,7 +565,7 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   op->input = static_cast<const std::byte*>(call.input);
   op->output = static_cast<std::byte*>(call.output);
   op->schedule = scheduleFor(algorithm, call);
-  if (algorithm.oneSided) {
+  if (algorithm.oneSided && regions) {
     op->inputRegion = regions->first;
     op->outputRegion = regions->second;
   }

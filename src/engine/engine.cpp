@@ -97,7 +97,11 @@ void Engine::submit(std::shared_ptr<OpState> op) {
     op->done = true;
     return;
   }
-  lendScratch(*op);
+  bool exposesScratch = false;
+  for (const Step& step : schedule.steps)
+    exposesScratch |=
+        step.kind == StepKind::Expose && step.src.buffer == Buffer::Scratch && step.src.count > 0;
+  lendScratch(*op, exposesScratch);
   if (inFlight_.empty()) progressUnstamped_ = true;
   ++submitted_;
   for (int i = 0; i < static_cast<int>(schedule.steps.size()); ++i) {
@@ -121,9 +125,10 @@ void Engine::submit(std::shared_ptr<OpState> op) {
   inFlight_.push_back(std::move(op));
 }
 
-void Engine::lendScratch(OpState& op) {
+void Engine::lendScratch(OpState& op, bool exposed) {
   size_t bytes = op.schedule->scratchCount * op.elementSize;
   if (bytes == 0) return;
+  if (exposed) return lendSharedScratch(op, bytes);
   auto fits = std::find_if(scratchPool_.begin(), scratchPool_.end(),
                            [&](const auto& b) { return b.size() >= bytes; });
   if (fits != scratchPool_.end()) {
@@ -135,7 +140,44 @@ void Engine::lendScratch(OpState& op) {
   op.scratch = op.scratchStorage.data();
 }
 
+// The smallest pooled buffer that fits, or a new one (the largest pooled one goes when
+// the pool is full): a call's scratch is as large as its buffer, so keep few.
+void Engine::lendSharedScratch(OpState& op, size_t bytes) {
+  auto fits = sharedScratchPool_.end();
+  for (auto it = sharedScratchPool_.begin(); it != sharedScratchPool_.end(); ++it)
+    if (it->region.bytes >= bytes &&
+        (fits == sharedScratchPool_.end() || it->region.bytes < fits->region.bytes))
+      fits = it;
+  SharedScratch lent;
+  if (fits != sharedScratchPool_.end()) {
+    lent = std::move(*fits);
+    sharedScratchPool_.erase(fits);
+  } else {
+    auto* data = static_cast<std::byte*>(memAlloc(bytes));
+    lent.data = std::shared_ptr<std::byte>(data, [](std::byte* p) { memFree(p); });
+    std::optional<LocalRegion> region = memory::allocatedRegion(data, bytes);
+    if (!region) throw Error(Result::InternalError, "engine: memAlloc'd scratch has no region");
+    lent.region = *region;
+  }
+  op.sharedScratch = std::move(lent.data);
+  op.scratchRegion = lent.region;
+  op.scratch = op.sharedScratch.get();
+}
+
 void Engine::returnScratch(OpState& op) {
+  if (op.sharedScratch) {
+    constexpr size_t kPooled = 2;
+    if (sharedScratchPool_.size() >= kPooled) {
+      auto largest = std::max_element(
+          sharedScratchPool_.begin(), sharedScratchPool_.end(),
+          [](const auto& a, const auto& b) { return a.region.bytes < b.region.bytes; });
+      sharedScratchPool_.erase(largest);
+    }
+    sharedScratchPool_.push_back({std::move(op.sharedScratch), *op.scratchRegion});
+    op.scratchRegion.reset();
+    op.scratch = nullptr;
+    return;
+  }
   if (op.scratchStorage.empty()) return;
   if (scratchPool_.size() < 4) scratchPool_.push_back(std::move(op.scratchStorage));
   op.scratchStorage = {};
@@ -315,7 +357,7 @@ bool Engine::advanceExpose(OpState& op, int index) {
     if (step.src.count > 0) {
       const auto& region = step.src.buffer == Buffer::Input    ? op.inputRegion
                            : step.src.buffer == Buffer::Output ? op.outputRegion
-                                                               : std::nullopt;
+                                                               : op.scratchRegion;
       if (!region)
         throw Error(Result::InvalidUsage, op.describe() +
                                               ": a one-sided step exposes a buffer "

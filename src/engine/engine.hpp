@@ -117,7 +117,9 @@ class Engine {
   void noteWaiting(bool waiting);
   std::string waitingFor() const;
   std::vector<int> awaitedPeers() const;
-  void lendScratch(detail::OpState& op);
+  // `exposed`: the schedule exposes its scratch to peers, so it comes from memAlloc.
+  void lendScratch(detail::OpState& op, bool exposed);
+  void lendSharedScratch(detail::OpState& op, size_t bytes);
   void returnScratch(detail::OpState& op);
 
   Channel& channelTo(int peer) {
@@ -140,6 +142,12 @@ class Engine {
   std::vector<int> busyPeers_;                       // peers with queued steps
   std::deque<std::shared_ptr<detail::OpState>> inFlight_;
   std::vector<std::vector<std::byte>> scratchPool_;
+  struct SharedScratch {
+    std::shared_ptr<std::byte> data;  // memAlloc'd; freed with the last holder
+    LocalRegion region;
+  };
+  // Kept between calls, so that peers map each buffer once (ShmPeerMemory's mappings).
+  std::vector<SharedScratch> sharedScratchPool_;
   std::vector<std::byte> bounce_;  // a slice read from a peer that cannot be mapped
   // Progress since lastProgress_ was last set: the time is taken at the next clock read
   // (the next idle poll), so a poll that moves reads no clock. lastProgress_ can only come

@@ -63,6 +63,10 @@ struct OpState {
   // The registered (or memAlloc) memory holding input and output, when they are: what
   // Expose steps describe to peers.
   std::optional<LocalRegion> inputRegion, outputRegion;
+  // Scratch that peers map (a schedule that exposes scratch, Algorithm::staged): a memAlloc
+  // buffer lent by the engine's pool while in flight, described to peers by scratchRegion.
+  std::shared_ptr<std::byte> sharedScratch;
+  std::optional<LocalRegion> scratchRegion;
 
   std::vector<StepProgress> progress;
   size_t stepsLeft = 0;

@@ -172,11 +172,26 @@ const Algorithm* Tuner::chooseOneSided(Collective collective, size_t count, Data
   const Algorithm* best = nullptr;
   double bestMicros = 0;
   for (const Algorithm& a : allAlgorithms()) {
-    if (a.collective != collective || !a.oneSided || !allowed(a)) continue;
+    if (a.collective != collective || !a.oneSided || a.staged || !allowed(a)) continue;
     const double us = predictMicros(a, collective, nranks_, count, sizeOf(type), link, layout_);
     if (!best || us < bestMicros) best = &a, bestMicros = us;
   }
   return best;
+}
+
+const Algorithm* Tuner::chooseStaged(Collective collective, size_t count, DataType type,
+                                     const std::function<bool(const Algorithm&)>& allowed) const {
+  // All-reduce only, from where it measured faster than the copy path (perf/README.md,
+  // staged: float sum, 1-64 MiB, alternating runs): np 3, 4 and 8 1.1-3x from 1-2 MiB;
+  // np 2 (a core per rank, where the copy path pipelines well) 0.7-0.95x up to 16 MiB,
+  // 1.2-1.3x at 64 MiB.
+  const size_t fromBytes = nranks_ == 2 ? size_t{64} << 20 : size_t{2} << 20;
+  if (collective != Collective::AllReduce || nranks_ < 2 || inter_ ||
+      count * sizeOf(type) < fromBytes)
+    return nullptr;
+  for (const Algorithm& a : allAlgorithms())
+    if (a.collective == collective && a.staged && allowed(a)) return &a;
+  return nullptr;
 }
 
 Tuner::Mode tunerModeFromEnv() {

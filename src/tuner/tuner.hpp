@@ -53,6 +53,11 @@ class Tuner {
   const Algorithm* chooseOneSided(Collective collective, size_t count, DataType type, bool mapped,
                                   bool hugePages,
                                   const std::function<bool(const Algorithm&)>& allowed) const;
+  // The staged one-sided algorithm (Algorithm::staged) to run instead of the copy path on
+  // buffers peers cannot read in place, over a transport whose PeerMemory maps (shm), or
+  // nullptr where it was not measured to beat the copy path (perf/README.md, staged).
+  const Algorithm* chooseStaged(Collective collective, size_t count, DataType type,
+                                const std::function<bool(const Algorithm&)>& allowed) const;
   // Below this many bytes no one-sided algorithm is chosen (callers skip the lookup).
   static constexpr size_t kOneSidedMinBytes = 64 << 10;
 

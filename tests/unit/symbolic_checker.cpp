@@ -252,8 +252,6 @@ class Run {
       return fail(r, i, "bad peer " + std::to_string(step.peer));
     const bool reads = step.kind != StepKind::Recv && step.kind != StepKind::PeerRead;
     const bool writes = !isOutgoing(step.kind);
-    if (step.kind == StepKind::Expose && step.src.buffer == Buffer::Scratch && step.src.count > 0)
-      return fail(r, i, "exposes scratch, which peers cannot reach");
     for (auto [uses, range] : {std::pair{reads, &step.src}, std::pair{writes, &step.dst}})
       if (uses && range->offset + range->count > sizeOf(s, range->buffer))
         return fail(r, i, "range out of bounds");

@@ -256,6 +256,34 @@ TEST(Tuner, OneSidedOnlyWhereItWasMeasuredToPay) {
             "copy");
 }
 
+// The staged path (Tuner::chooseStaged) for buffers peers cannot read in place: all-reduce
+// only, from 2 MiB at np >= 3 and 64 MiB at np 2 (where it was measured to pay), never
+// what CHORUS_ALGO excluded; chooseOneSided never picks it for buffers read in place.
+TEST(Tuner, StagedOnlyWhereItWasMeasuredToPay) {
+  auto any = [](const Algorithm&) { return true; };
+  auto name = [](const Algorithm* a) { return std::string(a ? a->name : "copy"); };
+  const DataType f32 = DataType::Float32;
+  const size_t mib = (size_t{1} << 20) / 4;  // floats
+  Tuner four(4, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 2 * mib - 1, f32, any)), "copy");
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 2 * mib, f32, any)), "peer_staged");
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, mib, DataType::Float64, any)),
+            "peer_staged");
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllGather, 64 * mib, f32, any)), "copy");
+  auto notStaged = [](const Algorithm& a) { return !a.staged; };
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 64 * mib, f32, notStaged)), "copy");
+  EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, 64 * mib, f32, true, true,
+                                     [](const Algorithm& a) {
+                                       return a.staged || std::string(a.name) == "peer_staged";
+                                     })),
+            "copy");
+  Tuner two(2, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
+  EXPECT_EQ(name(two.chooseStaged(Collective::AllReduce, 32 * mib, f32, any)), "copy");
+  EXPECT_EQ(name(two.chooseStaged(Collective::AllReduce, 64 * mib, f32, any)), "peer_staged");
+  Tuner one(1, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
+  EXPECT_EQ(name(one.chooseStaged(Collective::AllReduce, 64 * mib, f32, any)), "copy");
+}
+
 // Every collective the one-sided path serves by itself: the pick is the one the replay
 // predicts fastest (predictMicros, as Tuner::choose), and Tuner::choose never returns one.
 TEST(Tuner, OneSidedPickIsTheReplaysFastest) {

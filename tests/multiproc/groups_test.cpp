@@ -302,8 +302,10 @@ void lateRankCheck(chorus::Communicator& comm) {
   if (rank == 0) {
     if (work.wait(std::chrono::milliseconds(20)))
       fail(rank, "wait(20 ms) completed a small all-reduce the last rank had not called");
-    if (FILE* f = std::fopen(flag.c_str(), "w")) std::fclose(f);
-    else fail(rank, "cannot create " + flag);
+    if (FILE* f = std::fopen(flag.c_str(), "w"))
+      std::fclose(f);
+    else
+      fail(rank, "cannot create " + flag);
   }
   work.wait();
   const float sum0 = n + n * (n - 1) / 2.0f, sum1 = 10.0f * n * (n - 1) / 2.0f;

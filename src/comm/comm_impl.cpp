@@ -460,9 +460,15 @@ std::shared_ptr<OpState> CommImpl::prepareMailbox(const Call& call) {
   if (mailboxSpare_ && mailboxSpare_.use_count() == 1) {
     std::atomic_thread_fence(std::memory_order_acquire);  // the last holder's writes
     op = mailboxSpare_;
-    std::vector<detail::StepProgress> progress = std::move(op->progress);
-    *op = OpState{};
-    op->progress = std::move(progress);
+    // What a mailbox op changes (the rest is set below, by launch and by the engine's
+    // submit, or never set for a mailbox op); cheaper than assigning a fresh OpState.
+    op->mailboxPosted = false;
+    op->barrier = false;
+    op->ownBytes = {};
+    op->done = false;
+    op->error = Result::Success;
+    op->message.clear();
+    op->failedRanks.clear();
   } else {
     op = mailboxSpare_ = std::make_shared<OpState>();
   }

@@ -14,7 +14,8 @@
 //   chorus-run -n 3 chorus_groups_test --case small
 //       small all-reduces (the shm mailbox path, whose op state is reused once let go):
 //       several in flight at once, finished ones still held while later ones run, some in
-//       a group, with barriers between; every result checked; then one the last rank
+//       a group, with barriers between; every result checked; then 100 blocking ones,
+//       each let go before the next (the op state reused); then one the last rank
 //       makes late: rank 0's wait with a timeout returns false before it;
 //   chorus-run -n 4 chorus_groups_test --case kill --victim 2
 //       the victim dies by SIGKILL inside a group exchange; the others must fail with an
@@ -276,6 +277,26 @@ int killCase(int victim) {
 // rounds of `inFlight` calls issued before any is waited for, then all waited; the
 // Works of the round before kept (and waited on again) while the next runs; a group of
 // them; a barrier after each round. Sums are exact (small integers as floats).
+// Blocking small all-reduces one after another, each Work let go before the next call:
+// the library reuses the op state of the one before (prepareMailbox), so a field it fails
+// to reset (done, error, the posted mark) shows up as a wrong or missing result here.
+void blockingLoopCheck(chorus::Communicator& comm) {
+  const int rank = comm.rank(), n = comm.size();
+  for (int call = 0; call < 100; ++call) {
+    int64_t in[3] = {call, rank, call * rank}, out[3] = {-1, -1, -1};
+    comm.allReduce(in, out, 3, DataType::Int64, RedOp::Sum).wait();
+    const int64_t want[3] = {int64_t{call} * n, int64_t{n} * (n - 1) / 2,
+                             int64_t{call} * n * (n - 1) / 2};
+    if (!std::equal(out, out + 3, want)) {
+      fail(rank, "blocking small all-reduce " + std::to_string(call) + ": " +
+                     std::to_string(out[0]) + ", " + std::to_string(out[1]) + ", " +
+                     std::to_string(out[2]) + " instead of " + std::to_string(want[0]) + ", " +
+                     std::to_string(want[1]) + ", " + std::to_string(want[2]));
+      return;
+    }
+  }
+}
+
 // A small all-reduce that the last rank has not called yet: rank 0's wait with a 20 ms
 // timeout must return false (the wait's pausing polls check the deadline too), then the
 // call completes once the last rank makes it. The last rank calls only after rank 0's
@@ -363,6 +384,7 @@ int smallCase() {
     previous = std::move(works);
     if (round % 10 == 0) comm.barrier().wait();
   }
+  blockingLoopCheck(comm);
   lateRankCheck(comm);
   if (failures == 0) std::printf("rank %d: small all-reduce checks ok\n", rank);
   return failures ? 1 : 0;

@@ -531,7 +531,7 @@ bool Engine::progressPass() {
   return moved;
 }
 
-bool Engine::poll(bool withClock) {
+bool Engine::poll(bool withClock, Clock::time_point* idleNow) {
   if (failed()) return false;
   if (abortRequested_.load(std::memory_order_acquire)) {
     std::string why;
@@ -553,6 +553,7 @@ bool Engine::poll(bool withClock) {
       checkPeers(now);
       if (!waitingNoted_ && now - lastProgress_ >= config_.timeout / 2) noteWaiting(true);
       checkStall(now);
+      if (idleNow) *idleNow = now;
     }
     return moved;
   } catch (const PeerError& e) {
@@ -755,36 +756,48 @@ void Engine::abort(const std::string& why) {
 }
 
 bool Engine::waitFor(OpState& op, Deadline deadline) {
-  auto spinStart = Clock::now();
-  bool idle = false;        // this spell of polling has found nothing to do at least once
-  bool pausing = true;      // ... and is still within the spin budget
+  // A spell of polling begins at the call and after each poll that moved. Its start is
+  // taken at its first clock read, kPollsPerClockRead idle polls in, so that an answer
+  // within those polls (np 2, 8 B on a quiet machine) costs no clock read at all.
+  constexpr Clock::time_point kUnread{};
+  Clock::time_point spinStart = kUnread;
+  bool idle = false;  // this spell of polling has found nothing to do at least once
+  // ... and is still within the spin budget (none when ranks outnumber cores: yield at once)
+  bool pausing = spinBudget_.budget() > SpinBudget::Duration::zero();
   int pollsSinceClock = 0;  // while pausing, the clock is read every kPollsPerClockRead polls
   auto restart = [&] {
     if (!idle) return;  // no idle poll since the spell began: it goes on (no clock read)
-    const auto now = Clock::now();
-    spinBudget_.answered(now - spinStart);
-    spinStart = now;
+    if (spinStart == kUnread) {
+      spinBudget_.answered(SpinBudget::Duration::zero());  // within a few polls
+    } else {
+      spinBudget_.answered(Clock::now() - spinStart);
+      spinStart = kUnread;
+    }
     idle = false;
-    pausing = true;
+    pausing = spinBudget_.budget() > SpinBudget::Duration::zero();
     pollsSinceClock = 0;
   };
   while (!op.done) {
-    const bool withClock = !idle || !pausing || ++pollsSinceClock >= kPollsPerClockRead;
-    if (poll(withClock)) {
+    const bool withClock = !pausing || ++pollsSinceClock >= kPollsPerClockRead;
+    Clock::time_point now = kUnread;  // set by an idle poll that read the clock
+    if (poll(withClock, &now)) {
       restart();
       continue;
     }
     if (op.done) break;
+    idle = true;
     if (!withClock) {
       cpuRelax();
       continue;
     }
     pollsSinceClock = 0;
-    auto now = Clock::now();
-    checkStall(now);
-    if (op.done) break;
+    if (now == kUnread) {  // poll had nothing in flight to stamp: read it here
+      now = Clock::now();
+      checkStall(now);
+      if (op.done) break;
+    }
+    if (spinStart == kUnread) spinStart = now;
     if (now >= deadline) return false;
-    idle = true;
     if (pausing && now - spinStart < spinBudget_.budget()) {
       // A core of our own and a peer that answered quickly before: a system call per poll
       // would cost more than the answer takes.

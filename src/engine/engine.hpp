@@ -109,8 +109,10 @@ class Engine {
   FailureReport rootCause(const PeerError& seen);
   FailureReport reportedBy(int rank);
   // poll(); without `withClock` it skips the clock and what hangs on it (peer checks, the
-  // stall deadline): waitFor's pauses read the clock every few polls only.
-  bool poll(bool withClock);
+  // stall deadline): waitFor's pauses read the clock every few polls only. An idle poll
+  // that read the clock (and checked the stall deadline with it) stores the time in
+  // `*idleNow`, so that the caller need not read it again.
+  bool poll(bool withClock, Clock::time_point* idleNow = nullptr);
   void checkPeers(Clock::time_point now);
   void checkDeaths();  // the store's reports, then the transport's; throws PeerError
   void checkStall(Clock::time_point now);

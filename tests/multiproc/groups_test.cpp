@@ -14,7 +14,9 @@
 //   chorus-run -n 3 chorus_groups_test --case small
 //       small all-reduces (the shm mailbox path, whose op state is reused once let go):
 //       several in flight at once, finished ones still held while later ones run, some in
-//       a group, with barriers between; every result checked;
+//       a group, with barriers between; every result checked; then 100 blocking ones,
+//       each let go before the next (the op state reused); then one the last rank
+//       makes late: rank 0's wait with a timeout returns false before it;
 //   chorus-run -n 4 chorus_groups_test --case kill --victim 2
 //       the victim dies by SIGKILL inside a group exchange; the others must fail with an
 //       error naming it, the call and its sequence number, and exit 0.
@@ -275,6 +277,64 @@ int killCase(int victim) {
 // rounds of `inFlight` calls issued before any is waited for, then all waited; the
 // Works of the round before kept (and waited on again) while the next runs; a group of
 // them; a barrier after each round. Sums are exact (small integers as floats).
+// Blocking small all-reduces one after another, each Work let go before the next call:
+// the library reuses the op state of the one before (prepareMailbox), so a field it fails
+// to reset (done, error, the posted mark) shows up as a wrong or missing result here.
+void blockingLoopCheck(chorus::Communicator& comm) {
+  const int rank = comm.rank(), n = comm.size();
+  for (int call = 0; call < 100; ++call) {
+    int64_t in[3] = {call, rank, call * rank}, out[3] = {-1, -1, -1};
+    comm.allReduce(in, out, 3, DataType::Int64, RedOp::Sum).wait();
+    const int64_t want[3] = {int64_t{call} * n, int64_t{n} * (n - 1) / 2,
+                             int64_t{call} * n * (n - 1) / 2};
+    if (!std::equal(out, out + 3, want)) {
+      fail(rank, "blocking small all-reduce " + std::to_string(call) + ": " +
+                     std::to_string(out[0]) + ", " + std::to_string(out[1]) + ", " +
+                     std::to_string(out[2]) + " instead of " + std::to_string(want[0]) + ", " +
+                     std::to_string(want[1]) + ", " + std::to_string(want[2]));
+      return;
+    }
+  }
+}
+
+// A small all-reduce that the last rank has not called yet: rank 0's wait with a 20 ms
+// timeout must return false (the wait's pausing polls check the deadline too), then the
+// call completes once the last rank makes it. The last rank calls only after rank 0's
+// timed wait has returned (a file rank 0 creates), so nothing here depends on timing; it
+// gives up after 10 s (and calls, so that a wait that misses its deadline shows up as a
+// failure, not a hang).
+void lateRankCheck(chorus::Communicator& comm) {
+  const int rank = comm.rank(), n = comm.size();
+  const char* port = std::getenv("CHORUS_PORT");
+  const std::string flag = "/tmp/chorus-groups-small-late." + std::string(port ? port : "0");
+  if (rank == n - 1) {
+    const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (access(flag.c_str(), F_OK) != 0) {
+      if (std::chrono::steady_clock::now() > giveUp) {
+        fail(rank, "rank 0's wait(20 ms) did not return within 10 s");
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    unlink(flag.c_str());
+  }
+  float in[2] = {1.0f + rank, 10.0f * rank}, out[2] = {-1, -1};
+  chorus::Work work = comm.allReduce(in, out, 2, DataType::Float32, RedOp::Sum);
+  if (rank == 0) {
+    if (work.wait(std::chrono::milliseconds(20)))
+      fail(rank, "wait(20 ms) completed a small all-reduce the last rank had not called");
+    if (FILE* f = std::fopen(flag.c_str(), "w"))
+      std::fclose(f);
+    else
+      fail(rank, "cannot create " + flag);
+  }
+  work.wait();
+  const float sum0 = n + n * (n - 1) / 2.0f, sum1 = 10.0f * n * (n - 1) / 2.0f;
+  if (out[0] != sum0 || out[1] != sum1)
+    fail(rank, "late small all-reduce: " + std::to_string(out[0]) + ", " + std::to_string(out[1]) +
+                   " instead of " + std::to_string(sum0) + ", " + std::to_string(sum1));
+}
+
 int smallCase() {
   Watchdog dog;
   dog.arm("small", std::chrono::seconds(120));
@@ -324,6 +384,8 @@ int smallCase() {
     previous = std::move(works);
     if (round % 10 == 0) comm.barrier().wait();
   }
+  blockingLoopCheck(comm);
+  lateRankCheck(comm);
   if (failures == 0) std::printf("rank %d: small all-reduce checks ok\n", rank);
   return failures ? 1 : 0;
 }

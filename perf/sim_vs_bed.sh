@@ -37,7 +37,7 @@ fabric_of() {
     load=$(awk -v r=$(($2 * $3)) '{ s += $1; c++ } END { l = s / c - r; printf "%.1f", (l > 0 ? l : 0) }' "${1%.log}.load")
   fi
   awk -v k="$2" -v n="$3" -v layout="$4" -v cores="$cores" -v load="${load:-0}" \
-    -v transport="${TRANSPORT_GBPS:-2.2}" '
+    -v transport="${TRANSPORT_GBPS:-2.2}" -v line="${RATE_MBIT:-1000}" '
     /^\[0\].*tuning \(probe\):/ { within = $0 }
     /^\[0\].*tuning between nodes/ { between = $0 }
     function get(line, key,   m) { return match(line, key "=[0-9.e+-]+") ? substr(line, RSTART + length(key) + 1, RLENGTH - length(key) - 1) : "" }
@@ -47,7 +47,10 @@ fabric_of() {
       printf "name bed-%s\nnodes %d\ngpus_per_node %d\nnics_per_node 1\nrails 0\nleaf_nodes %d\npod_leaves 1\n", layout, k, n, k
       printf "hop_latency_us 0\npcie_gbps 1000\nefficiency 1\n"
       printf "nvlink_latency_us %s\nnvlink_gbps %.4f\n", get(within, "latency_us"), get(within, "bytes_per_us") / 1000
-      printf "nic_latency_us %s\nnic_gbps %.4f\n", get(between, "latency_us"), get(between, "bytes_per_us") * 8 / 1000
+      # The probe between nodes runs every pair at once, so its rate is a rank'"'"'s share of
+      # its node'"'"'s NIC (n ranks at once): the NIC carries n times that, at most its line rate.
+      nic = get(between, "bytes_per_us") * 8 / 1000 * n; if (nic > line / 1000) nic = line / 1000
+      printf "nic_latency_us %s\nnic_gbps %.4f\n", get(between, "latency_us"), nic
       printf "overhead_us %.3f\n", (get(within, "overhead_us") + get(between, "overhead_us")) / 2
       printf "reduce_gbps %.4f\ncopy_gbps %.4f\nhost_cores %d\n", get(within, "reduce_bytes_per_us") / 1000 / share, get(within, "copy_bytes_per_us") / 1000 / share, cores
       printf "host_load %s\ntransport_gbps %s\n", load, transport
@@ -93,7 +96,9 @@ if [[ ${1:-} == --compare ]]; then
   exit 0
 fi
 
-mbit=${1:-1000} layouts=${2:-"2x2 3x2"} rounds=${3:-1} out=${4:-sim_vs_bed}
+mbit=${1:-1000}
+export RATE_MBIT=$mbit
+layouts=${2:-"2x2 3x2"} rounds=${3:-1} out=${4:-sim_vs_bed}
 # Each size runs for at least this long (ms): tc's token bucket lets its burst (256 KiB)
 # through at the veth's speed, so a few calls of a small size would beat the rate the
 # model (and the bed in steady state) has.

@@ -188,6 +188,9 @@ void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {
       if (const double nic = nicBytesPerUs(); nic > 0 && inter->bytesPerUs > nic)
         inter->bytesPerUs = nic;
     }
+    // tcp's copies through the kernel, on the CPU at both ends (no extra probe: the
+    // loopback ping-pong's rate is that copy's).
+    transportFromProbe(link, times.one > 0, tuning.model, inter ? &*inter : nullptr);
     nextSequence_ = 0;  // the probe's sends are not the user's collectives
     if (rank_ == 0) {
       measureLocalRates(tuning, std::min(1.0, static_cast<double>(cores) / localRanks));

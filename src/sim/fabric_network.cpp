@@ -29,6 +29,7 @@ LinkClasses tunerLinks(const Fabric& f) {
   intra.reduceBytesPerUs = f.reduceGBps * 1000 * f.cpuShare();
   intra.copyBytesPerUs = f.copyGBps * 1000 * f.cpuShare();
   intra.overheadUs = f.overheadUs;
+  intra.transportBytesPerUs = f.transportGBps * 1000 * f.cpuShare();  // as FabricNetwork's
   LinkModel inter = intra;
   inter.latencyUs = f.nicLatencyUs + 3 * f.hopLatencyUs;
   const double nicShare = f.nicGbps / 8 * std::min(f.nicsPerNode, f.gpusPerNode) / f.gpusPerNode;

@@ -27,7 +27,8 @@ namespace chorus::sim {
 
 // The tuner's view of a fabric (its two link classes): within a node NVLink (rate x
 // efficiency, NVLink latency), between nodes the GPU's share of its node's NICs (no more
-// than its PCIe link, x efficiency) and the latency of a path through leaf, spine, leaf.
+// than its PCIe link, x efficiency) and the latency of a path through leaf, spine, leaf;
+// local rates and the transport's CPU cost as the fabric gives them (shared host).
 // The flow-level effects (a NIC shared by several GPUs' flows, ECMP collisions,
 // oversubscription) are the simulator's alone.
 struct LinkClasses {

@@ -71,6 +71,8 @@ class LinkClassNetwork final : public NetworkModel {
   int ports() const override { return 2; }
   double reduceBytesPerUs() const override { return link_.reduceBytesPerUs; }
   double copyBytesPerUs() const override { return link_.copyBytesPerUs; }
+  // One transport carries both classes (tcp over loopback within a node), so one figure.
+  double transportBytesPerUs() const override { return link_.transportBytesPerUs; }
   MessageCost message(int from, int to, int, double bytes) const override {
     const bool crosses = layout_ && !layout_->sameNode(from, to);
     const LinkModel& l = crosses ? inter_ : link_;

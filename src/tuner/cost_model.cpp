@@ -24,8 +24,8 @@ struct CacheKey {
   uint64_t layout;
   auto tie() const {
     auto fields = [](const LinkModel& m) {
-      return std::tie(m.latencyUs, m.bytesPerUs, m.reduceBytesPerUs, m.copyBytesPerUs,
-                      m.overheadUs);
+      return std::tie(m.latencyUs, m.bytesPerUs, m.reduceBytesPerUs, m.copyBytesPerUs, m.overheadUs,
+                      m.transportBytesPerUs);
     };
     return std::tuple_cat(
         std::tie(algorithm, collective, nranks, count, elementSize, sliceBytes, layout),

@@ -21,6 +21,11 @@ struct LinkModel {
   // CPU time per message on each side (LogP's o): posting, polling, matching. It
   // serialises on the rank, which is what makes one step to p-1 peers cost p-1 of it.
   double overheadUs = 0;
+  // Rate at which a rank's CPU moves a message's bytes through the transport at each end
+  // (TCP's copies into and out of the kernel), serialised with its other CPU work; 0: the
+  // transport costs no CPU per byte (shm's copies are the steps' own, RDMA is DMA). Only the
+  // probe sets it (probe_figures.hpp, transportFromProbe).
+  double transportBytesPerUs = 0;
   bool operator==(const LinkModel&) const = default;
 };
 

@@ -18,6 +18,13 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
   return link;
 }
 
+void transportFromProbe(LinkClass transport, bool withinMeasured, LinkModel& within,
+                        LinkModel* between) {
+  const double rate = transport == LinkClass::Tcp && withinMeasured ? within.bytesPerUs : 0;
+  within.transportBytesPerUs = rate;
+  if (between) between->transportBytesPerUs = rate;
+}
+
 std::vector<int> exchangeGroup(int local, int localRanks) {
   std::vector<int> group;
   const int first = local - local % kExchangeGroup;

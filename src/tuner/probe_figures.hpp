@@ -31,6 +31,17 @@ struct ProbeTimes {
 // L what the ping-pong leaves for it. Unmeasured times (one = 0) leave `start` as it is.
 LinkModel linkFromProbe(const ProbeTimes& t, LinkModel start);
 
+// The CPU cost per byte of a transport that copies through the kernel (tcp), from figures
+// the probe already has: within a node tcp runs over loopback, where no wire limits the
+// rate, so the ping-pong's rate `within.bytesPerUs` is what a rank's CPU copies at (the
+// sender's copy in and the receiver's copy out overlap in a one-way message, which the
+// replay also lets them do: one message costs max(wire, copy), a step that sends and
+// receives at once pays both copies). Sets transportBytesPerUs of both classes, which keep
+// their measured rates; 0 (no cost) for other transports or when within was not measured
+// (`withinMeasured` false: one rank per node).
+void transportFromProbe(LinkClass transport, bool withinMeasured, LinkModel& within,
+                        LinkModel* between);
+
 // The exchange runs in blocks of at most kExchangeGroup consecutive local indices, all
 // blocks at once (so every rank of the node still competes for the cores): a rank connects
 // to at most kExchangeGroup - 1 peers at creation however many share the node, which keeps

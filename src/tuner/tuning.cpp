@@ -45,6 +45,8 @@ std::string Tuning::toLine() const {
                   " bytes_per_us=" + format(model.bytesPerUs) +
                   " copy_bytes_per_us=" + format(model.copyBytesPerUs) +
                   " reduce_bytes_per_us=" + format(model.reduceBytesPerUs);
+  if (model.transportBytesPerUs > 0)
+    s += " transport_bytes_per_us=" + format(model.transportBytesPerUs);
   if (!measuredBest.empty()) {
     s += " best=";
     for (size_t i = 0; i < measuredBest.size(); ++i)
@@ -110,6 +112,10 @@ std::vector<Tuning> parseTuneFile(std::string_view text, std::string_view name) 
       }
       if (key == "overhead_us") {
         t.model.overheadUs = v;
+        continue;
+      }
+      if (key == "transport_bytes_per_us") {  // 0: no CPU cost per byte
+        t.model.transportBytesPerUs = v;
         continue;
       }
       if (v == 0) bad(name, number, "'" + key + "' must be > 0");

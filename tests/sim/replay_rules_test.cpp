@@ -111,6 +111,23 @@ TEST(SimReplayRules, SendingAndReceivingAtOnceShareTheCpu) {
   EXPECT_NEAR(replayed(s), 1000.032 + 10, 1e-9);  // no transport cost: the wire's time
 }
 
+// The tuner's link classes carry the same cost (LinkModel::transportBytesPerUs, from the
+// probe), charged by the same replay: the hand-worked times above through the tuner's path.
+TEST(SimReplayRules, TunerLinkClassesChargeTheTransportCopies) {
+  LinkModel link = kLink;
+  link.transportBytesPerUs = 500;
+  std::vector<Schedule> oneWay(2), bothWays(2);
+  send(oneWay[0], 1, in(0, 1000000));
+  recv(oneWay[1], 0, out(0, 1000000));
+  EXPECT_NEAR(replaySchedules(oneWay, 1, link, 1000).micros, 2000.064 + 10 + 2.000064, 1e-6);
+  for (int r = 0; r < 2; ++r) {
+    send(bothWays[r], 1 - r, in(0, 1000000));
+    recv(bothWays[r], 1 - r, out(0, 1000000));
+  }
+  EXPECT_NEAR(replaySchedules(bothWays, 1, link, 1000).micros, 2 * 2000.064, 1e-6);
+  EXPECT_EQ(LinkClassNetwork(2, link).transportBytesPerUs(), 500);
+}
+
 // The fabric's keys: a rank's share of the host's cores counts the other tenants' load,
 // and the transport rate is a core's rate at that share.
 TEST(SimReplayRules, FabricTransportAtTheRanksShareOfTheHost) {

@@ -66,6 +66,26 @@ TEST(ProbeFigures, SolvesTheModelForLatencyOverheadAndBandwidth) {
   EXPECT_EQ(linkFromProbe(ProbeTimes{}, start), start);
 }
 
+// tcp over loopback: the within-node ping-pong's rate is the CPU's copy rate, given to
+// both classes; no cost for other transports or without a within-node measurement.
+TEST(ProbeFigures, TcpTransportCostFromTheLoopbackRate) {
+  LinkModel within = defaultLinkModel(LinkClass::Tcp), between = within;
+  within.bytesPerUs = 380;
+  between.bytesPerUs = 89;
+  transportFromProbe(LinkClass::Tcp, true, within, &between);
+  EXPECT_EQ(within.transportBytesPerUs, 380);
+  EXPECT_EQ(between.transportBytesPerUs, 380);
+  EXPECT_EQ(within.bytesPerUs, 380);  // the measured rates stay
+  EXPECT_EQ(between.bytesPerUs, 89);
+  transportFromProbe(LinkClass::Tcp, false, within, &between);
+  EXPECT_EQ(within.transportBytesPerUs, 0);
+  EXPECT_EQ(between.transportBytesPerUs, 0);
+  for (LinkClass other : {LinkClass::Shm, LinkClass::Ib, LinkClass::Ucx}) {
+    transportFromProbe(other, true, within, nullptr);
+    EXPECT_EQ(within.transportBytesPerUs, 0) << toString(other);
+  }
+}
+
 TEST(ProbeFigures, ExchangeGroupsAreAlignedBlocksOfEight) {
   // Up to 8 ranks on a node: one group, the whole node (the probe as before).
   EXPECT_EQ(exchangeGroup(0, 1), (std::vector<int>{0}));

@@ -267,8 +267,9 @@ class Communicator {
 
   // Overrides the algorithm choice (same syntax as CHORUS_ALGO); throws on an unknown name.
   void setAlgorithm(std::string_view spec);
-  // The algorithm a call would run now (forced, or the tuner's choice), to check the
-  // tuner: collective "allreduce", "allgather", "reducescatter", "broadcast", "reduce",
+  // The algorithm a call on ordinary (not registered) buffers would run now (forced, or
+  // the tuner's choice), to check the tuner; registered buffers may take a one-sided
+  // algorithm instead, which Work::algorithm() names. Collective "allreduce", "allgather", "reducescatter", "broadcast", "reduce",
   // "alltoall"; count as the call takes it.
   std::string algorithmFor(std::string_view collective, size_t count, DataType type);
   // Name of the transport in use ("shm", "tcp", "ib" or "ucx").

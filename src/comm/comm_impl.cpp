@@ -427,9 +427,17 @@ std::shared_ptr<CommImpl> CommImpl::shrink(std::span<const int> exclude) {
 const char* CommImpl::algorithmFor(Collective collective, size_t count, DataType type) {
   if (viaMailbox(Call{collective, nullptr, nullptr, count, type, RedOp::Sum, 0})) return "mailbox";
   if (const Algorithm* forced = algorithms_.forced(collective)) return runnable(*forced).name;
+  // As prepare() decides for buffers peers cannot read in place (ordinary memory).
+  if (const Algorithm* staged = stagedFor(collective, count, type)) return staged->name;
   return runnable(
              tuner_->choose(collective, count, type, algorithms_.candidates(collective), false))
       .name;
+}
+
+const Algorithm* CommImpl::stagedFor(Collective collective, size_t count, DataType type) const {
+  if (count * sizeOf(type) < Tuner::kOneSidedMinBytes || !transport_->peerMemory()) return nullptr;
+  return tuner_->chooseStaged(collective, count, type,
+                              [&](const Algorithm& a) { return !algorithms_.excluded(a); });
 }
 
 const Algorithm& CommImpl::runnable(const Algorithm& chosen) const {
@@ -549,9 +557,7 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   }
   // Buffers peers cannot read in place, or registered ones they would read by CMA on
   // 4 KiB pages (chooseOneSided declines those): staged through peer-mappable scratch.
-  if (!forced && !oneSided && bytes >= Tuner::kOneSidedMinBytes && transport_->peerMemory())
-    oneSided = tuner_->chooseStaged(call.collective, call.count, call.type,
-                                    [&](const Algorithm& a) { return !algorithms_.excluded(a); });
+  if (!forced && !oneSided) oneSided = stagedFor(call.collective, call.count, call.type);
   const Algorithm& algorithm =
       oneSided ? *oneSided
                : runnable(forced ? *forced

@@ -99,6 +99,9 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   std::shared_ptr<CommImpl> split(int color, int key);
   // What submit would run for this shape (forced, or the tuner's choice).
   const char* algorithmFor(Collective collective, size_t count, DataType type);
+  // The staged one-sided algorithm for a call on buffers peers cannot read in place, or
+  // nullptr (the copy path's choice stands).
+  const Algorithm* stagedFor(Collective collective, size_t count, DataType type) const;
   // The algorithm that runs when `chosen` is picked: a hierarchical one without a usable
   // layout (one node, unequal nodes) is the flat ring its builder falls back to, and is
   // named so.

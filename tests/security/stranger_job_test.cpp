@@ -279,8 +279,13 @@ int drive() {
   // Rank 0's host record, so that ranks 1 and 2 go on to listen for it.
   observer.set("comm0/host/0", bytes(hostIdentity()));
   std::vector<std::string> rankAddresses;
-  for (int r = 1; r < kRanks; ++r)
-    rankAddresses.push_back(text(observer.get("comm0/tcp/" + std::to_string(r), deadlineIn(30s))));
+  for (int r = 1; r < kRanks; ++r) {
+    const std::string key = "comm0/tcp/" + std::to_string(r);
+    rankAddresses.push_back(text(observer.get(key, deadlineIn(30s))));
+    // The token is the rank's last tcp key: until it is set, the insiders' overwrite of it
+    // below would create it (the store's first writer owns a key) and lock rank 1 out.
+    observer.get(key + "/token", deadlineIn(30s));
+  }
   insiders(storeAddress, secret, observer, strangers);
   observer.set("security/go", {});
   // While the ranks run their all-reduces (they answer their tcp ports only then).

@@ -50,7 +50,6 @@ class IbTransport final : public Transport {
     if (nranks_ <= 1) return;
     if (ctx.store == nullptr) throwInvalid("ib: no store to rendezvous through");
     devices_ = ib::IbDevice::openRails(config_);
-    device_ = devices_[0];
     fitToDevices();
     std::vector<ib::IbDevice*> rails;
     for (auto& d : devices_) {
@@ -82,7 +81,7 @@ class IbTransport final : public Transport {
     // yet in RTR would wait out the ack timeout).
     storeBarrier(*ctx.store, "ib/connected", nranks_, ctx.deadline);
     peerMemory_ = std::make_unique<ib::IbPeerMemory>(
-        *device_, config_.block,
+        *devices_[0], config_.block,  // rail 0: one-sided reads stay there
         [this](int peer) -> ib::IbChannel& { return *channels_.at(peer); });
     asyncSeen_ = asyncGeneration();
     std::string names;
@@ -214,7 +213,6 @@ class IbTransport final : public Transport {
   int rank_, nranks_;
   ib::IbConfig config_;
   std::vector<std::shared_ptr<ib::IbDevice>> devices_;    // the rails
-  std::shared_ptr<ib::IbDevice> device_;                  // rail 0: one-sided reads
   std::vector<ibv_comp_channel*> events_;                 // one per rail
   std::vector<std::unique_ptr<ib::IbChannel>> channels_;  // null for this rank
   std::unique_ptr<ib::IbPeerMemory> peerMemory_;          // RDMA READ of peers' buffers

@@ -95,9 +95,7 @@ const std::vector<Spec> kSpecs = {
     {"CHORUS_IB_BUFFER", Size, "2M", "bytes of each peer's receive ring (at least 2 blocks per QP)",
      4 * K, 2 * G - 1},
     {"CHORUS_IB_RNDV_BYTES", Size, "64K",
-     "messages of at least this many bytes between registered buffers go by RDMA WRITE "
-     "straight into the receiver's buffer (0: always through the rings)",
-     0, G},
+     "registered buffers: messages from this size go zero-copy by RDMA WRITE (0: never)", 0, G},
     {"CHORUS_IB_REG_CACHE", Size, "256M", "registered user-buffer bytes kept when idle", 0,
      1024 * G},
     // --- UCX --------------------------------------------------------------------------------

@@ -5,7 +5,9 @@
 #         rank, the registration cache, RDMA READ of peers' memory and a QP failure
 #         (chorus_ib_verbs_test), a killed and a stopped peer seen by a program that only
 #         polls; the one-sided all-reduces (peers' registered buffers read by RDMA READ)
-#         on registered and memAlloc buffers, and a rank killed under them; several
+#         on registered and memAlloc buffers, and a rank killed under them; the
+#         zero-copy rendezvous (RDMA WRITE between registered buffers) and a rank killed
+#         under it; several
 #         nodes (ranks in their own UTS namespaces, so their host identities differ) over
 #         CHORUS_NET=ib: the hierarchical all-reduce and a killed rank;
 #   perf  chorus-perf over ib next to ib_write_bw in the same guest (perf/rdma_vs_raw.sh).

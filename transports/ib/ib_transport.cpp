@@ -8,7 +8,8 @@
 // depend on the transport); the transport adds what the fabric says: failed work
 // completions (retry exceeded, remote access errors) and QP/port events.
 // One-sided access (PeerMemory) is RDMA READ straight between registered buffers
-// (ib_peer_memory.hpp).
+// (ib_peer_memory.hpp); large messages between registered buffers go by rendezvous, RDMA
+// WRITE from the sender's buffer into the receiver's (ib_channel.hpp).
 // GPUDirect RDMA (dma-buf / peer memory) is not implemented: buffers are host memory.
 #include "transports/ib/ib_channel.hpp"
 #include "transports/ib/ib_config.hpp"

@@ -62,8 +62,7 @@ class DirectTransfer {
   // Sender, after Accepted: posts writes of source bytes [from, to) of the transfer
   // (`data` points at its first byte, inside `region`); returns the end of what is posted
   // now (from while the queues are full).
-  virtual size_t put(const LocalRegion& region, const std::byte* data, size_t from,
-                     size_t to) = 0;
+  virtual size_t put(const LocalRegion& region, const std::byte* data, size_t from, size_t to) = 0;
   // Sender: true once every byte of the accepted transfer was posted and has completed
   // (the peer has it; the source may be reused); the answer is then forgotten.
   virtual bool putDone(size_t bytes) = 0;

@@ -149,7 +149,6 @@ size_t Engine::allowedElements(const OpState& op, int index) const {
                                 op.progress[after].complete);
 }
 
-
 // The call's fingerprint ahead of the data; false until all of it is out.
 bool Engine::sendHeader(OpState& op, StepProgress& p, Channel& channel, bool& moved) {
   if (p.headerBytes == 0) {

@@ -46,7 +46,7 @@ bool Engine::sendRendezvous(OpState& op, int index, Channel& channel, bool& move
     if (answer == DirectTransfer::Answer::None) return true;
     moved = true;
     p.rendezvous = answer == DirectTransfer::Answer::Accepted ? RendezvousState::Direct
-                                                          : RendezvousState::Stream;
+                                                              : RendezvousState::Stream;
     if (p.rendezvous == RendezvousState::Stream) return false;
   }
   // Direct: put what the schedule allows (the source may still be filling, element by
@@ -91,8 +91,8 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
     const auto offer = detail::parseOffer(p.record.data(), dataBytes);
     if (!offer)
       throw Error(Result::InvalidUsage,
-                  op.describe() + ": rank " + std::to_string(step.peer) +
-                      " did not announce the " + std::to_string(dataBytes) +
+                  op.describe() + ": rank " + std::to_string(step.peer) + " did not announce the " +
+                      std::to_string(dataBytes) +
                       "-byte message this rank receives (the ranks run different schedules "
                       "or settings)");
     if (!offer->registered) {

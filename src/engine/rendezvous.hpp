@@ -22,10 +22,10 @@ static_assert(sizeof(RendezvousOffer) == 16);
 
 // A Send or Recv step's place in the protocol (StepProgress::rendezvous).
 enum class RendezvousState : uint8_t {
-  Undecided,   // the offer is not all sent / taken yet
-  Stream,      // the data goes through the stream as usual (small, unregistered, refused)
-  Answering,   // sender: waits for the answer; receiver: has to send it
-  Direct,      // sender: puts into the peer's buffer; receiver: waits for it to land
+  Undecided,  // the offer is not all sent / taken yet
+  Stream,     // the data goes through the stream as usual (small, unregistered, refused)
+  Answering,  // sender: waits for the answer; receiver: has to send it
+  Direct,     // sender: puts into the peer's buffer; receiver: waits for it to land
 };
 
 // Whether a message of `bytes` is announced with an offer (both ends decide alike).

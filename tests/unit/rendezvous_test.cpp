@@ -27,8 +27,7 @@ TEST(Rendezvous, OfferWireFormat) {
   o.bytes = 0x0102030405060708ull;
   std::array<std::byte, 16> raw;
   std::memcpy(raw.data(), &o, sizeof o);
-  const std::array<uint8_t, 16> want = {'R', 'D', 'V', '1', 1,   0,   0,   0,
-                                        8,   7,   6,   5,   4, 3, 2, 1};
+  const std::array<uint8_t, 16> want = {'R', 'D', 'V', '1', 1, 0, 0, 0, 8, 7, 6, 5, 4, 3, 2, 1};
   for (size_t i = 0; i < raw.size(); ++i) EXPECT_EQ(static_cast<uint8_t>(raw[i]), want[i]) << i;
   auto back = parseOffer(raw.data(), o.bytes);
   ASSERT_TRUE(back.has_value());

@@ -38,8 +38,8 @@ IbChannel::IbChannel(int rank, int peer, const std::vector<IbDevice*>& rails,
       rails_(rails.size()) {
   recvRing_ = device_.pool().get(ring_);
   sendRing_ = device_.pool().get(ring_);
-  control_ = device_.pool().get(static_cast<size_t>(config.recvDepth + config.sendDepth) *
-                                kControlSlot);
+  control_ =
+      device_.pool().get(static_cast<size_t>(config.recvDepth + config.sendDepth) * kControlSlot);
   const int nrails = static_cast<int>(rails.size());
   for (int r = 0; r < nrails; ++r) {
     Rail& rail = rails_[r];
@@ -120,14 +120,14 @@ void IbChannel::connect(const PeerInfo& remote) {
     throw Error(Result::InvalidUsage,
                 "ib: rank " + std::to_string(peer_) +
                     " uses CHORUS_IB_QPS_PER_CONNECTION=" + std::to_string(remote.qps.size()) +
-                    " CHORUS_IB_BLOCK=" + std::to_string(remote.block) + " CHORUS_IB_BUFFER=" +
-                    std::to_string(remote.ring) + " CHORUS_IB_RNDV_BYTES=" +
-                    std::to_string(remote.rendezvous) + " " + std::to_string(remote.rails.size()) +
-                    " rail(s) (CHORUS_IB_HCA)" + (remote.ethernet ? " on RoCE" : " on InfiniBand") +
-                    " but rank " + std::to_string(rank_) + " uses " +
-                    std::to_string(links_.size()) + ", " + std::to_string(block_) + ", " +
-                    std::to_string(ring_) + ", " + std::to_string(config_.rendezvous) + ", " +
-                    std::to_string(rails_.size()) +
+                    " CHORUS_IB_BLOCK=" + std::to_string(remote.block) +
+                    " CHORUS_IB_BUFFER=" + std::to_string(remote.ring) +
+                    " CHORUS_IB_RNDV_BYTES=" + std::to_string(remote.rendezvous) + " " +
+                    std::to_string(remote.rails.size()) + " rail(s) (CHORUS_IB_HCA)" +
+                    (remote.ethernet ? " on RoCE" : " on InfiniBand") + " but rank " +
+                    std::to_string(rank_) + " uses " + std::to_string(links_.size()) + ", " +
+                    std::to_string(block_) + ", " + std::to_string(ring_) + ", " +
+                    std::to_string(config_.rendezvous) + ", " + std::to_string(rails_.size()) +
                     (device_.ethernet() ? " on RoCE" : " on InfiniBand"));
   }
   remoteAddr_ = remote.ringAddr;
@@ -249,8 +249,10 @@ bool IbChannel::progressRail(Rail& rail) {
         remoteConsumed_ += imm;
       } else if (wc[i].opcode == IBV_WC_RECV) {
         auto a = parseAnswer(control_.data() + slot * kControlSlot, wc[i].byte_len);
-        if (!a) fail("a malformed rendezvous answer (" + std::to_string(wc[i].byte_len) + " bytes)");
-        else answers_.push_back(*a);
+        if (!a)
+          fail("a malformed rendezvous answer (" + std::to_string(wc[i].byte_len) + " bytes)");
+        else
+          answers_.push_back(*a);
       }
       postRecv(q, slot);
     }
@@ -415,9 +417,9 @@ size_t IbChannel::put(const LocalRegion& region, const std::byte* data, size_t f
                                            " without an accepted answer");
   const RendezvousAnswer& a = answers_.front();
   if (to > a.bytes)
-    throw Error(Result::InternalError,
-                "ib: putting " + std::to_string(to) + " bytes into the " + std::to_string(a.bytes) +
-                    " bytes rank " + std::to_string(peer_) + " offered");
+    throw Error(Result::InternalError, "ib: putting " + std::to_string(to) + " bytes into the " +
+                                           std::to_string(a.bytes) + " bytes rank " +
+                                           std::to_string(peer_) + " offered");
   if (!putSource_) putSource_ = device_.cache().acquire(region.base, region.bytes);
   while (from < to) {
     const int q = readQp(pieces_);

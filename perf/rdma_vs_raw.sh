@@ -26,7 +26,8 @@ ADDR=10.77.0.1
 OUT=/tmp/rdma_vs_raw; rm -rf "$OUT"; mkdir -p "$OUT"
 raw() {  # raw KEY ARGS...: one ib_write_bw pair; appends its average in MB/s (1e6 B/s)
   key=$1; shift
-  ib_write_bw -d rxe0 -x 1 -F -s "$BYTES" -n "$ITERS" "$@" > /tmp/raw-server.log 2>&1 &
+  # the server too has a limit: a client that gave up must not leave `wait` hanging
+  timeout 320 ib_write_bw -d rxe0 -x 1 -F -s "$BYTES" -n "$ITERS" "$@" > /tmp/raw-server.log 2>&1 &
   sleep 1
   timeout 300 ib_write_bw -d rxe0 -x 1 -F -s "$BYTES" -n "$ITERS" "$@" $ADDR \
     > /tmp/raw-client.log 2>&1

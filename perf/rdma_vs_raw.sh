@@ -26,7 +26,8 @@ ADDR=10.77.0.1
 OUT=/tmp/rdma_vs_raw; rm -rf "$OUT"; mkdir -p "$OUT"
 raw() {  # raw KEY ARGS...: one ib_write_bw pair; appends its average in MB/s (1e6 B/s)
   key=$1; shift
-  ib_write_bw -d rxe0 -x 1 -F -s "$BYTES" -n "$ITERS" "$@" > /tmp/raw-server.log 2>&1 &
+  # the server too has a limit: a client that gave up must not leave `wait` hanging
+  timeout 320 ib_write_bw -d rxe0 -x 1 -F -s "$BYTES" -n "$ITERS" "$@" > /tmp/raw-server.log 2>&1 &
   sleep 1
   timeout 300 ib_write_bw -d rxe0 -x 1 -F -s "$BYTES" -n "$ITERS" "$@" $ADDR \
     > /tmp/raw-client.log 2>&1
@@ -74,6 +75,7 @@ while [ $r -le "$ROUNDS" ]; do
   chorus allreduce allreduce || status=1
   chorus allreduce.R1.oneshot allreduce -R 1 -A allreduce:peer_oneshot || status=1
   chorus allreduce.R1.twoshot allreduce -R 1 -A allreduce:peer_twoshot || status=1
+  chorus allreduce.R1.ring allreduce -R 1 -A allreduce:ring || status=1
   chorus broadcast broadcast || status=1
   r=$((r + 1))
 done
@@ -82,8 +84,9 @@ row raw.one "raw ib_write_bw, one direction"
 row raw.both "raw ib_write_bw -b, both directions summed"
 row broadcast "chorus broadcast (one direction)" raw.one 1
 row sendrecv "chorus sendrecv" raw.both 2
-row sendrecv.R1 "chorus sendrecv, registered (-R 1)" raw.both 2
+row sendrecv.R1 "chorus sendrecv, registered (-R 1, rendezvous)" raw.both 2
 row allreduce "chorus allreduce, copy path" raw.one 1
 row allreduce.R1.oneshot "chorus allreduce -R 1, peer_oneshot (READ)" raw.one 1
 row allreduce.R1.twoshot "chorus allreduce -R 1, peer_twoshot (READ)" raw.one 1
+row allreduce.R1.ring "chorus allreduce -R 1, ring (rendezvous)" raw.one 1
 exit $status

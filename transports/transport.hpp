@@ -17,6 +17,8 @@
 namespace chorus {
 
 class Store;
+struct LocalRegion;
+class DirectTransfer;
 
 class Channel {
  public:
@@ -29,9 +31,42 @@ class Channel {
   virtual std::span<const std::byte> peek() = 0;
   // Releases the first `bytes` of what peek() returned.
   virtual void consume(size_t bytes) = 0;
+  // Zero-copy transfers of large messages between registered buffers beside the stream,
+  // or nullptr where this channel has none (verbs has them).
+  virtual DirectTransfer* directTransfer() { return nullptr; }
 };
 
-struct LocalRegion;
+// A channel's rendezvous (zero-copy) protocol: a message of at least minBytes() is announced in
+// the stream by a RendezvousOffer (engine/rendezvous.hpp) saying whether the sender's
+// source is registered. When it is, the receiver answers out of band of the stream:
+// offer() with the registered destination (the sender then puts the data straight from its
+// buffer into it: RDMA WRITE with immediate, no staging copy on either side) or offer()
+// with none (the data follows in the stream as usual). One transfer at a time in each
+// direction, in the order of the steps. Calls never block: false/None/0 mean "not yet",
+// and the engine polls again under its deadline. Each call throws PeerError naming the
+// peer once the connection failed.
+class DirectTransfer {
+ public:
+  virtual ~DirectTransfer() = default;
+  // Messages of at least this many bytes are announced (the same on both ends).
+  virtual size_t minBytes() const = 0;
+  // Receiver: answers the peer's announced transfer with [data, data + bytes) of
+  // `region` as its destination, or refuses it (region null). false: no room to send
+  // the answer yet.
+  virtual bool offer(const LocalRegion* region, std::byte* data, size_t bytes) = 0;
+  // Receiver: true once all of the accepted transfer has landed (it is then forgotten).
+  virtual bool landed() = 0;
+  // Sender: the peer's answer to this side's oldest announced transfer.
+  enum class Answer { None, Accepted, Refused };
+  virtual Answer answer() = 0;  // Refused is taken (forgotten) when returned
+  // Sender, after Accepted: posts writes of source bytes [from, to) of the transfer
+  // (`data` points at its first byte, inside `region`); returns the end of what is posted
+  // now (from while the queues are full).
+  virtual size_t put(const LocalRegion& region, const std::byte* data, size_t from, size_t to) = 0;
+  // Sender: true once every byte of the accepted transfer was posted and has completed
+  // (the peer has it; the source may be reused); the answer is then forgotten.
+  virtual bool putDone(size_t bytes) = 0;
+};
 
 // One-sided access to peers' memory, the second kind of data movement beside the Channel:
 // a rank describes part of a buffer it registered (an opaque blob it sends the peer, e.g.
@@ -56,6 +91,15 @@ class PeerMemory {
   // PeerError naming the peer if it is gone.
   virtual size_t read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
                       size_t bytes) = 0;
+  // As read(), for a caller that only reads the bytes (a PeerReduce folds them): they may
+  // stay where the transport landed them (verbs: its registered landing buffer), saving a
+  // copy. *landed points at them once complete, valid until this object's next read;
+  // `fallback` (bytes long) is where they go otherwise.
+  virtual size_t readLanded(int peer, std::span<const std::byte> blob, size_t offset,
+                            std::byte* fallback, size_t bytes, const std::byte** landed) {
+    *landed = fallback;
+    return read(peer, blob, offset, fallback, bytes);
+  }
   // [data, data + bytes) is no longer registered (deregister): drop what describe() keeps
   // for it (verbs: the memory registration, which would map the old pages if the address
   // were reused).

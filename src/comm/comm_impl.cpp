@@ -530,6 +530,9 @@ std::optional<std::pair<LocalRegion, LocalRegion>> CommImpl::exposableBuffers(
   return std::make_pair(*in, *out);
 }
 
+// Calls smaller than this never look up their buffers' registrations for the rendezvous.
+constexpr size_t kDirectTransferMinBytes = 1024;
+
 std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   validate(call);
   if (viaMailbox(call)) return prepareMailbox(call);
@@ -581,6 +584,17 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   if (algorithm.oneSided && regions) {
     op->inputRegion = regions->first;
     op->outputRegion = regions->second;
+  } else if (bytes >= kDirectTransferMinBytes) {
+    // Registered buffers of any algorithm: a channel with a rendezvous (ib) moves their
+    // large messages straight from buffer to buffer (transport.hpp's DirectTransfer).
+    if (call.collective == Collective::Send) {
+      op->inputRegion = registrations_.find(call.input, bytes);
+    } else if (call.collective == Collective::Recv) {
+      op->outputRegion = registrations_.find(call.output, bytes);
+    } else if (regions || (regions = exposableBuffers(call))) {
+      op->inputRegion = regions->first;
+      op->outputRegion = regions->second;
+    }
   }
   uint32_t hash = 2166136261u;  // FNV-1a of the counts: ranks must pass the same ones
   for (size_t c : call.counts)

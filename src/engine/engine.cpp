@@ -191,13 +191,6 @@ size_t Engine::allowedElements(const OpState& op, int index) const {
                                 op.progress[after].complete);
 }
 
-static std::byte* resolve(const OpState& op, const Range& r) {
-  std::byte* base = r.buffer == Buffer::Input    ? const_cast<std::byte*>(op.input)
-                    : r.buffer == Buffer::Output ? op.output
-                                                 : op.scratch;
-  return base + r.offset * op.elementSize;
-}
-
 // The call's fingerprint ahead of the data; false until all of it is out.
 bool Engine::sendHeader(OpState& op, StepProgress& p, Channel& channel, bool& moved) {
   if (p.headerBytes == 0) {
@@ -247,6 +240,7 @@ bool Engine::advanceSend(OpState& op, int index) {
   const std::byte* data = resolve(op, step.src);
   bool moved = false;
   if (p.withHeader && !sendHeader(op, p, channel, moved)) return moved;
+  if (sendRendezvous(op, index, channel, moved)) return moved;
   while (p.bytes < limit) {
     size_t taken;
     if (p.bytes < dataBytes) {
@@ -279,6 +273,7 @@ bool Engine::advanceRecv(OpState& op, int index) {
   if ((p.withHeader || (p.headerBytes > 0 && p.headerBytes < sizeof(WireHeader))) &&
       !receiveHeader(op, p, channel, step.peer, moved))
     return moved;
+  if (recvRendezvous(op, index, channel, moved)) return moved;
   while (p.bytes < limit) {
     std::span<const std::byte> incoming = channel.peek();
     if (incoming.empty()) break;
@@ -429,17 +424,19 @@ bool Engine::advancePeerRead(OpState& op, int index) {
   const std::byte* remote = p.peerData ? p.peerData + from * es : nullptr;
   const std::span blob(record.blob, record.blobBytes);
   if (!remote) {
-    std::byte* into = dst;
-    if (step.kind == StepKind::PeerReduce) {
+    size_t done;
+    if (step.kind == StepKind::PeerReduce) {  // folded from where it lands (no copy there)
       if (bounce_.size() < n * es) bounce_.resize(n * es);
-      into = bounce_.data();
+      done = peerMemory().readLanded(step.peer, blob, from * es, bounce_.data(), n * es, &remote);
+    } else {
+      done = peerMemory().read(step.peer, blob, from * es, dst, n * es);
+      remote = dst;
     }
-    if (peerMemory().read(step.peer, blob, from * es, into, n * es) == 0) {
+    if (done == 0) {
       p.readElements = n;  // in flight: ask for the same range until it is done
       return moved;
     }
     p.readElements = 0;
-    remote = into;
   }
   if (step.kind == StepKind::PeerReduce) {
     kernels::reduce(op.type, op.op, dst, resolve(op, step.src) + from * es, remote, n);

@@ -97,6 +97,11 @@ class Engine {
   bool advanceSend(detail::OpState& op, int index);
   bool advanceRecv(detail::OpState& op, int index);
   bool advanceLocal(detail::OpState& op, int index);  // Copy and Reduce
+  // A large message over a channel with a rendezvous (rendezvous.cpp): true when the
+  // rendezvous handles the step now (the caller returns `moved`), false when its data
+  // goes through the stream.
+  bool sendRendezvous(detail::OpState& op, int index, Channel& channel, bool& moved);
+  bool recvRendezvous(detail::OpState& op, int index, Channel& channel, bool& moved);
   bool advanceExpose(detail::OpState& op, int index);
   bool advancePeerRead(detail::OpState& op, int index);  // PeerRead and PeerReduce
   PeerMemory& peerMemory();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "algorithms/schedule.hpp"
+#include "engine/rendezvous.hpp"
 #include "memory/shared_memory.hpp"
 
 #include <chorus/chorus.hpp>
@@ -33,6 +34,9 @@ struct StepProgress {
   // A read that did not finish at once (verbs): its elements, so that the engine asks for
   // the same range again until it completes.
   size_t readElements = 0;
+  // Send and Recv of an announced message (engine/rendezvous.hpp); the offer travels in
+  // `record`/`recordBytes` (free in these steps).
+  RendezvousState rendezvous = RendezvousState::Undecided;
 };
 
 struct OpState {
@@ -77,5 +81,20 @@ struct OpState {
 
   std::string describe() const;  // "allReduce #12 (1024 x float sum, ring)"
 };
+
+// Where a step's range lies in this rank's memory.
+inline std::byte* resolve(const OpState& op, const Range& r) {
+  std::byte* base = r.buffer == Buffer::Input    ? const_cast<std::byte*>(op.input)
+                    : r.buffer == Buffer::Output ? op.output
+                                                 : op.scratch;
+  return base + r.offset * op.elementSize;
+}
+
+// The registered memory holding a step's range, or null (scratch, unregistered buffers).
+inline const LocalRegion* regionOf(const OpState& op, const Range& r) {
+  if (r.buffer == Buffer::Input && op.inputRegion) return &*op.inputRegion;
+  if (r.buffer == Buffer::Output && op.outputRegion) return &*op.outputRegion;
+  return nullptr;
+}
 
 }  // namespace chorus::detail

@@ -94,6 +94,8 @@ const std::vector<Spec> kSpecs = {
      G},
     {"CHORUS_IB_BUFFER", Size, "2M", "bytes of each peer's receive ring (at least 2 blocks per QP)",
      4 * K, 2 * G - 1},
+    {"CHORUS_IB_RNDV_BYTES", Size, "64K",
+     "registered buffers: messages from this size go zero-copy by RDMA WRITE (0: never)", 0, G},
     {"CHORUS_IB_REG_CACHE", Size, "256M", "registered user-buffer bytes kept when idle", 0,
      1024 * G},
     // --- UCX --------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
 //   chorus_kill_test --transport shm|tcp --ranks 4 --victim 2 [--kill-after-ms 500 (-1: right
 //                    after set-up, before its first call)]
 //                    [--count 4194304] [--detect-limit-s 10] [--deadline-s 30]
-//                    [--buffers malloc|registered|memalloc] [--node-size K]
+//                    [--buffers malloc|registered|memalloc [--algo NAME]] [--node-size K]
 // --node-size K puts ranks on "nodes" of K (rank / K): each rank gets its own UTS namespace
 // and hostname chorus-node<i> (needs root: the Soft-RoCE guest), so the communicator sees
 // several hosts and uses the network transport (CHORUS_NET) between them.
@@ -67,6 +67,7 @@ struct Args {
   double detectLimitS = 10;
   double deadlineS = 30;
   std::string buffers = "malloc";
+  std::string algo;  // registered/memAlloc buffers: the all-reduce (default peer_twoshot)
   int nodeSize = 0;
 };
 
@@ -125,7 +126,9 @@ int runRank(const Args& a, int rank, int idFd, Shared* sh) {
     }
   }
   // Forced: the tuner keeps CMA-read buffers on 4 KiB pages on the copy path.
-  if (a.buffers != "malloc") comm.setAlgorithm("allreduce:peer_twoshot");
+  // --algo ring: registered buffers over the two-sided path (ib: the rendezvous).
+  if (a.buffers != "malloc")
+    comm.setAlgorithm("allreduce:" + (a.algo.empty() ? std::string("peer_twoshot") : a.algo));
   std::fill(sendData, sendData + a.count, 1.0f + static_cast<float>(rank));
   std::fill(recvData, recvData + a.count, 0.0f);
   if (rank == a.victim && a.killAfterMs < 0) {  // before its first call: never connected
@@ -204,6 +207,8 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->deadlineS = std::atof(v);
     } else if (k == "--buffers") {
       a->buffers = v;
+    } else if (k == "--algo") {
+      a->algo = v;
     } else if (k == "--node-size") {
       a->nodeSize = std::atoi(v);
     } else {

@@ -5,7 +5,9 @@
 #         rank, the registration cache, RDMA READ of peers' memory and a QP failure
 #         (chorus_ib_verbs_test), a killed and a stopped peer seen by a program that only
 #         polls; the one-sided all-reduces (peers' registered buffers read by RDMA READ)
-#         on registered and memAlloc buffers, and a rank killed under them; several
+#         on registered and memAlloc buffers, and a rank killed under them; the
+#         zero-copy rendezvous (RDMA WRITE between registered buffers) and a rank killed
+#         under it; several
 #         nodes (ranks in their own UTS namespaces, so their host identities differ) over
 #         CHORUS_NET=ib: the hierarchical all-reduce and a killed rank;
 #   perf  chorus-perf over ib next to ib_write_bw in the same guest (perf/rdma_vs_raw.sh).
@@ -81,6 +83,18 @@ part onesided.np2.oneshot.memalloc 300 "$RUN" -n 2 --timeout 280 "$BUILD/perf/ch
 part onesided.kill.np3.victim1 90 \
   "$BUILD/tests/multiproc/chorus_kill_test" --transport ib --ranks 3 --victim 1 \
   --buffers registered --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40
+# Zero-copy rendezvous (RDMA WRITE with immediate from the sender's registered buffer
+# straight into the receiver's): a low threshold (1 KiB) so that the 1023-element cases of
+# every type take it; a sample (--every 14) of sendRecv, allReduce (ring: its all-gather
+# steps) and allGather, every type and op, in and out of place, checked element by
+# element; then a rank killed while ring all-reduces of registered buffers move by
+# rendezvous.
+part rndv.np2.registered 200 env CHORUS_IB_RNDV_BYTES=1K "$RUN" -n 2 --timeout 180 "$COLL" \
+  --transport ib --buffers registered --algo allreduce:ring --every 14 \
+  --only sendRecv,allReduce,allGather
+part rndv.kill.np3.victim1 90 env CHORUS_IB_RNDV_BYTES=16K \
+  "$BUILD/tests/multiproc/chorus_kill_test" --transport ib --ranks 3 --victim 1 \
+  --buffers registered --algo ring --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40
 # Several nodes: each rank's hostname is its node's (as_node.sh), the communicator sees
 # 2 hosts and takes CHORUS_NET=ib between them (not a forced transport). Every node's
 # ranks share rxe0: Linux 6.1's rxe carries traffic only in the initial network namespace

@@ -2,6 +2,7 @@
 // CHORUS_IB_HCA parsing as NCCL_IB_HCA, the RoCE GID choice, the connection record.
 #include "transports/ib/ib_config.hpp"
 #include "transports/ib/ib_qp.hpp"
+#include "transports/ib/ib_rendezvous.hpp"
 
 #include <gtest/gtest.h>
 #include <chorus/chorus.hpp>
@@ -121,4 +122,49 @@ TEST(IbPeerInfo, RailsRoundTrip) {
   }
   p.rails.clear();
   EXPECT_THROW(PeerInfo::decode(p.encode(), 3), chorus::Error);
+}
+
+// The rendezvous threshold travels in the connection record (ends that differ fail at
+// connect instead of misreading each other's streams).
+TEST(IbPeerInfo, RendezvousThresholdRoundTrips) {
+  PeerInfo p;
+  p.rendezvous = 65536;
+  p.rails.resize(1);
+  p.qps = {{1, 2}};
+  EXPECT_EQ(PeerInfo::decode(p.encode(), 0).rendezvous, 65536u);
+}
+
+// The receiver's answer: 24 bytes "ANS1", rkey, address, size; anything else in a
+// control slot is not taken for one. A zero address is a refusal.
+TEST(IbRendezvous, AnswerWireFormat) {
+  chorus::ib::RendezvousAnswer a;
+  a.rkey = 0x11223344;
+  a.addr = 0x7f0000001000;
+  a.bytes = 4 << 20;
+  std::byte raw[24];
+  std::memcpy(raw, &a, sizeof a);
+  EXPECT_EQ(static_cast<char>(raw[0]), 'A');
+  EXPECT_EQ(static_cast<char>(raw[3]), '1');
+  EXPECT_EQ(static_cast<uint8_t>(raw[4]), 0x44);
+  auto back = chorus::ib::parseAnswer(raw, sizeof raw);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(back->accepted());
+  EXPECT_EQ(back->addr, a.addr);
+  EXPECT_EQ(back->rkey, a.rkey);
+  EXPECT_EQ(back->bytes, a.bytes);
+  EXPECT_FALSE(chorus::ib::parseAnswer(raw, 23).has_value());
+  raw[0] = std::byte{0};
+  EXPECT_FALSE(chorus::ib::parseAnswer(raw, sizeof raw).has_value());
+  EXPECT_FALSE(chorus::ib::RendezvousAnswer{}.accepted());
+}
+
+// A piece's immediate has the top bit; a stream block's never does (its length is below
+// the ring's 2 GiB bound), so the receiver tells them apart.
+TEST(IbRendezvous, PieceImmediateIsNoStreamLength) {
+  using namespace chorus::ib;
+  EXPECT_TRUE(isPiece(pieceImmediate(131072)));
+  EXPECT_EQ(immediateLength(pieceImmediate(131072)), 131072u);
+  EXPECT_EQ(immediateLength(pieceImmediate(kMaxPiece)), kMaxPiece);
+  EXPECT_FALSE(isPiece(131072));
+  EXPECT_FALSE(isPiece(0x7fffffff));
 }

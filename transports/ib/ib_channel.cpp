@@ -1,6 +1,7 @@
 #include "transports/ib/ib_channel.hpp"
 
 #include "errors.hpp"
+#include "memory/shared_memory.hpp"
 
 #include <arpa/inet.h>
 
@@ -11,8 +12,16 @@
 namespace chorus::ib {
 namespace {
 
-// wr_id: kind in the high half, QP index in the low half.
-enum Kind : uint64_t { kData = 1, kGrant = 2, kRecv = 3, kRead = 4 };  // kRead: low half = ticket
+// wr_id: kind in the high half, QP index in the low half (a receive: QP index in its low
+// 16 bits, its control slot above them).
+enum Kind : uint64_t {
+  kData = 1,
+  kGrant = 2,
+  kRecv = 3,
+  kRead = 4,  // low half: the ticket
+  kPut = 5,
+  kAnswer = 6
+};
 uint64_t wrId(Kind k, int q) { return (static_cast<uint64_t>(k) << 32) | static_cast<uint32_t>(q); }
 
 }  // namespace
@@ -29,6 +38,8 @@ IbChannel::IbChannel(int rank, int peer, const std::vector<IbDevice*>& rails,
       rails_(rails.size()) {
   recvRing_ = device_.pool().get(ring_);
   sendRing_ = device_.pool().get(ring_);
+  control_ =
+      device_.pool().get(static_cast<size_t>(config.recvDepth + config.sendDepth) * kControlSlot);
   const int nrails = static_cast<int>(rails.size());
   for (int r = 0; r < nrails; ++r) {
     Rail& rail = rails_[r];
@@ -61,7 +72,7 @@ IbChannel::IbChannel(int rank, int peer, const std::vector<IbDevice*>& rails,
     links_[q].qp = createQp(*rail.device, rail.cq, config);
     links_[q].psn = rd() & 0xffffff;
     links_[q].recvPos = static_cast<uint64_t>(q) * block_;
-    for (int i = 0; i < config.recvDepth; ++i) postRecv(q);
+    for (int i = 0; i < config.recvDepth; ++i) postRecv(q, static_cast<uint32_t>(i));
   }
   if (!failure_.empty()) throw Error(Result::SystemError, failure_);
 }
@@ -84,6 +95,7 @@ PeerInfo IbChannel::localInfo() const {
   p.block = block_;
   p.ring = ring_;
   p.ringAddr = reinterpret_cast<uint64_t>(recvRing_.data());
+  p.rendezvous = config_.rendezvous;
   for (const Rail& r : rails_) {
     RailAddress a;
     std::memcpy(a.gid, r.device->gid().raw, 16);
@@ -103,17 +115,19 @@ void IbChannel::connect(const PeerInfo& remote) {
                     " got a connection record meant for another pair from rank " +
                     std::to_string(peer_));
   if (remote.qps.size() != links_.size() || remote.block != block_ || remote.ring != ring_ ||
-      remote.rails.size() != rails_.size() ||
+      remote.rails.size() != rails_.size() || remote.rendezvous != config_.rendezvous ||
       static_cast<bool>(remote.ethernet) != device_.ethernet()) {
     throw Error(Result::InvalidUsage,
                 "ib: rank " + std::to_string(peer_) +
                     " uses CHORUS_IB_QPS_PER_CONNECTION=" + std::to_string(remote.qps.size()) +
-                    " CHORUS_IB_BLOCK=" + std::to_string(remote.block) + " CHORUS_IB_BUFFER=" +
-                    std::to_string(remote.ring) + " " + std::to_string(remote.rails.size()) +
-                    " rail(s) (CHORUS_IB_HCA)" + (remote.ethernet ? " on RoCE" : " on InfiniBand") +
-                    " but rank " + std::to_string(rank_) + " uses " +
-                    std::to_string(links_.size()) + ", " + std::to_string(block_) + ", " +
-                    std::to_string(ring_) + ", " + std::to_string(rails_.size()) +
+                    " CHORUS_IB_BLOCK=" + std::to_string(remote.block) +
+                    " CHORUS_IB_BUFFER=" + std::to_string(remote.ring) +
+                    " CHORUS_IB_RNDV_BYTES=" + std::to_string(remote.rendezvous) + " " +
+                    std::to_string(remote.rails.size()) + " rail(s) (CHORUS_IB_HCA)" +
+                    (remote.ethernet ? " on RoCE" : " on InfiniBand") + " but rank " +
+                    std::to_string(rank_) + " uses " + std::to_string(links_.size()) + ", " +
+                    std::to_string(block_) + ", " + std::to_string(ring_) + ", " +
+                    std::to_string(config_.rendezvous) + ", " + std::to_string(rails_.size()) +
                     (device_.ethernet() ? " on RoCE" : " on InfiniBand"));
   }
   remoteAddr_ = remote.ringAddr;
@@ -207,8 +221,9 @@ bool IbChannel::progressRail(Rail& rail) {
     for (int i = 0; i < n; ++i) {
       const Kind kind = static_cast<Kind>(wc[i].wr_id >> 32);
       const uint32_t low = static_cast<uint32_t>(wc[i].wr_id & 0xffffffff);
-      const int q = kind == kRead ? readQp(low) : static_cast<int>(low);
+      const int q = kind == kRead ? readQp(low) : kind == kRecv ? low & 0xffff : low;
       if (kind != kRecv) --links_[q].outstanding;
+      if (kind == kPut) --putsInFlight_;
       if (wc[i].status != IBV_WC_SUCCESS) {
         std::string why = std::string(ibv_wc_status_str(wc[i].status)) + " on QP " +
                           std::to_string(q) + " (vendor error " + std::to_string(wc[i].vendor_err) +
@@ -224,12 +239,22 @@ bool IbChannel::progressRail(Rail& rail) {
       if (kind == kRead) readsDone_.push_back(low);
       if (kind != kRecv) continue;
       const uint32_t imm = ntohl(wc[i].imm_data);
+      const uint32_t slot = low >> 16;
       if (wc[i].opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-        advance(links_[q], imm);
-      } else if (wc[i].opcode == IBV_WC_RECV) {
+        if (isPiece(imm))
+          landedBytes_ += immediateLength(imm);
+        else
+          advance(links_[q], imm);
+      } else if (wc[i].opcode == IBV_WC_RECV && (wc[i].wc_flags & IBV_WC_WITH_IMM)) {
         remoteConsumed_ += imm;
+      } else if (wc[i].opcode == IBV_WC_RECV) {
+        auto a = parseAnswer(control_.data() + slot * kControlSlot, wc[i].byte_len);
+        if (!a)
+          fail("a malformed rendezvous answer (" + std::to_string(wc[i].byte_len) + " bytes)");
+        else
+          answers_.push_back(*a);
       }
-      postRecv(q);
+      postRecv(q, slot);
     }
   }
 }
@@ -285,9 +310,17 @@ void IbChannel::checkAsyncFailures() {
   }
 }
 
-void IbChannel::postRecv(int q) {
+// Writes land in the ring or a rendezvous destination and grants carry no data, so only
+// QP 0's receives have a buffer: a control slot for the peer's rendezvous answers.
+void IbChannel::postRecv(int q, uint32_t slot) {
   ibv_recv_wr wr{};
-  wr.wr_id = wrId(kRecv, q);  // no buffer: writes land in the ring, grants carry no data
+  wr.wr_id = wrId(kRecv, q) | (static_cast<uint64_t>(slot) << 16);
+  ibv_sge sge{reinterpret_cast<uint64_t>(control_.data() + slot * kControlSlot),
+              static_cast<uint32_t>(kControlSlot), control_.lkey()};
+  if (q == 0) {
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+  }
   ibv_recv_wr* bad = nullptr;
   if (ibv_post_recv(links_[q].qp, &wr, &bad) != 0) fail("ibv_post_recv failed");
 }
@@ -311,6 +344,116 @@ void IbChannel::advance(Link& l, uint64_t bytes) {
 void IbChannel::fail(const std::string& why) {
   if (failure_.empty())
     failure_ = "ib: connection to rank " + std::to_string(peer_) + " failed: " + why;
+}
+
+void IbChannel::throwIfFailed() const {
+  if (!failure_.empty()) throw PeerError(peer_, failure_);
+}
+
+// Receiver: registers the destination (rail 0, the rail the pieces come on) and tells
+// the sender where it is; a refusal sends a zero address.
+bool IbChannel::offer(const LocalRegion* region, std::byte* data, size_t bytes) {
+  progress();
+  throwIfFailed();
+  if (links_[0].outstanding >= config_.sendDepth) return false;
+  RendezvousAnswer a;
+  a.bytes = bytes;
+  if (region) {
+    landTarget_ = device_.cache().acquire(region->base, region->bytes);
+    a.addr = reinterpret_cast<uint64_t>(data);
+    a.rkey = landTarget_.rkey();
+    landing_ = true;
+    landExpected_ = bytes;
+    landedBytes_ = 0;
+  }
+  // Send slots follow the receive slots; the one used sendDepth answers ago is done (QP 0
+  // has at most sendDepth sends in flight and completes them in order).
+  std::byte* slot = control_.data() + (static_cast<size_t>(config_.recvDepth) +
+                                       answersSent_ % static_cast<size_t>(config_.sendDepth)) *
+                                          kControlSlot;
+  std::memcpy(slot, &a, sizeof a);
+  ibv_sge sge{reinterpret_cast<uint64_t>(slot), static_cast<uint32_t>(sizeof a), control_.lkey()};
+  ibv_send_wr wr{};
+  wr.wr_id = wrId(kAnswer, 0);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  post(0, wr);
+  throwIfFailed();
+  ++answersSent_;
+  return true;
+}
+
+bool IbChannel::landed() {
+  progress();
+  if (landing_ && landedBytes_ >= landExpected_) {
+    if (landedBytes_ > landExpected_)
+      fail("rank " + std::to_string(peer_) + " wrote " + std::to_string(landedBytes_) +
+           " bytes into a " + std::to_string(landExpected_) + "-byte rendezvous destination");
+    throwIfFailed();
+    landing_ = false;
+    landTarget_.reset();
+    return true;
+  }
+  throwIfFailed();  // a dead writer ends the wait
+  return false;
+}
+
+DirectTransfer::Answer IbChannel::answer() {
+  progress();
+  throwIfFailed();
+  if (answers_.empty()) return Answer::None;
+  if (answers_.front().accepted()) return Answer::Accepted;
+  answers_.pop_front();
+  return Answer::Refused;
+}
+
+size_t IbChannel::put(const LocalRegion& region, const std::byte* data, size_t from, size_t to) {
+  progress();
+  throwIfFailed();
+  if (answers_.empty() || !answers_.front().accepted())
+    throw Error(Result::InternalError, "ib: a rendezvous put to rank " + std::to_string(peer_) +
+                                           " without an accepted answer");
+  const RendezvousAnswer& a = answers_.front();
+  if (to > a.bytes)
+    throw Error(Result::InternalError, "ib: putting " + std::to_string(to) + " bytes into the " +
+                                           std::to_string(a.bytes) + " bytes rank " +
+                                           std::to_string(peer_) + " offered");
+  if (!putSource_) putSource_ = device_.cache().acquire(region.base, region.bytes);
+  while (from < to) {
+    const int q = readQp(pieces_);
+    if (links_[q].outstanding >= dataLimit_) break;
+    const size_t len = std::min<size_t>({to - from, block_, kMaxPiece});
+    ibv_sge sge{reinterpret_cast<uint64_t>(data + from), static_cast<uint32_t>(len),
+                putSource_.lkey()};
+    ibv_send_wr wr{};
+    wr.wr_id = wrId(kPut, q);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data = htonl(pieceImmediate(static_cast<uint32_t>(len)));
+    wr.wr.rdma.remote_addr = a.addr + from;
+    wr.wr.rdma.rkey = a.rkey;
+    post(q, wr);
+    throwIfFailed();
+    ++putsInFlight_;
+    ++pieces_;
+    from += len;
+  }
+  putPosted_ = from;
+  return from;
+}
+
+bool IbChannel::putDone(size_t bytes) {
+  progress();
+  throwIfFailed();
+  if (putPosted_ < bytes || putsInFlight_ > 0) return false;
+  answers_.pop_front();
+  putSource_.reset();
+  putPosted_ = 0;
+  return true;
 }
 
 uint64_t IbChannel::received() const {

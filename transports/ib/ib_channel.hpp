@@ -20,24 +20,33 @@
 //   QPs, so a stream's blocks alternate between rails.
 // - One-sided reads (IbPeerMemory) share the QPs and the CQs: postRead/readDone. They use
 //   rail 0's QPs only (the buffers they read are registered with rail 0's device).
+// - Rendezvous (transport.hpp's DirectTransfer): a message of at least config.rendezvous bytes between
+//   registered buffers goes straight from the sender's buffer into the receiver's. The
+//   receiver registers its destination (rail 0's RegCache) and SENDs an answer
+//   (ib_rendezvous.hpp) on QP 0, whose receives post a slot each for it; the sender
+//   RDMA-WRITEs WITH_IMM pieces of at most `block` bytes from its registered source over
+//   rail 0's QPs, each immediate marked as a piece; the receiver counts their lengths. No
+//   staging ring, no receive ring, no copy on either side.
 // Not thread-safe: one engine thread drives a transport.
 #pragma once
 
 #include "transports/ib/ib_config.hpp"
 #include "transports/ib/ib_device.hpp"
 #include "transports/ib/ib_qp.hpp"
+#include "transports/ib/ib_rendezvous.hpp"
 #include "transports/ib/reg_cache.hpp"
 #include "transports/transport.hpp"
 
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
 namespace chorus::ib {
 
-class IbChannel final : public Channel {
+class IbChannel final : public Channel, public DirectTransfer {
  public:
   // events[i]: the completion channel of rails[i]'s device.
   IbChannel(int rank, int peer, const std::vector<IbDevice*>& rails, const IbConfig& config,
@@ -53,6 +62,14 @@ class IbChannel final : public Channel {
   size_t trySend(const void* data, size_t bytes) override;
   std::span<const std::byte> peek() override;
   void consume(size_t bytes) override;
+  DirectTransfer* directTransfer() override { return config_.rendezvous > 0 ? this : nullptr; }
+
+  size_t minBytes() const override { return config_.rendezvous; }
+  bool offer(const LocalRegion* region, std::byte* data, size_t bytes) override;
+  bool landed() override;
+  Answer answer() override;
+  size_t put(const LocalRegion& region, const std::byte* data, size_t from, size_t to) override;
+  bool putDone(size_t bytes) override;
 
   // One-sided: an RDMA READ of `len` bytes at (remote, rkey) into (local, lkey), keys of
   // rail 0, on one of rail 0's QPs chosen by `ticket` (reads of one peer spread over
@@ -86,13 +103,14 @@ class IbChannel final : public Channel {
   };
 
   bool progressRail(Rail& rail);
-  void postRecv(int q);
+  void postRecv(int q, uint32_t slot);
+  void throwIfFailed() const;
   void post(int q, ibv_send_wr& wr);
   void advance(Link& l, uint64_t bytes);
   void fail(const std::string& why);
   uint64_t received() const;
   uint64_t blockEnd(uint64_t pos) const { return (pos / block_ + 1) * block_; }
-  int readQp(uint32_t ticket) const {  // rail 0's QPs: 0, R, 2R, ...
+  int readQp(uint32_t ticket) const {  // rail 0's QPs: 0, R, 2R, ... (reads and puts)
     const size_t r = rails_.size(), onRail0 = (links_.size() + r - 1) / r;
     return static_cast<int>((ticket % onRail0) * r);
   }
@@ -113,6 +131,18 @@ class IbChannel final : public Channel {
   uint64_t consumed_ = 0;            // bytes released by consume
   uint64_t granted_ = 0;             // bytes we granted back to the peer
   std::vector<uint32_t> readsDone_;  // tickets of completed reads not yet collected
+
+  // Rendezvous. control_: QP 0's receive slots (answers land there), then send slots.
+  BufferPool::Buffer control_;
+  uint64_t answersSent_ = 0;
+  std::deque<RendezvousAnswer> answers_;  // the peer's answers, oldest first
+  RegCache::Handle putSource_;            // sender: the source's registration while putting
+  size_t putPosted_ = 0;                  // bytes of the transfer posted
+  int putsInFlight_ = 0;                  // piece writes not completed
+  uint32_t pieces_ = 0;                   // pieces posted (which QP the next goes on)
+  RegCache::Handle landTarget_;           // receiver: the destination's registration
+  bool landing_ = false;                  // an accepted transfer is on its way
+  uint64_t landExpected_ = 0, landedBytes_ = 0;
   std::string failure_;
 };
 

@@ -34,6 +34,7 @@ IbConfig IbConfig::fromEnv() {
   size_t ring = std::max(settings::bytes("CHORUS_IB_BUFFER"), 2 * c.block * c.qps);
   c.ring = (ring + c.block - 1) / c.block * c.block;  // block boundaries meet the wrap
   if (c.ring >= (size_t{1} << 31)) throwInvalid("CHORUS_IB_BUFFER: the ring must be < 2 GiB");
+  c.rendezvous = settings::bytes("CHORUS_IB_RNDV_BYTES");
   c.regCache = settings::bytes("CHORUS_IB_REG_CACHE");
   return c;
 }

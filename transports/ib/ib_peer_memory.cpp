@@ -107,7 +107,22 @@ void IbPeerMemory::finish(std::map<Key, Pending>::iterator it) {
 
 size_t IbPeerMemory::read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
                           size_t bytes) {
+  return readInto(peer, blob, offset, dst, bytes, nullptr);
+}
+
+size_t IbPeerMemory::readLanded(int peer, std::span<const std::byte> blob, size_t offset,
+                                std::byte* fallback, size_t bytes, const std::byte** landed) {
+  *landed = fallback;
+  return readInto(peer, blob, offset, fallback, bytes, landed);
+}
+
+size_t IbPeerMemory::readInto(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
+                              size_t bytes, const std::byte** landed) {
   if (bytes == 0) return 0;
+  if (held_.data()) {  // the last readLanded's bytes: the caller is done with them
+    if (landings_.size() < 4) landings_.push_back(std::move(held_));
+    held_ = BufferPool::Buffer{};
+  }
   const Blob b = parse(blob, peer);
   if (offset + bytes > b.bytes)
     throw Error(Result::InternalError, "ib: reading bytes [" + std::to_string(offset) + ", " +
@@ -137,7 +152,12 @@ size_t IbPeerMemory::read(int peer, std::span<const std::byte> blob, size_t offs
     throw;
   }
   if (p.posted < bytes || !p.tickets.empty()) return 0;
-  if (!direct) std::memcpy(dst, into, bytes);
+  if (!direct && landed) {
+    *landed = into;
+    held_ = std::move(p.landing);
+  } else if (!direct) {
+    std::memcpy(dst, into, bytes);
+  }
   finish(it);
   return bytes;
 }

@@ -10,7 +10,8 @@
 // know stays allocated) in a registered landing buffer of this object, copied to the
 // destination when the read completes. Registering arbitrary destinations through the
 // shared cache would leave registrations of freed memory behind (a later buffer at the
-// same address would get the old pages).
+// same address would get the old pages). A PeerReduce folds straight from the landing
+// buffer (readLanded): no copy on this side either.
 //
 // A read that cannot finish at once returns 0; the engine calls read() again for the same
 // range under its deadline until the completion has arrived. A failed read fails the
@@ -42,6 +43,9 @@ class IbPeerMemory final : public PeerMemory {
   const std::byte* map(int, std::span<const std::byte>) override { return nullptr; }
   size_t read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
               size_t bytes) override;
+  // The landing buffer itself, kept until the next read (no copy out of it).
+  size_t readLanded(int peer, std::span<const std::byte> blob, size_t offset,
+                    std::byte* fallback, size_t bytes, const std::byte** landed) override;
   void forget(const void* data, size_t bytes) override;
 
  private:
@@ -62,6 +66,9 @@ class IbPeerMemory final : public PeerMemory {
                   uint32_t rkey, size_t bytes);
   BufferPool::Buffer landing(size_t bytes);
   void finish(std::map<Key, Pending>::iterator it);
+  // read() and readLanded(): with `landed`, the bytes stay in the landing buffer.
+  size_t readInto(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
+                  size_t bytes, const std::byte** landed);
 
   IbDevice& device_;
   size_t piece_;
@@ -69,6 +76,7 @@ class IbPeerMemory final : public PeerMemory {
   std::map<uintptr_t, Exposed> exposed_;  // by start address
   std::map<Key, Pending> pending_;
   std::vector<BufferPool::Buffer> landings_;  // landing buffers not in use
+  BufferPool::Buffer held_;                   // what readLanded handed out last
   uint32_t nextTicket_ = 0;
 };
 

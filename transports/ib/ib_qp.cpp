@@ -8,13 +8,13 @@
 namespace chorus::ib {
 namespace {
 
-constexpr uint32_t kMagic = 0x32424943;  // "CIB2"
+constexpr uint32_t kMagic = 0x33424943;  // "CIB3"
 
 struct Header {  // fixed part of the wire record, then `rails` RailAddress, `qps` QpAddress
   uint32_t magic;
   int32_t from, to;
   uint32_t ethernet;
-  uint64_t block, ring, ringAddr;
+  uint64_t block, ring, ringAddr, rendezvous;
   uint32_t rails;
   uint32_t qps;
 };
@@ -30,6 +30,7 @@ std::vector<std::byte> PeerInfo::encode() const {
   h.block = block;
   h.ring = ring;
   h.ringAddr = ringAddr;
+  h.rendezvous = rendezvous;
   h.rails = static_cast<uint32_t>(rails.size());
   h.qps = static_cast<uint32_t>(qps.size());
   const size_t railBytes = rails.size() * sizeof(RailAddress);
@@ -58,6 +59,7 @@ PeerInfo PeerInfo::decode(std::span<const std::byte> bytes, int peer) {
   p.block = h.block;
   p.ring = h.ring;
   p.ringAddr = h.ringAddr;
+  p.rendezvous = h.rendezvous;
   p.rails.resize(h.rails);
   std::memcpy(p.rails.data(), bytes.data() + sizeof(h), h.rails * sizeof(RailAddress));
   p.qps.resize(h.qps);

@@ -39,6 +39,7 @@ struct PeerInfo {
   uint64_t block = 0;
   uint64_t ring = 0;
   uint64_t ringAddr = 0;  // the ring `to` writes into
+  uint64_t rendezvous = 0;  // CHORUS_IB_RNDV_BYTES (must match)
   std::vector<RailAddress> rails;
   std::vector<QpAddress> qps;
 

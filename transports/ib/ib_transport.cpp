@@ -8,7 +8,8 @@
 // depend on the transport); the transport adds what the fabric says: failed work
 // completions (retry exceeded, remote access errors) and QP/port events.
 // One-sided access (PeerMemory) is RDMA READ straight between registered buffers
-// (ib_peer_memory.hpp).
+// (ib_peer_memory.hpp); large messages between registered buffers go by rendezvous, RDMA
+// WRITE from the sender's buffer into the receiver's (ib_channel.hpp).
 // GPUDirect RDMA (dma-buf / peer memory) is not implemented: buffers are host memory.
 #include "transports/ib/ib_channel.hpp"
 #include "transports/ib/ib_config.hpp"
@@ -50,7 +51,6 @@ class IbTransport final : public Transport {
     if (nranks_ <= 1) return;
     if (ctx.store == nullptr) throwInvalid("ib: no store to rendezvous through");
     devices_ = ib::IbDevice::openRails(config_);
-    device_ = devices_[0];
     fitToDevices();
     std::vector<ib::IbDevice*> rails;
     for (auto& d : devices_) {
@@ -82,7 +82,7 @@ class IbTransport final : public Transport {
     // yet in RTR would wait out the ack timeout).
     storeBarrier(*ctx.store, "ib/connected", nranks_, ctx.deadline);
     peerMemory_ = std::make_unique<ib::IbPeerMemory>(
-        *device_, config_.block,
+        *devices_[0], config_.block,  // rail 0: one-sided reads stay there
         [this](int peer) -> ib::IbChannel& { return *channels_.at(peer); });
     asyncSeen_ = asyncGeneration();
     std::string names;
@@ -214,7 +214,6 @@ class IbTransport final : public Transport {
   int rank_, nranks_;
   ib::IbConfig config_;
   std::vector<std::shared_ptr<ib::IbDevice>> devices_;    // the rails
-  std::shared_ptr<ib::IbDevice> device_;                  // rail 0: one-sided reads
   std::vector<ibv_comp_channel*> events_;                 // one per rail
   std::vector<std::unique_ptr<ib::IbChannel>> channels_;  // null for this rank
   std::unique_ptr<ib::IbPeerMemory> peerMemory_;          // RDMA READ of peers' buffers

@@ -5,9 +5,10 @@
 // the cache, so a communicator made after another one (re-init, shrink after a failure)
 // gets its rings already registered instead of paying ibv_reg_mr again.
 //
-// The transport copies through its own rings (the Channel interface copies), so the
-// buffers registered here are the rings and staging buffers, not user buffers. Both
-// classes are thread-safe: communicators in different threads share one device.
+// Registered here: the rings and staging buffers, and the user's registered (or memAlloc)
+// buffers that one-sided reads and the rendezvous reach (whole regions, so that later
+// calls on the same buffer hit). Both classes are thread-safe: communicators in different
+// threads share one device.
 #pragma once
 
 #include <infiniband/verbs.h>

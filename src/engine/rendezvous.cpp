@@ -1,0 +1,123 @@
+// Send and Recv steps of large messages over a channel with a rendezvous
+// (transport.hpp's DirectTransfer, engine/rendezvous.hpp's offer): the sender announces the
+// message in the stream; when both buffers are registered the data goes straight from the
+// sender's buffer into the receiver's, else through the stream as for any message.
+#include "engine/engine.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace chorus {
+
+using detail::OpState;
+using detail::RendezvousOffer;
+using detail::RendezvousState;
+
+bool Engine::sendRendezvous(OpState& op, int index, Channel& channel, bool& moved) {
+  auto& p = op.progress[index];
+  if (p.rendezvous == RendezvousState::Stream) return false;
+  const Step& step = op.schedule->steps[index];
+  const size_t dataBytes = step.src.count * op.elementSize;
+  DirectTransfer* rv = channel.directTransfer();
+  if (!rv || !detail::announced(dataBytes, rv->minBytes())) {
+    p.rendezvous = RendezvousState::Stream;
+    return false;
+  }
+  const LocalRegion* region = detail::regionOf(op, step.src);
+  if (p.rendezvous == RendezvousState::Undecided) {
+    if (p.recordBytes == 0) {
+      RendezvousOffer offer;
+      offer.registered = region ? 1 : 0;
+      offer.bytes = dataBytes;
+      std::memcpy(p.record.data(), &offer, sizeof offer);
+    }
+    while (p.recordBytes < sizeof(RendezvousOffer)) {
+      const size_t taken =
+          channel.trySend(p.record.data() + p.recordBytes, sizeof(RendezvousOffer) - p.recordBytes);
+      if (taken == 0) return true;
+      p.recordBytes += static_cast<uint8_t>(taken);
+      moved = true;
+    }
+    p.rendezvous = region ? RendezvousState::Answering : RendezvousState::Stream;
+    if (!region) return false;
+  }
+  if (p.rendezvous == RendezvousState::Answering) {
+    const DirectTransfer::Answer answer = rv->answer();
+    if (answer == DirectTransfer::Answer::None) return true;
+    moved = true;
+    p.rendezvous = answer == DirectTransfer::Answer::Accepted ? RendezvousState::Direct
+                                                              : RendezvousState::Stream;
+    if (p.rendezvous == RendezvousState::Stream) return false;
+  }
+  // Direct: put what the schedule allows (the source may still be filling, element by
+  // element, from an earlier step of this op), then wait for the writes to complete.
+  const std::byte* data = detail::resolve(op, step.src);
+  const size_t allowed = std::min(allowedElements(op, index), step.src.count) * op.elementSize;
+  if (p.bytes < allowed) {
+    const size_t posted = rv->put(*region, data, p.bytes, allowed);
+    moved = moved || posted > p.bytes;
+    p.bytes = posted;
+  }
+  if (p.bytes == dataBytes && rv->putDone(dataBytes)) {
+    p.elements = step.src.count;
+    completeStep(op, index);
+    moved = true;
+  }
+  return true;
+}
+
+bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& moved) {
+  auto& p = op.progress[index];
+  if (p.rendezvous == RendezvousState::Stream) return false;
+  const Step& step = op.schedule->steps[index];
+  const size_t dataBytes = step.dst.count * op.elementSize;
+  DirectTransfer* rv = channel.directTransfer();
+  if (!rv || !detail::announced(dataBytes, rv->minBytes())) {
+    p.rendezvous = RendezvousState::Stream;
+    return false;
+  }
+  const bool reducing = step.kind == StepKind::RecvReduce;
+  const LocalRegion* region = detail::regionOf(op, step.dst);
+  if (p.rendezvous == RendezvousState::Undecided) {
+    while (p.recordBytes < sizeof(RendezvousOffer)) {
+      std::span<const std::byte> incoming = channel.peek();
+      if (incoming.empty()) return true;
+      const size_t used = std::min(incoming.size(), sizeof(RendezvousOffer) - p.recordBytes);
+      std::memcpy(p.record.data() + p.recordBytes, incoming.data(), used);
+      channel.consume(used);
+      p.recordBytes += static_cast<uint8_t>(used);
+      moved = true;
+    }
+    const auto offer = detail::parseOffer(p.record.data(), dataBytes);
+    if (!offer)
+      throw Error(Result::InvalidUsage,
+                  op.describe() + ": rank " + std::to_string(step.peer) + " did not announce the " +
+                      std::to_string(dataBytes) +
+                      "-byte message this rank receives (the ranks run different schedules "
+                      "or settings)");
+    if (!offer->registered) {
+      p.rendezvous = RendezvousState::Stream;
+      return false;
+    }
+    p.rendezvous = RendezvousState::Answering;
+    // Which answer, until it is sent (1: accept); `readElements` is free in a Recv.
+    p.readElements = detail::receiverAccepts(*offer, region != nullptr, reducing) ? 1 : 0;
+  }
+  if (p.rendezvous == RendezvousState::Answering) {
+    const bool accept = p.readElements == 1;
+    if (!rv->offer(accept ? region : nullptr, detail::resolve(op, step.dst), dataBytes))
+      return true;
+    moved = true;
+    p.readElements = 0;
+    p.rendezvous = accept ? RendezvousState::Direct : RendezvousState::Stream;
+    if (!accept) return false;
+  }
+  if (!rv->landed()) return true;
+  p.bytes = dataBytes;
+  p.elements = step.dst.count;
+  completeStep(op, index);
+  moved = true;
+  return true;
+}
+
+}  // namespace chorus

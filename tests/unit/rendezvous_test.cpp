@@ -1,0 +1,63 @@
+// The engine's side of the zero-copy rendezvous (src/engine/rendezvous.hpp): which
+// messages are announced, the offer's wire format, and when the receiver accepts.
+#include "engine/rendezvous.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+
+using chorus::detail::announced;
+using chorus::detail::parseOffer;
+using chorus::detail::receiverAccepts;
+using chorus::detail::RendezvousOffer;
+
+TEST(Rendezvous, AnnouncedFromTheThresholdOn) {
+  EXPECT_FALSE(announced(65535, 65536));
+  EXPECT_TRUE(announced(65536, 65536));
+  EXPECT_TRUE(announced(size_t{1} << 30, 65536));
+  EXPECT_FALSE(announced(size_t{1} << 30, 0));  // 0: the channel never announces
+}
+
+// The offer's bytes, field by field: "RDV1", the registered flag, the size (little-endian
+// hosts at both ends, as the call's fingerprint).
+TEST(Rendezvous, OfferWireFormat) {
+  RendezvousOffer o;
+  o.registered = 1;
+  o.bytes = 0x0102030405060708ull;
+  std::array<std::byte, 16> raw;
+  std::memcpy(raw.data(), &o, sizeof o);
+  const std::array<uint8_t, 16> want = {'R', 'D', 'V', '1', 1, 0, 0, 0, 8, 7, 6, 5, 4, 3, 2, 1};
+  for (size_t i = 0; i < raw.size(); ++i) EXPECT_EQ(static_cast<uint8_t>(raw[i]), want[i]) << i;
+  auto back = parseOffer(raw.data(), o.bytes);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->registered, 1u);
+  EXPECT_EQ(back->bytes, o.bytes);
+}
+
+// A record that is no offer, or announces another size, is refused (the caller reports
+// the ranks' different schedules), never taken for a smaller or larger message.
+TEST(Rendezvous, OfferOfAnotherSizeOrNoOfferIsRefused) {
+  RendezvousOffer o;
+  o.bytes = 1 << 20;
+  std::array<std::byte, 16> raw;
+  std::memcpy(raw.data(), &o, sizeof o);
+  EXPECT_TRUE(parseOffer(raw.data(), 1 << 20).has_value());
+  EXPECT_FALSE(parseOffer(raw.data(), (1 << 20) + 8).has_value());
+  raw[0] = std::byte{'X'};
+  EXPECT_FALSE(parseOffer(raw.data(), 1 << 20).has_value());
+  o.registered = 2;
+  std::memcpy(raw.data(), &o, sizeof o);
+  EXPECT_FALSE(parseOffer(raw.data(), 1 << 20).has_value());
+}
+
+// Straight into the destination only when both buffers are registered and the step
+// stores: a RecvReduce keeps the stream.
+TEST(Rendezvous, ReceiverAcceptsOnlyRegisteredToRegisteredStores) {
+  RendezvousOffer reg, unreg;
+  reg.registered = 1;
+  EXPECT_TRUE(receiverAccepts(reg, true, false));
+  EXPECT_FALSE(receiverAccepts(reg, false, false));
+  EXPECT_FALSE(receiverAccepts(reg, true, true));
+  EXPECT_FALSE(receiverAccepts(unreg, true, false));
+}

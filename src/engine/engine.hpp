@@ -100,6 +100,7 @@ class Engine {
   // A large message over a channel with a rendezvous (rendezvous.cpp): true when the
   // rendezvous handles the step now (the caller returns `moved`), false when its data
   // goes through the stream.
+  DirectTransfer* rendezvousFor(detail::StepProgress& p, Channel& channel, size_t bytes);
   bool sendRendezvous(detail::OpState& op, int index, Channel& channel, bool& moved);
   bool recvRendezvous(detail::OpState& op, int index, Channel& channel, bool& moved);
   bool advanceExpose(detail::OpState& op, int index);

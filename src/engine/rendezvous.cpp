@@ -13,16 +13,23 @@ using detail::OpState;
 using detail::RendezvousOffer;
 using detail::RendezvousState;
 
+// The channel's rendezvous for a step's message of `bytes`, or nullptr: it streams.
+DirectTransfer* Engine::rendezvousFor(detail::StepProgress& p, Channel& channel, size_t bytes) {
+  if (p.rendezvous == RendezvousState::Stream) return nullptr;
+  DirectTransfer* rv = channel.directTransfer();
+  if (!rv || !detail::announced(bytes, rv->minBytes())) {
+    p.rendezvous = RendezvousState::Stream;
+    return nullptr;
+  }
+  return rv;
+}
+
 bool Engine::sendRendezvous(OpState& op, int index, Channel& channel, bool& moved) {
   auto& p = op.progress[index];
-  if (p.rendezvous == RendezvousState::Stream) return false;
   const Step& step = op.schedule->steps[index];
   const size_t dataBytes = step.src.count * op.elementSize;
-  DirectTransfer* rv = channel.directTransfer();
-  if (!rv || !detail::announced(dataBytes, rv->minBytes())) {
-    p.rendezvous = RendezvousState::Stream;
-    return false;
-  }
+  DirectTransfer* rv = rendezvousFor(p, channel, dataBytes);
+  if (!rv) return false;
   const LocalRegion* region = detail::regionOf(op, step.src);
   if (p.rendezvous == RendezvousState::Undecided) {
     if (p.recordBytes == 0) {
@@ -68,14 +75,10 @@ bool Engine::sendRendezvous(OpState& op, int index, Channel& channel, bool& move
 
 bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& moved) {
   auto& p = op.progress[index];
-  if (p.rendezvous == RendezvousState::Stream) return false;
   const Step& step = op.schedule->steps[index];
   const size_t dataBytes = step.dst.count * op.elementSize;
-  DirectTransfer* rv = channel.directTransfer();
-  if (!rv || !detail::announced(dataBytes, rv->minBytes())) {
-    p.rendezvous = RendezvousState::Stream;
-    return false;
-  }
+  DirectTransfer* rv = rendezvousFor(p, channel, dataBytes);
+  if (!rv) return false;
   const bool reducing = step.kind == StepKind::RecvReduce;
   const LocalRegion* region = detail::regionOf(op, step.dst);
   if (p.rendezvous == RendezvousState::Undecided) {

@@ -154,18 +154,8 @@ size_t IbChannel::trySend(const void* data, size_t bytes) {
     const uint64_t offset = sendPos_ % ring_;  // ring_ is a multiple of block_: no wrap inside
     std::memcpy(sendRing_.data() + offset, p + sent, len);
     const Rail& rail = rails_[links_[q].rail];
-    ibv_sge sge{reinterpret_cast<uint64_t>(sendRing_.data() + offset), static_cast<uint32_t>(len),
-                rail.sendKey};
-    ibv_send_wr wr{};
-    wr.wr_id = wrId(kData, q);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.imm_data = htonl(static_cast<uint32_t>(len));
-    wr.wr.rdma.remote_addr = remoteAddr_ + offset;
-    wr.wr.rdma.rkey = rail.remoteKey;
-    post(q, wr);
+    postWrite(q, wrId(kData, q), sendRing_.data() + offset, len, rail.sendKey, remoteAddr_ + offset,
+              rail.remoteKey, static_cast<uint32_t>(len));
     if (!failure_.empty()) throw PeerError(peer_, failure_);
     sendPos_ += len;
     sent += len;
@@ -332,6 +322,21 @@ void IbChannel::post(int q, ibv_send_wr& wr) {
   ++links_[q].outstanding;
 }
 
+void IbChannel::postWrite(int q, uint64_t id, const void* local, size_t bytes, uint32_t lkey,
+                          uint64_t remoteAddr, uint32_t rkey, uint32_t immediate) {
+  ibv_sge sge{reinterpret_cast<uint64_t>(local), static_cast<uint32_t>(bytes), lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.imm_data = htonl(immediate);
+  wr.wr.rdma.remote_addr = remoteAddr;
+  wr.wr.rdma.rkey = rkey;
+  post(q, wr);
+}
+
 void IbChannel::advance(Link& l, uint64_t bytes) {
   while (bytes > 0) {
     const uint64_t step = std::min(bytes, blockEnd(l.recvPos) - l.recvPos);
@@ -425,18 +430,8 @@ size_t IbChannel::put(const LocalRegion& region, const std::byte* data, size_t f
     const int q = readQp(pieces_);
     if (links_[q].outstanding >= dataLimit_) break;
     const size_t len = std::min<size_t>({to - from, block_, kMaxPiece});
-    ibv_sge sge{reinterpret_cast<uint64_t>(data + from), static_cast<uint32_t>(len),
-                putSource_.lkey()};
-    ibv_send_wr wr{};
-    wr.wr_id = wrId(kPut, q);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.imm_data = htonl(pieceImmediate(static_cast<uint32_t>(len)));
-    wr.wr.rdma.remote_addr = a.addr + from;
-    wr.wr.rdma.rkey = a.rkey;
-    post(q, wr);
+    postWrite(q, wrId(kPut, q), data + from, len, putSource_.lkey(), a.addr + from, a.rkey,
+              pieceImmediate(static_cast<uint32_t>(len)));
     throwIfFailed();
     ++putsInFlight_;
     ++pieces_;

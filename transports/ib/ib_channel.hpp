@@ -20,7 +20,8 @@
 //   QPs, so a stream's blocks alternate between rails.
 // - One-sided reads (IbPeerMemory) share the QPs and the CQs: postRead/readDone. They use
 //   rail 0's QPs only (the buffers they read are registered with rail 0's device).
-// - Rendezvous (transport.hpp's DirectTransfer): a message of at least config.rendezvous bytes between
+// - Rendezvous (transport.hpp's DirectTransfer): a message of at least config.rendezvous bytes
+// between
 //   registered buffers goes straight from the sender's buffer into the receiver's. The
 //   receiver registers its destination (rail 0's RegCache) and SENDs an answer
 //   (ib_rendezvous.hpp) on QP 0, whose receives post a slot each for it; the sender
@@ -106,6 +107,9 @@ class IbChannel final : public Channel, public DirectTransfer {
   void postRecv(int q, uint32_t slot);
   void throwIfFailed() const;
   void post(int q, ibv_send_wr& wr);
+  // One signaled RDMA WRITE with immediate (host order) of local [local, +bytes) on QP q.
+  void postWrite(int q, uint64_t id, const void* local, size_t bytes, uint32_t lkey,
+                 uint64_t remoteAddr, uint32_t rkey, uint32_t immediate);
   void advance(Link& l, uint64_t bytes);
   void fail(const std::string& why);
   uint64_t received() const;

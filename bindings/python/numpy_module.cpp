@@ -18,8 +18,7 @@ namespace {
 using chorus::DataType;
 using chorus::RedOp;
 
-DataType typeOf(const py::array& a) {
-  const py::dtype d = a.dtype();
+DataType typeOf(const py::dtype& d) {
   const char kind = d.kind();
   const auto size = d.itemsize();
   if (kind == 'f' && size == 2) return DataType::Float16;
@@ -35,6 +34,8 @@ DataType typeOf(const py::array& a) {
                        std::string(py::str(static_cast<py::handle>(d))) +
                        " (int8, uint8, int32, uint32, int64, uint64, float16, float32, float64)");
 }
+
+DataType typeOf(const py::array& a) { return typeOf(a.dtype()); }
 
 RedOp opOf(const std::string& name) {
   if (name == "sum") return RedOp::Sum;
@@ -108,7 +109,11 @@ PYBIND11_MODULE(_chorus, m) {
       .def("wait", &PyWork::wait, py::arg("timeout") = -1.0,
            "Drives the operation until it completes (True) or `timeout` seconds pass (False); "
            "raises chorus.Error if it failed")
-      .def("test", &PyWork::test, "Makes what progress it can; True once complete");
+      .def("test", &PyWork::test, "Makes what progress it can; True once complete")
+      .def_property_readonly(
+          "algorithm", [](const PyWork& w) { return w.work.algorithm(); },
+          "The algorithm the engine runs (or ran) for this call, as algorithm_for names it "
+          "(\"ring\", \"rd\", \"mailbox\", ...)");
 
   m.def(
       "get_unique_id",
@@ -148,6 +153,22 @@ PYBIND11_MODULE(_chorus, m) {
                              "The ranks known to have failed (those of the error that failed "
                              "the communicator, as in chorus.Error.failed_ranks); [] while it "
                              "has not failed")
+      .def(
+          "algorithm_for",
+          [](chorus::Communicator& c, const std::string& collective, size_t count,
+             const py::object& dtype) {
+            return c.algorithmFor(collective, count, typeOf(py::dtype::from_args(dtype)));
+          },
+          py::arg("collective"), py::arg("count"), py::arg("dtype"),
+          "The algorithm a call on ordinary arrays would run now: collective \"allreduce\", "
+          "\"allgather\", \"reducescatter\", \"broadcast\", \"reduce\" or \"alltoall\", "
+          "count as the call takes it")
+      .def(
+          "set_algorithm",
+          [](chorus::Communicator& c, const std::string& spec) { c.setAlgorithm(spec); },
+          py::arg("spec"),
+          "Forces algorithms, as CHORUS_ALGO does (\"allreduce:rd\"; \"auto\" to undo); every "
+          "rank must set the same")
       .def(
           "all_reduce",
           [](chorus::Communicator& c, py::array send, py::array recv, const std::string& op) {

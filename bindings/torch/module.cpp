@@ -7,6 +7,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 namespace py = pybind11;
+using chorus::torchpg::ChorusWork;
 using chorus::torchpg::ProcessGroupChorus;
 
 PYBIND11_MODULE(_chorus_torch, m) {
@@ -21,7 +22,22 @@ PYBIND11_MODULE(_chorus_torch, m) {
                              "the Chorus transport in use: shm, tcp, ib or ucx")
       .def_property_readonly("failed_ranks", &ProcessGroupChorus::failedRanks,
                              "the ranks known to have failed, once a collective raised "
-                             "(leave them out of the next group); [] before");
+                             "(leave them out of the next group); [] before")
+      .def("algorithm_for", &ProcessGroupChorus::algorithmFor, py::arg("collective"),
+           py::arg("tensor"),
+           "the algorithm a call of `collective` (\"allreduce\", \"allgather\", "
+           "\"reducescatter\", \"broadcast\", \"reduce\", \"alltoall\") on `tensor` would "
+           "run now")
+      .def("set_algorithm", &ProcessGroupChorus::setAlgorithm, py::arg("spec"),
+           "forces algorithms as CHORUS_ALGO does (\"allreduce:rd\"; \"auto\" undoes it); "
+           "every rank must set the same");
+  // The works this group returns: torch hands them to Python as their most derived
+  // registered type, so `work.algorithm` is there on dist.all_reduce(..., async_op=True).
+  py::class_<ChorusWork, c10d::Work, c10::intrusive_ptr<ChorusWork>>(m, "ChorusWork")
+      .def_property_readonly("algorithm", &ChorusWork::algorithm,
+                             "the algorithm of each Chorus operation this work ran "
+                             "(Work::algorithm(): \"ring\", \"mailbox\", ...), distinct, "
+                             "joined by \",\"");
   m.def(
       "create_process_group",
       [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,

@@ -206,6 +206,19 @@ ProcessGroupChorus::~ProcessGroupChorus() {
 
 std::string ProcessGroupChorus::transportName() { return driver_->comm().transportName(); }
 
+std::string ProcessGroupChorus::algorithmFor(const std::string& collective,
+                                             const at::Tensor& tensor) {
+  const DataType type = chorusType(tensor, "algorithm_for");
+  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                       Collective::Broadcast, Collective::Reduce, Collective::AllToAll}) {
+    std::string name = toString(c);
+    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+    if (name == collective) return driver_->algorithmFor(c, count(tensor), type);
+  }
+  TORCH_CHECK(false, "chorus: algorithm_for: unknown collective '", collective,
+              "' (allreduce, allgather, reducescatter, broadcast, reduce, alltoall)");
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::issue(c10d::OpType type, Tensors outputs,
                                                          const Submit& submit) {
   auto work = c10::make_intrusive<ChorusWork>(driver_, rank_, type, std::move(outputs));

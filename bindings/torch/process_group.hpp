@@ -21,6 +21,11 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   std::string transportName();
   // The ranks known to have failed once a collective raised (Chorus's Error::failedRanks).
   std::vector<int> failedRanks() { return driver_->failedRanks(); }
+  // The algorithm a call of `collective` ("allreduce", "allgather", "reducescatter",
+  // "broadcast", "reduce", "alltoall") on `tensor` would run now (Communicator::algorithmFor),
+  // and the override of the choice (Communicator::setAlgorithm, CHORUS_ALGO's syntax).
+  std::string algorithmFor(const std::string& collective, const at::Tensor& tensor);
+  void setAlgorithm(const std::string& spec) { driver_->setAlgorithm(spec); }
 
   using Tensors = std::vector<at::Tensor>;
   using TensorLists = std::vector<std::vector<at::Tensor>>;

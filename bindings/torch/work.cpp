@@ -76,6 +76,22 @@ std::vector<int> Driver::failedRanks() {
   return comm_ ? comm_->engine().failedRanks() : std::vector<int>{};
 }
 
+std::string Driver::algorithmFor(Collective collective, size_t count, DataType type) {
+  ++contenders_;
+  std::lock_guard lock(mutex_);
+  --contenders_;
+  if (!comm_) throw Error(Result::InvalidUsage, "process group was shut down");
+  return comm_->algorithmFor(collective, count, type);
+}
+
+void Driver::setAlgorithm(const std::string& spec) {
+  ++contenders_;
+  std::lock_guard lock(mutex_);
+  --contenders_;
+  if (!comm_) throw Error(Result::InvalidUsage, "process group was shut down");
+  comm_->setAlgorithm(spec);
+}
+
 void Driver::enqueue(const c10::intrusive_ptr<ChorusWork>& work,
                      const std::function<void(detail::CommImpl&)>& submit) {
   ++contenders_;
@@ -83,6 +99,11 @@ void Driver::enqueue(const c10::intrusive_ptr<ChorusWork>& work,
   --contenders_;
   if (stop_ || !comm_) throw Error(Result::InvalidUsage, "process group was shut down");
   submit(*comm_);
+  for (const chorus::Work& piece : work->pieces) {
+    const std::string name = piece.algorithm();
+    if (("," + work->algorithm_ + ",").find("," + name + ",") != std::string::npos) continue;
+    work->algorithm_ += (work->algorithm_.empty() ? "" : ",") + name;
+  }
   pending_.push_back(work);
   lock.unlock();
   queued_.notify_one();

@@ -37,6 +37,10 @@ class ChorusWork : public c10d::Work {
   // once, by the thread that took it from the driver's queue, outside the lock.
   void complete(std::exception_ptr error);
 
+  // The algorithm of each Chorus operation this work ran, as Work::algorithm() names it
+  // ("ring", "mailbox", ...), distinct, in order, joined by ","; "" when it ran none.
+  std::string algorithm() const { return algorithm_; }
+
   // Filled in by the process group while it submits (under the driver's lock).
   std::vector<chorus::Work> pieces;   // completes in order
   std::function<void()> finalize;     // after the last piece: copy results back
@@ -48,6 +52,7 @@ class ChorusWork : public c10d::Work {
   std::shared_ptr<Driver> driver_;
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::string algorithm_;  // set by Driver::enqueue after the pieces are submitted
   size_t nextPiece_ = 0;
   bool taken_ = false;  // popped from the driver's queue (guarded by the driver's lock)
 };
@@ -67,6 +72,9 @@ class Driver {
   // and destroys the communicator (which leaves together with the other ranks).
   void shutdown(Deadline deadline);
   detail::CommImpl& comm() { return *comm_; }
+  // CommImpl::algorithmFor and setAlgorithm, under the lock.
+  std::string algorithmFor(Collective collective, size_t count, DataType type);
+  void setAlgorithm(const std::string& spec);
   // The ranks the communicator's failure names (Communicator::failedRanks), read under
   // the lock; [] while it has not failed.
   std::vector<int> failedRanks();

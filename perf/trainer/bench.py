@@ -49,6 +49,12 @@ def main():
     p.add_argument("--ranks", default="2,4", help="overlap: rank counts, alternating")
     p.add_argument("--ab", default="", help="overlap: also run every rank count with these flags (NAME=VALUE: a setting)")
     a = p.parse_args()
+    if "overlap" in a.parts and os.sched_getscheduler(0) in (os.SCHED_FIFO, os.SCHED_RR):
+        # Measured: under chrt -f 1 the communication thread never preempts its rank's
+        # backward (equal real-time priorities do not share a core), so nothing overlaps.
+        print("warning: real-time scheduling (chrt): the communication thread cannot run "
+              "beside backward; the overlap figures then measure that, not the trainer",
+              file=sys.stderr)
     launcher = os.path.join(a.build, "tools/chorus-run")
     trainer = os.path.join(a.build, "examples/dp_trainer/chorus-train")
     model = a.model.split()

@@ -64,6 +64,32 @@ def main():
         for w in works:
             w.wait()
         check("send/recv ring", got, data((rank - 1) % size, n, np.float32))
+    # Which algorithm ran (Work.algorithm): the communicator's own prediction for that call,
+    # at a small and a large size, then a forced one (a name, not a prediction).
+    for spec, forced in (("auto", None), ("allreduce:rd", "rd"), ("allreduce:auto", None)):
+        comm.set_algorithm(spec)
+        for m in (n, 1 << 18):
+            x = data(rank, m, np.float32)
+            predicted = comm.algorithm_for("allreduce", m, np.float32)
+            work = comm.all_reduce(x, x)
+            work.wait()
+            checks += 1
+            if work.algorithm != predicted or not predicted:
+                fails.append(f"all_reduce {m} after {spec!r}: ran {work.algorithm!r}, "
+                             f"algorithm_for said {predicted!r}")
+            if forced and size > 1:
+                checks += 1
+                if work.algorithm != forced:
+                    fails.append(f"forced {forced}: ran {work.algorithm!r}")
+            check(f"all_reduce {m} after {spec!r}", x,
+                  np.sum([data(r, m, np.float32) for r in range(size)], axis=0, dtype=np.float32))
+    checks += 1
+    try:
+        comm.algorithm_for("allsum", 8, np.float32)
+        fails.append("algorithm_for('allsum'): no error")
+    except chorus.Error as e:
+        if "allsum" not in str(e):
+            fails.append(f"algorithm_for('allsum'): unclear error {e}")
     checks += 1
     try:
         comm.all_reduce(np.zeros(3, np.complex64), np.zeros(3, np.complex64))

@@ -257,6 +257,29 @@ def main():
                  src=0, group=ch)
     c.equal("scatter", out, data(rank + 10, n, torch.int32))
 
+    mark("before # algorithm names")
+    # Which algorithm ran (ChorusWork.algorithm, from Chorus's Work::algorithm()): the
+    # group's own prediction for that tensor, at a small and a large size, then a forced one.
+    pg = ch if hasattr(ch, "algorithm_for") else None
+    c.true("the chorus group has algorithm_for", pg is not None)
+    if pg is not None:
+        for spec, forced in (("auto", None), ("allreduce:rd", "rd"), ("allreduce:auto", None)):
+            pg.set_algorithm(spec)
+            for m in (n, 1 << 18):
+                x = data(rank, m, torch.float32)
+                predicted = pg.algorithm_for("allreduce", x)
+                work = dist.all_reduce(x, group=ch, async_op=True)
+                work.wait()
+                got = getattr(work, "algorithm", None)
+                c.true(f"all_reduce {m} after set_algorithm({spec!r}) ran {got!r}, "
+                       f"algorithm_for said {predicted!r}", got == predicted and bool(got))
+                if forced and size > 1:
+                    c.true(f"forced {forced}: ran {got!r}", got == forced)
+                c.equal(f"all_reduce {m} after set_algorithm({spec!r})", x,
+                        reduce_all([data(r, m, torch.float32) for r in range(size)], "SUM"))
+        c.raises("algorithm_for of an unknown collective",
+                 lambda: pg.algorithm_for("allsum", data(rank, n, torch.float32)), "allsum")
+
     mark("before dist.barrier(group=c")
     # A second chorus group of the even ranks beside the first, on the same store.
     evens = list(range(0, size, 2))

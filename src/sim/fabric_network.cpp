@@ -225,7 +225,8 @@ std::shared_ptr<const FabricNetwork::ClassTable> FabricNetwork::solve(const Traf
   for (int m = 0; m < copies; ++m) {
     if (turn) {
       const int k = m * unit_, G = traffic.perNode;
-      for (const Flow& f : reps) flows.push_back({rotateLocal(f.from, k, G), rotateLocal(f.to, k, G)});
+      for (const Flow& f : reps)
+        flows.push_back({rotateLocal(f.from, k, G), rotateLocal(f.to, k, G)});
       continue;
     }
     const int shift = m * traffic.replayedRanks;

@@ -20,7 +20,7 @@ struct Node {
   StepKind kind;
   AfterWait afterWait = AfterWait::None;
   bool firstOfCall = false;  // a message that carries the call's header (rule 5)
-  int rank;  // the real rank (with Rotate not the replayed slot: see slotOf)
+  int rank;                  // the real rank (with Rotate not the replayed slot: see slotOf)
   int peer;
   size_t count;
   int after = -1;     // producer (same rank)
@@ -359,8 +359,7 @@ class Replay {
       // The sender's port is held; the receiver's port drains what arrives in order, so
       // a busy receiver delays when the bytes are through, not when the sender is free.
       n.start = start;
-      double& ingress =
-          ingressFree_[static_cast<size_t>(ports_) * slotOf(n.peer) + n.cost.port];
+      double& ingress = ingressFree_[static_cast<size_t>(ports_) * slotOf(n.peer) + n.cost.port];
       ingress = std::max(ingress, start) + cost;
       n.finish = std::max(n.finish, ingress);
       // The sender's CPU copies the bytes into the transport while the port sends them.
@@ -400,8 +399,8 @@ ReplayResult replay(std::span<const Schedule> schedules, size_t elementSize, Net
   // Rotate: whole nodes of perNode ranks, the same number u | perNode replayed in each.
   const bool badRotation =
       symmetry == Symmetry::Rotate &&
-      (replayed == 0 || perNode <= 0 || nranks % perNode != 0 || replayed % (nranks / perNode) != 0 ||
-       perNode % (replayed / (nranks / perNode)) != 0);
+      (replayed == 0 || perNode <= 0 || nranks % perNode != 0 ||
+       replayed % (nranks / perNode) != 0 || perNode % (replayed / (nranks / perNode)) != 0);
   if (replayed == 0 || nranks % replayed != 0 || badRotation) {
     ReplayResult bad;
     bad.deadlock = true;

@@ -57,7 +57,9 @@ int symmetryPeriod(const Algorithm& algorithm, const CollectiveArgs& args, int n
       for (int m : sample) {
         const int shift = m * g;
         const int image = map == Symmetry::Xor ? r ^ shift : r + shift;
-        auto peerMap = [&](int q) { return map == Symmetry::Xor ? q ^ shift : wrapRank(q + shift, n); };
+        auto peerMap = [&](int q) {
+          return map == Symmetry::Xor ? q ^ shift : wrapRank(q + shift, n);
+        };
         if (!(ok = sameMapped(reps[r], build(algorithm, args, image), n, peerMap))) break;
       }
     }

@@ -37,6 +37,7 @@ void usage() {
       "  -A a,b,...           algorithms (default: all of the collective)\n"
       "  -b BYTES -e BYTES -f FACTOR   sizes as chorus-perf (default 64K..1G x4; K/M/G suffixes)\n"
       "  --full               no compression (replay every rank)\n"
+      "  --no-tuner           leave out the tuner's choices (time the simulation alone)\n"
       "  --csv PATH           also write rows: "
       "collective,fabric,ranks,algorithm,bytes,us,busbw,best,tuner\n"
       "jobs (failures and checkpoints):\n"
@@ -149,6 +150,7 @@ int collectives(int argc, char** argv) {
   size_t minBytes = 64 << 10, maxBytes = size_t{1} << 30;
   double factor = 4;
   bool compress = true;
+  bool withTuner = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> const char* {
@@ -185,6 +187,8 @@ int collectives(int argc, char** argv) {
       factor = std::atof(next());
     else if (a == "--full")
       compress = false;
+    else if (a == "--no-tuner")
+      withTuner = false;
     else if (a == "--csv")
       csvPath = next();
     else if (a == "-h" || a == "--help") {
@@ -287,7 +291,11 @@ int collectives(int argc, char** argv) {
                   collective == Collective::Broadcast || collective == Collective::Reduce ? 0 : -1,
                   cols.c_str(), cols.c_str(),
                   r.period < n
-                      ? ("compressed " + std::to_string(r.period) + "/" + std::to_string(n)).c_str()
+                      ? ("compressed " + std::to_string(r.period) + "/" + std::to_string(n) +
+                         (r.symmetry == Symmetry::Xor      ? " by xor"
+                          : r.symmetry == Symmetry::Rotate ? " by turn"
+                                                           : " by shift"))
+                            .c_str()
                       : "full");
       std::fflush(stdout);
       bySize[bytes].push_back({a, r.micros});
@@ -301,11 +309,14 @@ int collectives(int argc, char** argv) {
                                         [](auto& x, auto& y) { return x.second < y.second; });
     size_t total = 0;
     const size_t count = countFor(collective, bytes, n, &total);
-    const Algorithm& choice = tuner.choose(collective, count, DataType::Float32, candidates, false);
+    const Algorithm& choice =
+        withTuner ? tuner.choose(collective, count, DataType::Float32, candidates, false)
+                  : *best.first;
     double choiceUs = 0;
     for (auto& [a, us] : results)
       if (a == &choice) choiceUs = us;
-    std::printf("  %10zu  %-12s %-12s %s\n", bytes, best.first->name, choice.name,
+    std::printf("  %10zu  %-12s %-12s %s\n", bytes, best.first->name,
+                withTuner ? choice.name : "(not asked)",
                 &choice == best.first ? ""
                 : choiceUs > 0
                     ? ("tuner's pick " + fit(choiceUs / best.second, 6) + "x slower").c_str()
@@ -314,7 +325,8 @@ int collectives(int argc, char** argv) {
       for (auto& [a, us] : results)
         std::fprintf(csv, "%s,%s,%d,%s,%zu,%.6g,%.6g,%s,%s\n", toString(collective),
                      fabric.name.c_str(), n, a->name, bytes, us,
-                     bytes / us / 1000 * busFactor(collective, n), best.first->name, choice.name);
+                     bytes / us / 1000 * busFactor(collective, n), best.first->name,
+                     withTuner ? choice.name : "");
   }
   std::printf("# tuner's choices: %.2f s CPU\n", cpuSeconds() - tunerBegan);
   std::printf("# simulated in %.2f s\n",

@@ -187,22 +187,48 @@ int FabricNetwork::period(int nranks) const {
                                                                            : nranks;
 }
 
+int FabricNetwork::rotationUnit(int nranks) const {
+  const int G = fabric_.gpusPerNode, I = fabric_.nicsPerNode;
+  if (period(nranks) != G || G == 1) return 0;
+  const int unit = I % G == 0 ? 1 : G % I == 0 ? G / I : G;
+  return unit < G ? unit : 0;
+}
+
+// With whole nodes: (local index mod the rotation unit, node distance, local distance),
+// invariant under shifts by whole nodes and turns by whole units; with the unit G it is
+// (local index, rank distance) by other names. Otherwise one class per flow.
 uint64_t FabricNetwork::classKey(int from, int to) const {
-  return uint64_t(from % classPeriod_) << 32 | uint32_t(wrapRank(to - from, nranks_));
+  if (classPeriod_ == nranks_)
+    return uint64_t(from % classPeriod_) << 32 | uint32_t(wrapRank(to - from, nranks_));
+  const int G = classPeriod_, nodes = nranks_ / G, lf = from % G, lt = to % G;
+  const uint64_t nodeDistance = uint64_t(wrapRank(to / G - from / G, nodes));
+  return (uint64_t(lf % unit_) * uint64_t(nodes) + nodeDistance) * uint64_t(G) +
+         uint64_t(wrapRank(lt - lf, G));
 }
 
 std::shared_ptr<const FabricNetwork::ClassTable> FabricNetwork::solve(const Traffic& traffic,
                                                                       int ordinal) {
   std::vector<Flow> reps = traffic.ordinals[ordinal];
   std::sort(reps.begin(), reps.end());
-  std::vector<int64_t> key = {traffic.nranks, traffic.replayedRanks};
+  std::vector<int64_t> key = {traffic.nranks, traffic.replayedRanks,
+                              static_cast<int64_t>(traffic.symmetry)};
   for (const Flow& f : reps) key.push_back(int64_t(f.from) << 32 | uint32_t(f.to));
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-  // Every rank's flow: the replayed ranks' and their shifted copies, in one order.
+  // Every rank's flow: the replayed ranks' and their shifted (turned) copies, in one order.
   std::vector<Flow> flows;
   const int copies = traffic.nranks / traffic.replayedRanks;
   flows.reserve(reps.size() * copies);
+  if (traffic.symmetry == Symmetry::Xor) throwInvalid("fabric: no xor symmetry");
+  const bool turn = traffic.symmetry == Symmetry::Rotate && copies > 1;
+  if (turn && unit_ * copies != classPeriod_)
+    throwInvalid("fabric: replayed ranks do not match the rotation unit");
   for (int m = 0; m < copies; ++m) {
+    if (turn) {
+      const int k = m * unit_, G = traffic.perNode;
+      for (const Flow& f : reps)
+        flows.push_back({rotateLocal(f.from, k, G), rotateLocal(f.to, k, G)});
+      continue;
+    }
     const int shift = m * traffic.replayedRanks;
     for (const Flow& f : reps) flows.push_back({f.from + shift, wrapRank(f.to + shift, nranks_)});
   }
@@ -228,6 +254,8 @@ void FabricNetwork::prepare(const Traffic& traffic) {
                  std::to_string(traffic.nranks));
   nranks_ = traffic.nranks;
   classPeriod_ = period(nranks_);
+  unit_ = rotationUnit(nranks_);
+  if (unit_ == 0) unit_ = classPeriod_;  // no turn: classes by the local index itself
   ordinals_.clear();
   for (size_t k = 0; k < traffic.ordinals.size(); ++k)
     ordinals_.push_back(solve(traffic, static_cast<int>(k)));

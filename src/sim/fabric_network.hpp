@@ -7,10 +7,13 @@
 //   of the collective) are the flows of that step. They share every link max-min fairly
 //   (progressive filling). ECMP hashes each flow (each of its `qps` sub-flows when a
 //   transfer is striped) onto one of the equal-cost uplinks, so flows collide.
-// - A step's flows of one class (the same local GPU index and rank distance: the same
-//   transfer shifted by whole nodes) run at the class's slowest rate and largest latency:
-//   such a step is as fast as its slowest copy (a ring waits on its slowest hop), and it
-//   makes every node alike, which is what the compressed replay needs (period: one node).
+// - A step's flows of one class (the same node distance and local-index distance, from a
+//   GPU whose local index is the same modulo the rotation unit: the same transfer shifted
+//   by whole nodes, or turned within the nodes by whole NICs) run at the class's slowest
+//   rate and largest latency: such a step is as fast as its slowest copy (a ring waits on
+//   its slowest hop), and it makes every node alike, and every GPU of a node alike up to
+//   its NIC's place, which is what the compressed replay needs (period: one node; rotation
+//   unit: the GPUs a NIC serves, 1 on the presets).
 // - Patterns repeat (every ring step has the same flows): each distinct pattern is solved
 //   once and kept.
 #pragma once
@@ -53,6 +56,10 @@ class FabricNetwork final : public NetworkModel {
   void prepare(const Traffic& traffic) override;
   MessageCost message(int from, int to, int ordinal, double bytes) const override;
   int period(int nranks) const override;
+  // GPUs / NICs when the NICs divide the GPUs evenly (a turn by whole NICs maps GPUs that
+  // share a NIC onto GPUs that share one), 1 when every GPU has NICs of its own; 0 when
+  // neither (no rotation) or nranks is not whole nodes.
+  int rotationUnit(int nranks) const override;
 
   struct FlowRate {
     double bytesPerUs;
@@ -81,6 +88,7 @@ class FabricNetwork final : public NetworkModel {
   std::vector<double> capacity_;  // bytes per us of every directed link
   int nranks_ = 0;                // of the traffic being timed
   int classPeriod_ = 1;
+  int unit_ = 0;  // rotationUnit of the fabric's node (GPUs per node: no rotation)
   std::vector<std::shared_ptr<const ClassTable>> ordinals_;
   std::map<std::vector<int64_t>, std::shared_ptr<const ClassTable>> memo_;
   size_t solved_ = 0;

@@ -23,15 +23,32 @@ struct Flow {
   auto operator<=>(const Flow&) const = default;
 };
 
+// How the ranks that are not replayed map onto the replayed ones (sim/replay.hpp):
+// Shift: rank r + m g is rank r shifted by m g (ranks 0..g-1 replayed); Xor: rank r xor m g
+// (g and the rank count powers of two); Rotate: within every node of G ranks (a block
+// layout) the local index turns by m u: rank n G + l is n G + (l + m u) mod G, and the
+// ranks n G + l with l < u (u per node) are the ones replayed.
+enum class Symmetry : unsigned char { Shift, Xor, Rotate };
+
 // The messages of the replayed ranks by send ordinal: ordinals[k] holds every replayed
 // rank's k-th message (self sends and empty steps are not messages). With compression
-// only ranks 0..replayedRanks-1 are replayed; the ranks r + m * replayedRanks send the
-// same flows shifted by m * replayedRanks.
+// only replayedRanks ranks are replayed and the others send the same flows mapped by
+// `symmetry`: Shift: ranks 0..replayedRanks-1, and r + m replayedRanks sends r's flows
+// shifted by m replayedRanks; Rotate: ranks n perNode + l (l < u = replayedRanks x perNode /
+// nranks), and every node's local indices turned by m u send the flows turned alike.
 struct Traffic {
   int nranks = 0;
   int replayedRanks = 0;
   std::vector<std::vector<Flow>> ordinals;
+  Symmetry symmetry = Symmetry::Shift;
+  int perNode = 0;  // Rotate: ranks a node
 };
+
+// Rank n G + l turned within its node by k: n G + (l + k) mod G (k may be negative).
+inline int rotateLocal(int rank, int k, int perNode) {
+  const int local = rank % perNode;
+  return rank - local + ((local + k) % perNode + perNode) % perNode;
+}
 
 class NetworkModel {
  public:
@@ -55,6 +72,10 @@ class NetworkModel {
   // Whether r -> r xor m g (every m with m g < nranks) maps the network onto itself; g a
   // multiple of period(nranks). Only asked when g and nranks are powers of two.
   virtual bool xorSymmetric(int /*g*/, int /*nranks*/) const { return false; }
+  // Smallest u > 0 such that turning every node's local index by any multiple of u
+  // (Symmetry::Rotate; nodes of G = period(nranks) < nranks ranks, u divides G) maps the
+  // network onto itself: message(R from, R to) costs what message(from, to) does. 0: none.
+  virtual int rotationUnit(int /*nranks*/) const { return 0; }
 };
 
 // The tuner's model: messages within a node over `link`, between nodes (with a layout
@@ -93,6 +114,12 @@ class LinkClassNetwork final : public NetworkModel {
   bool xorSymmetric(int g, int nranks) const override {
     const int p = period(nranks);
     return p < nranks && (p & (p - 1)) == 0 && g % p == 0;
+  }
+  // A block layout's nodes: turning a node's local indices keeps every pair on or off
+  // its node, so every message keeps its link class and port.
+  int rotationUnit(int nranks) const override {
+    const int p = period(nranks);
+    return layout_ && p > 1 && p < nranks ? 1 : 0;
   }
 
  private:

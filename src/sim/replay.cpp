@@ -20,7 +20,7 @@ struct Node {
   StepKind kind;
   AfterWait afterWait = AfterWait::None;
   bool firstOfCall = false;  // a message that carries the call's header (rule 5)
-  int rank;
+  int rank;                  // the real rank (with Rotate not the replayed slot: see slotOf)
   int peer;
   size_t count;
   int after = -1;     // producer (same rank)
@@ -35,10 +35,12 @@ struct Node {
 class Replay {
  public:
   Replay(int nranks, int replayed, size_t elementSize, NetworkModel& net, size_t sliceBytes,
-         Symmetry symmetry)
+         Symmetry symmetry, int perNode)
       : nranks_(nranks),
         replayed_(replayed),
         symmetry_(symmetry),
+        perNode_(symmetry == Symmetry::Rotate ? perNode : 1),
+        unit_(symmetry == Symmetry::Rotate ? replayed / (nranks / perNode) : 1),
         elementSize_(elementSize),
         net_(net),
         ports_(net.ports()),
@@ -48,9 +50,9 @@ class Replay {
     sendBegin_.reserve(replayed + 1);
   }
 
-  // Ranks must be added in order 0, 1, ..., replayed-1.
+  // Ranks must be added in slot order 0, 1, ..., replayed-1 (rankOfSlot).
   void addRank(const Schedule& schedule) {
-    const int rank = static_cast<int>(sendBegin_.size());
+    const int rank = rankOfSlot(static_cast<int>(sendBegin_.size()));
     const int base = static_cast<int>(nodes_.size());
     sendBegin_.push_back(sends_.size());
     int ordinal = 0;
@@ -237,7 +239,7 @@ class Replay {
   // Every message's cost, from the network (flow-level ones first see all the traffic).
   void priceMessages() {
     if (net_.wantsTraffic()) {
-      Traffic traffic{nranks_, replayed_, {}};
+      Traffic traffic{nranks_, replayed_, {}, symmetry_, perNode_};
       for (const Node& n : nodes_) {
         if (n.ordinal < 0) continue;
         if (traffic.ordinals.size() <= static_cast<size_t>(n.ordinal))
@@ -250,15 +252,28 @@ class Replay {
       if (n.ordinal >= 0) n.cost = net_.message(n.rank, n.peer, n.ordinal, wireBytes(n));
   }
 
-  // A receive at rank r from q takes the matching send of q's class representative
-  // q0 = q mod replayed, sent to r mapped the same way (r - (q - q0), or r xor (q - q0);
-  // no map without compression).
+  // The replayed ranks by slot: with Shift and Xor slot = rank (0..replayed-1); with
+  // Rotate the ranks n G + l, l < u, in order.
+  int rankOfSlot(int slot) const {
+    return symmetry_ == Symmetry::Rotate ? slot / unit_ * perNode_ + slot % unit_ : slot;
+  }
+  // The slot of the replayed rank whose class holds rank q (q mod replayed, or for Rotate
+  // n G + l mod u).
+  int slotOf(int q) const {
+    if (symmetry_ != Symmetry::Rotate) return q % replayed_;
+    return q / perNode_ * unit_ + q % perNode_ % unit_;
+  }
+
+  // A receive at rank r from q takes the matching send of q's class representative q0,
+  // sent to r mapped back the way q0 maps to q: r - (q - q0), r xor (q - q0), or r turned
+  // within its node by -(q - q0) (no map without compression).
   void resolveMatches() {
     for (Node& n : nodes_) {
       if (!isIncoming(n.kind) || n.match < 0) continue;
-      const int from = n.peer % replayed_, shift = n.peer - from;
-      const int to =
-          symmetry_ == Symmetry::Xor ? n.rank ^ shift : wrapRank(n.rank - shift, nranks_);
+      const int from = slotOf(n.peer), shift = n.peer - rankOfSlot(from);
+      const int to = symmetry_ == Symmetry::Xor      ? n.rank ^ shift
+                     : symmetry_ == Symmetry::Rotate ? rotateLocal(n.rank, -shift, perNode_)
+                                                     : wrapRank(n.rank - shift, nranks_);
       const int seq = n.match;
       auto begin = sends_.begin() + sendBegin_[from], end = sends_.begin() + sendBegin_[from + 1];
       auto first = std::lower_bound(begin, end, to,
@@ -322,11 +337,11 @@ class Replay {
 
   // Resources of rank r: (ports + 1) r + 1 is its CPU, (ports + 1) r the egress port 0,
   // (ports + 1) r + 1 + k port k >= 1. -1: no resource (empty, or a plain receive).
-  int cpuOf(int rank) const { return (ports_ + 1) * rank + 1; }
+  int cpuOf(int rank) const { return (ports_ + 1) * slotOf(rank) + 1; }
   int resourceOf(const Node& n) const {
     if (n.count == 0 || ownCost(n) == 0) return -1;
     if (!isOutgoing(n.kind) || selfMessage(n)) return cpuOf(n.rank);
-    return (ports_ + 1) * n.rank + (n.cost.port == 0 ? 0 : n.cost.port + 1);
+    return (ports_ + 1) * slotOf(n.rank) + (n.cost.port == 0 ? 0 : n.cost.port + 1);
   }
 
   void schedule(Node& n) {
@@ -344,8 +359,7 @@ class Replay {
       // The sender's port is held; the receiver's port drains what arrives in order, so
       // a busy receiver delays when the bytes are through, not when the sender is free.
       n.start = start;
-      double& ingress =
-          ingressFree_[static_cast<size_t>(ports_) * (n.peer % replayed_) + n.cost.port];
+      double& ingress = ingressFree_[static_cast<size_t>(ports_) * slotOf(n.peer) + n.cost.port];
       ingress = std::max(ingress, start) + cost;
       n.finish = std::max(n.finish, ingress);
       // The sender's CPU copies the bytes into the transport while the port sends them.
@@ -359,6 +373,7 @@ class Replay {
 
   const int nranks_, replayed_;
   const Symmetry symmetry_;
+  const int perNode_, unit_;  // Rotate: ranks a node, replayed ranks a node (else 1, 1)
   const size_t elementSize_;
   NetworkModel& net_;
   const int ports_;
@@ -378,16 +393,21 @@ class Replay {
 }  // namespace
 
 ReplayResult replay(std::span<const Schedule> schedules, size_t elementSize, NetworkModel& net,
-                    int nranks, size_t sliceBytes, Symmetry symmetry) {
+                    int nranks, size_t sliceBytes, Symmetry symmetry, int perNode) {
   const int replayed = static_cast<int>(schedules.size());
   if (nranks <= 0) nranks = replayed;
-  if (replayed == 0 || nranks % replayed != 0) {
+  // Rotate: whole nodes of perNode ranks, the same number u | perNode replayed in each.
+  const bool badRotation =
+      symmetry == Symmetry::Rotate &&
+      (replayed == 0 || perNode <= 0 || nranks % perNode != 0 ||
+       replayed % (nranks / perNode) != 0 || perNode % (replayed / (nranks / perNode)) != 0);
+  if (replayed == 0 || nranks % replayed != 0 || badRotation) {
     ReplayResult bad;
     bad.deadlock = true;
     bad.micros = kInfinity;
     return bad;
   }
-  Replay replay(nranks, replayed, elementSize, net, sliceBytes, symmetry);
+  Replay replay(nranks, replayed, elementSize, net, sliceBytes, symmetry, perNode);
   for (const Schedule& s : schedules) replay.addRank(s);
   return replay.run();
 }

@@ -33,7 +33,12 @@
 // events are the same; simulate() (sim/simulate.hpp) checks the symmetry, and the `sim`
 // tests check full and compressed replays agree exactly. The same holds when the map is
 // r -> r xor m g (recursive doubling's partners; Symmetry::Xor): rank q's sends to r are
-// then q mod g's sends to r xor (q - q mod g).
+// then q mod g's sends to r xor (q - q mod g). And when turning every node's local index
+// (rank n G + l -> n G + (l + k) mod G, k a multiple of u; Symmetry::Rotate) maps them
+// onto themselves, only the ranks n G + l with l < u are replayed: q = n G + l's sends to
+// r are those of q0 = n G + l mod u to r turned back by l - l mod u. Recursive halving-
+// doubling between nodes whose count is not a power of two (hier_rhd at 12,500 nodes: a
+// fold, so no node is like another) is the same on every local index of a node.
 // Cost: O(S log S) time and O(S) memory for S replayed steps.
 #pragma once
 
@@ -56,15 +61,14 @@ struct ReplayResult {
 
 namespace sim {
 
-// How the ranks r + m g (m = 1, 2, ...) map onto the replayed ranks 0..g-1.
-enum class Symmetry : unsigned char { Shift, Xor };
-
 // Times schedules[r] (rank r's, r < schedules.size()) on `net`. nranks 0: one schedule per
 // rank. nranks > schedules.size(): compressed replay, schedules.size() must divide nranks
 // and the caller vouches for the symmetry (`symmetry` says which map).
+// With Symmetry::Rotate, schedules[s] is rank (s / u) G + s % u's (G = perNode ranks a
+// node, u = schedules.size() x G / nranks of them replayed a node).
 ReplayResult replay(std::span<const Schedule> schedules, size_t elementSize, NetworkModel& net,
                     int nranks = 0, size_t sliceBytes = kPipelineSliceBytes,
-                    Symmetry symmetry = Symmetry::Shift);
+                    Symmetry symmetry = Symmetry::Shift, int perNode = 0);
 
 }  // namespace sim
 }  // namespace chorus

@@ -7,9 +7,9 @@ namespace chorus::sim {
 
 namespace {
 
-// Step by step, `b` (of rank map(a's rank)) is `a` with every peer q moved to map(q):
-// q + shift (mod nranks), or q xor shift.
-bool sameMapped(const Schedule& a, const Schedule& b, int shift, int nranks, Symmetry map) {
+// Step by step, `b` (of rank map(a's rank)) is `a` with every peer q moved to map(q).
+template <typename Map>
+bool sameMapped(const Schedule& a, const Schedule& b, int nranks, const Map& map) {
   if (a.steps.size() != b.steps.size()) return false;
   for (size_t i = 0; i < a.steps.size(); ++i) {
     const Step &x = a.steps[i], &y = b.steps[i];
@@ -19,8 +19,7 @@ bool sameMapped(const Schedule& a, const Schedule& b, int shift, int nranks, Sym
     const bool local = x.peer < 0 || x.peer >= nranks;
     if (local != (y.peer < 0 || y.peer >= nranks)) return false;
     if (local) continue;
-    const int mapped = map == Symmetry::Xor ? x.peer ^ shift : wrapRank(x.peer + shift, nranks);
-    if (mapped != y.peer) return false;
+    if (map(x.peer) != y.peer) return false;
   }
   return true;
 }
@@ -56,8 +55,12 @@ int symmetryPeriod(const Algorithm& algorithm, const CollectiveArgs& args, int n
     for (int r = 0; r < g && ok; ++r) {
       if (static_cast<int>(reps.size()) <= r) reps.push_back(build(algorithm, args, r));
       for (int m : sample) {
-        const int image = map == Symmetry::Xor ? r ^ (m * g) : r + m * g;
-        if (!(ok = sameMapped(reps[r], build(algorithm, args, image), m * g, n, map))) break;
+        const int shift = m * g;
+        const int image = map == Symmetry::Xor ? r ^ shift : r + shift;
+        auto peerMap = [&](int q) {
+          return map == Symmetry::Xor ? q ^ shift : wrapRank(q + shift, n);
+        };
+        if (!(ok = sameMapped(reps[r], build(algorithm, args, image), n, peerMap))) break;
       }
     }
     if (ok) {
@@ -67,6 +70,39 @@ int symmetryPeriod(const Algorithm& algorithm, const CollectiveArgs& args, int n
   }
   reps.clear();
   return n;
+}
+
+int rotationClasses(const Algorithm& algorithm, const CollectiveArgs& args, int perNode, int unit,
+                    std::vector<Schedule>& reps) {
+  const int n = args.nranks;
+  reps.clear();
+  if (perNode <= 1 || unit <= 0 || unit >= perNode || perNode % unit != 0 || n % perNode != 0 ||
+      n <= perNode)
+    return n;
+  const int turns = perNode / unit;  // the turns m u, m = 1..turns-1: all when few
+  std::vector<int> sample;
+  if (turns <= 8) {
+    for (int m = 1; m < turns; ++m) sample.push_back(m);
+  } else {
+    sample = {1, 2, 3, turns / 2, turns - 1};
+  }
+  const int nodes = n / perNode;
+  reps.reserve(size_t(nodes) * unit);
+  for (int node = 0; node < nodes; ++node)
+    for (int l = 0; l < unit; ++l) {
+      const int r = node * perNode + l;
+      reps.push_back(build(algorithm, args, r));
+      for (int m : sample) {
+        const int k = m * unit;
+        auto peerMap = [&](int q) { return rotateLocal(q, k, perNode); };
+        if (!sameMapped(reps.back(), build(algorithm, args, rotateLocal(r, k, perNode)), n,
+                        peerMap)) {
+          reps.clear();
+          return n;
+        }
+      }
+    }
+  return nodes * unit;
 }
 
 SimResult simulate(const Algorithm& algorithm, Collective collective, int nranks, size_t count,
@@ -89,6 +125,16 @@ SimResult simulate(const Algorithm& algorithm, Collective collective, int nranks
         schedules = std::move(byXor);
       }
     }
+    // Turning every node's local index: hier_rd / hier_rhd between nodes that are not a
+    // power of two (their folds leave no two nodes alike) replay one rank a node.
+    const int unit = net.rotationUnit(nranks);
+    if (unit > 0 && period < nranks && nranks / period * unit < g) {
+      std::vector<Schedule> byTurn;
+      if (const int t = rotationClasses(algorithm, args, period, unit, byTurn); t < g) {
+        g = t, map = Symmetry::Rotate;
+        schedules = std::move(byTurn);
+      }
+    }
   }
   if (g == nranks) {
     schedules.clear();
@@ -103,8 +149,16 @@ SimResult simulate(const Algorithm& algorithm, Collective collective, int nranks
     schedules.push_back(first);
     for (int r = 1; r < nranks; ++r) schedules.push_back(build(algorithm, args, r));
   }
+  size_t replayedSteps = 0;
+  for (const Schedule& s : schedules) replayedSteps += s.steps.size();
+  if (replayedSteps > options.maxSteps) {  // compressed, yet too many ranks replayed
+    result.tooLarge = true;
+    result.period = g;
+    result.micros = std::numeric_limits<double>::infinity();
+    return result;
+  }
   static_cast<ReplayResult&>(result) =
-      replay(schedules, elementSize, net, nranks, options.sliceBytes, map);
+      replay(schedules, elementSize, net, nranks, options.sliceBytes, map, net.period(nranks));
   result.period = g;
   result.symmetry = map;
   return result;

@@ -35,6 +35,15 @@ struct SimResult : ReplayResult {
 int symmetryPeriod(const Algorithm& algorithm, const CollectiveArgs& args, int networkPeriod,
                    std::vector<Schedule>& reps, Symmetry map = Symmetry::Shift);
 
+// Symmetry::Rotate: whether turning every node's local index (nodes of perNode ranks, in
+// blocks) by m unit maps rank r's schedule onto rank r turned by m unit's (peers turned
+// alike, kinds, element counts, dependencies), checked for every rank n perNode + l, l <
+// unit, against every turn (a sample of 1, 2, 3, middle, last when more than 8). Returns
+// the ranks replayed, nodes x unit, with their schedules in `reps` (slot order of
+// sim/replay.hpp); nranks when not.
+int rotationClasses(const Algorithm& algorithm, const CollectiveArgs& args, int perNode, int unit,
+                    std::vector<Schedule>& reps);
+
 SimResult simulate(const Algorithm& algorithm, Collective collective, int nranks, size_t count,
                    size_t elementSize, NetworkModel& net, const SimOptions& options = {});
 

@@ -182,6 +182,137 @@ TEST(SimCompression, XorPartnersCompressToOneNode) {
   EXPECT_FALSE(makeNet(Net::Fabric, 16, layout)->xorSymmetric(2, 16));
 }
 
+// Turning the local index within every node (Symmetry::Rotate). Between a node count that
+// is not a power of two, hier_rd and hier_rhd fold (pof2_fold.hpp): no node is like
+// another, so no shift or xor compresses them, but every local index of a node runs the
+// same inter-node schedule on its own shard. A fabric of `nodes` x `perNode` GPUs, `nics`
+// NICs a node (leaves of 2 nodes, pods of 2 leaves, 1:2 to the core, 2 QPs: ECMP collides).
+struct Cluster {
+  int nodes, perNode, nics;
+};
+
+std::unique_ptr<NetworkModel> clusterNet(const Cluster& c, bool fabric, const Layout& layout) {
+  if (!fabric) {
+    static const LinkModel link = defaultLinkModel(LinkClass::Nvlink);
+    static const LinkModel ib = defaultLinkModel(LinkClass::Ib);
+    return std::make_unique<LinkClassNetwork>(c.nodes * c.perNode, link, &layout, &ib);
+  }
+  Fabric f = presetFabric("dgx-h100");
+  f.nodes = c.nodes;
+  f.gpusPerNode = c.perNode;
+  f.nicsPerNode = c.nics;
+  f.leafNodes = 2;
+  f.podLeaves = 2;
+  f.coreOversub = 2;
+  f.qps = 2;
+  return std::make_unique<FabricNetwork>(f);
+}
+
+// Compressed against full on one cluster; returns the ranks the compressed replay replayed.
+// onlyCompressed: no full replay when the compressed one found no symmetry (both full).
+int expectSameOn(const Algorithm& a, const Cluster& c, bool fabric, size_t count,
+                 bool onlyCompressed = false) {
+  const int p = c.nodes * c.perNode;
+  const Layout layout = Layout::uniform(c.nodes, c.perNode);
+  auto compressedNet = clusterNet(c, fabric, layout), fullNet = clusterNet(c, fabric, layout);
+  SimOptions options;
+  options.layout = &layout;
+  const SimResult compressed = simulate(a, a.collective, p, count, 4, *compressedNet, options);
+  if (onlyCompressed && compressed.period == p) return p;
+  options.compress = false;
+  const SimResult full = simulate(a, a.collective, p, count, 4, *fullNet, options);
+  const std::string where = std::string(a.name) + " " + std::to_string(c.nodes) + "x" +
+                            std::to_string(c.perNode) + " nics=" + std::to_string(c.nics) +
+                            " fabric=" + std::to_string(fabric) + " count=" + std::to_string(count);
+  EXPECT_FALSE(full.deadlock) << where;
+  EXPECT_EQ(full.period, p) << where;
+  EXPECT_EQ(compressed.micros, full.micros) << where << " period=" << compressed.period;
+  EXPECT_EQ(compressed.steps, full.steps) << where;
+  if (compressed.period < p) EXPECT_LT(compressed.replayed, full.replayed) << where;
+  return compressed.period;
+}
+
+// Non-power-of-two node counts (12 x 4, 24 x 8, 3 x 8, 6 x 2), NICs shared by 2 GPUs (turns
+// by 2: two ranks a node replayed), and a power of two (the tuner's classes take xor there,
+// the fabric the turn). Seconds.
+TEST(SimCompression, TurningTheLocalIndexWithinNodes) {
+  struct Case {
+    Cluster cluster;
+    bool fabric;
+    int replayed;  // expected ranks replayed by hier_rd and hier_rhd
+  };
+  const Case cases[] = {
+      {{12, 4, 4}, true, 12},  {{12, 4, 4}, false, 12}, {{24, 8, 8}, true, 24},
+      {{24, 8, 8}, false, 24}, {{3, 8, 8}, true, 3},    {{6, 2, 2}, true, 6},
+      {{12, 8, 4}, true, 24},  {{5, 4, 1}, true, 20},   {{16, 4, 4}, true, 16},
+      {{16, 4, 4}, false, 4},
+  };
+  for (const char* name : {"hier_rd", "hier_rhd"}) {
+    const Algorithm* a = findAlgorithm(Collective::AllReduce, name);
+    ASSERT_NE(a, nullptr);
+    for (const Case& c : cases) {
+      const int p = c.cluster.nodes * c.cluster.perNode;
+      for (size_t count : {size_t(p) * 64, size_t(p) * 16 * 1024})
+        EXPECT_EQ(expectSameOn(*a, c.cluster, c.fabric, count), c.replayed)
+            << name << " " << c.cluster.nodes << "x" << c.cluster.perNode << " fabric=" << c.fabric;
+    }
+  }
+  // Unequal shards (count not a multiple of the ranks): no turn maps one onto another.
+  const Algorithm* rhd = findAlgorithm(Collective::AllReduce, "hier_rhd");
+  EXPECT_EQ(expectSameOn(*rhd, {12, 4, 4}, true, 48 * 64 + 5), 48);
+  // A flat ring is no turn of itself (rank G - 1 sends off its node, rank 0 does not).
+  std::vector<Schedule> reps;
+  const Layout layout = Layout::uniform(12, 4);
+  const CollectiveArgs args{Collective::AllReduce, 0, 48, 48 * 64, 0, &layout};
+  EXPECT_EQ(rotationClasses(*findAlgorithm(Collective::AllReduce, "ring"), args, 4, 1, reps), 48);
+  EXPECT_EQ(rotationClasses(*rhd, args, 4, 1, reps), 12);
+  EXPECT_EQ(reps.size(), 12u);
+}
+
+// The turn at up to 1,024 ranks, every algorithm of every collective that compresses
+// (shift, xor or turn), on fabrics and the tuner's classes with nodes of 8 and 4 (non-power-
+// of-two and power-of-two node counts, NICs of their own or shared by 2): minutes, so not
+// in CI; run with --gtest_also_run_disabled_tests
+// --gtest_filter='*TurningAt1024*'.
+TEST(SimCompression, DISABLED_EveryAlgorithmTurningAt1024Ranks) {
+  std::set<std::string> turned;
+  for (const Cluster& c : {Cluster{125, 8, 8}, Cluster{96, 8, 4}, Cluster{128, 8, 8},
+                           Cluster{100, 4, 4}, Cluster{250, 4, 2}}) {
+    for (const Algorithm& a : allAlgorithms()) {
+      // twoshot's shift (one node of 8, p - 1 senders into every rank at once) is not
+      // exact: 1012.29 against 1012.80 us at 125 x 8 on the tuner's classes. Ties at a
+      // receiver's ingress port go in replay order, which compression changes (without the
+      // ingress port the two agree); docs/sim.md. Left out until that is fixed.
+      if (isPointToPoint(a) || !std::strcmp(a.name, "twoshot")) continue;
+      const int p = c.nodes * c.perNode;
+      for (bool fabric : {true, false})
+        if (expectSameOn(a, c, fabric, size_t(p) * 64, true) < p)
+          turned.insert(std::string(a.name) + " " + std::to_string(c.nodes));
+    }
+  }
+  for (const char* name : {"hier_rd 125", "hier_rhd 125", "hier_rhd 96", "hier_rhd 100"})
+    EXPECT_TRUE(turned.count(name)) << name << " never compressed";
+}
+
+// The turn alone at up to 1,024 ranks: hier_rd and hier_rhd on the same clusters, two
+// counts: a minute, by hand (--gtest_filter='*HierTurningAt1024*').
+TEST(SimCompression, DISABLED_HierTurningAt1024Ranks) {
+  for (const Cluster& c : {Cluster{125, 8, 8}, Cluster{96, 8, 4}, Cluster{128, 8, 8},
+                           Cluster{100, 4, 4}, Cluster{250, 4, 2}, Cluster{127, 8, 8}}) {
+    const int p = c.nodes * c.perNode;
+    for (const char* name : {"hier_rd", "hier_rhd"})
+      for (bool fabric : {true, false})
+        for (size_t count : {size_t(p) * 64, size_t(p) * 16 * 1024}) {
+          const int replayed =
+              expectSameOn(*findAlgorithm(Collective::AllReduce, name), c, fabric, count);
+          const bool pof2 = (c.nodes & (c.nodes - 1)) == 0;
+          if (!(pof2 && !fabric))  // there the tuner's classes take xor: one node
+            EXPECT_EQ(replayed, c.nodes * (c.perNode / c.nics > 1 && fabric ? 2 : 1))
+                << name << " " << c.nodes << "x" << c.perNode;
+        }
+  }
+}
+
 // Unequal shares (count not a multiple of p) break the symmetry: no compression, and the
 // result is still the full replay's.
 TEST(SimCompression, UnequalSharesAreNotCompressed) {

@@ -102,8 +102,7 @@ class ChorusBackend : public perf::Backend {
     std::vector<std::string> names;
     const bool peerMemory = comm_.transportName() != "tcp";
     for (const chorus::Algorithm& a : chorus::allAlgorithms())
-      if (a.collective == collective() &&
-          (a.staged ? peerMemory : registered_ || !a.oneSided))
+      if (a.collective == collective() && (a.staged ? peerMemory : registered_ || !a.oneSided))
         names.push_back(a.name);
     names.push_back("auto");
     return names;

@@ -194,10 +194,10 @@ void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {
       // transports keep a port per rank (a rail's NIC each, as the line cap assumes).
       const double line = nicBytesPerUs();
       const int node0 = layout_.nodeOf(0), partner = node0 ^ 1;
-      const int concurrent =
-          partner < layout_.nodes() ? static_cast<int>(std::min(layout_.ranksOf(node0).size(),
-                                                                layout_.ranksOf(partner).size()))
-                                    : 1;
+      const int concurrent = partner < layout_.nodes()
+                                 ? static_cast<int>(std::min(layout_.ranksOf(node0).size(),
+                                                             layout_.ranksOf(partner).size()))
+                                 : 1;
       if (link == LinkClass::Tcp)
         nicFromProbe(*inter, concurrent, line);
       else if (line > 0 && inter->bytesPerUs > line)

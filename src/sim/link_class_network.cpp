@@ -33,8 +33,8 @@ std::shared_ptr<const LinkClassNetwork::Rates> LinkClassNetwork::share(
   std::vector<int> links;
   std::vector<size_t> begin = {0};
   for (const Flow& f : reps) {
-    links.insert(links.end(), {f.from, g + layout_->nodeOf(f.from),
-                               g + nodes + layout_->nodeOf(f.to) % nodes});
+    links.insert(links.end(),
+                 {f.from, g + layout_->nodeOf(f.from), g + nodes + layout_->nodeOf(f.to) % nodes});
     begin.push_back(links.size());
   }
   const std::vector<double> rates = maxMinRates(links, begin, capacity);

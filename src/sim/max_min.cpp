@@ -29,7 +29,8 @@ std::vector<double> maxMinRates(std::span<const int> links, std::span<const size
   std::vector<int> onLink(first[nlinks]);
   std::vector<size_t> fillAt(first.begin(), first.end() - 1);
   for (size_t f = 0; f < flows; ++f)
-    for (size_t k = begin[f]; k < begin[f + 1]; ++k) onLink[fillAt[path[k]]++] = static_cast<int>(f);
+    for (size_t k = begin[f]; k < begin[f + 1]; ++k)
+      onLink[fillAt[path[k]]++] = static_cast<int>(f);
   std::vector<double> remaining(nlinks);
   for (size_t l = 0; l < nlinks; ++l) remaining[l] = capacity[global[l]];
   // Progressive filling: the link with the smallest fair share fixes its flows' rates.

@@ -80,8 +80,7 @@ TEST(SimSharedNic, ProbeFigureMapsOntoTheSharedNic) {
   nicFromProbe(inter, 2, 0);
   EXPECT_DOUBLE_EQ(inter.nicBytesPerUs, 130);
   EXPECT_DOUBLE_EQ(inter.bytesPerUs, 130);
-  EXPECT_NEAR(replayPairs(2, {{0, 2}, {1, 3}}, inter, 256 << 10), (262144 + 32) / 65.0 + 10,
-              1e-6);
+  EXPECT_NEAR(replayPairs(2, {{0, 2}, {1, 3}}, inter, 256 << 10), (262144 + 32) / 65.0 + 10, 1e-6);
   EXPECT_NEAR(replayPairs(2, {{0, 2}}, inter, 256 << 10), (262144 + 32) / 130.0 + 10, 1e-6);
   // The line rate bounds the NIC: 2 x 80 > 125.
   inter = between(80, 0);
@@ -100,7 +99,8 @@ TEST(SimSharedNic, CompressedReplayAgreesWithFull) {
     ASSERT_NE(a, nullptr) << name;
     SimOptions options;
     options.layout = &layout;
-    LinkClassNetwork compressedNet(16, kWithin, &layout, &inter), fullNet(16, kWithin, &layout, &inter);
+    LinkClassNetwork compressedNet(16, kWithin, &layout, &inter),
+        fullNet(16, kWithin, &layout, &inter);
     const SimResult compressed =
         simulate(*a, Collective::AllReduce, 16, 1 << 20, 4, compressedNet, options);
     options.compress = false;
@@ -121,8 +121,8 @@ TEST(SimSharedNic, SharingSlowsWhatSendsFromEveryRankAtOnce) {
     LinkClassNetwork net(8, kWithin, &layout, &inter);
     SimOptions options;
     options.layout = &layout;
-    return simulate(*findAlgorithm(Collective::AllReduce, name), Collective::AllReduce, 8,
-                    1 << 22, 4, net, options)
+    return simulate(*findAlgorithm(Collective::AllReduce, name), Collective::AllReduce, 8, 1 << 22,
+                    4, net, options)
         .micros;
   };
   const double ringLoss = micros("ring", 1000) / micros("ring", 0);

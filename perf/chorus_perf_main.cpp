@@ -96,11 +96,13 @@ class ChorusBackend : public perf::Backend {
   std::string rankInfo() const override { return "transport " + comm_.transportName(); }
 
   // -A each: every algorithm of the collective that runs on these buffers (the one-sided
-  // ones on registered or memAlloc buffers; staged ones on any), then the tuner.
+  // ones on registered or memAlloc buffers; staged ones on any, but not over tcp, which has
+  // no access to peers' memory: forcing them there is an error), then the tuner.
   std::vector<std::string> variants() const override {
     std::vector<std::string> names;
+    const bool peerMemory = comm_.transportName() != "tcp";
     for (const chorus::Algorithm& a : chorus::allAlgorithms())
-      if (a.collective == collective() && (registered_ || !a.oneSided || a.staged))
+      if (a.collective == collective() && (a.staged ? peerMemory : registered_ || !a.oneSided))
         names.push_back(a.name);
     names.push_back("auto");
     return names;

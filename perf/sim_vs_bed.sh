@@ -21,7 +21,7 @@
 # rates by its node's share (cores / ranks on the node), the fabric gets one core's rates
 # back (divided by that share) and shares the host's cores among all K x N ranks and the
 # other tenants' runnable threads (host_load: the load average sampled during the run,
-# less the bed's ranks). TCP moves every byte through the CPU at both ends (the copy into
+# less the bed's ranks; 0 when the script runs under chrt, whose ranks preempt them). TCP moves every byte through the CPU at both ends (the copy into
 # the kernel and out of it), on the same CPU as the rank's reductions: transport_gbps, a
 # core's rate for that copy (TRANSPORT_GBPS, default 2.2: fitted once to the recorded
 # runs in perf/data/sim_vs_bed/, docs/sim.md), taken at the rank's share of the cores.
@@ -104,16 +104,24 @@ layouts=${2:-"2x2 3x2"} rounds=${3:-1} out=${4:-sim_vs_bed}
 # model (and the bed in steady state) has.
 min_ms=${MIN_MS:-200}
 bed=tests/testbed/netns_bed.sh perf=$PWD/build/perf/chorus-perf
+# Under a real-time policy (chrt -f 1 perf/sim_vs_bed.sh ...) the ranks preempt the other
+# tenants' threads whenever they can run: the fabric gets no host load (no .load file).
+realtime=0
+[[ $(chrt -p $$ 2>/dev/null) == *SCHED_FIFO* || $(chrt -p $$ 2>/dev/null) == *SCHED_RR* ]] && realtime=1
 mkdir -p "$out"
 for layout in $layouts; do
   k=${layout%x*} n=${layout#*x}
   # the host's load while the bed runs (host_load in the fabric)
-  (while :; do cut -d' ' -f1 /proc/loadavg; sleep 10; done) >"$out/bed_$layout.load" &
-  sampler=$!
+  rm -f "$out/bed_$layout.load"
+  sampler=
+  if ((!realtime)); then
+    (while :; do cut -d' ' -f1 /proc/loadavg; sleep 10; done) >"$out/bed_$layout.load" &
+    sampler=$!
+  fi
   $bed run -k "$k" -m 1 -r "${mbit}mbit" -n "$n" -t 1200 -e CHORUS_TUNE_PROBE=1 \
     -e CHORUS_DEBUG=INFO -- \
     "$perf" -t allreduce -A each -b 64K -e 64M -f 4 -K "$rounds" -n 2 -w 1 -T "$min_ms" >"$out/bed_$layout.log" 2>&1
-  kill "$sampler"
+  [[ -n $sampler ]] && kill "$sampler"
   sed -n 's/^\[0\] //p' "$out/bed_$layout.log" | grep -v 'CHORUS INFO' >"$out/bed_$layout.txt"
   compare "$out" "$layout"
 done

@@ -59,7 +59,8 @@ ProbeTimes CommImpl::probeTimes(int peer) {
   ProbeTimes t;
   if (peer < 0 || peer == rank_) return t;
   std::vector<std::byte> out(kLargeProbe), in(kLargeProbe);
-  auto roundTrip = [&](size_t bytes, int burst, int rounds) {
+  // The median round, and the fastest into *best when asked.
+  auto roundTrip = [&](size_t bytes, int burst, int rounds, double* best = nullptr) {
     Call send{Collective::Send, out.data(), nullptr, bytes, DataType::Uint8, RedOp::Sum, peer};
     Call recv{Collective::Recv, nullptr, in.data(), bytes, DataType::Uint8, RedOp::Sum, peer};
     std::vector<double> times;
@@ -79,14 +80,15 @@ ProbeTimes CommImpl::probeTimes(int peer) {
       const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
       if (i > 0) times.push_back(us);
     }
+    if (best) *best = times.empty() ? 0 : *std::min_element(times.begin(), times.end());
     return median(std::move(times));
   };
   t.smallBytes = kSmallProbe;
   t.largeBytes = kLargeProbe;
   t.burst = 8;
-  t.one = roundTrip(kSmallProbe, 1, kSmallRounds);
+  t.one = roundTrip(kSmallProbe, 1, kSmallRounds, &t.oneBest);
   t.burstTrip = roundTrip(kSmallProbe, t.burst, kSmallRounds / 2);
-  t.large = roundTrip(kLargeProbe, 1, kLargeRounds);
+  t.large = roundTrip(kLargeProbe, 1, kLargeRounds, &t.largeBest);
   return t;
 }
 
@@ -177,23 +179,36 @@ void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {
     }
     if (rank_ == 0)
       logf(LogLevel::Info,
-           "tuning probe round trips (us): 8 B %.2f, 8 x 8 B %.2f, 256 KiB %.1f; exchange of "
-           "8 B among %d ranks %.2f",
-           times.one, times.burstTrip, times.large, times.exchangeRanks, times.exchange);
+           "tuning probe round trips (us): 8 B %.2f (best %.2f), 8 x 8 B %.2f, 256 KiB %.1f "
+           "(best %.1f); exchange of 8 B among %d ranks %.2f",
+           times.one, times.oneBest, times.burstTrip, times.large, times.largeBest,
+           times.exchangeRanks, times.exchange);
     tuning.model = linkFromProbe(times, tuning.model);
+    const double coreShare = std::min(1.0, static_cast<double>(cores) / localRanks);
     if (severalNodes) {
       inter = linkFromProbe(probeTimes(rankAt(node ^ 1, local)), tuning.model);
       // A short probe fits in a rate limiter's burst (or a switch's buffers): the NICs'
-      // line rate, when known, bounds what it measured.
-      if (const double nic = nicBytesPerUs(); nic > 0 && inter->bytesPerUs > nic)
-        inter->bytesPerUs = nic;
+      // line rate, when known, bounds what it measured. tcp's ranks share the interface the
+      // transport picks, one per node: every local index with a partner on node ^ 1 probed
+      // at once (rank 0's figures are the ones used: its node's count). The RDMA
+      // transports keep a port per rank (a rail's NIC each, as the line cap assumes).
+      const double line = nicBytesPerUs();
+      const int node0 = layout_.nodeOf(0), partner = node0 ^ 1;
+      const int concurrent = partner < layout_.nodes()
+                                 ? static_cast<int>(std::min(layout_.ranksOf(node0).size(),
+                                                             layout_.ranksOf(partner).size()))
+                                 : 1;
+      if (link == LinkClass::Tcp)
+        nicFromProbe(*inter, concurrent, line);
+      else if (line > 0 && inter->bytesPerUs > line)
+        inter->bytesPerUs = line;
     }
     // tcp's copies through the kernel, on the CPU at both ends (no extra probe: the
-    // loopback ping-pong's rate is that copy's).
-    transportFromProbe(link, times.one > 0, tuning.model, inter ? &*inter : nullptr);
+    // loopback ping-pong's fastest rounds give that copy's rate).
+    transportFromProbe(link, times, coreShare, tuning.model, inter ? &*inter : nullptr);
     nextSequence_ = 0;  // the probe's sends are not the user's collectives
     if (rank_ == 0) {
-      measureLocalRates(tuning, std::min(1.0, static_cast<double>(cores) / localRanks));
+      measureLocalRates(tuning, coreShare);
       tuning.ranks = localRanks;
       tuning.source = "probe";
       logf(LogLevel::Info, "tuning probe took %.1f ms",

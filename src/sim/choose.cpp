@@ -10,7 +10,7 @@ namespace chorus::sim {
 
 double busyLowerBound(const Schedule& schedule, int rank, int nranks, size_t elementSize,
                       const NetworkModel& net) {
-  if (net.wantsTraffic()) return 0;
+  if (!net.boundsMessages()) return 0;
   const int ports = net.ports();
   double cpu = 0;
   std::vector<double> egress(ports, 0), ingress(ports, 0);
@@ -24,7 +24,7 @@ double busyLowerBound(const Schedule& schedule, int rank, int nranks, size_t ele
     switch (s.kind) {
       case StepKind::Send:
         if (remote) {
-          const MessageCost c = net.message(rank, s.peer, 0, wire);
+          const MessageCost c = net.message(rank, s.peer, -1, wire);
           egress[c.port] += c.overheadUs + c.wireUs;
         } else {
           cpu += bytes / net.copyBytesPerUs();
@@ -33,7 +33,7 @@ double busyLowerBound(const Schedule& schedule, int rank, int nranks, size_t ele
       case StepKind::Recv:
       case StepKind::RecvReduce:
         if (remote) {
-          const MessageCost c = net.message(s.peer, rank, 0, wire);
+          const MessageCost c = net.message(s.peer, rank, -1, wire);
           cpu += c.overheadUs;
           ingress[c.port] += c.overheadUs + c.wireUs;
         }

@@ -1,5 +1,7 @@
 #include "sim/fabric_network.hpp"
 
+#include "sim/max_min.hpp"
+
 #include "algorithms/schedule.hpp"
 #include "errors.hpp"
 
@@ -32,8 +34,10 @@ LinkClasses tunerLinks(const Fabric& f) {
   intra.transportBytesPerUs = f.transportGBps * 1000 * f.cpuShare();  // as FabricNetwork's
   LinkModel inter = intra;
   inter.latencyUs = f.nicLatencyUs + 3 * f.hopLatencyUs;
-  const double nicShare = f.nicGbps / 8 * std::min(f.nicsPerNode, f.gpusPerNode) / f.gpusPerNode;
-  inter.bytesPerUs = std::min(nicShare, f.pcieGBps) * 1000 * f.efficiency;
+  // A GPU sends through one NIC (at most its PCIe link); the node's NICs, as one, are
+  // shared by its GPUs' flows between nodes.
+  inter.bytesPerUs = std::min(f.nicGbps / 8, f.pcieGBps) * 1000 * f.efficiency;
+  inter.nicBytesPerUs = f.nicGbps / 8 * f.nicsPerNode * 1000 * f.efficiency;
   return {intra, inter};
 }
 
@@ -129,51 +133,13 @@ std::vector<FabricNetwork::FlowRate> FabricNetwork::shareLinks(std::span<const F
       owner.push_back(static_cast<int>(i));
     }
   }
-  std::vector<int> local(capacity_.size(), -1);
-  std::vector<int> global;
-  std::vector<int> users;
-  for (Path& p : subs)
-    for (int k = 0; k < p.count; ++k) {
-      int& l = local[p.links[k]];
-      if (l < 0) {
-        l = static_cast<int>(global.size());
-        global.push_back(p.links[k]);
-        users.push_back(0);
-      }
-      ++users[l];
-      p.links[k] = l;
-    }
-  const size_t nlinks = global.size();
-  std::vector<size_t> begin(nlinks + 1, 0);
-  for (size_t l = 0; l < nlinks; ++l) begin[l + 1] = begin[l] + users[l];
-  std::vector<int> onLink(begin[nlinks]);
-  std::vector<size_t> fillAt(begin.begin(), begin.end() - 1);
-  for (size_t s = 0; s < subs.size(); ++s)
-    for (int k = 0; k < subs[s].count; ++k) onLink[fillAt[subs[s].links[k]]++] = int(s);
-  std::vector<double> remaining(nlinks);
-  for (size_t l = 0; l < nlinks; ++l) remaining[l] = capacity_[global[l]];
-  // Progressive filling: the link with the smallest fair share fixes its flows' rates.
-  using Entry = std::pair<double, int>;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
-  for (size_t l = 0; l < nlinks; ++l) heap.push({remaining[l] / users[l], int(l)});
-  std::vector<double> rate(subs.size(), 0);
-  std::vector<bool> frozen(subs.size(), false);
-  while (!heap.empty()) {
-    auto [share, l] = heap.top();
-    heap.pop();
-    if (users[l] == 0 || std::max(remaining[l], 0.0) / users[l] != share) continue;  // stale
-    for (size_t i = begin[l]; i < begin[l + 1]; ++i) {
-      const int s = onLink[i];
-      if (frozen[s]) continue;
-      frozen[s] = true;
-      rate[s] = share;
-      for (int k = 0; k < subs[s].count; ++k) {
-        const int m = subs[s].links[k];
-        remaining[m] -= share;
-        if (--users[m] > 0 && m != l) heap.push({std::max(remaining[m], 0.0) / users[m], m});
-      }
-    }
+  std::vector<int> links;
+  std::vector<size_t> begin = {0};
+  for (const Path& p : subs) {
+    links.insert(links.end(), p.links, p.links + p.count);
+    begin.push_back(links.size());
   }
+  const std::vector<double> rate = maxMinRates(links, begin, capacity_);
   std::vector<FlowRate> result(flows.size(), {0, 0});
   for (size_t s = 0; s < subs.size(); ++s) {
     result[owner[s]].bytesPerUs += rate[s];

@@ -29,11 +29,12 @@
 namespace chorus::sim {
 
 // The tuner's view of a fabric (its two link classes): within a node NVLink (rate x
-// efficiency, NVLink latency), between nodes the GPU's share of its node's NICs (no more
-// than its PCIe link, x efficiency) and the latency of a path through leaf, spine, leaf;
-// local rates and the transport's CPU cost as the fabric gives them (shared host).
-// The flow-level effects (a NIC shared by several GPUs' flows, ECMP collisions,
-// oversubscription) are the simulator's alone.
+// efficiency, NVLink latency), between nodes one NIC per GPU's port (no more than its PCIe
+// link, x efficiency) and the node's NICs together as the NIC its GPUs' flows share
+// (nicBytesPerUs), and the latency of a path through leaf, spine, leaf; local rates and the
+// transport's CPU cost as the fabric gives them (shared host). The finer flow-level
+// effects (which GPU uses which NIC, ECMP collisions, oversubscription) are the
+// simulator's alone.
 struct LinkClasses {
   LinkModel intra, inter;
 };

@@ -7,6 +7,9 @@
 #include "algorithms/layout.hpp"
 #include "tuner/link_model.hpp"
 
+#include <cstdint>
+#include <map>
+#include <memory>
 #include <vector>
 
 namespace chorus::sim {
@@ -66,6 +69,9 @@ class NetworkModel {
   virtual void prepare(const Traffic&) {}
   // The `ordinal`-th message of `from`, to `to` (never from itself).
   virtual MessageCost message(int from, int to, int ordinal, double bytes) const = 0;
+  // Whether message(from, to, -1, bytes), asked before or without prepare, costs no more
+  // than any ordinal's message (what a lower bound may use): flow-level models don't say.
+  virtual bool boundsMessages() const { return !wantsTraffic(); }
   // Smallest g dividing nranks such that shifting every rank by g maps the network onto
   // itself (what compressed replay needs); nranks when there is none.
   virtual int period(int nranks) const { return nranks; }
@@ -79,8 +85,12 @@ class NetworkModel {
 };
 
 // The tuner's model: messages within a node over `link`, between nodes (with a layout
-// and `inter`) over `inter` with a port of their own (the NIC). Port 0: within the node,
-// port 1: between nodes.
+// and `inter`) over `inter` with a port of their own. Port 0: within the node, port 1:
+// between nodes. With inter.nicBytesPerUs > 0 the node's ranks share one NIC: the
+// between-node messages of a step (every rank's k-th message, as the fabric model takes
+// steps) share their nodes' NICs, out and in, max-min fairly (sim/max_min.hpp), each at
+// most inter.bytesPerUs; patterns repeat, so each distinct one is solved once. Cheap enough
+// for the tuner at communicator creation (up to 128 ranks: one small sharing per pattern).
 class LinkClassNetwork final : public NetworkModel {
  public:
   LinkClassNetwork(int nranks, const LinkModel& link, const Layout* layout = nullptr,
@@ -94,11 +104,11 @@ class LinkClassNetwork final : public NetworkModel {
   double copyBytesPerUs() const override { return link_.copyBytesPerUs; }
   // One transport carries both classes (tcp over loopback within a node), so one figure.
   double transportBytesPerUs() const override { return link_.transportBytesPerUs; }
-  MessageCost message(int from, int to, int, double bytes) const override {
-    const bool crosses = layout_ && !layout_->sameNode(from, to);
-    const LinkModel& l = crosses ? inter_ : link_;
-    return {crosses ? 1 : 0, l.latencyUs, l.overheadUs, bytes / l.bytesPerUs};
-  }
+  bool wantsTraffic() const override { return layout_ && inter_.nicBytesPerUs > 0; }
+  void prepare(const Traffic& traffic) override;
+  // Ordinal -1 (a bound): the rank's port alone, the NIC unshared, which no sharing beats.
+  MessageCost message(int from, int to, int ordinal, double bytes) const override;
+  bool boundsMessages() const override { return true; }
   // Without two classes every rank is alike; with them, a block layout (node = rank /
   // per node) repeats every node.
   int period(int nranks) const override {
@@ -123,9 +133,14 @@ class LinkClassNetwork final : public NetworkModel {
   }
 
  private:
+  using Rates = std::vector<double>;  // by replayed rank: its between-node message's rate
+  std::shared_ptr<const Rates> share(const Traffic& traffic, const std::vector<Flow>& reps);
+
   const LinkModel link_;
   const LinkModel inter_;
   const Layout* layout_;
+  std::vector<std::shared_ptr<const Rates>> ordinals_;  // of the traffic prepared
+  std::map<std::vector<int64_t>, std::shared_ptr<const Rates>> memo_;
 };
 
 }  // namespace chorus::sim

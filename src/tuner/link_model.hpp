@@ -26,6 +26,11 @@ struct LinkModel {
   // transport costs no CPU per byte (shm's copies are the steps' own, RDMA is DMA). Only the
   // probe sets it (probe_figures.hpp, transportFromProbe).
   double transportBytesPerUs = 0;
+  // Between nodes: the rate of the node's NIC, which every flow leaving the node (and every
+  // one entering it) in the same step shares max-min fairly with the others, each also held
+  // to its rank's bytesPerUs; 0: not shared (a port per rank, the defaults). The probe sets
+  // it (probe_figures.hpp, nicFromProbe); tunerLinks gives a fabric's.
+  double nicBytesPerUs = 0;
   bool operator==(const LinkModel&) const = default;
 };
 

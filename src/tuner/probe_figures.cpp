@@ -18,11 +18,24 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
   return link;
 }
 
-void transportFromProbe(LinkClass transport, bool withinMeasured, LinkModel& within,
-                        LinkModel* between) {
-  const double rate = transport == LinkClass::Tcp && withinMeasured ? within.bytesPerUs : 0;
+void transportFromProbe(LinkClass transport, const ProbeTimes& t, double coreShare,
+                        LinkModel& within, LinkModel* between) {
+  double rate = 0;
+  if (transport == LinkClass::Tcp && t.one > 0) {
+    const bool best = t.oneBest > 0 && t.largeBest > 0;
+    const double one = best ? t.oneBest : t.one, large = best ? t.largeBest : t.large;
+    rate = std::clamp(coreShare, 0.0, 1.0) * static_cast<double>(t.largeBytes - t.smallBytes) /
+           std::max((large - one) / 2, 0.01);
+  }
   within.transportBytesPerUs = rate;
   if (between) between->transportBytesPerUs = rate;
+}
+
+void nicFromProbe(LinkModel& between, int concurrentRanks, double lineBytesPerUs) {
+  double nic = between.bytesPerUs * std::max(concurrentRanks, 1);
+  if (lineBytesPerUs > 0) nic = std::min(nic, lineBytesPerUs);
+  between.nicBytesPerUs = nic;
+  between.bytesPerUs = nic;
 }
 
 std::vector<int> exchangeGroup(int local, int localRanks) {

@@ -17,6 +17,9 @@ struct ProbeTimes {
   double burstTrip = 0;  // burst x small there, 1 x small back: 2 L + (burst + 3) o
   size_t largeBytes = 256 << 10;
   double large = 0;  // 1 x large each way: 2 (L + 2 o + large / bandwidth)
+  // The fastest rounds of `one` and `large` (0: not recorded): the rounds in which both
+  // ranks had a core throughout, what the transport's copies cost on their own.
+  double oneBest = 0, largeBest = 0;
   // All ranks of the node at once, each sending small to every other rank of its exchange
   // group and receiving small from each (exchangeGroup below; exchangeRanks is the group's
   // size, 0 or <= 2: not measured): ~L + p o in the model.
@@ -33,14 +36,29 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel start);
 
 // The CPU cost per byte of a transport that copies through the kernel (tcp), from figures
 // the probe already has: within a node tcp runs over loopback, where no wire limits the
-// rate, so the ping-pong's rate `within.bytesPerUs` is what a rank's CPU copies at (the
-// sender's copy in and the receiver's copy out overlap in a one-way message, which the
-// replay also lets them do: one message costs max(wire, copy), a step that sends and
-// receives at once pays both copies). Sets transportBytesPerUs of both classes, which keep
-// their measured rates; 0 (no cost) for other transports or when within was not measured
-// (`withinMeasured` false: one rank per node).
-void transportFromProbe(LinkClass transport, bool withinMeasured, LinkModel& within,
-                        LinkModel* between);
+// rate, so the ping-pong's rate is what a rank's CPU copies at (the sender's copy in and
+// the receiver's copy out overlap in a one-way message, which the replay also lets them
+// do: one message costs max(wire, copy), a step that sends and receives at once pays both
+// copies). The rate is the fastest rounds' (oneBest, largeBest; the medians where those
+// were not recorded) times `coreShare`, the share of a core each of the node's ranks gets
+// when all are busy (cores / local ranks, at most 1), as the local copy and reduce rates
+// are measured (local_rates.hpp): the median round also holds the waits for a core that
+// the other tenants' load caused at that moment, which swung the loopback median 46-538
+// B/us between runs on a loaded 2-core host; the best round is the copy's own cost, and
+// the share is what the layout (not the moment) leaves of a core. Sets
+// transportBytesPerUs of both classes, which keep their measured rates; 0 (no cost) for
+// other transports or when within was not measured (`withinTimes.one` 0: one rank per node).
+void transportFromProbe(LinkClass transport, const ProbeTimes& withinTimes, double coreShare,
+                        LinkModel& within, LinkModel* between);
+
+// The node-shared NIC from the between-node probe: it runs every pair at once, so the rate
+// it measured (`between.bytesPerUs`) is one rank's share of its node's NIC when
+// `concurrentRanks` of the node send across at once: the NIC carries concurrentRanks times
+// that, at most `lineBytesPerUs` (the NICs' line rate; 0: unknown), and a rank sending
+// alone may use all of it. Sets between.nicBytesPerUs and between.bytesPerUs to that rate,
+// so that the replay of the probe's own pattern (concurrentRanks flows out of the node at
+// once, sharing the NIC max-min fairly) gives back the measured per-rank rate.
+void nicFromProbe(LinkModel& between, int concurrentRanks, double lineBytesPerUs);
 
 // The exchange runs in blocks of at most kExchangeGroup consecutive local indices, all
 // blocks at once (so every rank of the node still competes for the cores): a rank connects

@@ -47,6 +47,7 @@ std::string Tuning::toLine() const {
                   " reduce_bytes_per_us=" + format(model.reduceBytesPerUs);
   if (model.transportBytesPerUs > 0)
     s += " transport_bytes_per_us=" + format(model.transportBytesPerUs);
+  if (model.nicBytesPerUs > 0) s += " nic_bytes_per_us=" + format(model.nicBytesPerUs);
   if (!measuredBest.empty()) {
     s += " best=";
     for (size_t i = 0; i < measuredBest.size(); ++i)
@@ -116,6 +117,10 @@ std::vector<Tuning> parseTuneFile(std::string_view text, std::string_view name) 
       }
       if (key == "transport_bytes_per_us") {  // 0: no CPU cost per byte
         t.model.transportBytesPerUs = v;
+        continue;
+      }
+      if (key == "nic_bytes_per_us") {  // 0: no NIC shared by a node's ranks
+        t.model.nicBytesPerUs = v;
         continue;
       }
       if (v == 0) bad(name, number, "'" + key + "' must be > 0");

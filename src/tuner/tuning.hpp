@@ -6,8 +6,9 @@
 // Tune file: one entry per line, '#' starts a comment, fields are key=value:
 //   shm ranks=8 latency_us=9.5 bytes_per_us=1400 copy_bytes_per_us=9000
 //       reduce_bytes_per_us=6000 reduce.bfloat16=1800 ...     (one line in the file)
-// Optional: overhead_us, and transport_bytes_per_us (a transport's CPU copy rate at each end:
-// tcp; absent or 0: none).
+// Optional: overhead_us, transport_bytes_per_us (a transport's CPU copy rate at each end:
+// tcp; absent or 0: none), and nic_bytes_per_us (between nodes: the node's NIC, which the
+// flows leaving or entering the node share; absent or 0: every rank has its own port).
 // `ranks` is the number of ranks on the host the figures were measured with (they share
 // its cores and memory); a lookup takes the entry with the nearest rank count.
 #pragma once

@@ -66,22 +66,37 @@ TEST(ProbeFigures, SolvesTheModelForLatencyOverheadAndBandwidth) {
   EXPECT_EQ(linkFromProbe(ProbeTimes{}, start), start);
 }
 
-// tcp over loopback: the within-node ping-pong's rate is the CPU's copy rate, given to
-// both classes; no cost for other transports or without a within-node measurement.
+// tcp over loopback: the within-node ping-pong's fastest rounds give the CPU's copy rate,
+// at the node's share of a core, for both classes; no cost for other transports or
+// without a within-node measurement.
 TEST(ProbeFigures, TcpTransportCostFromTheLoopbackRate) {
   LinkModel within = defaultLinkModel(LinkClass::Tcp), between = within;
   within.bytesPerUs = 380;
   between.bytesPerUs = 89;
-  transportFromProbe(LinkClass::Tcp, true, within, &between);
-  EXPECT_EQ(within.transportBytesPerUs, 380);
-  EXPECT_EQ(between.transportBytesPerUs, 380);
+  ProbeTimes t;  // 8 B and 256 KiB: (262144 - 8) B in half of (large - one)
+  t.one = 100;
+  t.large = 2000;  // median: 262136 / 950 = 275.9 B/us
+  t.oneBest = 40;
+  t.largeBest = 1350.68;  // best: 262136 / 655.34 = 400 B/us
+  transportFromProbe(LinkClass::Tcp, t, 1, within, &between);
+  EXPECT_NEAR(within.transportBytesPerUs, 400, 1e-9);
+  EXPECT_NEAR(between.transportBytesPerUs, 400, 1e-9);
   EXPECT_EQ(within.bytesPerUs, 380);  // the measured rates stay
   EXPECT_EQ(between.bytesPerUs, 89);
-  transportFromProbe(LinkClass::Tcp, false, within, &between);
+  // Half a core per rank (4 ranks on 2 cores): half the rate.
+  transportFromProbe(LinkClass::Tcp, t, 0.5, within, &between);
+  EXPECT_NEAR(within.transportBytesPerUs, 200, 1e-9);
+  // The fastest rounds not recorded: the medians'.
+  t.oneBest = t.largeBest = 0;
+  transportFromProbe(LinkClass::Tcp, t, 1, within, &between);
+  EXPECT_NEAR(within.transportBytesPerUs, 262136 / 950.0, 1e-9);
+  t.one = 0;  // one rank per node: nothing measured
+  transportFromProbe(LinkClass::Tcp, t, 1, within, &between);
   EXPECT_EQ(within.transportBytesPerUs, 0);
   EXPECT_EQ(between.transportBytesPerUs, 0);
+  t.one = 100;
   for (LinkClass other : {LinkClass::Shm, LinkClass::Ib, LinkClass::Ucx}) {
-    transportFromProbe(other, true, within, nullptr);
+    transportFromProbe(other, t, 1, within, nullptr);
     EXPECT_EQ(within.transportBytesPerUs, 0) << toString(other);
   }
 }

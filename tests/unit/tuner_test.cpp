@@ -34,9 +34,10 @@ std::string errorOf(std::string_view text) {
 TEST(TuneFile, LineRoundTrips) {
   Tuning t = defaultTuning(LinkClass::Tcp);
   t.ranks = 3;
-  t.model = {12.5, 900, 8000, 15000, 2.25, 450};
+  t.model = {12.5, 900, 8000, 15000, 2.25, 450, 1800};
   t.reduceBytesPerUs[static_cast<int>(DataType::Bfloat16)] = 2100;
   EXPECT_NE(t.toLine().find(" transport_bytes_per_us=450"), std::string::npos);
+  EXPECT_NE(t.toLine().find(" nic_bytes_per_us=1800"), std::string::npos);
   auto parsed = parseTuneFile("# comment\n\n" + t.toLine() + "  # trailing\n", "t");
   ASSERT_EQ(parsed.size(), 1u);
   parsed[0].source = t.source;
@@ -46,6 +47,9 @@ TEST(TuneFile, LineRoundTrips) {
   // Absent (every file written before it existed): no transport cost.
   EXPECT_EQ(parseTuneFile("tcp latency_us=3\n")[0].model.transportBytesPerUs, 0);
   EXPECT_EQ(defaultTuning(LinkClass::Tcp).toLine().find("transport"), std::string::npos);
+  // Nor a shared NIC.
+  EXPECT_EQ(parseTuneFile("tcp latency_us=3\n")[0].model.nicBytesPerUs, 0);
+  EXPECT_EQ(defaultTuning(LinkClass::Tcp).toLine().find("nic_"), std::string::npos);
 }
 
 TEST(TuneFile, BadInputNamesTheLine) {

@@ -474,7 +474,8 @@ bool Engine::advancePeerRead(OpState& op, int index) {
 // next ones of its chain, as long as each has exactly `index`'s progress (`from`: it has
 // caught up with the step before it and no further) and its source is at hand: a local
 // range, or a peer's range this rank has taken the Expose record of and mapped (such a
-// step heads its queue, so the engine would run it next anyway).
+// step heads its queue, so the engine would run it next anyway). `index`'s own pass has
+// not moved its elements yet, so a member's advancePeerRead here moves none either.
 int Engine::gatherFoldChain(OpState& op, int index, size_t from) {
   if (op.foldsIntoPrevious.empty()) op.foldsIntoPrevious = rules::foldsIntoPrevious(*op.schedule);
   const size_t es = op.elementSize;
@@ -487,6 +488,12 @@ int Engine::gatherFoldChain(OpState& op, int index, size_t from) {
     if (next.kind == StepKind::Reduce) {
       foldSources_.push_back(resolve(op, next.src) + from * es);
     } else {
+      // A step that heads its queue but has not run yet takes its peer's record now (it
+      // moves no data: it has caught up), so a chain folds from its first slice on.
+      const std::deque<StepRef>& queue = recvQueue_[static_cast<size_t>(next.peer)];
+      if (!q.recordTaken && !queue.empty() && queue.front().op == &op &&
+          queue.front().step == static_cast<int>(i))
+        advancePeerRead(op, static_cast<int>(i));
       if (!q.recordTaken || !q.peerData || q.readElements > 0) break;
       foldSources_.push_back(q.peerData + from * es);
     }

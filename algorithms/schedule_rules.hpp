@@ -91,9 +91,8 @@ inline std::vector<bool> foldsIntoPrevious(const Schedule& schedule) {
     const Step& step = steps[i];
     const Step& previous = steps[i - 1];
     const bool inChain = previous.kind == StepKind::PeerReduce || folds[i - 1];
-    const bool foldsOneMore =
-        (step.kind == StepKind::PeerReduce && same(step.src, step.dst)) ||
-        (step.kind == StepKind::Reduce && step.src.buffer != step.dst.buffer);
+    const bool foldsOneMore = (step.kind == StepKind::PeerReduce && same(step.src, step.dst)) ||
+                              (step.kind == StepKind::Reduce && step.src.buffer != step.dst.buffer);
     folds[i] = inChain && foldsOneMore && step.after == static_cast<int>(i) - 1 &&
                !previous.finalize && waiters[i - 1] == 1 && step.dst.count > 0 &&
                same(step.dst, previous.dst);

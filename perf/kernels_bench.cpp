@@ -165,8 +165,8 @@ void registerAll() {
   };
   sizes(benchmark::RegisterBenchmark("memcpy", memcpyBench));
   for (bool onePass : {false, true})
-    benchmark::RegisterBenchmark(onePass ? "fold/Float32/sum/one_pass" : "fold/Float32/sum/pairwise",
-                                 foldBench, onePass)
+    benchmark::RegisterBenchmark(
+        onePass ? "fold/Float32/sum/one_pass" : "fold/Float32/sum/pairwise", foldBench, onePass)
         ->Args({1 << 20, 4})
         ->Args({16 << 20, 4})
         ->Args({4 << 20, 8});

@@ -159,7 +159,7 @@ class Engine {
   };
   // Kept between calls, so that peers map each buffer once (ShmPeerMemory's mappings).
   std::vector<SharedScratch> sharedScratchPool_;
-  std::vector<std::byte> bounce_;  // a slice read from a peer that cannot be mapped
+  std::vector<std::byte> bounce_;         // a slice read from a peer that cannot be mapped
   std::vector<const void*> foldSources_;  // one multi-source fold's sources (rule 6)
   // Progress since lastProgress_ was last set: the time is taken at the next clock read
   // (the next idle poll), so a poll that moves reads no clock. lastProgress_ can only come

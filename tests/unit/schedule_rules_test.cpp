@@ -1,8 +1,8 @@
 // The shared Schedule rules (algorithms/schedule_rules.hpp) on hand-built schedules, with
 // the answers worked out by hand. The engine, the replay and the symbolic checker are
 // tested through them elsewhere (multiproc collectives, sim, schedule proofs).
-#include "algorithms/algorithms.hpp"
 #include "algorithms/schedule_rules.hpp"
+#include "algorithms/algorithms.hpp"
 #include "algorithms/steps.hpp"
 
 #include <gtest/gtest.h>
@@ -79,25 +79,24 @@ TEST(ScheduleRules, QueuesArePerPeerAndDirectionAndEmptyStepsCarryNoMessage) {
   EXPECT_EQ(first.message, 0);
 }
 
-
 // Rule 6 by hand: a PeerReduce, then steps folding one more source each into the same
 // range, each `after` the one before; anything else ends the chain.
 TEST(ScheduleRules, FoldChainsAreConsecutiveFoldsIntoOneRangeNobodyElseWaitsOn) {
   Schedule s;
   const int head = peerReduce(s, 1, in(0, 8), out(0, 8), false);   // 0: out = in OP peer 1
-  peerReduce(s, 2, out(0, 8), out(0, 8), false, head);              // 1: folds
-  reduce(s, scratch(0, 8), out(0, 8), false, 1);                    // 2: folds (local source)
-  peerReduce(s, 3, out(0, 8), out(0, 8), true, 2);                  // 3: folds, finalizes
-  peerReduce(s, 1, out(0, 8), out(0, 8), false, 3);                 // 4: after a finalize
+  peerReduce(s, 2, out(0, 8), out(0, 8), false, head);             // 1: folds
+  reduce(s, scratch(0, 8), out(0, 8), false, 1);                   // 2: folds (local source)
+  peerReduce(s, 3, out(0, 8), out(0, 8), true, 2);                 // 3: folds, finalizes
+  peerReduce(s, 1, out(0, 8), out(0, 8), false, 3);                // 4: after a finalize
   const int other = peerReduce(s, 2, in(0, 8), out(8, 8), false);  // 5: a new head
-  peerReduce(s, 3, out(0, 8), out(8, 8), false, other);             // 6: src is not dst
+  peerReduce(s, 3, out(0, 8), out(8, 8), false, other);            // 6: src is not dst
   const int h2 = peerReduce(s, 1, in(0, 4), out(0, 4), false);     // 7: head
-  peerReduce(s, 2, out(0, 4), out(0, 4), false, h2);                // 8: folds
-  send(s, 3, out(0, 4), h2);                                        // 9: also waits on 7
+  peerReduce(s, 2, out(0, 4), out(0, 4), false, h2);               // 8: 7 has 2 waiters
+  send(s, 3, out(0, 4), h2);                                       // 9: also waits on 7
   const int h3 = peerReduce(s, 1, in(0, 4), out(0, 4), false);     // 10: head
-  reduce(s, out(0, 4), out(0, 4), false, h3);                       // 11: source is dst
+  reduce(s, out(0, 4), out(0, 4), false, h3);                      // 11: source is dst
   const int h4 = peerReduce(s, 1, in(0, 4), out(0, 4), false);     // 12: head
-  peerReduce(s, 2, out(0, 4), out(0, 4), false, h4 - 1);            // 13: not after 12
+  peerReduce(s, 2, out(0, 4), out(0, 4), false, h4 - 1);           // 13: not after 12
   const std::vector<bool> want = {false, true,  true,  true,  false, false, false,
                                   false, false, false, false, false, false, false};
   EXPECT_EQ(rules::foldsIntoPrevious(s), want);

@@ -21,6 +21,15 @@
 // 5. The wire. A message's bytes are padded to a multiple of kStreamAlign in its queue's
 //    stream (every message starts aligned), and the first message of a call on each queue
 //    carries the call's fingerprint (kCallHeaderBytes, the engine's WireHeader) ahead of it.
+// 6. Fold chains (an executor's freedom, not a constraint). A PeerReduce followed by
+//    steps that each fold one more source into the same range (foldsIntoPrevious) may run
+//    as one multi-source pass (kernels::reduceMany) over the elements every step of the
+//    chain may handle: per element it applies the same ops in the same order as the steps
+//    one after the other (rule 2 lets each handle an element right after the one before),
+//    and no other step observes the range between two of them (nothing else is `after` a
+//    step inside the chain, and only the last finalizes). So results are bit-identical, and
+//    the checker, replay and simulator, which run the steps one by one, describe the same
+//    execution.
 #pragma once
 
 #include "algorithms/schedule.hpp"
@@ -62,6 +71,33 @@ inline size_t allowedElements(const Schedule& schedule, int index, size_t afterE
 // Rule 3: whether an empty step may complete, given whether its `after` is complete.
 inline bool emptyStepMayComplete(const Step& step, bool afterComplete) {
   return step.after < 0 || afterComplete;
+}
+
+// Rule 6: for each step, whether it folds into the pass of the step before it (so the
+// chain's head is a PeerReduce whose next step returns true). A member reads its range's
+// current value (src == dst, the head's dst) and one source that is not that range: the
+// peer's exposed range (PeerReduce), or a local range in another buffer (Reduce: dst =
+// dst OP src, the same order). Computed once per schedule; O(steps).
+inline std::vector<bool> foldsIntoPrevious(const Schedule& schedule) {
+  const std::vector<Step>& steps = schedule.steps;
+  std::vector<int> waiters(steps.size(), 0);  // how many steps are `after` each step
+  for (const Step& step : steps)
+    if (step.after >= 0) ++waiters[static_cast<size_t>(step.after)];
+  auto same = [](const Range& a, const Range& b) {
+    return a.buffer == b.buffer && a.offset == b.offset && a.count == b.count;
+  };
+  std::vector<bool> folds(steps.size(), false);
+  for (size_t i = 1; i < steps.size(); ++i) {
+    const Step& step = steps[i];
+    const Step& previous = steps[i - 1];
+    const bool inChain = previous.kind == StepKind::PeerReduce || folds[i - 1];
+    const bool foldsOneMore = (step.kind == StepKind::PeerReduce && same(step.src, step.dst)) ||
+                              (step.kind == StepKind::Reduce && step.src.buffer != step.dst.buffer);
+    folds[i] = inChain && foldsOneMore && step.after == static_cast<int>(i) - 1 &&
+               !previous.finalize && waiters[i - 1] == 1 && step.dst.count > 0 &&
+               same(step.dst, previous.dst);
+  }
+  return folds;
 }
 
 // Rule 5: the bytes a message of `dataBytes` puts on its stream; `firstOfCall`: it is the

@@ -12,11 +12,13 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -98,6 +100,40 @@ void reduceBench(benchmark::State& state, DataType type, RedOp op, const char* i
   state.SetLabel(table ? table->name : k::isaName());
 }
 
+// k sources of `bytes` each folded into a destination (float sum), as the engine's fold
+// chain does: `onePass` through reduceMany (each source read once, the destination written
+// once), else as the engine did before it, k-1 pairwise reduces over each 256 KiB slice
+// (kPipelineSliceBytes) in turn. Counts k + 1 buffers of traffic.
+void foldBench(benchmark::State& state, bool onePass) {
+  const size_t bytes = size_t(state.range(0)), k = size_t(state.range(1));
+  const size_t count = bytes / sizeof(float), slice = (256 << 10) / sizeof(float);
+  std::vector<Bytes> sources;
+  std::vector<const void*> ptrs;
+  for (size_t j = 0; j < k; ++j) {
+    sources.push_back(allocate(bytes));
+    fill(DataType::Float32, sources.back().get(), count, float(j));
+    ptrs.push_back(sources.back().get());
+  }
+  Bytes d = allocate(bytes);
+  std::memset(d.get(), 0, bytes);
+  float* dst = reinterpret_cast<float*>(d.get());
+  for (auto _ : state) {
+    if (onePass) {
+      k::reduceMany(DataType::Float32, RedOp::Sum, dst, ptrs, count);
+    } else {
+      for (size_t i = 0; i < count; i += slice) {
+        const size_t n = std::min(slice, count - i);
+        auto at = [&](size_t j) { return static_cast<const float*>(ptrs[j]) + i; };
+        k::reduce(DataType::Float32, RedOp::Sum, dst + i, at(0), at(1), n);
+        for (size_t j = 2; j < k; ++j)
+          k::reduce(DataType::Float32, RedOp::Sum, dst + i, dst + i, at(j), n);
+      }
+    }
+    benchmark::ClobberMemory();
+  }
+  setCounters(state, bytes, int(k) + 1);
+}
+
 void memcpyBench(benchmark::State& state) {
   const size_t bytes = size_t(state.range(0));
   Bytes a = allocate(bytes), d = allocate(bytes);
@@ -128,6 +164,12 @@ void registerAll() {
     b->Arg(64 << 10)->Arg(1 << 20)->Arg(16 << 20);
   };
   sizes(benchmark::RegisterBenchmark("memcpy", memcpyBench));
+  for (bool onePass : {false, true})
+    benchmark::RegisterBenchmark(
+        onePass ? "fold/Float32/sum/one_pass" : "fold/Float32/sum/pairwise", foldBench, onePass)
+        ->Args({1 << 20, 4})
+        ->Args({16 << 20, 4})
+        ->Args({4 << 20, 8});
   benchmark::RegisterBenchmark("copy_streaming", copyStreamingBench)->Arg(16 << 20)->Arg(64 << 20);
   benchmark::RegisterBenchmark("memcpy", memcpyBench)->Arg(64 << 20);
   struct Case {

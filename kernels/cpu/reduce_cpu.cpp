@@ -82,6 +82,24 @@ void reduce(DataType type, RedOp op, void* dst, const void* a, const void* b, si
   activeKernels().reduce[t][o](dst, a, b, count);
 }
 
+void reduceMany(DataType type, RedOp op, void* dst, std::span<const void* const> srcs,
+                size_t count) {
+  const int t = typeIndex("reduceMany", type);
+  int o = static_cast<int>(op);
+  if (o == static_cast<int>(RedOp::Avg)) o = static_cast<int>(RedOp::Sum);
+  if (o < 0 || o >= kNumReduceOps) invalid("reduceMany", "invalid op " + std::to_string(o));
+  if (srcs.empty() || srcs.size() > size_t{1} << 20)
+    invalid("reduceMany", "invalid source count " + std::to_string(srcs.size()));
+  if (count == 0) return;
+  if (!dst) invalid("reduceMany", "null buffer");
+  for (size_t j = 0; j < srcs.size(); ++j) {
+    if (!srcs[j]) invalid("reduceMany", "null buffer");
+    if (j >= (srcs.size() == 2 ? 2u : 1u) && srcs[j] == dst)
+      invalid("reduceMany", "source " + std::to_string(j) + " is the destination");
+  }
+  activeKernels().reduceMany[t][o](dst, srcs.data(), static_cast<int>(srcs.size()), count);
+}
+
 void divide(DataType type, void* dst, const void* src, size_t count, int divisor) {
   const int t = typeIndex("divide", type);
   if (divisor == 0 || (divisor < 0 && isUnsigned(type))) {

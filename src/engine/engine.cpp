@@ -312,6 +312,10 @@ bool Engine::advanceLocal(OpState& op, int index) {
     completeStep(op, index);
     return true;
   }
+  if (p.elements == step.dst.count) {  // folded by a chain's pass (rule 6)
+    completeStep(op, index);
+    return true;
+  }
   if (ready <= p.elements) return false;
   const size_t from = p.elements, n = ready - from, es = op.elementSize;
   const std::byte* src = resolve(op, step.src) + from * es;
@@ -410,7 +414,7 @@ bool Engine::advancePeerRead(OpState& op, int index) {
   } else {
     std::memcpy(&record, p.record.data(), sizeof record);
   }
-  if (count == 0) {
+  if (count == 0 || p.elements == count) {  // empty, or folded by a chain's pass (rule 6)
     completeStep(op, index);
     return true;
   }
@@ -438,8 +442,11 @@ bool Engine::advancePeerRead(OpState& op, int index) {
     }
     p.readElements = 0;
   }
+  int last = index;  // the last step this pass handles: a fold chain's (rule 6)
   if (step.kind == StepKind::PeerReduce) {
-    kernels::reduce(op.type, op.op, dst, resolve(op, step.src) + from * es, remote, n);
+    foldSources_.assign({resolve(op, step.src) + from * es, remote});
+    if (p.peerData) last = gatherFoldChain(op, index, from);
+    kernels::reduceMany(op.type, op.op, dst, foldSources_, n);
   } else if (remote != dst) {
     // Into the user's result (read by no later step of this rank): streaming stores skip
     // reading each destination line first. Scratch stays cached for the step that folds it,
@@ -450,12 +457,49 @@ bool Engine::advancePeerRead(OpState& op, int index) {
     else
       std::memcpy(dst, remote, n * es);
   }
-  if (step.finalize && op.op == RedOp::Avg && config_.nranks > 1)
+  if (op.schedule->steps[last].finalize && op.op == RedOp::Avg && config_.nranks > 1)
     kernels::divide(op.type, dst, dst, n, config_.nranks);
+  // The chain's other steps complete on their own next pass (their queues pop them).
+  for (int i = index + 1; i <= last; ++i) {
+    op.progress[i].elements = limit;
+    op.progress[i].bytes = limit * es;
+  }
   p.elements = limit;
   p.bytes = limit * es;
   if (limit == count) completeStep(op, index);
   return true;
+}
+
+// Rule 6 (schedule_rules.hpp): the steps that fold into PeerReduce `index`'s pass are the
+// next ones of its chain, as long as each has exactly `index`'s progress (`from`: it has
+// caught up with the step before it and no further) and its source is at hand: a local
+// range, or a peer's range this rank has taken the Expose record of and mapped (such a
+// step heads its queue, so the engine would run it next anyway). `index`'s own pass has
+// not moved its elements yet, so a member's advancePeerRead here moves none either.
+int Engine::gatherFoldChain(OpState& op, int index, size_t from) {
+  if (op.foldsIntoPrevious.empty()) op.foldsIntoPrevious = rules::foldsIntoPrevious(*op.schedule);
+  const size_t es = op.elementSize;
+  int last = index;
+  for (size_t i = static_cast<size_t>(index) + 1; i < op.foldsIntoPrevious.size(); ++i) {
+    if (!op.foldsIntoPrevious[i]) break;
+    const Step& next = op.schedule->steps[i];
+    const StepProgress& q = op.progress[i];
+    if (q.complete || q.elements != from) break;
+    if (next.kind == StepKind::Reduce) {
+      foldSources_.push_back(resolve(op, next.src) + from * es);
+    } else {
+      // A step that heads its queue but has not run yet takes its peer's record now (it
+      // moves no data: it has caught up), so a chain folds from its first slice on.
+      const std::deque<StepRef>& queue = recvQueue_[static_cast<size_t>(next.peer)];
+      if (!q.recordTaken && !queue.empty() && queue.front().op == &op &&
+          queue.front().step == static_cast<int>(i))
+        advancePeerRead(op, static_cast<int>(i));
+      if (!q.recordTaken || !q.peerData || q.readElements > 0) break;
+      foldSources_.push_back(q.peerData + from * es);
+    }
+    last = static_cast<int>(i);
+  }
+  return last;
 }
 
 void Engine::completeStep(OpState& op, int index) {

@@ -105,6 +105,9 @@ class Engine {
   bool recvRendezvous(detail::OpState& op, int index, Channel& channel, bool& moved);
   bool advanceExpose(detail::OpState& op, int index);
   bool advancePeerRead(detail::OpState& op, int index);  // PeerRead and PeerReduce
+  // Schedule rule 6: the steps after PeerReduce `index` that fold into the same pass over
+  // elements [from, ...): their sources go to foldSources_; returns the chain's last step.
+  int gatherFoldChain(detail::OpState& op, int index, size_t from);
   PeerMemory& peerMemory();
   bool sendHeader(detail::OpState& op, detail::StepProgress& p, Channel& channel, bool& moved);
   bool receiveHeader(detail::OpState& op, detail::StepProgress& p, Channel& channel, int peer,
@@ -156,7 +159,8 @@ class Engine {
   };
   // Kept between calls, so that peers map each buffer once (ShmPeerMemory's mappings).
   std::vector<SharedScratch> sharedScratchPool_;
-  std::vector<std::byte> bounce_;  // a slice read from a peer that cannot be mapped
+  std::vector<std::byte> bounce_;         // a slice read from a peer that cannot be mapped
+  std::vector<const void*> foldSources_;  // one multi-source fold's sources (rule 6)
   // Progress since lastProgress_ was last set: the time is taken at the next clock read
   // (the next idle poll), so a poll that moves reads no clock. lastProgress_ can only come
   // out later than the progress: the stall deadline never comes early.

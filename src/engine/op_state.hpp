@@ -73,6 +73,9 @@ struct OpState {
   std::optional<LocalRegion> scratchRegion;
 
   std::vector<StepProgress> progress;
+  // rules::foldsIntoPrevious of the schedule, taken at the op's first PeerReduce pass
+  // (empty until then): which steps the engine folds in one multi-source pass.
+  std::vector<bool> foldsIntoPrevious;
   size_t stepsLeft = 0;
   bool done = false;
   Result error = Result::Success;

@@ -181,11 +181,22 @@ const Algorithm* Tuner::chooseOneSided(Collective collective, size_t count, Data
 
 const Algorithm* Tuner::chooseStaged(Collective collective, size_t count, DataType type,
                                      const std::function<bool(const Algorithm&)>& allowed) const {
-  // All-reduce only, from where it measured faster than the copy path (perf/README.md,
-  // staged: float sum, 1-64 MiB, alternating runs): np 3, 4 and 8 1.1-3x from 1-2 MiB;
-  // np 2 (a core per rank, where the copy path pipelines well) 0.7-0.95x up to 16 MiB,
-  // 1.2-1.3x at 64 MiB.
-  const size_t fromBytes = nranks_ == 2 ? size_t{64} << 20 : size_t{2} << 20;
+  // All-reduce only, from where it measured faster than the copy path's own pick
+  // (perf/README.md, staged; float sum, busbw GB/s, `chrt -f 1 perf/tuner_accuracy.sh -p NP
+  // -b 16K -K 5`, load average 8-13 from other sessions, staged against the pick):
+  //   np 2: 0.7-0.95x up to 16 MiB (each rank has its own core and the copy path pipelines
+  //         well; 2 MiB a tie, 5.4 vs 5.3), 1.2-1.3x at 64 MiB: from 64 MiB.
+  //   np 3: 16 KiB 0.78x, 64 KiB 0.75x, 256 KiB 1.07x (3.30 vs 3.08), 1 MiB 1.08x, 1.1x
+  //         and more from 1 MiB in the README's runs: from 256 KiB.
+  //   np 4: 32 KiB 0.85x (1.26 vs 1.48), 1.02x and 0.86x on an idle machine; 64 KiB 1.13x,
+  //         128 KiB 1.39x, 256 KiB 1.14x, 512 KiB 1.73x (1.2-1.4x at 64-256 KiB in a run
+  //         without chrt, and at 256 KiB on the idle machine): from 64 KiB.
+  //   np 8: 16 KiB 0.57x, 64 KiB 1.32x (0.656 vs 0.498; 1.16x the best copy algorithm),
+  //         256 KiB 1.86x, 1 MiB 1.08x (1.5-3x at 1-2 MiB in the README's runs): from
+  //         64 KiB, and so for np > 4 in general.
+  const size_t fromBytes = nranks_ == 2   ? size_t{64} << 20
+                           : nranks_ == 3 ? size_t{256} << 10
+                                          : size_t{64} << 10;
   if (collective != Collective::AllReduce || nranks_ < 2 || inter_ ||
       count * sizeOf(type) < fromBytes)
     return nullptr;

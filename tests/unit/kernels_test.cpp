@@ -286,6 +286,11 @@ class KernelsTest : public ::testing::TestWithParam<std::tuple<const char*, Type
     const int o = op == RedOp::Avg ? 0 : int(op);
     table_->reduce[int(tc_.type)][o](d, a, b, n);
   }
+  void runReduceMany(RedOp op, void* d, const std::vector<const void*>& srcs, size_t n) {
+    if (!table_) return reduceMany(tc_.type, op, d, srcs, n);
+    const int o = op == RedOp::Avg ? 0 : int(op);
+    table_->reduceMany[int(tc_.type)][o](d, srcs.data(), int(srcs.size()), n);
+  }
   void runDivide(void* d, const void* s, size_t n, int divisor) {
     if (!table_) return divide(tc_.type, d, s, n, divisor);
     table_->divide[int(tc_.type)](d, s, n, divisor);
@@ -330,6 +335,57 @@ TEST_P(KernelsTest, ReduceMatchesReference) {
       }
     }
   }
+}
+
+// reduceMany of k = 1..9 sources against the reference folded left to right, one source
+// after the other (the kernel must round as k-1 pairwise reduces would): odd counts, a
+// count past the kernel's block for every element size, sources at different offsets from
+// a vector boundary, and dst apart from or the same as the first source.
+TEST_P(KernelsTest, ReduceManyMatchesLeftFoldOfReference) {
+  std::mt19937_64 rng(11);
+  const size_t pastBlock = kReduceManyBlockBytes / tc_.size + 5;
+  for (RedOp op : {RedOp::Sum, RedOp::Prod, RedOp::Max, RedOp::Min, RedOp::Avg}) {
+    for (int k = 1; k <= 9; ++k) {
+      for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{33}, size_t{1027}, pastBlock}) {
+        if (n == pastBlock && k % 4 != 1) continue;  // k = 1, 5, 9 past the block: seconds
+        for (bool dstIsFirst : {false, true}) {
+          std::vector<Buffer> src;
+          std::vector<std::vector<uint64_t>> v;
+          v.assign(size_t(k), std::vector<uint64_t>(n));
+          std::vector<const void*> ptrs;
+          for (int j = 0; j < k; ++j) {
+            src.emplace_back(n, tc_.size, size_t(j) % 3);
+            for (size_t i = 0; i < n; ++i) src.back().set(i, v[size_t(j)][i] = tc_.gen(rng));
+          }
+          for (Buffer& b : src) ptrs.push_back(b.data());
+          Buffer d(n, tc_.size, 1);
+          Buffer& dst = dstIsFirst ? src[0] : d;
+          runReduceMany(op, dst.data(), ptrs, n);
+          ASSERT_TRUE(dst.guardsIntact()) << toString(op) << " k=" << k << " n=" << n;
+          for (size_t i = 0; i < n; ++i) {
+            uint64_t want = v[0][i];
+            for (int j = 1; j < k; ++j) want = tc_.ref(op, want, v[size_t(j)][i]);
+            const uint64_t got = dst.get(i);
+            ASSERT_TRUE(same(op, got, want))
+                << tc_.name << " " << toString(op) << " k=" << k << " n=" << n
+                << " dstIsFirst=" << dstIsFirst << " i=" << i << std::hex << ": got 0x" << got
+                << " want 0x" << want;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Kernels, ReduceManyRejectsBadArguments) {
+  float a[4] = {1, 2, 3, 4}, b[4] = {1, 1, 1, 1}, c[4] = {2, 2, 2, 2};
+  const std::vector<const void*> none, laterIsDst = {a, b, c};
+  EXPECT_THROW(reduceMany(DataType::Float32, RedOp::Sum, a, none, 4), Error);
+  EXPECT_THROW(reduceMany(DataType::Float32, RedOp::Sum, c, laterIsDst, 4), Error);
+  EXPECT_THROW(reduceMany(DataType::Float32, RedOp(99), a, laterIsDst, 4), Error);
+  reduceMany(DataType::Float32, RedOp::Sum, a, laterIsDst, 4);  // dst is the first: fine
+  EXPECT_EQ(a[0], 4.0f);
+  EXPECT_EQ(a[3], 7.0f);
 }
 
 TEST_P(KernelsTest, DivideMatchesReference) {

@@ -2,9 +2,13 @@
 // the answers worked out by hand. The engine, the replay and the symbolic checker are
 // tested through them elsewhere (multiproc collectives, sim, schedule proofs).
 #include "algorithms/schedule_rules.hpp"
+#include "algorithms/algorithms.hpp"
 #include "algorithms/steps.hpp"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
 
 namespace chorus {
 namespace {
@@ -73,6 +77,49 @@ TEST(ScheduleRules, QueuesArePerPeerAndDirectionAndEmptyStepsCarryNoMessage) {
   const auto first = order.link(s.steps[5], 0);
   EXPECT_EQ(first.previous, -1);
   EXPECT_EQ(first.message, 0);
+}
+
+// Rule 6 by hand: a PeerReduce, then steps folding one more source each into the same
+// range, each `after` the one before; anything else ends the chain.
+TEST(ScheduleRules, FoldChainsAreConsecutiveFoldsIntoOneRangeNobodyElseWaitsOn) {
+  Schedule s;
+  const int head = peerReduce(s, 1, in(0, 8), out(0, 8), false);   // 0: out = in OP peer 1
+  peerReduce(s, 2, out(0, 8), out(0, 8), false, head);             // 1: folds
+  reduce(s, scratch(0, 8), out(0, 8), false, 1);                   // 2: folds (local source)
+  peerReduce(s, 3, out(0, 8), out(0, 8), true, 2);                 // 3: folds, finalizes
+  peerReduce(s, 1, out(0, 8), out(0, 8), false, 3);                // 4: after a finalize
+  const int other = peerReduce(s, 2, in(0, 8), out(8, 8), false);  // 5: a new head
+  peerReduce(s, 3, out(0, 8), out(8, 8), false, other);            // 6: src is not dst
+  const int h2 = peerReduce(s, 1, in(0, 4), out(0, 4), false);     // 7: head
+  peerReduce(s, 2, out(0, 4), out(0, 4), false, h2);               // 8: 7 has 2 waiters
+  send(s, 3, out(0, 4), h2);                                       // 9: also waits on 7
+  const int h3 = peerReduce(s, 1, in(0, 4), out(0, 4), false);     // 10: head
+  reduce(s, out(0, 4), out(0, 4), false, h3);                      // 11: source is dst
+  const int h4 = peerReduce(s, 1, in(0, 4), out(0, 4), false);     // 12: head
+  peerReduce(s, 2, out(0, 4), out(0, 4), false, h4 - 1);           // 13: not after 12
+  const std::vector<bool> want = {false, true,  true,  true,  false, false, false,
+                                  false, false, false, false, false, false, false};
+  EXPECT_EQ(rules::foldsIntoPrevious(s), want);
+}
+
+// The one-sided all-reduces fold every peer's part in one chain (np 4: three sources after
+// the head's two), which the engine runs as one pass.
+TEST(ScheduleRules, OneSidedAllReducesFoldEveryPeerInOneChain) {
+  auto longestChain = [](const Schedule& s) {
+    const std::vector<bool> folds = rules::foldsIntoPrevious(s);
+    int longest = 0, length = 0;
+    for (bool f : folds) longest = std::max(longest, length = f ? length + 1 : 0);
+    return longest;
+  };
+  for (int rank = 0; rank < 4; ++rank) {
+    CollectiveArgs args;
+    args.rank = rank;
+    args.nranks = 4;
+    args.count = 1000;
+    EXPECT_EQ(longestChain(peerTwoshotAllReduce(args)), 2) << rank;
+    EXPECT_EQ(longestChain(peerOneshotAllReduce(args)), 2) << rank;
+    EXPECT_EQ(longestChain(peerStagedAllReduceChunked(args, 100)), 2) << rank;
+  }
 }
 
 }  // namespace

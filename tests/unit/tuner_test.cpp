@@ -265,18 +265,28 @@ TEST(Tuner, OneSidedOnlyWhereItWasMeasuredToPay) {
 }
 
 // The staged path (Tuner::chooseStaged) for buffers peers cannot read in place: all-reduce
-// only, from 2 MiB at np >= 3 and 64 MiB at np 2 (where it was measured to pay), never
-// what CHORUS_ALGO excluded; chooseOneSided never picks it for buffers read in place.
+// only, from 64 KiB at np >= 4, 256 KiB at np 3 and 64 MiB at np 2 (where it was measured
+// to pay), never what CHORUS_ALGO excluded; chooseOneSided never picks it for buffers read
+// in place.
 TEST(Tuner, StagedOnlyWhereItWasMeasuredToPay) {
   auto any = [](const Algorithm&) { return true; };
   auto name = [](const Algorithm* a) { return std::string(a ? a->name : "copy"); };
   const DataType f32 = DataType::Float32;
   const size_t mib = (size_t{1} << 20) / 4;  // floats
   Tuner four(4, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
-  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 2 * mib - 1, f32, any)), "copy");
-  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 2 * mib, f32, any)), "peer_staged");
-  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, mib, DataType::Float64, any)),
+  const size_t kib = 1024 / 4;  // floats
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 64 * kib - 1, f32, any)), "copy");
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 64 * kib, f32, any)), "peer_staged");
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 32 * kib, DataType::Float64, any)),
             "peer_staged");
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 16 * kib, DataType::Float64, any)),
+            "copy");
+  Tuner three(3, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
+  EXPECT_EQ(name(three.chooseStaged(Collective::AllReduce, 256 * kib - 1, f32, any)), "copy");
+  EXPECT_EQ(name(three.chooseStaged(Collective::AllReduce, 256 * kib, f32, any)), "peer_staged");
+  Tuner eight(8, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
+  EXPECT_EQ(name(eight.chooseStaged(Collective::AllReduce, 64 * kib - 1, f32, any)), "copy");
+  EXPECT_EQ(name(eight.chooseStaged(Collective::AllReduce, 64 * kib, f32, any)), "peer_staged");
   EXPECT_EQ(name(four.chooseStaged(Collective::AllGather, 64 * mib, f32, any)), "copy");
   auto notStaged = [](const Algorithm& a) { return !a.staged; };
   EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 64 * mib, f32, notStaged)), "copy");

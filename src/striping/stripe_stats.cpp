@@ -72,9 +72,11 @@ void logChannelReport(const ChannelStats& channel) {
   std::erase_if(report, [&](const auto& r) {
     return r.rank != channel.rank || r.peer != channel.peer || r.transport != channel.transport;
   });
-  std::string text = formatReport(report);
-  if (!text.empty()) text.pop_back();
-  logf(LogLevel::Info, "%s", text.c_str());
+  for (const PathReport& path : report) {  // one log line each, so each has the log's prefix
+    std::string line = formatReport({path});
+    line.pop_back();
+    logf(LogLevel::Info, "%s", line.c_str());
+  }
 }
 
 }  // namespace chorus::stripe

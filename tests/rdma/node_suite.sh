@@ -125,6 +125,31 @@ counters() {  # counters: "rxe0_sent rxe0_rcvd rxe1_sent rxe1_rcvd nic0_tx nic0_
   echo
 }
 
+# ib_report LOG...: the striping counters the ranks' ib channels logged as they closed
+# ("ib rank 1 -> 2 path 3 (rxe1:qp3): sent N B, received N B, direct N B, ..."), summed:
+# "rxe0_sent rxe1_sent rxe0_direct rxe1_direct channels_with_direct ..._on_both_rails".
+ib_report() {
+  cat "$@" | awk '/ ib rank [0-9]+ -> [0-9]+ path [0-9]+ \(rxe[0-9]+:qp[0-9]+\): sent / {
+    for (i = 1; i <= NF; i++) {
+      if ($i == "rank") r = $(i + 1)
+      if ($i == "->") p = $(i + 1)
+      if ($i == "sent") s = $(i + 1)
+      if ($i == "direct") d = $(i + 1)
+      if ($i ~ /^\(rxe[0-9]+:qp/) { rail = $i; sub(/^\(/, "", rail); sub(/:.*/, "", rail) }
+    }
+    sent[rail] += s; direct[rail] += d; chan[r " " p] = 1
+    if (d > 0) used[r " " p " " rail] = 1
+  } END {
+    with = 0; both = 0
+    for (c in chan) {
+      a = ((c " rxe0") in used); b = ((c " rxe1") in used)
+      if (a || b) with++
+      if (a && b) both++
+    }
+    printf "%d %d %d %d %d %d\n", sent["rxe0"], sent["rxe1"], direct["rxe0"], direct["rxe1"], with, both
+  }'
+}
+
 if wanted stripe; then
   barrier stripe || exit 1
   t=$(date +%s.%N)
@@ -156,31 +181,6 @@ if wanted stripe; then
   ok=0; [ "$rc0" = 0 ] && [ "$rc1" = 0 ] && [ "${share%% *}" = 1 ] && [ $sched = 1 ] && ok=1
   verdict stripe $ok "$(elapsed "$t")"
 fi
-
-# ib_report LOG...: the striping counters the ranks' ib channels logged as they closed
-# ("ib rank 1 -> 2 path 3 (rxe1:qp3): sent N B, received N B, direct N B, ..."), summed:
-# "rxe0_sent rxe1_sent rxe0_direct rxe1_direct channels_with_direct ..._on_both_rails".
-ib_report() {
-  cat "$@" | awk '/CHORUS INFO ib rank [0-9]+ -> [0-9]+ path [0-9]+ \(rxe/ {
-    for (i = 1; i <= NF; i++) {
-      if ($i == "rank") r = $(i + 1)
-      if ($i == "->") p = $(i + 1)
-      if ($i == "sent") s = $(i + 1)
-      if ($i == "direct") d = $(i + 1)
-      if ($i ~ /^\(rxe[0-9]+:qp/) { rail = $i; sub(/^\(/, "", rail); sub(/:.*/, "", rail) }
-    }
-    sent[rail] += s; direct[rail] += d; chan[r " " p] = 1
-    if (d > 0) used[r " " p " " rail] = 1
-  } END {
-    with = 0; both = 0
-    for (c in chan) {
-      a = ((c " rxe0") in used); b = ((c " rxe1") in used)
-      if (a || b) with++
-      if (a && b) both++
-    }
-    printf "%d %d %d %d %d %d\n", sent["rxe0"], sent["rxe1"], direct["rxe0"], direct["rxe1"], with, both
-  }'
-}
 
 if wanted rndv; then
   barrier rndv || exit 1

@@ -22,8 +22,7 @@ class StreamAssembly {
   // can: not empty, at most maxPiece, ending at or before `limit` (the receiver's
   // window), starting at or after the contiguous prefix and the path's previous piece,
   // overlapping no piece that arrived or is arriving. The path must have no open piece.
-  const char* reject(int path, uint64_t begin, uint64_t length,
-                     uint64_t limit = UINT64_MAX) const;
+  const char* reject(int path, uint64_t begin, uint64_t length, uint64_t limit = UINT64_MAX) const;
   // Opens a piece that reject() accepted; its bytes then come in order by arrived().
   void open(int path, uint64_t begin, uint64_t length);
   // `bytes` more of the path's open piece arrived (at most what is left of it).

@@ -78,7 +78,8 @@ void StripeReceiver::drainStage(int index) {
       ChunkHeader h;
       std::memcpy(&h, p.stage.get() + p.stageBegin, sizeof(h));
       p.stageBegin += sizeof(h);
-      const char* why = h.intact() ? assembly_.reject(index, h.offset, h.length) : "its check word does not match";
+      const char* why = h.intact() ? assembly_.reject(index, h.offset, h.length)
+                                   : "its check word does not match";
       if (why) {
         if (!badChunk_) badChunk_ = why;
         fail(p, EPROTO);

@@ -68,7 +68,7 @@ class StripeReceiver {
   uint64_t maxChunk_;
   std::unique_ptr<std::byte, Free> ring_;
   std::vector<Path> paths_;
-  StreamAssembly assembly_;  // which chunks arrived; the contiguous prefix
+  StreamAssembly assembly_;         // which chunks arrived; the contiguous prefix
   const char* badChunk_ = nullptr;  // why a chunk was refused, for the error
   uint64_t consumed_ = 0;
 };

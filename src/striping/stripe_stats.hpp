@@ -1,6 +1,7 @@
 // Counters of the striping layer, per channel and path: payload bytes each way, bytes
-// written one-sided (verbs rendezvous) and the sender's current weight. Channels register here; stripeReport() reads the live ones
-// from any thread (relaxed atomics: a report is a snapshot, not a barrier).
+// written one-sided (verbs rendezvous) and the sender's current weight. Channels register here;
+// stripeReport() reads the live ones from any thread (relaxed atomics: a report is a snapshot, not
+// a barrier).
 #pragma once
 
 #include <atomic>

@@ -24,7 +24,9 @@ enum Kind : uint64_t {
   kAnswer = 6
 };
 uint64_t wrId(Kind k, int q) { return (static_cast<uint64_t>(k) << 56) | static_cast<uint16_t>(q); }
-uint64_t wrId(Kind k, int q, size_t bytes) { return wrId(k, q) | static_cast<uint64_t>(bytes) << 16; }
+uint64_t wrId(Kind k, int q, size_t bytes) {
+  return wrId(k, q) | static_cast<uint64_t>(bytes) << 16;
+}
 uint64_t wrBytes(uint64_t id) { return (id >> 16) & ((uint64_t{1} << 40) - 1); }
 
 std::vector<std::string> qpNames(const std::vector<IbDevice*>& rails, int qps) {
@@ -363,7 +365,8 @@ int IbChannel::pickQp(size_t bytes, size_t rails) {
   for (size_t q = 0; q < links_.size(); ++q) {
     const Link& l = links_[q];
     scheduler_.onBacklog(static_cast<int>(q), l.inFlight, now);
-    if (l.outstanding < dataLimit_ && static_cast<size_t>(l.rail) < rails) usable |= uint64_t{1} << q;
+    if (l.outstanding < dataLimit_ && static_cast<size_t>(l.rail) < rails)
+      usable |= uint64_t{1} << q;
   }
   if (now - lastPublish_ >= stripe::PathScheduler::kRateWindow) publishWeights(now);
   return scheduler_.pick(bytes, usable);

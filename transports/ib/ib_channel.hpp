@@ -39,15 +39,15 @@
 // Not thread-safe: one engine thread drives a transport.
 #pragma once
 
+#include "striping/path_scheduler.hpp"
+#include "striping/stream_assembly.hpp"
+#include "striping/stripe_stats.hpp"
 #include "transports/ib/ib_config.hpp"
 #include "transports/ib/ib_device.hpp"
 #include "transports/ib/ib_qp.hpp"
 #include "transports/ib/ib_rendezvous.hpp"
 #include "transports/ib/reg_cache.hpp"
 #include "transports/transport.hpp"
-#include "striping/path_scheduler.hpp"
-#include "striping/stream_assembly.hpp"
-#include "striping/stripe_stats.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -87,7 +87,8 @@ class IbChannel final : public Channel, public DirectTransfer {
 
   // One-sided: an RDMA READ of `len` bytes at (remote, rkey) into (local, lkey), keys of
   // rail 0, on one of rail 0's QPs chosen by `ticket` (reads of one peer spread over
-  // them); false when that QP's queue is full for now. readDone(ticket) is true once its completion arrived (and forgets it).
+  // them); false when that QP's queue is full for now. readDone(ticket) is true once its
+  // completion arrived (and forgets it).
   bool postRead(void* local, uint32_t lkey, uint64_t remote, uint32_t rkey, uint32_t len,
                 uint32_t ticket);
   bool readDone(uint32_t ticket);
@@ -111,7 +112,7 @@ class IbChannel final : public Channel, public DirectTransfer {
     ibv_qp* qp = nullptr;
     int rail = 0;
     uint32_t psn = 0;
-    int outstanding = 0;   // send work requests not completed yet
+    int outstanding = 0;    // send work requests not completed yet
     uint64_t inFlight = 0;  // bytes of stream and rendezvous writes not completed yet
   };
 
@@ -161,12 +162,12 @@ class IbChannel final : public Channel, public DirectTransfer {
   // Rendezvous. control_: QP 0's receive slots (answers land there), then send slots.
   BufferPool::Buffer control_;
   uint64_t answersSent_ = 0;
-  std::deque<RendezvousAnswer> answers_;  // the peer's answers, oldest first
+  std::deque<RendezvousAnswer> answers_;       // the peer's answers, oldest first
   std::vector<RegCache::Handle> putSources_;   // sender: the source's registration per rail
   size_t putPosted_ = 0;                       // bytes of the transfer posted
   int putsInFlight_ = 0;                       // piece writes not completed
   std::vector<RegCache::Handle> landTargets_;  // receiver: the destination's, per rail
-  bool landing_ = false;                  // an accepted transfer is on its way
+  bool landing_ = false;                       // an accepted transfer is on its way
   uint64_t landExpected_ = 0, landedBytes_ = 0;
   std::string failure_;
 };

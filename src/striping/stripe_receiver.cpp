@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <iterator>
 
 namespace chorus::stripe {
 
@@ -15,7 +14,8 @@ StripeReceiver::StripeReceiver(int peer, int paths, size_t ringBytes, PathIo& io
       stats_(stats),
       ringSize_(ringBytes),
       maxChunk_(std::clamp<size_t>(maxChunk, 8, UINT32_MAX)),  // as StripeSender clamps
-      paths_(static_cast<size_t>(paths)) {
+      paths_(static_cast<size_t>(paths)),
+      assembly_(paths, maxChunk_) {
   if (ringBytes < 8 || ringBytes % 8 != 0)
     throwInvalid("striping: ring of " + std::to_string(ringBytes) + " bytes");
   size_t bytes = (ringSize_ + 4095) & ~size_t{4095};
@@ -25,25 +25,27 @@ StripeReceiver::StripeReceiver(int peer, int paths, size_t ringBytes, PathIo& io
 
 bool StripeReceiver::wantsRead(int path) const {
   const Path& p = paths_[path];
-  return p.error == 0 && !(p.inChunk && p.chunkPos >= window());
+  return p.error == 0 && !(assembly_.inPiece(path) && assembly_.position(path) >= window());
 }
 
 void StripeReceiver::pull(int index) {
   Path& p = paths_[index];
   while (p.error == 0) {
     drainStage(index);
-    if (p.stageBegin < p.stageEnd && p.inChunk) return;  // staged payload waits for room
+    const bool inChunk = assembly_.inPiece(index);
+    if (p.stageBegin < p.stageEnd && inChunk) return;  // staged payload waits for room
     // Payload straight into the ring; the stage catches what follows the chunk.
     iovec iov[3];
     int count = 0;
     size_t direct = 0;
     bool wholeChunk = true;
-    if (p.inChunk) {
-      uint64_t to = std::min(p.chunkEnd, window());
-      count = ringPieces(p.chunkPos, to, iov);
+    if (inChunk) {
+      const uint64_t pos = assembly_.position(index), end = assembly_.pieceEnd(index);
+      uint64_t to = std::min(end, window());
+      count = ringPieces(pos, to, iov);
       if (count == 0) return;  // no room in the ring
-      direct = to - p.chunkPos;
-      wholeChunk = to == p.chunkEnd;
+      direct = to - pos;
+      wholeChunk = to == end;
     }
     if (wholeChunk) iov[count++] = iovec{p.stage.get() + p.stageEnd, kStage - p.stageEnd};
     ssize_t n = io_.read(index, iov, count);
@@ -71,93 +73,51 @@ void StripeReceiver::drainStage(int index) {
   Path& p = paths_[index];
   while (p.stageBegin < p.stageEnd && p.error == 0) {
     size_t have = p.stageEnd - p.stageBegin;
-    if (!p.inChunk) {
+    if (!assembly_.inPiece(index)) {
       if (have < sizeof(ChunkHeader)) break;
       ChunkHeader h;
       std::memcpy(&h, p.stage.get() + p.stageBegin, sizeof(h));
       p.stageBegin += sizeof(h);
-      if (!h.intact() || !placeable(h, p)) {
+      const char* why = h.intact() ? assembly_.reject(index, h.offset, h.length)
+                                   : "its check word does not match";
+      if (why) {
+        if (!badChunk_) badChunk_ = why;
         fail(p, EPROTO);
         return;
       }
-      p.inChunk = true;
-      p.chunkStart = p.chunkPos = h.offset;
-      p.chunkEnd = p.pathEnd = h.offset + h.length;
+      assembly_.open(index, h.offset, h.length);
       continue;
     }
-    size_t room = p.chunkPos < window() ? window() - p.chunkPos : 0;
-    size_t take = std::min({have, p.chunkEnd - p.chunkPos, room});
+    const uint64_t pos = assembly_.position(index);
+    size_t room = pos < window() ? window() - pos : 0;
+    size_t take = std::min({have, assembly_.pieceEnd(index) - pos, room});
     if (take == 0) break;
-    place(p, p.stage.get() + p.stageBegin, take);
+    place(index, p.stage.get() + p.stageBegin, take);
     p.stageBegin += take;
     advance(index, take);
   }
   if (p.stageBegin == p.stageEnd) {
     p.stageBegin = p.stageEnd = 0;
-  } else if (!p.inChunk && p.stageBegin > 0) {  // a partial header: to the front
+  } else if (!assembly_.inPiece(index) && p.stageBegin > 0) {  // a partial header: to the front
     std::memmove(p.stage.get(), p.stage.get() + p.stageBegin, p.stageEnd - p.stageBegin);
     p.stageEnd -= p.stageBegin;
     p.stageBegin = 0;
   }
 }
 
-// The sender cuts the stream in order and gives each chunk to one path, so a chunk starts
-// after everything received in order, after its path's previous chunk, and overlaps no
-// chunk that another path has (partly) delivered.
-bool StripeReceiver::placeable(const ChunkHeader& h, const Path& p) const {
-  const uint64_t begin = h.offset, end = h.offset + h.length;  // intact(): no overflow
-  if (h.length > maxChunk_ || begin < contiguous_ || begin < p.pathEnd) return false;
-  auto next = done_.lower_bound(begin);  // done_: complete chunks beyond the prefix
-  if (next != done_.end() && next->first < end) return false;
-  if (next != done_.begin() && std::prev(next)->second > begin) return false;
-  for (const Path& other : paths_)
-    if (&other != &p && other.inChunk && other.chunkStart < end && begin < other.chunkEnd)
-      return false;
-  return true;
-}
-
-void StripeReceiver::place(Path& p, const std::byte* data, size_t bytes) {
+void StripeReceiver::place(int path, const std::byte* data, size_t bytes) {
   iovec iov[2];
-  int count = ringPieces(p.chunkPos, p.chunkPos + bytes, iov);
+  const uint64_t pos = assembly_.position(path);
+  int count = ringPieces(pos, pos + bytes, iov);
   for (int i = 0; i < count; ++i) {
     std::memcpy(iov[i].iov_base, data, iov[i].iov_len);
     data += iov[i].iov_len;
   }
 }
 
-void StripeReceiver::advance(int index, size_t bytes) {
-  Path& p = paths_[index];
-  stats_->paths[index].received.fetch_add(bytes, std::memory_order_relaxed);
-  p.chunkPos += bytes;
-  bool extends = p.chunkStart <= contiguous_;
-  if (p.chunkPos == p.chunkEnd) endChunk(p);
-  if (extends) {
-    // Other paths' chunks may follow on from this one.
-    contiguous_ = std::max(contiguous_, p.chunkPos);
-    advanceContiguous();
-  }
-}
-
-void StripeReceiver::endChunk(Path& p) {
-  p.inChunk = false;
-  if (p.chunkStart > contiguous_) done_.emplace(p.chunkStart, p.chunkEnd);
-}
-
-void StripeReceiver::advanceContiguous() {
-  for (bool moved = true; moved;) {
-    moved = false;
-    while (!done_.empty() && done_.begin()->first <= contiguous_) {
-      contiguous_ = std::max(contiguous_, done_.begin()->second);
-      done_.erase(done_.begin());
-      moved = true;
-    }
-    for (const Path& p : paths_) {
-      if (p.inChunk && p.chunkStart <= contiguous_ && p.chunkPos > contiguous_) {
-        contiguous_ = p.chunkPos;
-        moved = true;
-      }
-    }
-  }
+void StripeReceiver::advance(int path, size_t bytes) {
+  stats_->paths[path].received.fetch_add(bytes, std::memory_order_relaxed);
+  assembly_.arrived(path, bytes);
 }
 
 int StripeReceiver::ringPieces(uint64_t from, uint64_t to, iovec* iov) const {
@@ -173,14 +133,16 @@ int StripeReceiver::ringPieces(uint64_t from, uint64_t to, iovec* iov) const {
 
 std::span<const std::byte> StripeReceiver::peek() {
   for (int i = 0; i < static_cast<int>(paths_.size()); ++i) pull(i);
-  if (contiguous_ == consumed_) {
+  const uint64_t contiguous = assembly_.contiguous();
+  if (contiguous == consumed_) {
     // Nothing to hand out. A broken path loses data; a closed one only matters once
     // every path is closed (a peer that exits closes them in no particular order).
     int closed = 0;
     for (const Path& p : paths_) {
       if (p.error > 0) {
         throw PeerError(peer_, p.error == EPROTO
-                                   ? "rank " + std::to_string(peer_) + " sent a bad chunk header"
+                                   ? "rank " + std::to_string(peer_) +
+                                         " sent a bad chunk header (" + badChunk_ + ")"
                                    : "connection to rank " + std::to_string(peer_) +
                                          " reset: " + std::strerror(p.error));
       }
@@ -193,11 +155,11 @@ std::span<const std::byte> StripeReceiver::peek() {
   }
   uint64_t offset = consumed_ % ringSize_;
   return {ring_.get() + offset,
-          static_cast<size_t>(std::min(contiguous_ - consumed_, ringSize_ - offset))};
+          static_cast<size_t>(std::min(contiguous - consumed_, ringSize_ - offset))};
 }
 
 void StripeReceiver::consume(size_t bytes) {
-  if (bytes > contiguous_ - consumed_)
+  if (bytes > assembly_.contiguous() - consumed_)
     throwInvalid("striping: consume(" + std::to_string(bytes) + ") beyond the received data");
   consumed_ += bytes;
 }

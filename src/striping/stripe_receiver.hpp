@@ -6,18 +6,18 @@
 // in the ring (consumed + ring size): a slow path's missing chunk stops the others
 // (TCP flow control), never overflows memory. A header that fails its check, or places
 // its chunk where no chunk can be (before what has arrived, over another chunk, out of
-// order on its path, longer than the sender's chunks), breaks the path: peek() then
-// throws PeerError naming the peer. Not thread-safe.
+// order on its path, longer than the sender's chunks: StreamAssembly's checks), breaks
+// the path: peek() then throws PeerError naming the peer. Not thread-safe.
 #pragma once
 
 #include "striping/chunk_header.hpp"
 #include "striping/path_io.hpp"
+#include "striping/stream_assembly.hpp"
 #include "striping/stripe_stats.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -48,10 +48,7 @@ class StripeReceiver {
   struct Path {
     std::unique_ptr<std::byte[]> stage{new std::byte[kStage]};
     size_t stageBegin = 0, stageEnd = 0;  // bytes read ahead, not placed yet
-    bool inChunk = false;
-    uint64_t chunkStart = 0, chunkPos = 0, chunkEnd = 0;  // stream offsets
-    uint64_t pathEnd = 0;  // end of this path's last chunk: the next starts at or after it
-    int error = 0;                                        // errno once broken; -1: end of stream
+    int error = 0;                        // errno once broken; -1: end of stream
   };
   struct Free {
     void operator()(std::byte* p) const { std::free(p); }
@@ -59,11 +56,8 @@ class StripeReceiver {
 
   uint64_t window() const { return consumed_ + ringSize_; }
   void drainStage(int path);  // parses headers, copies staged payload into the ring
-  bool placeable(const ChunkHeader& h, const Path& p) const;
-  void place(Path& p, const std::byte* data, size_t bytes);  // at p.chunkPos
-  void advance(int path, size_t bytes);  // p received `bytes` of payload in place
-  void endChunk(Path& p);
-  void advanceContiguous();
+  void place(int path, const std::byte* data, size_t bytes);  // at the path's position
+  void advance(int path, size_t bytes);  // the path received `bytes` of payload in place
   int ringPieces(uint64_t from, uint64_t to, iovec* iov) const;  // at most 2
   void fail(Path& p, int error);
 
@@ -74,8 +68,8 @@ class StripeReceiver {
   uint64_t maxChunk_;
   std::unique_ptr<std::byte, Free> ring_;
   std::vector<Path> paths_;
-  std::map<uint64_t, uint64_t> done_;  // complete chunks beyond the contiguous prefix
-  uint64_t contiguous_ = 0;            // every byte before this has arrived
+  StreamAssembly assembly_;         // which chunks arrived; the contiguous prefix
+  const char* badChunk_ = nullptr;  // why a chunk was refused, for the error
   uint64_t consumed_ = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "striping/stripe_stats.hpp"
 
+#include "log.hpp"
+
 #include <cstdio>
 #include <mutex>
 
@@ -41,7 +43,8 @@ std::vector<PathReport> stripeReport() {
                      k.sent.load(std::memory_order_relaxed),
                      k.received.load(std::memory_order_relaxed),
                      k.rate.load(std::memory_order_relaxed),
-                     k.weightPpm.load(std::memory_order_relaxed) / 1e6});
+                     k.weightPpm.load(std::memory_order_relaxed) / 1e6,
+                     k.direct.load(std::memory_order_relaxed)});
     }
   }
   return out;
@@ -52,13 +55,28 @@ std::string formatReport(const std::vector<PathReport>& report) {
   char line[256];
   for (const PathReport& r : report) {
     std::snprintf(line, sizeof(line),
-                  "%s rank %d -> %d path %d (%s): sent %.1f MiB, received %.1f MiB, weight "
-                  "%.0f%%, %.1f MB/s\n",
-                  r.transport.c_str(), r.rank, r.peer, r.path, r.name.c_str(), r.sent / 1048576.0,
-                  r.received / 1048576.0, 100 * r.weight, r.rate / 1e6);
+                  "%s rank %d -> %d path %d (%s): sent %llu B, received %llu B, direct %llu B, "
+                  "weight %.0f%%, %.1f MB/s\n",
+                  r.transport.c_str(), r.rank, r.peer, r.path, r.name.c_str(),
+                  static_cast<unsigned long long>(r.sent),
+                  static_cast<unsigned long long>(r.received),
+                  static_cast<unsigned long long>(r.direct), 100 * r.weight, r.rate / 1e6);
     out += line;
   }
   return out;
+}
+
+void logChannelReport(const ChannelStats& channel) {
+  if (logLevel() < LogLevel::Info) return;
+  auto report = stripeReport();
+  std::erase_if(report, [&](const auto& r) {
+    return r.rank != channel.rank || r.peer != channel.peer || r.transport != channel.transport;
+  });
+  for (const PathReport& path : report) {  // one log line each, so each has the log's prefix
+    std::string line = formatReport({path});
+    line.pop_back();
+    logf(LogLevel::Info, "%s", line.c_str());
+  }
 }
 
 }  // namespace chorus::stripe

@@ -1,6 +1,7 @@
-// Counters of the striping layer, per channel and path: payload bytes each way and the
-// sender's current weight. Channels register here; stripeReport() reads the live ones
-// from any thread (relaxed atomics: a report is a snapshot, not a barrier).
+// Counters of the striping layer, per channel and path: payload bytes each way, bytes
+// written one-sided (verbs rendezvous) and the sender's current weight. Channels register here;
+// stripeReport() reads the live ones from any thread (relaxed atomics: a report is a snapshot, not
+// a barrier).
 #pragma once
 
 #include <atomic>
@@ -16,13 +17,14 @@ struct PathCounters {
   std::atomic<uint64_t> received{0};   // payload bytes received on this path
   std::atomic<uint32_t> weightPpm{0};  // the sender's share for this path, parts per million
   std::atomic<uint64_t> rate{0};       // the sender's rate estimate, bytes/s
+  std::atomic<uint64_t> direct{0};     // bytes written one-sided on this path (rendezvous)
 };
 
 struct ChannelStats {
   std::string transport;
   int rank = 0;
   int peer = 0;
-  std::vector<std::string> pathNames;  // "rail0:41234" (NIC and local port)
+  std::vector<std::string> pathNames;  // "rail0:41234" (NIC and local port), "rxe1:qp3"
   std::unique_ptr<PathCounters[]> paths;
 };
 
@@ -36,9 +38,12 @@ struct PathReport {
   std::string name;
   uint64_t sent, received, rate;
   double weight;
+  uint64_t direct;
 };
 std::vector<PathReport> stripeReport();
 // One line per path, for logs and tools.
 std::string formatReport(const std::vector<PathReport>& report);
+// Logs (at INFO) one line per path of this channel: transports call it as a channel closes.
+void logChannelReport(const ChannelStats& channel);
 
 }  // namespace chorus::stripe

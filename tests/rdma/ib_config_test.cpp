@@ -134,32 +134,43 @@ TEST(IbPeerInfo, RendezvousThresholdRoundTrips) {
   EXPECT_EQ(PeerInfo::decode(p.encode(), 0).rendezvous, 65536u);
 }
 
-// The receiver's answer: 24 bytes "ANS1", rkey, address, size; anything else in a
-// control slot is not taken for one. A zero address is a refusal.
+// The receiver's answer: 56 bytes "ANS2", rails, address, size, one rkey per rail;
+// anything else in a control slot is not taken for one. A zero address is a refusal.
 TEST(IbRendezvous, AnswerWireFormat) {
   chorus::ib::RendezvousAnswer a;
-  a.rkey = 0x11223344;
+  a.rails = 2;
+  a.rkey[0] = 0x11223344;
+  a.rkey[1] = 0x55667788;
   a.addr = 0x7f0000001000;
   a.bytes = 4 << 20;
-  std::byte raw[24];
+  std::byte raw[56];
   std::memcpy(raw, &a, sizeof a);
   EXPECT_EQ(static_cast<char>(raw[0]), 'A');
-  EXPECT_EQ(static_cast<char>(raw[3]), '1');
-  EXPECT_EQ(static_cast<uint8_t>(raw[4]), 0x44);
+  EXPECT_EQ(static_cast<char>(raw[3]), '2');
+  EXPECT_EQ(static_cast<uint8_t>(raw[4]), 2);
+  EXPECT_EQ(static_cast<uint8_t>(raw[24]), 0x44);
+  EXPECT_EQ(static_cast<uint8_t>(raw[28]), 0x88);
   auto back = chorus::ib::parseAnswer(raw, sizeof raw);
   ASSERT_TRUE(back.has_value());
   EXPECT_TRUE(back->accepted());
   EXPECT_EQ(back->addr, a.addr);
-  EXPECT_EQ(back->rkey, a.rkey);
+  EXPECT_EQ(back->rails, 2u);
+  EXPECT_EQ(back->rkey[0], a.rkey[0]);
+  EXPECT_EQ(back->rkey[1], a.rkey[1]);
   EXPECT_EQ(back->bytes, a.bytes);
-  EXPECT_FALSE(chorus::ib::parseAnswer(raw, 23).has_value());
+  EXPECT_FALSE(chorus::ib::parseAnswer(raw, 55).has_value());
+  raw[4] = std::byte{0};  // accepted with no keys
+  EXPECT_FALSE(chorus::ib::parseAnswer(raw, sizeof raw).has_value());
+  raw[4] = std::byte{9};  // more keys than a slot holds
+  EXPECT_FALSE(chorus::ib::parseAnswer(raw, sizeof raw).has_value());
+  raw[4] = std::byte{2};
   raw[0] = std::byte{0};
   EXPECT_FALSE(chorus::ib::parseAnswer(raw, sizeof raw).has_value());
   EXPECT_FALSE(chorus::ib::RendezvousAnswer{}.accepted());
 }
 
-// A piece's immediate has the top bit; a stream block's never does (its length is below
-// the ring's 2 GiB bound), so the receiver tells them apart.
+// A piece's immediate has the top bit; a stream block's never does (its ring offset is
+// below the ring's 2 GiB bound), so the receiver tells them apart.
 TEST(IbRendezvous, PieceImmediateIsNoStreamLength) {
   using namespace chorus::ib;
   EXPECT_TRUE(isPiece(pieceImmediate(131072)));

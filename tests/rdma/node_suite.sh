@@ -8,7 +8,13 @@
 #              op, in and out of place, checked element by element on every rank; rxe0;
 #   stripe     chorus-perf all-reduce (checked results) with CHORUS_IB_HCA=rxe0,rxe1 and 4
 #              QPs per connection: both rxe devices and both NICs must carry the traffic
-#              (hw_counters and the NICs' byte counters, before and after);
+#              (hw_counters and the NICs' byte counters, before and after), and the
+#              striping scheduler's per-QP counters (ChannelStats, logged at INFO as each
+#              channel closes) must give each rail at least a tenth of the bytes sent;
+#   rndv       chorus-perf sendrecv of 1 MiB on registered buffers (-R 1, checked) over
+#              both rails with a 64 KiB rendezvous threshold: the bytes written one-sided
+#              (ChannelStats' `direct`) must cover the transfers and, on every channel
+#              that wrote any, be spread over both rails;
 #   kill       node 1 SIGKILLs rank 3 in the middle of an all-reduce loop: every other rank
 #              must exit with an error naming rank 3 within DETECT_S seconds.
 # Prints PASS/FAIL per part; exits non-zero if any failed. Every wait has a deadline.
@@ -119,6 +125,31 @@ counters() {  # counters: "rxe0_sent rxe0_rcvd rxe1_sent rxe1_rcvd nic0_tx nic0_
   echo
 }
 
+# ib_report LOG...: the striping counters the ranks' ib channels logged as they closed
+# ("ib rank 1 -> 2 path 3 (rxe1:qp3): sent N B, received N B, direct N B, ..."), summed:
+# "rxe0_sent rxe1_sent rxe0_direct rxe1_direct channels_with_direct ..._on_both_rails".
+ib_report() {
+  cat "$@" | awk '/ ib rank [0-9]+ -> [0-9]+ path [0-9]+ \(rxe[0-9]+:qp[0-9]+\): sent / {
+    for (i = 1; i <= NF; i++) {
+      if ($i == "rank") r = $(i + 1)
+      if ($i == "->") p = $(i + 1)
+      if ($i == "sent") s = $(i + 1)
+      if ($i == "direct") d = $(i + 1)
+      if ($i ~ /^\(rxe[0-9]+:qp/) { rail = $i; sub(/^\(/, "", rail); sub(/:.*/, "", rail) }
+    }
+    sent[rail] += s; direct[rail] += d; chan[r " " p] = 1
+    if (d > 0) used[r " " p " " rail] = 1
+  } END {
+    with = 0; both = 0
+    for (c in chan) {
+      a = ((c " rxe0") in used); b = ((c " rxe1") in used)
+      if (a || b) with++
+      if (a && b) both++
+    }
+    printf "%d %d %d %d %d %d\n", sent["rxe0"], sent["rxe1"], direct["rxe0"], direct["rxe1"], with, both
+  }'
+}
+
 if wanted stripe; then
   barrier stripe || exit 1
   t=$(date +%s.%N)
@@ -127,7 +158,7 @@ if wanted stripe; then
   # over both devices; -c 1 checks every rank's result (chorus-perf exits non-zero when
   # one is wrong).
   ranks stripe 29502 120 CHORUS_IB_HCA=rxe0,rxe1 CHORUS_IB_QPS_PER_CONNECTION=4 \
-    CHORUS_IB_BLOCK=16K "$PERF" -b 256K -e 256K -n 4 -w 1 -c 1 -T 0
+    CHORUS_IB_BLOCK=16K CHORUS_DEBUG=INFO "$PERF" -b 256K -e 256K -n 4 -w 1 -c 1 -T 0
   reap
   after=$(counters)
   echo "stripe counters before: $before"
@@ -141,8 +172,31 @@ if wanted stripe; then
     printf "%d rxe0 +%d/+%d pkts, rxe1 +%d/+%d pkts, nic0 +%d/+%d B, nic1 +%d/+%d B", ok,
       $9-$1, $10-$2, $11-$3, $12-$4, $13-$5, $14-$6, $15-$7, $16-$8 }')
   echo "stripe traffic: ${share#* }"
-  ok=0; [ "$rc0" = 0 ] && [ "$rc1" = 0 ] && [ "${share%% *}" = 1 ] && ok=1
+  # The scheduler's own counters: what this node's channels sent on each rail's QPs.
+  set -- $(ib_report "$C/stripe.rank$((2 * NODE)).log" "$C/stripe.rank$((2 * NODE + 1)).log")
+  echo "stripe scheduler: sent on rxe0 $1 B, on rxe1 $2 B"
+  sched=0
+  total=$((${1:-0} + ${2:-0}))
+  [ "$total" -gt 0 ] && [ $(($1 * 10)) -ge "$total" ] && [ $(($2 * 10)) -ge "$total" ] && sched=1
+  ok=0; [ "$rc0" = 0 ] && [ "$rc1" = 0 ] && [ "${share%% *}" = 1 ] && [ $sched = 1 ] && ok=1
   verdict stripe $ok "$(elapsed "$t")"
+fi
+
+if wanted rndv; then
+  barrier rndv || exit 1
+  t=$(date +%s.%N)
+  # Ranks 1 -> 2 and 3 -> 0 cross the nodes (chorus-perf's sendrecv: r -> r + 1): on each
+  # node one channel writes 5 x 1 MiB (1 warm-up, 4 timed) one-sided, in 16 KiB pieces.
+  ranks rndv 29504 120 CHORUS_IB_HCA=rxe0,rxe1 CHORUS_IB_QPS_PER_CONNECTION=4 \
+    CHORUS_IB_BLOCK=16K CHORUS_IB_RNDV_BYTES=64K CHORUS_DEBUG=INFO \
+    "$PERF" -t sendrecv -R 1 -b 1M -e 1M -n 4 -w 1 -c 1 -T 0
+  reap
+  set -- $(ib_report "$C/rndv.rank$((2 * NODE)).log" "$C/rndv.rank$((2 * NODE + 1)).log")
+  echo "rndv: one-sided bytes rxe0 $3, rxe1 $4; channels writing one-sided: $5, on both rails: $6"
+  ok=0
+  [ "$rc0" = 0 ] && [ "$rc1" = 0 ] && [ "${5:-0}" -ge 1 ] && [ "$5" = "$6" ] &&
+    [ "$3" -gt 0 ] && [ "$4" -gt 0 ] && [ $(($3 + $4)) -ge $((4 << 20)) ] && ok=1
+  verdict rndv $ok "$(elapsed "$t")"
 fi
 
 if wanted kill; then

@@ -2,6 +2,7 @@
 // random and changing speeds, one that stalls, and the receiver's in-order reassembly.
 #include "errors.hpp"
 #include "striping/path_scheduler.hpp"
+#include "striping/stream_assembly.hpp"
 #include "striping/stripe_receiver.hpp"
 #include "striping/stripe_sender.hpp"
 
@@ -192,6 +193,65 @@ TEST(Striping, OnePathClosedIsNotDeathAllClosedIs) {
   EXPECT_TRUE(receiver.peek().empty());  // the peer may still send on path 1
   io.closed[1] = true;
   EXPECT_THROW(receiver.peek(), PeerError);
+}
+
+// StreamAssembly alone: placement bookkeeping with exact offsets (shared by the tcp
+// receiver and the verbs channel, whose RDMA WRITEs land in place).
+TEST(Striping, AssemblyOutOfOrderPiecesJoinTheirPrefix) {
+  StreamAssembly a(3, 100);
+  EXPECT_EQ(a.place(1, 100, 100), nullptr);  // path 1 first: nothing contiguous yet
+  EXPECT_EQ(a.contiguous(), 0u);
+  EXPECT_EQ(a.place(2, 250, 50), nullptr);  // beyond a gap [200, 250)
+  EXPECT_EQ(a.contiguous(), 0u);
+  EXPECT_EQ(a.place(0, 0, 100), nullptr);  // joins [0, 100) and [100, 200)
+  EXPECT_EQ(a.contiguous(), 200u);
+  EXPECT_EQ(a.place(0, 200, 50), nullptr);  // fills the gap: through 300
+  EXPECT_EQ(a.contiguous(), 300u);
+}
+
+TEST(Striping, AssemblyPieceArrivingInParts) {
+  StreamAssembly a(2, 100);
+  ASSERT_EQ(a.reject(0, 0, 100), nullptr);
+  a.open(0, 0, 100);
+  a.arrived(0, 30);
+  EXPECT_EQ(a.contiguous(), 30u);  // a partial piece extends the prefix as it comes
+  EXPECT_TRUE(a.inPiece(0));
+  EXPECT_EQ(a.position(0), 30u);
+  EXPECT_STREQ(a.reject(1, 50, 10), "a piece over another path's piece");
+  EXPECT_STREQ(a.reject(0, 100, 10), "a new piece before the path's previous one ended");
+  EXPECT_THROW(a.arrived(0, 71), Error);  // more than the piece holds
+  a.arrived(0, 70);
+  EXPECT_FALSE(a.inPiece(0));
+  EXPECT_EQ(a.contiguous(), 100u);
+}
+
+TEST(Striping, AssemblyRefusesBadPieces) {
+  StreamAssembly a(2, 100);
+  ASSERT_EQ(a.place(0, 0, 100), nullptr);
+  ASSERT_EQ(a.place(1, 200, 100), nullptr);
+  // Duplicate writes: the same piece again, on its path or another one.
+  EXPECT_STREQ(a.place(0, 0, 100), "a piece over bytes that already arrived");
+  EXPECT_STREQ(a.place(0, 200, 100), "a piece over another piece");
+  // Overlapping an arrived piece from either side.
+  EXPECT_STREQ(a.place(0, 150, 60), "a piece over another piece");
+  EXPECT_STREQ(a.place(0, 290, 20), "a piece over another piece");
+  EXPECT_STREQ(a.place(0, 50, 10), "a piece over bytes that already arrived");
+  // Out of order on one path: path 1 delivered [200, 300), so [100, 200) cannot follow it.
+  EXPECT_STREQ(a.place(1, 100, 100), "a piece before the path's previous one (out of order)");
+  // Bounds: longer than the sender's pieces, empty, beyond the window.
+  EXPECT_STREQ(a.place(0, 300, 101), "a piece longer than the sender's pieces");
+  EXPECT_STREQ(a.place(0, 300, 0), "an empty piece");
+  EXPECT_STREQ(a.place(0, 300, 50, 320), "a piece beyond the receiver's window");
+  EXPECT_STREQ(a.place(0, UINT64_MAX - 10, 50), "a piece beyond the receiver's window");
+  // None of the refusals changed anything: the gap still holds the prefix at 100.
+  EXPECT_EQ(a.contiguous(), 100u);
+  EXPECT_EQ(a.place(0, 100, 100), nullptr);
+  EXPECT_EQ(a.contiguous(), 300u);
+}
+
+TEST(Striping, AssemblyPathCount) {
+  EXPECT_THROW(StreamAssembly(0), Error);
+  EXPECT_THROW(StreamAssembly(65), Error);
 }
 
 // The scheduler alone, on a simulated clock: chunk shares follow the path rates, and

@@ -12,8 +12,9 @@
 namespace chorus::ib {
 namespace {
 
-// wr_id: kind in the high half, QP index in the low half (a receive: QP index in its low
-// 16 bits, its control slot above them).
+// wr_id: kind in the top byte, QP index in the low 16 bits; a receive: its control slot in
+// bits 16-31; a stream or rendezvous write: its length in bits 16-55; a read: the ticket
+// in the low 32 bits.
 enum Kind : uint64_t {
   kData = 1,
   kGrant = 2,
@@ -22,7 +23,18 @@ enum Kind : uint64_t {
   kPut = 5,
   kAnswer = 6
 };
-uint64_t wrId(Kind k, int q) { return (static_cast<uint64_t>(k) << 32) | static_cast<uint32_t>(q); }
+uint64_t wrId(Kind k, int q) { return (static_cast<uint64_t>(k) << 56) | static_cast<uint16_t>(q); }
+uint64_t wrId(Kind k, int q, size_t bytes) {
+  return wrId(k, q) | static_cast<uint64_t>(bytes) << 16;
+}
+uint64_t wrBytes(uint64_t id) { return (id >> 16) & ((uint64_t{1} << 40) - 1); }
+
+std::vector<std::string> qpNames(const std::vector<IbDevice*>& rails, int qps) {
+  std::vector<std::string> names;
+  for (int q = 0; q < qps; ++q)
+    names.push_back(rails[q % rails.size()]->name() + ":qp" + std::to_string(q));
+  return names;
+}
 
 }  // namespace
 
@@ -35,7 +47,13 @@ IbChannel::IbChannel(int rank, int peer, const std::vector<IbDevice*>& rails,
       block_(config.block),
       ring_(config.ring),
       dataLimit_(std::max(1, config.sendDepth - 2)),
-      rails_(rails.size()) {
+      rails_(rails.size()),
+      stats_(stripe::registerChannel("ib", rank, peer, qpNames(rails, config.qps))),
+      scheduler_(config.qps),
+      assembly_(config.qps, config.block) {
+  if (ring_ > kMaxPiece || ring_ % block_ != 0)  // offsets in imm_data; no write wraps
+    throwInvalid("ib: a ring of " + std::to_string(ring_) + " bytes in blocks of " +
+                 std::to_string(block_));
   recvRing_ = device_.pool().get(ring_);
   sendRing_ = device_.pool().get(ring_);
   control_ =
@@ -71,13 +89,13 @@ IbChannel::IbChannel(int rank, int peer, const std::vector<IbDevice*>& rails,
     Rail& rail = rails_[links_[q].rail];
     links_[q].qp = createQp(*rail.device, rail.cq, config);
     links_[q].psn = rd() & 0xffffff;
-    links_[q].recvPos = static_cast<uint64_t>(q) * block_;
     for (int i = 0; i < config.recvDepth; ++i) postRecv(q, static_cast<uint32_t>(i));
   }
   if (!failure_.empty()) throw Error(Result::SystemError, failure_);
 }
 
 IbChannel::~IbChannel() {
+  stripe::logChannelReport(*stats_);
   for (auto& l : links_)
     if (l.qp) ibv_destroy_qp(l.qp);
   for (auto& r : rails_) {
@@ -148,15 +166,18 @@ size_t IbChannel::trySend(const void* data, size_t bytes) {
     // The staging bytes at this offset went out `ring_` bytes ago; the peer granted them
     // back, so their write has completed and the slot is free.
     const uint64_t room = ring_ - (sendPos_ - remoteConsumed_);
-    const int q = static_cast<int>((sendPos_ / block_) % links_.size());
-    if (room == 0 || links_[q].outstanding >= dataLimit_) break;
+    if (room == 0) break;
     const size_t len = std::min<uint64_t>({bytes - sent, blockEnd(sendPos_) - sendPos_, room});
+    const int q = pickQp(len, rails_.size());
+    if (q < 0) break;
     const uint64_t offset = sendPos_ % ring_;  // ring_ is a multiple of block_: no wrap inside
     std::memcpy(sendRing_.data() + offset, p + sent, len);
     const Rail& rail = rails_[links_[q].rail];
-    postWrite(q, wrId(kData, q), sendRing_.data() + offset, len, rail.sendKey, remoteAddr_ + offset,
-              rail.remoteKey, static_cast<uint32_t>(len));
+    postWrite(q, wrId(kData, q, len), sendRing_.data() + offset, len, rail.sendKey,
+              remoteAddr_ + offset, rail.remoteKey, static_cast<uint32_t>(offset));
     if (!failure_.empty()) throw PeerError(peer_, failure_);
+    posted(q, len);
+    stats_->paths[q].sent.fetch_add(len, std::memory_order_relaxed);
     sendPos_ += len;
     sent += len;
   }
@@ -209,11 +230,12 @@ bool IbChannel::progressRail(Rail& rail) {
     if (n <= 0) return any;
     any = true;
     for (int i = 0; i < n; ++i) {
-      const Kind kind = static_cast<Kind>(wc[i].wr_id >> 32);
+      const Kind kind = static_cast<Kind>(wc[i].wr_id >> 56);
       const uint32_t low = static_cast<uint32_t>(wc[i].wr_id & 0xffffffff);
-      const int q = kind == kRead ? readQp(low) : kind == kRecv ? low & 0xffff : low;
+      const int q = kind == kRead ? readQp(low) : static_cast<int>(low & 0xffff);
       if (kind != kRecv) --links_[q].outstanding;
       if (kind == kPut) --putsInFlight_;
+      if (kind == kData || kind == kPut) links_[q].inFlight -= wrBytes(wc[i].wr_id);
       if (wc[i].status != IBV_WC_SUCCESS) {
         std::string why = std::string(ibv_wc_status_str(wc[i].status)) + " on QP " +
                           std::to_string(q) + " (vendor error " + std::to_string(wc[i].vendor_err) +
@@ -234,7 +256,7 @@ bool IbChannel::progressRail(Rail& rail) {
         if (isPiece(imm))
           landedBytes_ += immediateLength(imm);
         else
-          advance(links_[q], imm);
+          blockArrived(q, ringOffset(imm), wc[i].byte_len);
       } else if (wc[i].opcode == IBV_WC_RECV && (wc[i].wc_flags & IBV_WC_WITH_IMM)) {
         remoteConsumed_ += imm;
       } else if (wc[i].opcode == IBV_WC_RECV) {
@@ -337,13 +359,51 @@ void IbChannel::postWrite(int q, uint64_t id, const void* local, size_t bytes, u
   post(q, wr);
 }
 
-void IbChannel::advance(Link& l, uint64_t bytes) {
-  while (bytes > 0) {
-    const uint64_t step = std::min(bytes, blockEnd(l.recvPos) - l.recvPos);
-    l.recvPos += step;
-    bytes -= step;
-    if (l.recvPos % block_ == 0) l.recvPos += (links_.size() - 1) * block_;
+int IbChannel::pickQp(size_t bytes, size_t rails) {
+  const auto now = Clock::now();
+  uint64_t usable = 0;
+  for (size_t q = 0; q < links_.size(); ++q) {
+    const Link& l = links_[q];
+    scheduler_.onBacklog(static_cast<int>(q), l.inFlight, now);
+    if (l.outstanding < dataLimit_ && static_cast<size_t>(l.rail) < rails)
+      usable |= uint64_t{1} << q;
   }
+  if (now - lastPublish_ >= stripe::PathScheduler::kRateWindow) publishWeights(now);
+  return scheduler_.pick(bytes, usable);
+}
+
+void IbChannel::posted(int q, size_t bytes) {
+  links_[q].inFlight += bytes;
+  scheduler_.onWritten(q, bytes);
+}
+
+void IbChannel::publishWeights(Clock::time_point now) {
+  lastPublish_ = now;
+  for (int q = 0; q < scheduler_.paths(); ++q) {
+    stats_->paths[q].weightPpm.store(static_cast<uint32_t>(scheduler_.weight(q) * 1e6),
+                                     std::memory_order_relaxed);
+    stats_->paths[q].rate.store(static_cast<uint64_t>(scheduler_.rate(q)),
+                                std::memory_order_relaxed);
+  }
+}
+
+// The sender writes only into [its grants, + ring), and nothing at or after the
+// contiguous prefix has been consumed: the write's stream offset is the one in
+// [consumed_, consumed_ + ring_) with this ring offset.
+void IbChannel::blockArrived(int q, uint32_t offset, uint32_t bytes) {
+  const char* why = nullptr;
+  uint64_t begin = 0;
+  if (offset >= ring_) {
+    why = "a write beyond the ring";
+  } else {
+    begin = consumed_ + (offset + ring_ - consumed_ % ring_) % ring_;
+    why = assembly_.place(q, begin, bytes, consumed_ + ring_);
+  }
+  if (why)
+    return fail("rank " + std::to_string(peer_) + " wrote " + why + " (" + std::to_string(bytes) +
+                " bytes at ring offset " + std::to_string(offset) + " on QP " + std::to_string(q) +
+                ")");
+  stats_->paths[q].received.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void IbChannel::fail(const std::string& why) {
@@ -355,8 +415,8 @@ void IbChannel::throwIfFailed() const {
   if (!failure_.empty()) throw PeerError(peer_, failure_);
 }
 
-// Receiver: registers the destination (rail 0, the rail the pieces come on) and tells
-// the sender where it is; a refusal sends a zero address.
+// Receiver: registers the destination on every rail (the pieces may come on any) and
+// tells the sender where it is and its key on each; a refusal sends a zero address.
 bool IbChannel::offer(const LocalRegion* region, std::byte* data, size_t bytes) {
   progress();
   throwIfFailed();
@@ -364,9 +424,14 @@ bool IbChannel::offer(const LocalRegion* region, std::byte* data, size_t bytes) 
   RendezvousAnswer a;
   a.bytes = bytes;
   if (region) {
-    landTarget_ = device_.cache().acquire(region->base, region->bytes);
+    // On every rail's device, so that the pieces may come over any rail.
+    landTargets_.clear();
+    for (size_t r = 0; r < putRails(); ++r) {
+      landTargets_.push_back(rails_[r].device->cache().acquire(region->base, region->bytes));
+      a.rkey[r] = landTargets_.back().rkey();
+    }
+    a.rails = static_cast<uint32_t>(putRails());
     a.addr = reinterpret_cast<uint64_t>(data);
-    a.rkey = landTarget_.rkey();
     landing_ = true;
     landExpected_ = bytes;
     landedBytes_ = 0;
@@ -398,7 +463,7 @@ bool IbChannel::landed() {
            " bytes into a " + std::to_string(landExpected_) + "-byte rendezvous destination");
     throwIfFailed();
     landing_ = false;
-    landTarget_.reset();
+    landTargets_.clear();
     return true;
   }
   throwIfFailed();  // a dead writer ends the wait
@@ -425,16 +490,22 @@ size_t IbChannel::put(const LocalRegion& region, const std::byte* data, size_t f
     throw Error(Result::InternalError, "ib: putting " + std::to_string(to) + " bytes into the " +
                                            std::to_string(a.bytes) + " bytes rank " +
                                            std::to_string(peer_) + " offered");
-  if (!putSource_) putSource_ = device_.cache().acquire(region.base, region.bytes);
+  // The rails both sides registered the buffers on (the peer has as many rails: connect).
+  const size_t rails = std::min<size_t>(putRails(), a.rails);
+  while (putSources_.size() < rails)
+    putSources_.push_back(
+        rails_[putSources_.size()].device->cache().acquire(region.base, region.bytes));
   while (from < to) {
-    const int q = readQp(pieces_);
-    if (links_[q].outstanding >= dataLimit_) break;
     const size_t len = std::min<size_t>({to - from, block_, kMaxPiece});
-    postWrite(q, wrId(kPut, q), data + from, len, putSource_.lkey(), a.addr + from, a.rkey,
-              pieceImmediate(static_cast<uint32_t>(len)));
+    const int q = pickQp(len, rails);
+    if (q < 0) break;
+    const int r = links_[q].rail;
+    postWrite(q, wrId(kPut, q, len), data + from, len, putSources_[r].lkey(), a.addr + from,
+              a.rkey[r], pieceImmediate(static_cast<uint32_t>(len)));
     throwIfFailed();
+    posted(q, len);
+    stats_->paths[q].direct.fetch_add(len, std::memory_order_relaxed);
     ++putsInFlight_;
-    ++pieces_;
     from += len;
   }
   putPosted_ = from;
@@ -446,15 +517,9 @@ bool IbChannel::putDone(size_t bytes) {
   throwIfFailed();
   if (putPosted_ < bytes || putsInFlight_ > 0) return false;
   answers_.pop_front();
-  putSource_.reset();
+  putSources_.clear();
   putPosted_ = 0;
   return true;
-}
-
-uint64_t IbChannel::received() const {
-  uint64_t end = UINT64_MAX;
-  for (const Link& l : links_) end = std::min(end, l.recvPos);
-  return end;
 }
 
 }  // namespace chorus::ib

@@ -2,35 +2,46 @@
 //
 // - The receiver owns a ring of config.ring bytes, registered for remote writes. The
 //   sender copies stream bytes into a registered staging ring of the same size, at the
-//   same offset, and RDMA-WRITEs them WITH_IMM (imm = length) to the receiver's ring, so
-//   the receiver learns of the arrival from a completion, without polling memory.
+//   same offset, and RDMA-WRITEs them WITH_IMM (imm = the ring offset) to the receiver's
+//   ring, so the receiver learns of the arrival from a completion (its byte_len: the
+//   length), without polling memory.
 // - Receiver-driven flow control: the sender may have at most `ring` bytes not yet
 //   consumed by the receiver. The receiver grants space back with a zero-byte
 //   SEND_WITH_IMM (imm = bytes consumed since its last grant): every ring/4 consumed, and
 //   before the engine sleeps, so a grant never waits on more traffic.
-// - Striping: the stream is cut into blocks of config.block bytes; block k travels on
-//   QP k % qps (RC keeps each QP in order). Both sides know the mapping, so no headers;
-//   each QP's writes land in their block's place and peek() hands out the contiguous
-//   prefix, exactly as the TCP channel does with its sockets.
+// - Striping through src/striping, as tcp does: every QP is a path. The stream is cut
+//   into writes of at most config.block bytes (never across a block boundary, so never
+//   across the ring's wrap); stripe::PathScheduler gives each write to the QP that would
+//   finish it soonest (its backlog: bytes posted whose completion has not come; its
+//   drain rate, measured), among the QPs below their send-queue limit. A slow QP or rail
+//   gets fewer writes instead of holding every n-th block back. The receiver turns each
+//   write's ring offset into its stream offset (the one in [consumed, consumed + ring))
+//   and records it in a stripe::StreamAssembly (RC keeps each QP in order), which checks
+//   it (bounds, overlap, order on its QP) and gives the contiguous prefix peek() hands
+//   out. A write the assembly refuses fails the channel. Per-QP bytes, weights and rates
+//   go to stripe::ChannelStats ("rxe1:qp3"), logged at INFO as the channel closes.
 // - A failed work completion or a QP error event fails the channel; trySend throws
 //   PeerError naming the peer at once, peek once nothing that arrived is left.
 // - Rails: with several devices (CHORUS_IB_HCA naming several, or none and several
 //   present), QP q lives on rail q % rails, with that device's CQ and its own
-//   registration of both rings; rail i pairs with the peer's rail i. Blocks go round the
-//   QPs, so a stream's blocks alternate between rails.
+//   registration of both rings; rail i pairs with the peer's rail i.
 // - One-sided reads (IbPeerMemory) share the QPs and the CQs: postRead/readDone. They use
 //   rail 0's QPs only (the buffers they read are registered with rail 0's device).
-// - Rendezvous (transport.hpp's DirectTransfer): a message of at least config.rendezvous bytes
-// between
-//   registered buffers goes straight from the sender's buffer into the receiver's. The
-//   receiver registers its destination (rail 0's RegCache) and SENDs an answer
+// - Rendezvous (transport.hpp's DirectTransfer): a message of at least config.rendezvous
+//   bytes between registered buffers goes straight from the sender's buffer into the
+//   receiver's. The receiver registers its destination on every rail's device (each
+//   rail's RegCache, up to kRendezvousRails) and SENDs an answer with a key per rail
 //   (ib_rendezvous.hpp) on QP 0, whose receives post a slot each for it; the sender
-//   RDMA-WRITEs WITH_IMM pieces of at most `block` bytes from its registered source over
-//   rail 0's QPs, each immediate marked as a piece; the receiver counts their lengths. No
-//   staging ring, no receive ring, no copy on either side.
+//   registers its source on every rail too and RDMA-WRITEs WITH_IMM pieces of at most
+//   `block` bytes, each on the QP the same scheduler picks (so over every rail), each
+//   immediate marked as a piece; the receiver counts their lengths. No staging ring, no
+//   receive ring, no copy on either side.
 // Not thread-safe: one engine thread drives a transport.
 #pragma once
 
+#include "striping/path_scheduler.hpp"
+#include "striping/stream_assembly.hpp"
+#include "striping/stripe_stats.hpp"
 #include "transports/ib/ib_config.hpp"
 #include "transports/ib/ib_device.hpp"
 #include "transports/ib/ib_qp.hpp"
@@ -40,8 +51,10 @@
 
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,8 +87,8 @@ class IbChannel final : public Channel, public DirectTransfer {
 
   // One-sided: an RDMA READ of `len` bytes at (remote, rkey) into (local, lkey), keys of
   // rail 0, on one of rail 0's QPs chosen by `ticket` (reads of one peer spread over
-  // them); false when that QP's queue is
-  // full for now. readDone(ticket) is true once its completion arrived (and forgets it).
+  // them); false when that QP's queue is full for now. readDone(ticket) is true once its
+  // completion arrived (and forgets it).
   bool postRead(void* local, uint32_t lkey, uint64_t remote, uint32_t rkey, uint32_t len,
                 uint32_t ticket);
   bool readDone(uint32_t ticket);
@@ -99,8 +112,8 @@ class IbChannel final : public Channel, public DirectTransfer {
     ibv_qp* qp = nullptr;
     int rail = 0;
     uint32_t psn = 0;
-    int outstanding = 0;   // send work requests not completed yet
-    uint64_t recvPos = 0;  // stream offset of the next byte this QP delivers
+    int outstanding = 0;    // send work requests not completed yet
+    uint64_t inFlight = 0;  // bytes of stream and rendezvous writes not completed yet
   };
 
   bool progressRail(Rail& rail);
@@ -110,11 +123,17 @@ class IbChannel final : public Channel, public DirectTransfer {
   // One signaled RDMA WRITE with immediate (host order) of local [local, +bytes) on QP q.
   void postWrite(int q, uint64_t id, const void* local, size_t bytes, uint32_t lkey,
                  uint64_t remoteAddr, uint32_t rkey, uint32_t immediate);
-  void advance(Link& l, uint64_t bytes);
+  // The QP for a write of `bytes` among those on rails [0, rails) with room in their
+  // send queue (PathScheduler), or -1 when none has room.
+  int pickQp(size_t bytes, size_t rails);
+  void posted(int q, size_t bytes);  // a write of `bytes` went out on QP q
+  void publishWeights(Clock::time_point now);
+  void blockArrived(int q, uint32_t ringOffset, uint32_t bytes);  // a stream write landed
   void fail(const std::string& why);
-  uint64_t received() const;
+  uint64_t received() const { return assembly_.contiguous(); }
   uint64_t blockEnd(uint64_t pos) const { return (pos / block_ + 1) * block_; }
-  int readQp(uint32_t ticket) const {  // rail 0's QPs: 0, R, 2R, ... (reads and puts)
+  size_t putRails() const { return std::min<size_t>(rails_.size(), kRendezvousRails); }
+  int readQp(uint32_t ticket) const {  // rail 0's QPs: 0, R, 2R, ...
     const size_t r = rails_.size(), onRail0 = (links_.size() + r - 1) / r;
     return static_cast<int>((ticket % onRail0) * r);
   }
@@ -126,6 +145,10 @@ class IbChannel final : public Channel, public DirectTransfer {
   int dataLimit_;  // data writes in flight per QP; the rest of the queue is for grants
   std::vector<Rail> rails_;
   std::vector<Link> links_;
+  std::shared_ptr<stripe::ChannelStats> stats_;  // one path per QP
+  stripe::PathScheduler scheduler_;              // which QP takes the next write
+  stripe::StreamAssembly assembly_;              // which stream writes have landed
+  Clock::time_point lastPublish_{};
   BufferPool::Buffer recvRing_;  // the peer writes here
   BufferPool::Buffer sendRing_;  // staging for what we write to the peer
   uint64_t remoteAddr_ = 0;
@@ -139,13 +162,12 @@ class IbChannel final : public Channel, public DirectTransfer {
   // Rendezvous. control_: QP 0's receive slots (answers land there), then send slots.
   BufferPool::Buffer control_;
   uint64_t answersSent_ = 0;
-  std::deque<RendezvousAnswer> answers_;  // the peer's answers, oldest first
-  RegCache::Handle putSource_;            // sender: the source's registration while putting
-  size_t putPosted_ = 0;                  // bytes of the transfer posted
-  int putsInFlight_ = 0;                  // piece writes not completed
-  uint32_t pieces_ = 0;                   // pieces posted (which QP the next goes on)
-  RegCache::Handle landTarget_;           // receiver: the destination's registration
-  bool landing_ = false;                  // an accepted transfer is on its way
+  std::deque<RendezvousAnswer> answers_;       // the peer's answers, oldest first
+  std::vector<RegCache::Handle> putSources_;   // sender: the source's registration per rail
+  size_t putPosted_ = 0;                       // bytes of the transfer posted
+  int putsInFlight_ = 0;                       // piece writes not completed
+  std::vector<RegCache::Handle> landTargets_;  // receiver: the destination's, per rail
+  bool landing_ = false;                       // an accepted transfer is on its way
   uint64_t landExpected_ = 0, landedBytes_ = 0;
   std::string failure_;
 };

@@ -25,7 +25,7 @@ IbConfig IbConfig::fromEnv() {
   c.gidIndex = envRange("CHORUS_IB_GID_INDEX", -1, -1, 1 << 16);
   c.trafficClass = envRange("CHORUS_IB_TC", 0, 0, 255);
   c.serviceLevel = envRange("CHORUS_IB_SL", 0, 0, 15);
-  c.qps = envRange("CHORUS_IB_QPS_PER_CONNECTION", 1, 1, 128);
+  c.qps = envRange("CHORUS_IB_QPS_PER_CONNECTION", 1, 1, 64);
   c.timeout = envRange("CHORUS_IB_TIMEOUT", 20, 1, 31);
   c.retryCnt = envRange("CHORUS_IB_RETRY_CNT", 7, 0, 7);
   c.block = std::clamp<size_t>(settings::bytes("CHORUS_IB_BLOCK"), 4096, size_t{1} << 30);

@@ -17,7 +17,7 @@ struct IbConfig {
   int gidIndex = -1;            // CHORUS_IB_GID_INDEX: force a GID (RoCE); -1: pick
   int trafficClass = 0;         // CHORUS_IB_TC: GRH traffic class (RoCE DSCP << 2)
   int serviceLevel = 0;         // CHORUS_IB_SL
-  int qps = 1;                  // CHORUS_IB_QPS_PER_CONNECTION: 1..128 QPs per peer
+  int qps = 1;                  // CHORUS_IB_QPS_PER_CONNECTION: 1..64 QPs per peer (striping paths)
   size_t block = 128 << 10;     // CHORUS_IB_BLOCK: striping unit across the QPs
   size_t ring = 2 << 20;        // CHORUS_IB_BUFFER: receive ring per peer (multiple of block)
   int timeout = 20;             // CHORUS_IB_TIMEOUT: ack timeout 4.096 us * 2^timeout

@@ -1,7 +1,8 @@
 // What the verbs rendezvous (ib_channel.hpp, transport.hpp's DirectTransfer) puts on the
-// wire besides the data: the receiver's answer, a 24-byte SEND on QP 0 into one of the
-// slots its receives post there, and the immediate of the data's RDMA WRITEs, which tells
-// the receiver's completion queue a rendezvous piece from a stream block. Pure data,
+// wire besides the data: the receiver's answer, a 56-byte SEND on QP 0 into one of the
+// slots its receives post there (the destination's key on each rail, so that the pieces
+// may go over every rail), and the immediate of the data's RDMA WRITEs, which tells the
+// receiver's completion queue a rendezvous piece from a stream block. Pure data,
 // unit-tested on the host (tests/rdma/ib_config_test.cpp).
 #pragma once
 
@@ -12,32 +13,39 @@
 
 namespace chorus::ib {
 
+// Rails a rendezvous spreads over (more rails: the first eight carry the pieces).
+constexpr int kRendezvousRails = 8;
+
 struct RendezvousAnswer {
-  static constexpr uint32_t kMagic = 0x31534e41;  // "ANS1"
+  static constexpr uint32_t kMagic = 0x32534e41;  // "ANS2"
   uint32_t magic = kMagic;
-  uint32_t rkey = 0;   // the destination's key on rail 0; 0 with addr 0: refused
+  uint32_t rails = 0;  // keys given: rkey[0, rails); 0 with addr 0: refused
   uint64_t addr = 0;   // where the transfer lands; 0: refused, send through the stream
   uint64_t bytes = 0;  // of the transfer
+  uint32_t rkey[kRendezvousRails] = {};  // the destination's key on rail i's device
   bool accepted() const { return addr != 0; }
 };
-static_assert(sizeof(RendezvousAnswer) == 24);
-constexpr size_t kControlSlot = 32;  // bytes of one receive slot for answers
+static_assert(sizeof(RendezvousAnswer) == 56);
+constexpr size_t kControlSlot = 64;  // bytes of one receive slot for answers
 
 // The answer in a received slot of `len` bytes, when it is one.
 inline std::optional<RendezvousAnswer> parseAnswer(const std::byte* slot, size_t len) {
   RendezvousAnswer a;
   if (len != sizeof a) return std::nullopt;
   std::memcpy(&a, slot, sizeof a);
-  if (a.magic != RendezvousAnswer::kMagic) return std::nullopt;
+  if (a.magic != RendezvousAnswer::kMagic || a.rails > kRendezvousRails) return std::nullopt;
+  if (a.accepted() && a.rails == 0) return std::nullopt;
   return a;
 }
 
-// Immediate of a write: a stream block carries its length (< 2 GiB, the ring's bound), a
-// rendezvous piece its length with the top bit set.
+// Immediate of a write: a stream block carries its offset in the receiver's ring (< 2 GiB,
+// the ring's bound; its length is the completion's byte_len), a rendezvous piece its
+// length with the top bit set.
 constexpr uint32_t kPieceBit = 0x80000000u;
 constexpr size_t kMaxPiece = kPieceBit - 1;
 inline uint32_t pieceImmediate(uint32_t len) { return kPieceBit | len; }
 inline bool isPiece(uint32_t imm) { return (imm & kPieceBit) != 0; }
 inline uint32_t immediateLength(uint32_t imm) { return imm & ~kPieceBit; }
+inline uint32_t ringOffset(uint32_t imm) { return imm; }  // of a stream block
 
 }  // namespace chorus::ib

@@ -18,15 +18,7 @@ TcpChannel::TcpChannel(int rank, int peer, std::vector<net::Socket> sockets,
       receiver_(peer, streams(), config.buffer, *this, stats_.get(), config.block) {}
 
 TcpChannel::~TcpChannel() {
-  if (logLevel() >= LogLevel::Info && streams() > 1) {
-    auto report = stripe::stripeReport();
-    std::erase_if(report, [&](const auto& r) {
-      return r.rank != stats_->rank || r.peer != stats_->peer || r.transport != "tcp";
-    });
-    std::string text = stripe::formatReport(report);
-    if (!text.empty()) text.pop_back();
-    logf(LogLevel::Info, "%s", text.c_str());
-  }
+  if (streams() > 1) stripe::logChannelReport(*stats_);
 }
 
 size_t TcpChannel::trySend(const void* data, size_t bytes) { return sender_.send(data, bytes); }

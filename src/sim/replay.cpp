@@ -3,6 +3,8 @@
 #include "algorithms/schedule_rules.hpp"
 
 #include <algorithm>
+#include <compare>
+#include <cstdint>
 #include <limits>
 #include <queue>
 
@@ -28,6 +30,8 @@ struct Node {
   int match = -1;     // receives: the matching send; before matching: the sequence number
   int pending = 0;    // dependencies not yet timed
   int ordinal = -1;   // sends: which message of its rank this is
+  int step = 0;       // its index in its rank's schedule
+  int recvStep = -1;  // sends: the index of the matching receive in the receiver's schedule
   double start = 0, finish = 0, earliestStart = 0, earliestFinish = 0;
   MessageCost cost;  // messages (sends and their receives)
 };
@@ -60,6 +64,7 @@ class Replay {
       const Step& s = schedule.steps[i];
       const int g = base + static_cast<int>(i);
       Node n;
+      n.step = static_cast<int>(i);
       n.kind = s.kind;
       n.rank = rank;
       n.peer = s.peer;
@@ -115,7 +120,7 @@ class Replay {
     std::vector<std::vector<Entry>> waiting(free_.size());
     std::vector<bool> waking(free_.size(), false);
     for (int g = 0; g < static_cast<int>(nodes_.size()); ++g)
-      if (nodes_[g].pending == 0) events_.push({earliest(g), g});
+      if (nodes_[g].pending == 0) pushStep(earliest(g), g);
     size_t timed = 0;
     auto wait = [&](int resource, double est, int g) {
       auto& line = waiting[resource];
@@ -123,17 +128,22 @@ class Replay {
       std::push_heap(line.begin(), line.end(), std::greater<>());
       if (!waking[resource]) {
         waking[resource] = true;
-        events_.push({free_[resource], -1 - resource});
+        pushWake(free_[resource], resource, line.front().second);
       }
     };
     while (!events_.empty()) {
-      auto [time, g] = events_.top();
+      const Event event = events_.top();
       events_.pop();
+      const double time = event.time;
+      now_ = time;
+      int g = event.id;
       if (g < 0) {  // a resource frees: its best waiter takes it
         const int resource = -1 - g;
         auto& line = waiting[resource];
-        if (free_[resource] > time) {
-          events_.push({free_[resource], g});
+        // Not free yet, or the best waiter changed since the wake was queued: queue it
+        // again, keyed as that waiter, so that ties still go in key order.
+        if (free_[resource] > time || event.key != tieKey(line.front().second)) {
+          pushWake(std::max(time, free_[resource]), resource, line.front().second);
           continue;
         }
         std::pop_heap(line.begin(), line.end(), std::greater<>());
@@ -142,7 +152,7 @@ class Replay {
         if (line.empty())
           waking[resource] = false;
         else
-          events_.push({std::max(time, free_[resource]), -1 - resource});
+          pushWake(std::max(time, free_[resource]), resource, line.front().second);
       } else {
         const int resource = resourceOf(nodes_[g]);
         if (resource >= 0 && (free_[resource] > time || !waiting[resource].empty())) {
@@ -155,7 +165,7 @@ class Replay {
       if (const int resource = resourceOf(n);
           resource >= 0 && !waiting[resource].empty() && !waking[resource]) {
         waking[resource] = true;
-        events_.push({free_[resource], -1 - resource});
+        pushWake(free_[resource], resource, waiting[resource].front().second);
       }
       ++timed;
       if (n.finish > result.micros || result.lastRank < 0) {
@@ -164,7 +174,7 @@ class Replay {
       }
       for (size_t d = depBegin_[g]; d < depBegin_[g + 1]; ++d) {
         int next = dependents_[d];
-        if (--nodes_[next].pending == 0) events_.push({earliest(next), next});
+        if (--nodes_[next].pending == 0) pushStep(earliest(next), next);
       }
     }
     if (timed != nodes_.size()) {
@@ -175,6 +185,22 @@ class Replay {
   }
 
  private:
+  // The same for a step and its image under every symmetry map: its place in its rank's
+  // schedule and, for a send, the place of its receive in the receiver's (two messages
+  // into one rank never share that), so same-time messages into a rank keep their order.
+  uint64_t tieKey(int g) const {
+    const Node& n = nodes_[g];
+    return static_cast<uint64_t>(n.step) << 32 | static_cast<uint32_t>(n.recvStep + 1);
+  }
+  // Never before the time being handled: a CPU step's start is its earliest start, so a
+  // step pipelined behind one that waited for the CPU may find its earliest start in the
+  // past. Queued there, it would run before everything else at once, an order that
+  // depends on which ranks are replayed; at the present it takes its place by key.
+  void pushStep(double time, int g) { events_.push({std::max(time, now_), 1, tieKey(g), g}); }
+  void pushWake(double time, int resource, int best) {
+    events_.push({std::max(time, now_), 0, tieKey(best), -1 - resource});
+  }
+
   struct SendRef {
     int peer;
     int node;
@@ -281,6 +307,7 @@ class Replay {
       if (end - first > seq && first[seq].peer == to) {
         n.match = first[seq].node;
         n.cost = nodes_[n.match].cost;
+        nodes_[n.match].recvStep = n.step;
       } else {
         n.match = -2;
       }
@@ -385,9 +412,21 @@ class Replay {
   rules::QueueOrder queues_;  // rule 1: each message step's place in its peer queue
   std::vector<size_t> depBegin_;
   std::vector<int> dependents_;
-  using Entry = std::pair<double, int>;  // (time, step), or (time, -1 - resource): a wake
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> events_;
+  using Entry = std::pair<double, int>;  // a resource's line: (earliest start, step)
+  // Events at one time go wakes first, then by tieKey: a receiver's ingress port takes
+  // messages that start together in the order their events run, and that order must be
+  // the same in a compressed replay as in the full one (node indices are not: a class's
+  // representative stands for ranks numbered before and after others).
+  struct Event {
+    double time;
+    int isStep;  // 0: a wake, 1: a step
+    uint64_t key;
+    int id;  // the step, or -1 - resource for a wake
+    auto operator<=>(const Event&) const = default;
+  };
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::vector<double> free_, ingressFree_;
+  double now_ = 0;  // the time of the event being handled
 };
 
 }  // namespace

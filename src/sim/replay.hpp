@@ -25,6 +25,10 @@
 //   it cannot overlap. Unequal counts wait for the producer to finish.
 // - A busy egress port or CPU keeps a line of waiting steps, best earliest start first,
 //   and hands itself to them as it frees (list scheduling, first come first served).
+// - Events at one time run wakes first, then by a key that every symmetry map keeps (a
+//   step's place in its rank's schedule; a send's receive's place in the receiver's), and
+//   never before the time being handled: the order in which an ingress port takes
+//   messages starting together is then the same in full and compressed replays.
 //
 // Compression: when shifting every rank by g maps both the schedules and the network onto
 // themselves, rank r + m g does exactly what rank r does, at the same times. Then only

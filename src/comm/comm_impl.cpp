@@ -4,6 +4,7 @@
 #include "comm/group.hpp"
 
 #include "algorithms/layout.hpp"
+#include "algorithms/schedule_rules.hpp"
 #include "engine/wire_header.hpp"
 #include "errors.hpp"
 #include "log.hpp"
@@ -384,18 +385,22 @@ void CommImpl::validate(const Call& call) const {
     throwInvalid(what() + "send and receive buffers overlap without being in-place");
 }
 
-std::shared_ptr<const Schedule> CommImpl::scheduleFor(const Algorithm& algorithm,
-                                                      const Call& call) {
+CommImpl::BuiltSchedule CommImpl::scheduleFor(const Algorithm& algorithm, const Call& call) {
   CollectiveArgs args{call.collective, rank_,    nranks_,    call.count,
                       call.root,       &layout_, call.counts};
-  if (!call.counts.empty()) return std::make_shared<const Schedule>(algorithm.build(args));
+  auto build = [&] {
+    auto schedule = std::make_shared<const Schedule>(algorithm.build(args));
+    std::shared_ptr<const std::vector<bool>> folds;
+    if (algorithm.oneSided || algorithm.staged)  // only PeerReduce chains fold (rule 6)
+      folds = std::make_shared<const std::vector<bool>>(rules::foldsIntoPrevious(*schedule));
+    return BuiltSchedule{std::move(schedule), std::move(folds)};
+  };
+  if (!call.counts.empty()) return build();
   auto key = std::make_tuple(&algorithm, call.count, call.root);  // same rank, same nranks
   auto it = schedules_.find(key);
   if (it != schedules_.end()) return it->second;
   if (schedules_.size() >= 256) schedules_.clear();
-  auto schedule = std::make_shared<const Schedule>(algorithm.build(args));
-  schedules_.emplace(key, schedule);
-  return schedule;
+  return schedules_.emplace(key, build()).first->second;
 }
 
 std::shared_ptr<CommImpl> CommImpl::shrink(std::span<const int> exclude) {
@@ -584,7 +589,9 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   op->elementSize = sizeOf(call.type);
   op->input = static_cast<const std::byte*>(call.input);
   op->output = static_cast<std::byte*>(call.output);
-  op->schedule = scheduleFor(algorithm, call);
+  BuiltSchedule built = scheduleFor(algorithm, call);
+  op->schedule = std::move(built.schedule);
+  op->foldsIntoPrevious = std::move(built.foldsIntoPrevious);
   if (algorithm.oneSided && regions) {
     op->inputRegion = regions->first;
     op->outputRegion = regions->second;

@@ -119,7 +119,13 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   bool viaMailbox(const Call& call) const;
   std::shared_ptr<OpState> prepareMailbox(const Call& call);
   std::shared_ptr<OpState> mailboxSpare_;  // the last mailbox op, reused once let go
-  std::shared_ptr<const Schedule> scheduleFor(const Algorithm& algorithm, const Call& call);
+  // A schedule and what the engine derives from it once (rule 6's fold chains), cached
+  // per algorithm and shape.
+  struct BuiltSchedule {
+    std::shared_ptr<const Schedule> schedule;
+    std::shared_ptr<const std::vector<bool>> foldsIntoPrevious;
+  };
+  BuiltSchedule scheduleFor(const Algorithm& algorithm, const Call& call);
   // Tuning (tuning_setup.cpp): rank 0 takes the tune file's entry, or probes the link and
   // times the kernels, or keeps the defaults, and shares the result so that every rank's
   // tuner decides alike.
@@ -160,7 +166,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   bool reportedToLauncher_ = false;
   bool ranksInThisProcess_ = false;
   int launchRank_ = 0;  // this process's rank in the job (CHORUS_RANK), for report files
-  std::map<std::tuple<const Algorithm*, size_t, int>, std::shared_ptr<const Schedule>> schedules_;
+  std::map<std::tuple<const Algorithm*, size_t, int>, BuiltSchedule> schedules_;
 };
 
 }  // namespace chorus::detail

@@ -145,7 +145,7 @@ void Engine::lendScratch(OpState& op, bool exposed) {
 void Engine::lendSharedScratch(OpState& op, size_t bytes) {
   auto fits = sharedScratchPool_.end();
   for (auto it = sharedScratchPool_.begin(); it != sharedScratchPool_.end(); ++it)
-    if (it->region.bytes >= bytes &&
+    if (it->region.bytes - memory::kCanaryBytes >= bytes &&
         (fits == sharedScratchPool_.end() || it->region.bytes < fits->region.bytes))
       fits = it;
   SharedScratch lent;
@@ -361,6 +361,13 @@ bool Engine::advanceExpose(OpState& op, int index) {
         throw Error(Result::InvalidUsage, op.describe() +
                                               ": a one-sided step exposes a buffer "
                                               "that is not registered");
+      // Peers will read this memory: it must still be the shared memfd that they map.
+      if (region->fd >= 0 && !memory::canaryIntact(region->base, region->bytes, region->serial))
+        throw Error(Result::SystemError,
+                    op.describe() + ": this rank's memAlloc memory (serial " +
+                        std::to_string(region->serial) +
+                        ") lost its canary (its mapping was replaced or the memory cut short), "
+                        "so peers would not read what this rank wrote there");
       std::vector<std::byte> blob =
           peerMemory().describe(*region, resolve(op, step.src), record.bytes);
       record.blobBytes = static_cast<uint32_t>(blob.size());
@@ -477,11 +484,14 @@ bool Engine::advancePeerRead(OpState& op, int index) {
 // step heads its queue, so the engine would run it next anyway). `index`'s own pass has
 // not moved its elements yet, so a member's advancePeerRead here moves none either.
 int Engine::gatherFoldChain(OpState& op, int index, size_t from) {
-  if (op.foldsIntoPrevious.empty()) op.foldsIntoPrevious = rules::foldsIntoPrevious(*op.schedule);
+  if (!op.foldsIntoPrevious)
+    op.foldsIntoPrevious =
+        std::make_shared<const std::vector<bool>>(rules::foldsIntoPrevious(*op.schedule));
+  const std::vector<bool>& folds = *op.foldsIntoPrevious;
   const size_t es = op.elementSize;
   int last = index;
-  for (size_t i = static_cast<size_t>(index) + 1; i < op.foldsIntoPrevious.size(); ++i) {
-    if (!op.foldsIntoPrevious[i]) break;
+  for (size_t i = static_cast<size_t>(index) + 1; i < folds.size(); ++i) {
+    if (!folds[i]) break;
     const Step& next = op.schedule->steps[i];
     const StepProgress& q = op.progress[i];
     if (q.complete || q.elements != from) break;

@@ -47,7 +47,7 @@ struct OpState {
   size_t count = 0;
   int root = 0;
   const char* algorithm = "";
-  int algorithmIndex = -1;  // in allAlgorithms(), travels in the fingerprint
+  int algorithmIndex = -1;                        // in allAlgorithms(), travels in the fingerprint
   static constexpr int kMailboxAlgorithm = 0xfe;  // algorithmIndex of a mailbox op
 
   std::shared_ptr<const Schedule> schedule;  // null for a mailbox op
@@ -73,9 +73,10 @@ struct OpState {
   std::optional<LocalRegion> scratchRegion;
 
   std::vector<StepProgress> progress;
-  // rules::foldsIntoPrevious of the schedule, taken at the op's first PeerReduce pass
-  // (empty until then): which steps the engine folds in one multi-source pass.
-  std::vector<bool> foldsIntoPrevious;
+  // rules::foldsIntoPrevious of the schedule: which steps the engine folds in one
+  // multi-source pass. Given with a cached schedule, else computed at the op's first
+  // PeerReduce pass.
+  std::shared_ptr<const std::vector<bool>> foldsIntoPrevious;
   size_t stepsLeft = 0;
   bool done = false;
   Result error = Result::Success;

@@ -9,10 +9,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
-#include <string_view>
 #include <sstream>
+#include <string_view>
 
 namespace chorus {
 namespace memory {
@@ -21,7 +23,7 @@ namespace {
 constexpr size_t kHugePage = 2 << 20;
 
 struct Allocation {
-  size_t bytes;      // as mapped (rounded up to the page)
+  size_t bytes;  // as mapped: the caller's bytes and the canary, rounded up to 2 MiB
   int fd;
   uint64_t serial;
   bool huge;  // hugetlb or shmem THP pages
@@ -64,12 +66,14 @@ bool shmemThp() {
   return mode == "always" || mode == "within_size" || mode == "advise" || mode == "force";
 }
 
+// The entry whose range holds [start, start + bytes), leaving `reserved` bytes at its end
+// out (an allocation's canary).
 template <typename Map>
-auto containing(const Map& map, uintptr_t start, size_t bytes) {
+auto containing(const Map& map, uintptr_t start, size_t bytes, size_t reserved = 0) {
   auto it = map.upper_bound(start);
   if (it == map.begin()) return map.end();
   --it;
-  const uintptr_t end = it->first + it->second.bytes;
+  const uintptr_t end = it->first + it->second.bytes - reserved;
   return start >= it->first && start + bytes <= end && start + bytes >= start ? it : map.end();
 }
 
@@ -102,10 +106,21 @@ std::string pageKind() {
 std::optional<LocalRegion> allocatedRegion(const void* data, size_t bytes) {
   Allocations& all = allocations();
   std::lock_guard lock(all.mutex);
-  auto it = containing(all.byStart, reinterpret_cast<uintptr_t>(data), bytes);
+  auto it = containing(all.byStart, reinterpret_cast<uintptr_t>(data), bytes, kCanaryBytes);
   if (it == all.byStart.end()) return std::nullopt;
   return LocalRegion{reinterpret_cast<const std::byte*>(it->first), it->second.bytes, it->second.fd,
                      it->second.serial, it->second.huge};
+}
+
+uint64_t canaryFor(uint64_t serial) {
+  return (0x43686f7275734d4dULL ^ (serial * 0x9e3779b97f4a7c15ULL)) | 1;  // "ChorusMM"
+}
+
+bool canaryIntact(const std::byte* base, size_t mapped, uint64_t serial) {
+  if (mapped < kCanaryBytes) return false;
+  uint64_t word;
+  std::memcpy(&word, base + mapped - kCanaryBytes, sizeof word);
+  return word == canaryFor(serial);
 }
 
 void* Registrations::add(const void* data, size_t bytes) {
@@ -115,7 +130,8 @@ void* Registrations::add(const void* data, size_t bytes) {
   if (start + bytes < start) throwInvalid("registerBuffer: range wraps around the address space");
   auto next = byStart_.lower_bound(start);
   auto overlaps = [&](auto it) {
-    return it != byStart_.end() && it->first < start + bytes && start < it->first + it->second.bytes;
+    return it != byStart_.end() && it->first < start + bytes &&
+           start < it->first + it->second.bytes;
   };
   if (overlaps(next) || (next != byStart_.begin() && overlaps(std::prev(next)))) {
     auto hit = overlaps(next) ? next : std::prev(next);
@@ -159,8 +175,10 @@ std::optional<LocalRegion> Registrations::find(const void* data, size_t bytes) c
 void* memAlloc(size_t bytes) {
   if (bytes == 0) throwInvalid("memAlloc: size is 0");
   using namespace memory;
-  const bool hugetlb = hugetlbPagesFree(bytes);
-  const size_t mapped = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  if (bytes > SIZE_MAX - kHugePage - kCanaryBytes) throwInvalid("memAlloc: size is too large");
+  const size_t withCanary = bytes + kCanaryBytes;
+  const bool hugetlb = hugetlbPagesFree(withCanary);
+  const size_t mapped = (withCanary + kHugePage - 1) / kHugePage * kHugePage;
   int fd = memfd_create("chorus-mem", MFD_CLOEXEC | (hugetlb ? MFD_HUGETLB : 0));
   if (fd < 0 && hugetlb) fd = memfd_create("chorus-mem", MFD_CLOEXEC);
   if (fd < 0) throwSystemError("memAlloc: memfd_create");
@@ -178,8 +196,11 @@ void* memAlloc(size_t bytes) {
   Allocations& all = allocations();
   {
     std::lock_guard lock(all.mutex);
+    const uint64_t serial = all.nextSerial++;
+    const uint64_t canary = canaryFor(serial);
+    std::memcpy(static_cast<std::byte*>(p) + mapped - kCanaryBytes, &canary, sizeof canary);
     all.byStart.emplace(reinterpret_cast<uintptr_t>(p),
-                        Allocation{mapped, fd, all.nextSerial++, std::string_view(kind) != "4k"});
+                        Allocation{mapped, fd, serial, std::string_view(kind) != "4k"});
   }
   static bool told = false;
   if (!told) {

@@ -34,6 +34,18 @@ std::string pageKind();
 // The memAlloc buffer containing [data, data + bytes), if any.
 std::optional<LocalRegion> allocatedRegion(const void* data, size_t bytes);
 
+// Every memAlloc allocation ends in a canary: a non-zero word, a function of the
+// allocation's serial, written by memAlloc into the last kCanaryBytes of the mapping (the
+// page round-up, or one more page; never part of a buffer a caller can name). A process
+// whose view of the memory stopped being the shared memfd (its mapping replaced or
+// truncated) reads something else there, so the owner before exposing the buffer and
+// each peer before reading it check the word: a broken mapping fails the call instead of
+// moving zeroes or stale bytes as if they were data (the fault suite's shm `close`).
+inline constexpr size_t kCanaryBytes = 8;
+uint64_t canaryFor(uint64_t serial);
+// Whether the canary at the end of `mapped` bytes starting at `base` is serial's.
+bool canaryIntact(const std::byte* base, size_t mapped, uint64_t serial);
+
 // One communicator's registrations (registerBuffer); not thread-safe beyond the
 // communicator's own rules (calls on one communicator come from one thread at a time).
 class Registrations {

@@ -54,13 +54,14 @@ TEST(Schedule, PeerStagedInSmallChunksAtRankCounts1To9) {
   for (const Algorithm& a : chunked)
     for (int p = 1; p <= 9; ++p)
       for (size_t count : {size_t{1}, size_t(p - 1), size_t(3 * p + 2), size_t(7 * p + 5)})
-        for (bool inPlace : {false, true}) {
-          ASSERT_EQ(prove(a, Case{p, count, 0, inPlace, kElementWise}), "")
-              << a.name << " p " << p << " count " << count << " in place " << inPlace;
-          if (inPlace && p > 1)
-            ASSERT_EQ(prove(a, Case{p, count, 0, inPlace, 2, /*late=*/p / 2}), "")
-                << a.name << " p " << p << " count " << count << " late rank";
-        }
+        for (bool inPlace : {false, true})
+          for (bool fused : {false, true}) {  // with the engine's one-pass folds (rule 6)
+            ASSERT_EQ(prove(a, Case{p, count, 0, inPlace, kElementWise, -1, nullptr, fused}), "")
+                << a.name << " p " << p << " count " << count << " in place " << inPlace;
+            if (inPlace && p > 1)
+              ASSERT_EQ(prove(a, Case{p, count, 0, inPlace, 2, /*late=*/p / 2, nullptr, fused}), "")
+                  << a.name << " p " << p << " count " << count << " late rank";
+          }
 }
 
 TEST(Schedule, TheCheckerRejectsBrokenStagedSchedules) {

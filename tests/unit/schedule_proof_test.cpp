@@ -144,11 +144,17 @@ TEST(Schedule, EveryAlgorithmSendingOneElementAtATime) {
                            size_t(p + 3), size_t(2 * p + 1), size_t{64}}) {
         for (int root : roots) {
           for (bool inPlace : {false, true}) {
-            std::string error = prove(a, Case{p, count, root, inPlace, kElementWise});
-            ASSERT_EQ(error, "");
-            if (!inPlace || p > 9) continue;
-            error = prove(a, Case{p, count, root, inPlace, kElementWise, /*late=*/p / 2});
-            ASSERT_EQ(error, "");
+            // One-sided algorithms also with the engine's one-pass folds (rule 6).
+            for (bool fused : {false, true}) {
+              if (fused && !a.oneSided && !a.staged) continue;
+              std::string error =
+                  prove(a, Case{p, count, root, inPlace, kElementWise, -1, nullptr, fused});
+              ASSERT_EQ(error, "");
+              if (!inPlace || p > 9) continue;
+              error = prove(
+                  a, Case{p, count, root, inPlace, kElementWise, /*late=*/p / 2, nullptr, fused});
+              ASSERT_EQ(error, "");
+            }
           }
         }
       }

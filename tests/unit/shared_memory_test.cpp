@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
@@ -37,6 +39,30 @@ TEST(SharedMemory, MemAllocGivesSharedMemoryAPeerCanFind) {
   EXPECT_TRUE(kind == "hugetlb" || kind == "thp" || kind == "4k") << kind;
   memFree(p);
   EXPECT_FALSE(memory::allocatedRegion(p, 1));
+}
+
+// The canary sits after the last byte a caller may name, also for a size that is a whole
+// number of huge pages (it takes one more page then), and reads as broken once the
+// mapping is no longer the memfd (what the fault suite's shm `close` does).
+TEST(SharedMemory, EveryAllocationEndsInACanaryThatABrokenMappingLoses) {
+  for (size_t bytes :
+       {size_t{1}, size_t{4096}, size_t{2} << 20, (size_t{2} << 20) - 8, (size_t{2} << 20) - 7}) {
+    auto* p = static_cast<std::byte*>(memAlloc(bytes));
+    auto region = memory::allocatedRegion(p, bytes);
+    ASSERT_TRUE(region) << bytes;
+    EXPECT_GE(region->bytes, bytes + memory::kCanaryBytes) << bytes;
+    EXPECT_TRUE(memory::canaryIntact(region->base, region->bytes, region->serial)) << bytes;
+    EXPECT_FALSE(memory::canaryIntact(region->base, region->bytes, region->serial + 1));
+    // No buffer a caller can name reaches the canary.
+    EXPECT_FALSE(memory::allocatedRegion(p, region->bytes - memory::kCanaryBytes + 1)) << bytes;
+    std::memset(p, 0xff, bytes);  // the caller's bytes, all of them: the canary survives
+    EXPECT_TRUE(memory::canaryIntact(region->base, region->bytes, region->serial)) << bytes;
+    ASSERT_NE(mmap(p, region->bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
+              MAP_FAILED);
+    EXPECT_FALSE(memory::canaryIntact(region->base, region->bytes, region->serial)) << bytes;
+    memFree(p);
+  }
 }
 
 TEST(SharedMemory, BadInputGetsClearErrors) {

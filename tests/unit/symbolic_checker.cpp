@@ -57,6 +57,7 @@ struct RankRun {
   Contents store, outStore, scratch;
   size_t inputBase = 0, outputBase = 0, inputCount = 0, outputCount = 0;
   bool separateOutput = false;
+  std::vector<bool> foldsIntoPrevious;         // rules::foldsIntoPrevious (fused folds)
   std::vector<Window> windows;                 // open, exposed by this rank
   std::map<int, std::vector<int>> readsToAck;  // per owner: windows read, not yet said so
 };
@@ -75,8 +76,13 @@ class Run {
 
   // stride: input elements per rank in the rank-major numbering of Content.
   Run(int nranks, int64_t stride, const ShapeOf& shapeOf, bool inPlace, size_t installments,
-      int late, const Build& build)
-      : nranks_(nranks), stride_(stride), installments_(installments), late_(late), ranks_(nranks) {
+      int late, const Build& build, bool fuseFolds = false)
+      : nranks_(nranks),
+        stride_(stride),
+        installments_(installments),
+        late_(late),
+        fuseFolds_(fuseFolds),
+        ranks_(nranks) {
     rules::QueueOrder queues(nranks);
     for (int r = 0; r < nranks && error_.empty(); ++r) {
       RankRun& s = ranks_[r];
@@ -101,6 +107,7 @@ class Run {
       if (inputCount > 0) s.store.write(s.inputBase, {{inputCount, single(r, 0, stride_)}});
       if (!inPlace) s.outStore = Contents(outputCount);
       s.scratch = Contents(s.schedule.scratchCount);
+      if (fuseFolds_) s.foldsIntoPrevious = rules::foldsIntoPrevious(s.schedule);
       std::vector<int> dependentCount(n + 1, 0);
       for (int i = 0; i < static_cast<int>(n); ++i) {
         const Step& step = s.schedule.steps[i];
@@ -126,8 +133,7 @@ class Run {
       s.inbox.resize(s.recvPeers.size());
       for (int i = 0; i < static_cast<int>(n); ++i) {
         const Step& step = s.schedule.steps[i];
-        if (isIncoming(step.kind) && s.prevInQueue[i] < 0)
-          s.recvHead[link(s, step.peer)] = i;
+        if (isIncoming(step.kind) && s.prevInQueue[i] < 0) s.recvHead[link(s, step.peer)] = i;
       }
     }
   }
@@ -207,8 +213,8 @@ class Run {
 
  private:
   static std::string describeStep(const Step& s) {
-    static const char* kinds[] = {"send",   "recv",     "recvReduce", "copy",
-                                  "reduce", "expose",   "peerRead",   "peerReduce"};
+    static const char* kinds[] = {"send",   "recv",   "recvReduce", "copy",
+                                  "reduce", "expose", "peerRead",   "peerReduce"};
     std::string text = kinds[static_cast<int>(s.kind)];
     if (!isLocal(s)) text += " peer " + std::to_string(s.peer);
     return text + ", " + std::to_string(elementsOf(s)) + " elements";
@@ -309,8 +315,9 @@ class Run {
     const size_t at = base + step.dst.offset + from;
     for (const Window& w : s.windows)
       if (w.buffer == buffer && at < w.begin + w.count && w.begin < at + n)
-        fail(r, i, "overwrites what its step " + std::to_string(w.step) + " exposed while rank " +
-                       std::to_string(w.reader) + " may still read it");
+        fail(r, i,
+             "overwrites what its step " + std::to_string(w.step) + " exposed while rank " +
+                 std::to_string(w.reader) + " may still read it");
     buffer->write(at, pieces);
   }
 
@@ -325,8 +332,7 @@ class Run {
     if (m.acksApplied) return;
     m.acksApplied = true;
     auto& open = ranks_[r].windows;
-    for (int id : m.acks)
-      std::erase_if(open, [&](const Window& w) { return w.id == id; });
+    for (int id : m.acks) std::erase_if(open, [&](const Window& w) { return w.id == id; });
   }
 
   // Expose: once `after` is complete (all of it, rule 4), tell the peer where the range is.
@@ -367,10 +373,10 @@ class Run {
     Message& message = queue.front();
     const size_t total = step.dst.count;
     if (!message.exposed || message.total != total) {
-      fail(r, i, std::string(message.exposed ? "an exposed range" : "a stream message") + " of " +
-                     std::to_string(message.total) + " elements from rank " +
-                     std::to_string(step.peer) + " where it reads " + std::to_string(total) +
-                     " in place");
+      fail(r, i,
+           std::string(message.exposed ? "an exposed range" : "a stream message") + " of " +
+               std::to_string(message.total) + " elements from rank " + std::to_string(step.peer) +
+               " where it reads " + std::to_string(total) + " in place");
       return;
     }
     applyAcks(r, message);
@@ -380,22 +386,65 @@ class Run {
         s.schedule, i, step.after >= 0 ? s.progress[step.after] : 0, afterDone);
     if (total > 0 && to <= from) return;
     if (total == 0 && !rules::emptyStepMayComplete(step, afterDone)) return;
+    int last = i;  // the last step of a fused fold chain this pass runs
     if (to > from) {
       read(step.peer, message.range, from, to - from, incoming_);
       if (step.kind == StepKind::PeerReduce) {
         read(r, step.src, from, to - from, other_);
         fold(other_, incoming_, stride_, pieces_, foldError_);
-        store(r, i, from, pieces_);
+        if (fuseFolds_) last = foldChain(r, i, from, to);
+        store(r, last, from, pieces_);  // a chain's steps share one destination (rule 6)
       } else {
         store(r, i, from, incoming_);
       }
       if (!foldError_.empty()) fail(r, i, foldError_);
     }
-    if (to == total) {
-      if (message.window >= 0) s.readsToAck[step.peer].push_back(message.window);
-      Pieces().swap(queue.messages[queue.head++].pieces);
-    }
+    if (to == total) finishRead(r, i);
     progressed(r, i, to);
+    for (int j = i + 1; j <= last; ++j) {
+      const Step& member = s.schedule.steps[j];
+      if (member.kind == StepKind::PeerReduce && to == member.dst.count) finishRead(r, j);
+      progressed(r, j, to);
+    }
+  }
+
+  // Rank r has read all of what PeerRead/PeerReduce i's peer exposed: the message is taken
+  // and the peer hears of it with r's next message to it.
+  void finishRead(int r, int i) {
+    RankRun& s = ranks_[r];
+    const int peer = s.schedule.steps[i].peer;
+    auto& queue = s.inbox[link(s, peer)];
+    if (queue.front().window >= 0) s.readsToAck[peer].push_back(queue.front().window);
+    Pieces().swap(queue.messages[queue.head++].pieces);
+  }
+
+  // The engine's one-pass fold (rule 6, Engine::gatherFoldChain): PeerReduce i's pass over
+  // [from, to) also folds the next steps of its chain into pieces_, as long as each has
+  // caught up with i (its progress is `from`) and its source is at hand: a local range, or
+  // a peer range whose Expose heads the step's link while the step heads its queue. Their
+  // sources are read now, when i runs, not when they would run; returns the last folded.
+  int foldChain(int r, int i, size_t from, size_t to) {
+    RankRun& s = ranks_[r];
+    const std::vector<bool>& folds = s.foldsIntoPrevious;
+    int last = i;
+    for (size_t j = static_cast<size_t>(i) + 1; j < folds.size() && folds[j]; ++j) {
+      const Step& member = s.schedule.steps[j];
+      if (s.done[j] || s.progress[j] != from) break;
+      if (member.kind == StepKind::Reduce) {
+        read(r, member.src, from, to - from, incoming_);
+      } else {
+        const size_t l = link(s, member.peer);
+        if (s.recvHead[l] != static_cast<int>(j) || s.inbox[l].empty()) break;
+        Message& message = s.inbox[l].front();
+        if (!message.exposed || message.total != member.dst.count) break;  // reported later
+        applyAcks(r, message);
+        read(member.peer, message.range, from, to - from, incoming_);
+      }
+      other_.swap(pieces_);
+      fold(other_, incoming_, stride_, pieces_, foldError_);
+      last = static_cast<int>(j);
+    }
+    return last;
   }
 
   void read(int r, const Range& range, size_t from, size_t n, Pieces& out) {
@@ -467,8 +516,9 @@ class Run {
         if (queue.empty()) return;  // the peer has not started sending
         Message& message = queue.front();
         if (message.exposed) {
-          fail(r, i, "receives a stream where rank " + std::to_string(step.peer) +
-                         " exposed a range to read in place");
+          fail(r, i,
+               "receives a stream where rank " + std::to_string(step.peer) +
+                   " exposed a range to read in place");
           return;
         }
         applyAcks(r, message);
@@ -515,6 +565,7 @@ class Run {
   int64_t stride_;  // elements of each rank's input (rank-major numbering, see Content)
   size_t installments_;
   int late_;
+  bool fuseFolds_;
   std::vector<RankRun> ranks_;
   std::vector<std::pair<int, int>> localWork_, sendWork_, lateSendWork_, round_;
   Pieces pieces_, other_, incoming_, finalized_;
@@ -530,6 +581,7 @@ std::string describeCase(const Algorithm& a, const Case& c) {
     text += c.installments == SIZE_MAX ? " element-wise"
                                        : " installments=" + std::to_string(c.installments);
   if (c.late >= 0) text += " late=" + std::to_string(c.late);
+  if (c.fuseFolds) text += " fused";
   if (c.layout) text += " layout " + std::to_string(c.layout->nodes()) + " nodes";
   return text;
 }
@@ -582,9 +634,12 @@ std::string prove(const Algorithm& algorithm, const Case& c) {
   size_t stride = shapeOf(0).inputCount;
   for (int r = 0; kind == Collective::AllGatherV && r < n; ++r)
     stride = std::max(stride, counts[r]);
-  Run run(n, static_cast<int64_t>(stride), shapeOf, c.inPlace, c.installments, c.late, [&](int r) {
-    return algorithm.build({kind, r, n, count, c.root, c.layout, counts});
-  });
+  Run run(
+      n, static_cast<int64_t>(stride), shapeOf, c.inPlace, c.installments, c.late,
+      [&](int r) {
+        return algorithm.build({kind, r, n, count, c.root, c.layout, counts});
+      },
+      c.fuseFolds);
   std::string error = run.run();
   if (error.empty()) {
     const Content all{RankSet(0, n), 0, true};

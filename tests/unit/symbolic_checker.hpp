@@ -46,6 +46,11 @@ struct Case {
   size_t installments = 1;
   int late = -1;
   const Layout* layout = nullptr;
+  // Runs the engine's one-pass fold (schedule_rules.hpp rule 6): a PeerReduce's pass also
+  // folds the following steps of its chain that have caught up with it and whose sources
+  // are at hand, reading those sources then. Off: every step folds on its own pass (as
+  // the engine does where the peer's memory is read, not mapped: verbs).
+  bool fuseFolds = false;
 };
 
 // Runs `algorithm` on every rank and checks the outputs against what the collective must

@@ -76,8 +76,8 @@ std::vector<std::byte> ShmPeerMemory::describe(const LocalRegion& region, const 
 const std::byte* ShmPeerMemory::map(int peer, std::span<const std::byte> blob) {
   const Blob b = parse(blob);
   if (b.pid != pids_.at(peer))
-    throw Error(Result::InternalError, "shm: rank " + std::to_string(peer) +
-                                           " described memory of another process");
+    throw Error(Result::InternalError,
+                "shm: rank " + std::to_string(peer) + " described memory of another process");
   if (b.kind != Kind::Memfd) return nullptr;
   auto key = std::make_pair(peer, b.serial);
   auto it = mappings_.find(key);
@@ -98,12 +98,22 @@ const std::byte* ShmPeerMemory::map(int peer, std::span<const std::byte> blob) {
     }
     void* p = mmap(nullptr, b.regionBytes, PROT_READ, MAP_SHARED, fd, 0);
     ::close(fd);
-    if (p == MAP_FAILED) throwSystemError("shm: mmap of rank " + std::to_string(peer) + "'s buffer");
+    if (p == MAP_FAILED)
+      throwSystemError("shm: mmap of rank " + std::to_string(peer) + "'s buffer");
     it = mappings_.emplace(key, Mapping{p, b.regionBytes, 0}).first;
   }
   it->second.lastUse = ++uses_;
   if (b.where + b.bytes > b.regionBytes)
     throw Error(Result::InternalError, "shm: memory blob beyond its region");
+  // One load: the data read from this mapping is the peer's only while the mapping is
+  // still its memfd (memory::canaryIntact).
+  if (!memory::canaryIntact(static_cast<const std::byte*>(it->second.base), b.regionBytes,
+                            b.serial))
+    throw Error(Result::SystemError,
+                "shm: this process's mapping of rank " + std::to_string(peer) +
+                    "'s memAlloc memory lost its canary (the mapping was replaced or the "
+                    "memory cut short), so what it reads there is not rank " +
+                    std::to_string(peer) + "'s data");
   return static_cast<const std::byte*>(it->second.base) + b.where;
 }
 

@@ -170,6 +170,11 @@ int main(int argc, char** argv) {
     const bool oneHost = comm.layout().rfind("1 node", 0) == 0;
     CommThread ct(std::move(comm), std::chrono::seconds(args.timeoutS));
     ct.setMaxInFlight(args.maxInFlight);
+    if (args.commRealtime && !ct.setRealtime())
+      std::fprintf(stderr,
+                   "chorus-train: rank %d: --comm-rt refused (needs CAP_SYS_NICE); "
+                   "the communication thread keeps normal priority\n",
+                   rank);
     if (lead) std::filesystem::create_directories(args.out);
     JobLog jobLog(args.out);
 

@@ -37,6 +37,9 @@ communication
                             on 2 shared cores no faster, see perf/trainer/README.md)
   --max-in-flight N         bucket all-reduces running at once (1: each starts once the
                             one before it is done)
+  --comm-rt                 the communication thread (only it) at real-time priority
+                            (SCHED_FIFO 1), so that it preempts backward as soon as a
+                            bucket or a peer's message is ready (a warning if refused)
   --no-deterministic        let the tuner choose algorithms (default: CHORUS_DETERMINISTIC)
   --timeout-s N             deadline for any collective (120)
 checkpoints
@@ -139,6 +142,7 @@ Args parseArgs(int argc, char** argv) {
       {"--grow-wait", [&] { a.growWait = true; }},
       {"--whole-layers", [&] { a.wholeLayers = true; }},
       {"--step-per-bucket", [&] { a.stepPerBucket = true; }},
+      {"--comm-rt", [&] { a.commRealtime = true; }},
       {"--gpu", [&] { a.gpu = true; }},
       {"--no-resume", [&] { a.resume = false; }},
       {"--no-deterministic", [&] { a.deterministic = false; }},

@@ -42,6 +42,7 @@ struct Args {
   bool wholeLayers = false;        // MLP: one gradient group per layer (no row blocks)
   bool stepPerBucket = false;      // optimizer on each bucket as soon as it is averaged
   int maxInFlight = 1;             // bucket all-reduces running at once
+  bool commRealtime = false;       // the communication thread at SCHED_FIFO 1
   uint64_t failRandomSeed = 0;
   int failCount = 0;
   std::string saveFinal;

@@ -1,5 +1,8 @@
 #include "comm_thread.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+
 namespace trainer {
 
 CommThread::CommThread(chorus::Communicator comm, std::chrono::milliseconds deadline)
@@ -45,6 +48,12 @@ std::future<void> CommThread::start(Start start, Done done, std::string what) {
     }
   });
   return result;
+}
+
+bool CommThread::setRealtime() {
+  sched_param param{};
+  param.sched_priority = 1;
+  return pthread_setschedparam(thread_.native_handle(), SCHED_FIFO, &param) == 0;
 }
 
 void CommThread::complete(size_t i, std::exception_ptr error) {

@@ -41,6 +41,11 @@ class CommThread {
   using Start = std::function<chorus::Work(chorus::Communicator&)>;
   using Done = std::function<void(chorus::Work&, Clock::time_point, Clock::time_point)>;
   std::future<void> start(Start start, Done done, std::string what);
+  // Runs the communication thread at SCHED_FIFO priority 1 (the training thread keeps its
+  // own): it then preempts backward at once when a bucket is posted or a peer's data
+  // arrives, instead of waiting for a time slice. Returns false (and changes nothing) when
+  // the system refuses (no CAP_SYS_NICE / RLIMIT_RTPRIO).
+  bool setRealtime();
   // How many collectives started by start() may run at once (1: one after another).
   void setMaxInFlight(int n) { maxInFlight_ = n < 1 ? 1 : n; }
   // post() and wait for it.

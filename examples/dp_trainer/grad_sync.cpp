@@ -36,6 +36,7 @@ GradSync::GradSync(CommThread& comm, std::vector<Bucket> buckets, Timeline& time
     for (int l = buckets_[k].lowLayer; l <= buckets_[k].highLayer; ++l)
       bucketOfLayer_[l] = static_cast<int>(k);
   spans_.resize(buckets_.size());
+  ready_.resize(buckets_.size());
   algorithms_.resize(buckets_.size());
 }
 
@@ -50,6 +51,8 @@ void GradSync::layerReady(int layer) {
   const int k = bucketOfLayer_.at(layer);
   if (--pending_[k] > 0) return;
   const Bucket b = buckets_[k];
+  ready_[k] = Clock::now();
+  if (inFlight_.empty()) firstReady_ = ready_[k];
   float* data = grads_ + b.begin;
   char what[64];
   std::snprintf(what, sizeof what, "all-reduce bucket %d (%.2f MB", k, (b.end - b.begin) * 4 / 1e6);
@@ -63,6 +66,8 @@ void GradSync::layerReady(int layer) {
                                                  Clock::time_point end) {
                spans_[k] = {start, end};
                algorithms_[k] = w.algorithm();  // what the engine ran, not what we asked
+               if (start - ready_[k] > std::chrono::microseconds(20))
+                 timeline_.add(Timeline::kComm, "queued: " + name + ")", ready_[k], start);
                timeline_.add(Timeline::kComm, name + ", " + algorithms_[k] + ")", start, end);
              },
              std::string(what) + ")"));
@@ -90,6 +95,10 @@ double GradSync::finish(const std::function<void(const Bucket&)>& averaged) {
     if (averaged) averaged(buckets_[k]);
   }
   inFlight_.clear();
+  envelopeSeconds_ = seconds(Clock::now() - firstReady_);
+  startDelaySeconds_ = 0;
+  for (size_t k = 0; k < spans_.size(); ++k)
+    startDelaySeconds_ += std::max(0.0, seconds(spans_[k].first - ready_[k]));
   // The union of the buckets' spans: with several in flight at once, time counted once.
   std::vector<std::pair<Clock::time_point, Clock::time_point>> spans = spans_;
   std::sort(spans.begin(), spans.end());

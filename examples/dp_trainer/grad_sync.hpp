@@ -47,6 +47,13 @@ class GradSync {
   // Seconds some all-reduce of the last step was running (the union of the buckets'
   // spans from start to completion; their sum when they run one after another).
   double lastAllReduceSeconds() const { return allReduceSeconds_; }
+  // PyTorch DDP's measure of the same step (its logger's backward_comm_time): from the
+  // first bucket being ready to the end of the wait for the last one, gaps between the
+  // buckets and a bucket's time queued behind the one before included.
+  double lastEnvelopeSeconds() const { return envelopeSeconds_; }
+  // Seconds the last step's buckets waited between being ready and their all-reduce
+  // starting on the communication thread (its wake-up, or the bucket before it running).
+  double lastStartDelaySeconds() const { return startDelaySeconds_; }
   // The last step's waits after backward (finish()), start and end.
   const std::vector<std::pair<Clock::time_point, Clock::time_point>>& lastWaits() const {
     return waits_;
@@ -62,7 +69,9 @@ class GradSync {
   std::vector<int> pending_;
   std::vector<std::pair<int, std::future<void>>> inFlight_;  // bucket, its all-reduce
   float* grads_ = nullptr;
-  double allReduceSeconds_ = 0;
+  double allReduceSeconds_ = 0, envelopeSeconds_ = 0, startDelaySeconds_ = 0;
+  Clock::time_point firstReady_{};
+  std::vector<Clock::time_point> ready_;  // per bucket, when backward completed it
   std::vector<std::pair<Clock::time_point, Clock::time_point>> spans_, waits_;
   std::vector<std::string> algorithms_;
 };

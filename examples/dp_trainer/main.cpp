@@ -170,6 +170,11 @@ int main(int argc, char** argv) {
     const bool oneHost = comm.layout().rfind("1 node", 0) == 0;
     CommThread ct(std::move(comm), std::chrono::seconds(args.timeoutS));
     ct.setMaxInFlight(args.maxInFlight);
+    if (args.commRealtime && !ct.setRealtime())
+      std::fprintf(stderr,
+                   "chorus-train: rank %d: --comm-rt refused (needs CAP_SYS_NICE); "
+                   "the communication thread keeps normal priority\n",
+                   rank);
     if (lead) std::filesystem::create_directories(args.out);
     JobLog jobLog(args.out);
 
@@ -286,6 +291,7 @@ int main(int argc, char** argv) {
 
     std::vector<uint32_t> batchIdx;
     double tCompute = 0, tExposed = 0, tAllReduce = 0, tPause = 0, tWrite = 0;
+    double tEnvelope = 0, tStartDelay = 0;  // DDP's all-reduce time; buckets waiting to start
     // Per step: when this rank's backward ended, and its waits for all-reduce after it
     // (steady-clock seconds), to split the exposed time at the end of the run.
     std::vector<double> backwardEnd(static_cast<size_t>(args.steps), 0);
@@ -442,6 +448,8 @@ int main(int argc, char** argv) {
       tCompute += seconds(t1 - t0) + seconds(t2 - t1) + (seconds(t4 - t2) - exposed);
       tExposed += exposed;
       tAllReduce += sync.lastAllReduceSeconds();
+      tEnvelope += sync.lastEnvelopeSeconds();
+      tStartDelay += sync.lastStartDelaySeconds();
       tPause += pause;
       if (step - start < args.traceSteps) {
         timeline.add(Timeline::kMain, "forward", t0, t1);
@@ -478,8 +486,9 @@ int main(int argc, char** argv) {
 
     // Per-step figures averaged over ranks.
     const double stepsRun = static_cast<double>(args.steps - start);
-    double sums[7] = {tCompute, tExposed, tAllReduce, tPause, tWrite, loopSeconds, tWaitSlowest};
-    ct.allReduce(sums, 7, chorus::RedOp::Avg);
+    double sums[9] = {tCompute,    tExposed,     tAllReduce, tPause,     tWrite,
+                      loopSeconds, tWaitSlowest, tEnvelope,  tStartDelay};
+    ct.allReduce(sums, 9, chorus::RedOp::Avg);
     if (lead) {
       RunReport r;
       r.nranks = nranks, r.attempt = attempt, r.steps = args.steps, r.startStep = start;
@@ -494,6 +503,8 @@ int main(int argc, char** argv) {
       r.exposedTransferSeconds = oneHost ? (sums[1] - sums[6]) / n : -1;
       r.checkpointPauseSeconds = sums[3] / n;
       r.hiddenFraction = sums[2] > 0 ? std::clamp(1 - sums[1] / sums[2], 0.0, 1.0) : 0;
+      r.envelopeSeconds = sums[7] / n, r.startDelaySeconds = sums[8] / n;
+      r.hiddenFractionDdp = sums[7] > 0 ? std::clamp(1 - sums[1] / sums[7], 0.0, 1.0) : 0;
       r.checkpoints = checkpoints;
       r.pausePerCheckpoint = checkpoints ? sums[3] / checkpoints : 0;
       r.writePerCheckpoint = sums[4];

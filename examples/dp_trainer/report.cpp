@@ -65,6 +65,9 @@ std::string RunReport::json() const {
     << ", \"checkpoint_pause\": " << checkpointPauseSeconds
     << "},\n  \"allreduce_seconds_per_step\": " << allReduceSeconds
     << ",\n  \"allreduce_hidden_fraction\": " << hiddenFraction
+    << ",\n  \"allreduce_envelope_seconds_per_step\": " << envelopeSeconds
+    << ",\n  \"allreduce_hidden_fraction_ddp_definition\": " << hiddenFractionDdp
+    << ",\n  \"allreduce_start_delay_seconds_per_step\": " << startDelaySeconds
     << ",\n  \"allreduce_algorithm\": \"" << algorithm
     << "\",\n  \"checkpoints\": {\"count\": " << checkpoints
     << ", \"pause_seconds\": " << pausePerCheckpoint
@@ -104,6 +107,7 @@ void RunReport::printTable(FILE* out) const {
       "  samples/s           %10.1f\n"
       "  step time (ms)      %10.3f = compute %.3f + exposed comm %.3f + checkpoint pause %.3f\n"
       "  all-reduce (ms)     %10.3f per step, %.1f%% hidden behind backward (%s)\n"
+      "  as DDP counts it    %10.3f per step, %.1f%% hidden (first bucket ready to last done)\n"
       "  exposed comm (ms)   %10.3f = waiting for the slowest rank's backward %.3f + "
       "transfer %.3f\n"
       "  checkpoints         %10d  pause %.3f ms, write %.3f ms each; %s\n"
@@ -112,10 +116,11 @@ void RunReport::printTable(FILE* out) const {
       nranks, static_cast<long long>(startStep), static_cast<long long>(steps),
       static_cast<long long>(globalBatch), parameters, samplesPerSecond, stepSeconds * 1e3,
       computeSeconds * 1e3, exposedCommSeconds * 1e3, checkpointPauseSeconds * 1e3,
-      allReduceSeconds * 1e3, hiddenFraction * 100, algorithm.c_str(), exposedCommSeconds * 1e3,
-      waitSlowestSeconds * 1e3, exposedTransferSeconds * 1e3, checkpoints, pausePerCheckpoint * 1e3,
-      writePerCheckpoint * 1e3, checkpointPolicy.c_str(), mfu * 100, achievedFlops / 1e9,
-      peakFlops / 1e9, effectiveTrainingTime * 100, usefulSeconds, elapsedSeconds);
+      allReduceSeconds * 1e3, hiddenFraction * 100, algorithm.c_str(), envelopeSeconds * 1e3,
+      hiddenFractionDdp * 100, exposedCommSeconds * 1e3, waitSlowestSeconds * 1e3,
+      exposedTransferSeconds * 1e3, checkpoints, pausePerCheckpoint * 1e3, writePerCheckpoint * 1e3,
+      checkpointPolicy.c_str(), mfu * 100, achievedFlops / 1e9, peakFlops / 1e9,
+      effectiveTrainingTime * 100, usefulSeconds, elapsedSeconds);
   for (const LostWork& l : lost)
     std::fprintf(
         out,

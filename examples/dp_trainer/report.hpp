@@ -66,6 +66,12 @@ struct RunReport {
   // the slowest rank's backward of the step to end, and reduction left after it ended.
   double waitSlowestSeconds = 0, exposedTransferSeconds = 0;
   double hiddenFraction = 0;  // of all-reduce time, behind backward
+  // PyTorch DDP's definition (its logger's backward_comm_time and
+  // backward_compute_comm_overlap_time): all-reduce time is the envelope from the first
+  // bucket ready to the end of the wait for the last, gaps and queueing included; hidden is
+  // 1 - exposed / envelope. Per step, averaged over steps and ranks.
+  double envelopeSeconds = 0, hiddenFractionDdp = 0;
+  double startDelaySeconds = 0;  // per step: buckets ready but not yet started, summed
   int checkpoints = 0;
   double pausePerCheckpoint = 0, writePerCheckpoint = 0;
   std::string checkpointPolicy;

@@ -8,7 +8,8 @@ Alternating runs, medians:
   2. the fraction of all-reduce time hidden behind backward (from the 4-rank runs)
   3. checkpoint pause, asynchronous vs blocking save of the same state (4 ranks)
   4. PyTorch DDP with gloo, same model, data order, initial weights and AdamW schedule,
-     4 ranks: loss curves compared step by step, samples/s ratio
+     at each of --ddp-ranks (default 4), chorus-train and DDP alternating run by run:
+     loss curves compared step by step, samples/s ratio (of medians, and per pair)
   5. (--parts overlap) the hidden fraction at each of --ranks (default 2,4), alternating;
      with --ab "FLAGS" every rank count also runs with FLAGS added (A/B of one change);
      each run's load average, the report's split of the exposed time (waiting for the
@@ -47,6 +48,7 @@ def main():
     p.add_argument("--parts", default="scaling,ckpt,ddp,curve",
                    help="any of scaling,ckpt,ddp,curve,overlap")
     p.add_argument("--ranks", default="2,4", help="overlap: rank counts, alternating")
+    p.add_argument("--ddp-ranks", default="4", help="ddp: rank counts, alternating with chorus-train")
     p.add_argument("--ab", default="", help="overlap: also run every rank count with these flags (NAME=VALUE: a setting)")
     a = p.parse_args()
     if "overlap" in a.parts and os.sched_getscheduler(0) in (os.SCHED_FIFO, os.SCHED_RR):
@@ -96,7 +98,7 @@ def main():
     res = {"one": [], "four": [], "async": [], "blocking": [], "ddp": []}
     parts = a.parts.split(",")
     for rep in range(a.reps):
-        if "scaling" in parts or "ddp" in parts:
+        if "scaling" in parts:
             res["four"].append(train(4, "four", ["--dump-init", init]))
         if "scaling" in parts:
             res["one"].append(train(1, "one"))
@@ -112,6 +114,8 @@ def main():
                     r = train(n, key, flags)
                     overlap.setdefault(key, []).append(dict(
                         hidden=r["allreduce_hidden_fraction"],
+                        hidden_ddp=r["allreduce_hidden_fraction_ddp_definition"],
+                        start_delay_ms=1e3 * r["allreduce_start_delay_seconds_per_step"],
                         exposed_ms=1e3 * r["step_seconds"]["exposed_comm"],
                         wait_slowest_ms=1e3 * r["step_seconds"]["exposed_comm_waiting_for_slowest_backward"],
                         transfer_ms=1e3 * r["step_seconds"]["exposed_comm_transfer"],
@@ -127,10 +131,17 @@ def main():
                  "--init", init + ".curve", "--out", os.path.join(a.out, "curve-ddp"), "--hidden", "256",
                  "--layers", "2", "--batch", "32", "--steps", "300"])
         if "ddp" in parts:
-            ddp_out = os.path.join(a.out, "ddp")
-            text = run(["/usr/bin/python3", os.path.join(HERE, "ddp_reference.py"), "--ranks", "4",
-                        "--init", init, "--out", ddp_out, "--steps", str(a.steps)] + model)
-            res["ddp"].append(float(text.split("samples/s")[1].split()[0]))
+            for n in (int(x) for x in a.ddp_ranks.split(",")):
+                load = os.getloadavg()[0]
+                r = train(n, f"chorus-np{n}", ["--dump-init", init])
+                ddp_out = os.path.join(a.out, f"ddp-np{n}")
+                load_ddp = os.getloadavg()[0]
+                text = run(["/usr/bin/python3", os.path.join(HERE, "ddp_reference.py"), "--ranks", str(n),
+                            "--init", init, "--out", ddp_out, "--steps", str(a.steps)] + model)
+                res["ddp"].append(dict(ranks=n, chorus=r["samples_per_second"], load_chorus=load,
+                                       ddp=float(text.split("samples/s")[1].split()[0]), load_ddp=load_ddp,
+                                       hidden=r["allreduce_hidden_fraction"]))
+                print("ddp", res["ddp"][-1], flush=True)
         print(f"rep {rep + 1}/{a.reps} done", flush=True)
 
     med = lambda xs: statistics.median(xs)
@@ -155,14 +166,21 @@ def main():
         summary["checkpoint_pause_ms_async_all_min"] = min(pauses["async"])
         summary["checkpoint_pause_ms_blocking_all_median"] = statistics.median(pauses["blocking"])
         summary["checkpoint_write_ms_async"] = 1e3 * med([r["checkpoints"]["write_seconds"] for r in res["async"]])
-    if res["ddp"]:
-        ddp = med(res["ddp"])
-        ours = losses(os.path.join(a.out, "four", "metrics.csv"))
-        theirs = losses(os.path.join(a.out, "ddp", "metrics.csv"))
-        summary["ddp_gloo_samples_per_second_4_ranks"] = ddp
-        summary["chorus_over_ddp"] = four / ddp
-        summary["loss_max_relative_difference_vs_ddp"] = max(
-            abs(ours[s] - theirs[s]) / max(abs(theirs[s]), 1e-12) for s in theirs)
+    for n in sorted({x["ranks"] for x in res["ddp"]}):
+        runs = [x for x in res["ddp"] if x["ranks"] == n]
+        ours, theirs = med([x["chorus"] for x in runs]), med([x["ddp"] for x in runs])
+        summary[f"np{n}_chorus_samples_per_second"] = ours
+        summary[f"np{n}_ddp_gloo_samples_per_second"] = theirs
+        summary[f"np{n}_chorus_over_ddp"] = ours / theirs
+        pairs = [x["chorus"] / x["ddp"] for x in runs]
+        summary[f"np{n}_chorus_over_ddp_per_pair"] = " ".join(f"{q:.2f}" for q in pairs)
+        summary[f"np{n}_chorus_faster_in_pairs"] = f"{sum(q > 1 for q in pairs)}/{len(pairs)}"
+        summary[f"np{n}_load_min_max"] = (f"{min(min(x['load_chorus'], x['load_ddp']) for x in runs):.1f}-"
+                                          f"{max(max(x['load_chorus'], x['load_ddp']) for x in runs):.1f}")
+        l_ours = losses(os.path.join(a.out, f"chorus-np{n}", "metrics.csv"))
+        l_theirs = losses(os.path.join(a.out, f"ddp-np{n}", "metrics.csv"))
+        summary[f"np{n}_loss_max_relative_difference_vs_ddp"] = max(
+            abs(l_ours[s] - l_theirs[s]) / max(abs(l_theirs[s]), 1e-12) for s in l_theirs)
     if "curve" in res:
         ours = losses(os.path.join(a.out, "curve", "metrics.csv"))
         theirs = losses(os.path.join(a.out, "curve-ddp", "metrics.csv"))
@@ -173,7 +191,7 @@ def main():
         summary["curve_final_loss_chorus"] = ours[max(ours)]
         summary["curve_final_loss_ddp"] = theirs[max(theirs)]
     for key, runs in overlap.items():
-        for field in ("hidden", "exposed_ms", "wait_slowest_ms", "transfer_ms", "allreduce_ms",
+        for field in ("hidden", "hidden_ddp", "start_delay_ms", "exposed_ms", "wait_slowest_ms", "transfer_ms", "allreduce_ms",
                       "samples_per_second", "skew_ms", "tail_ms"):
             summary[f"{key}_{field}"] = med([x[field] for x in runs])
         summary[f"{key}_load_min_max"] = f"{min(x['load'] for x in runs):.1f}-{max(x['load'] for x in runs):.1f}"

@@ -6,6 +6,8 @@
    report.json's allreduce_algorithm lists at K (both come from Work::algorithm).
 2. exposed_comm = waiting for the slowest rank's backward + transfer, and the waiting part
    equals overlap_trace.py's skew recomputed from the trace's spans (every step).
+3. DDP's definition of the all-reduce time (the envelope) is at least the union of the
+   buckets' spans, so its hidden fraction is at least ours; the start delay is not negative.
 Exit 1 naming the first disagreement.
 """
 import json
@@ -47,6 +49,15 @@ def main():
     tolerance = 0.01 + 0.021 * len(listed) + 0.02 * wait
     if abs(skew - wait) > tolerance:
         fail(f"waiting for the slowest backward {wait:.4f} ms, the trace says {skew:.4f} ms")
+    # PyTorch DDP's all-reduce time (first bucket ready to the end of the wait for the last)
+    # contains every bucket's span, so its hidden fraction is never below ours.
+    envelope, spans = report["allreduce_envelope_seconds_per_step"], report["allreduce_seconds_per_step"]
+    hidden, hidden_ddp = report["allreduce_hidden_fraction"], report["allreduce_hidden_fraction_ddp_definition"]
+    if envelope < spans * (1 - 1e-6) or hidden_ddp < hidden - 1e-6:
+        fail(f"DDP's envelope {envelope:.6f} s / hidden {hidden_ddp:.4f} below the spans' "
+             f"{spans:.6f} s / {hidden:.4f}")
+    if report["allreduce_start_delay_seconds_per_step"] < 0:
+        fail("negative start delay")
     print(f"check_report: {seen} bucket events agree with {listed}; exposed {exposed:.3f} ms = "
           f"waiting {wait:.3f} (trace {skew:.3f}) + transfer {transfer:.3f}")
 

@@ -126,10 +126,13 @@ class LinkClassNetwork final : public NetworkModel {
     return p < nranks && (p & (p - 1)) == 0 && g % p == 0;
   }
   // A block layout's nodes: turning a node's local indices keeps every pair on or off
-  // its node, so every message keeps its link class and port.
+  // its node, so every message keeps its link class and port. Not with a shared NIC:
+  // prepare() solves the sharing over whole replayed nodes (a turn replays one rank a
+  // node, whose node-mates' flows it would have to add; it indexed ports by replayed rank
+  // and overran them).
   int rotationUnit(int nranks) const override {
     const int p = period(nranks);
-    return layout_ && p > 1 && p < nranks ? 1 : 0;
+    return layout_ && !wantsTraffic() && p > 1 && p < nranks ? 1 : 0;
   }
 
  private:

@@ -47,27 +47,15 @@ const Algorithm& Tuner::choose(Collective collective, size_t count, DataType typ
   };
   if (mode_ == Mode::Static) {
     thresholds("static thresholds (CHORUS_TUNER=static or CHORUS_DETERMINISTIC)");
-  } else if (nranks_ > kMaxReplayRanks) {
-    best = replayChoice(collective, count, type, candidates, why);
-    if (!best) thresholds("static thresholds (no candidate small enough to replay)");
   } else if (const Algorithm* measured =
-                 measuredChoice(collective, count * elementSize, candidates)) {
+                 nranks_ <= kMaxReplayRanks
+                     ? measuredChoice(collective, count * elementSize, candidates)
+                     : nullptr) {
     best = measured;
     why = "measured fastest near this size by chorus-perf --calibrate (" + tuning_.source + ")";
   } else {
-    const LinkModel link = tuning_.forType(type);
-    double bestMicros = 0;
-    for (const Algorithm* a : candidates) {
-      const double us = predictMicros(*a, collective, nranks_, count, elementSize, link, layout_,
-                                      inter_ ? &*inter_ : nullptr, sliceBytes_);
-      if (!best || us < bestMicros) best = a, bestMicros = us;
-      if (log) {
-        char text[64];
-        std::snprintf(text, sizeof text, "%s %.1f us", a->name, us);
-        why += (why.empty() ? "" : ", ") + std::string(text);
-      }
-    }
-    why = "cost model (" + tuning_.source + "): " + why;
+    best = replayChoice(collective, count, type, candidates, why);
+    if (!best) thresholds("static thresholds (no candidate small enough to replay)");
   }
   if (log)
     logf(LogLevel::Info, "%s of %zu x %s on %d ranks: algorithm %s; %s", toString(collective),
@@ -87,7 +75,8 @@ const Algorithm* Tuner::replayChoice(Collective collective, size_t count, DataTy
   sim::LinkClassNetwork net(nranks_, link, layout_, inter_ ? &*inter_ : nullptr);
   sim::SimOptions options;
   options.layout = layout_ && layout_->nranks() == nranks_ ? layout_ : nullptr;
-  options.maxSteps = kMaxReplaySteps;
+  // Up to kMaxReplayRanks every candidate may be replayed, however many its steps.
+  options.maxSteps = nranks_ <= kMaxReplayRanks ? SIZE_MAX : kMaxReplaySteps;
   options.sliceBytes = sliceBytes_;
   const std::vector<sim::Ranked> ranked =
       sim::rankByReplay(candidates, collective, nranks_, count, sizeOf(type), net, options);

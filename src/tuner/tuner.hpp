@@ -3,11 +3,13 @@
 // creation) and the replay is deterministic, so every rank picks the same algorithm.
 //
 // CHORUS_TUNER=model (default) uses the cost model; CHORUS_TUNER=static uses the fixed
-// thresholds of defaultAlgorithm(). Up to kMaxReplayRanks ranks every candidate is
-// replayed in full (predictMicros); beyond, where a full replay of a ring (O(p^2) steps)
-// is too slow, sim::rankByReplay picks the same fastest one from compressed replays and
-// lower bounds (sim/choose.hpp: the replay chorus-sim uses), within kMaxReplaySteps per
-// candidate (a candidate over it is left out; static thresholds if none is left).
+// thresholds of defaultAlgorithm(). sim::rankByReplay (sim/choose.hpp: the replay
+// chorus-sim uses) picks the fastest candidate from compressed replays (exact: bit-equal
+// to the full one) and lower bounds (a candidate whose bound exceeds the best replayed
+// time is not replayed): the same pick as replaying every candidate in full
+// (predictMicros), at a fraction of the cost. Up to kMaxReplayRanks ranks every candidate
+// may be replayed; beyond, within kMaxReplaySteps per candidate (a candidate over it is
+// left out; static thresholds if none is left).
 #pragma once
 
 #include "algorithms/algorithms.hpp"
@@ -70,8 +72,8 @@ class Tuner {
   size_t sliceBytes() const { return sliceBytes_; }
 
  private:
-  // Beyond kMaxReplayRanks: the replay's pick (nullptr when no candidate could be
-  // replayed); `why` gets every candidate's time or bound.
+  // The replay's pick (nullptr when no candidate could be replayed); `why` gets every
+  // candidate's time or bound.
   const Algorithm* replayChoice(Collective collective, size_t count, DataType type,
                                 std::span<const Algorithm* const> candidates, std::string& why);
   const Algorithm* measuredChoice(Collective collective, size_t bytes,

@@ -6,6 +6,7 @@
 #include "tuner/tuner.hpp"
 #include "sim/choose.hpp"
 #include "sim/fabric_network.hpp"
+#include "tuner/cost_model.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -95,6 +97,12 @@ TEST(SimTuner, PickIsTheSimulatorsFastestAtScale) {
   EXPECT_GE(picks.size(), 3u);
 }
 
+// 25 nodes of 8 (not a power of two) with the node's NICs shared: hier_rd and hier_rhd
+// compressed by turning the local index, which the shared NIC's sharing did not support
+// (it indexed ports by replayed rank: chorus-sim --fabric meta-roce --gpus 200 crashed).
+// The tuner's classes no longer turn when their NIC is shared.
+TEST(SimTuner, PickAt25NodesOf8WithTheSharedNic) { expectPicksMatch(200, {64 * KiB, 16 * MiB}); }
+
 // 1,024 ranks at 16 and 256 MiB (about a minute). Run with
 // --gtest_also_run_disabled_tests --gtest_filter='*LargeAt1024*'.
 TEST(SimTuner, DISABLED_PickIsTheSimulatorsFastestLargeAt1024) {
@@ -153,6 +161,73 @@ TEST(SimTuner, PruningKeepsTheFastest) {
       }
     }
   }
+}
+
+// Up to 128 ranks the tuner used to replay every candidate in full (predictMicros, ~6 s
+// for six sizes at 128 ranks); it now asks sim::rankByReplay (bounds, compressed
+// replays) there too. Its choices must be exactly those of the full replays, first of
+// the fastest on ties: fixed shapes (one and two link classes, a NIC shared by a node's
+// ranks, power-of-two and other node counts, interleaved ranks: no compression) and sizes
+// from 8 B to 64 MiB.
+TEST(SimTuner, ChoicesUpTo128RanksEqualFullReplays) {
+  const std::vector<const Algorithm*> candidates = allReduceAlgorithms();
+  // The bed's probe figures (perf/data/sim_vs_bed/nic_tuner/bed_2x2.log): TCP over
+  // loopback within a node, a 1 Gbit/s NIC shared by the node's ranks between nodes.
+  LinkModel loopback = defaultLinkModel(LinkClass::Tcp);
+  loopback.latencyUs = 9.855, loopback.overheadUs = 8.455, loopback.bytesPerUs = 1285;
+  loopback.transportBytesPerUs = 1433, loopback.reduceBytesPerUs = 25390;
+  loopback.copyBytesPerUs = 41550;
+  LinkModel nic = loopback;
+  nic.latencyUs = 0.05, nic.overheadUs = 10.45, nic.bytesPerUs = 125, nic.nicBytesPerUs = 125;
+  const LinkClasses dgx = tunerLinks(presetFabric("dgx-h100", 4));
+  struct Shape {
+    int nodes, perNode;
+    bool interleaved;
+    LinkModel intra;
+    std::optional<LinkModel> inter;
+    std::vector<size_t> bytes;
+  };
+  const std::vector<Shape> shapes = {
+      {1, 12, false, defaultLinkModel(LinkClass::Shm), std::nullopt, {8, 64 * KiB, 16 * MiB}},
+      {3, 2, false, loopback, nic, {8, 64 * KiB, 256 * KiB, MiB, 4 * MiB, 16 * MiB, 64 * MiB}},
+      {4, 4, false, loopback, nic, {8, 64 * KiB, MiB, 16 * MiB}},
+      {4, 4, true, loopback, nic, {64 * KiB, 16 * MiB}},
+      {5, 4, false, dgx.intra, dgx.inter, {8, 64 * KiB, MiB, 64 * MiB}},
+      {4, 8, false, dgx.intra, dgx.inter, {8, 64 * KiB, MiB, 64 * MiB}},
+      {16, 8, false, loopback, nic, {64 * KiB, 16 * MiB}},
+  };
+  std::set<std::string> picks;
+  for (const Shape& shape : shapes) {
+    const int p = shape.nodes * shape.perNode;
+    const Layout layout = Layout::uniform(shape.nodes, shape.perNode, shape.interleaved);
+    Tuning tuning = defaultTuning(LinkClass::Tcp);
+    tuning.model = shape.intra;
+    const Layout* layoutOrNone = shape.inter ? &layout : nullptr;
+    Tuner tuner(p, tuning, Tuner::Mode::Model, layoutOrNone, shape.inter);
+    for (size_t bytes : shape.bytes) {
+      const size_t count = bytes / 4;
+      const auto began = std::chrono::steady_clock::now();
+      const Algorithm& pick =
+          tuner.choose(Collective::AllReduce, count, DataType::Float32, candidates, false);
+      const double tunerSeconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+      // The reference: every candidate replayed in full, the first of the fastest.
+      const Algorithm* best = nullptr;
+      double bestMicros = 0;
+      for (const Algorithm* a : candidates) {
+        const double us = predictMicros(*a, Collective::AllReduce, p, count, 4, shape.intra,
+                                        layoutOrNone, shape.inter ? &*shape.inter : nullptr);
+        if (!best || us < bestMicros) best = a, bestMicros = us;
+      }
+      EXPECT_STREQ(pick.name, best->name)
+          << shape.nodes << " x " << shape.perNode << (shape.interleaved ? " interleaved" : "")
+          << ", " << bytes << " B";
+      picks.insert(pick.name);
+      std::printf("%d x %d%s %zu B: %s (tuner %.3f s)\n", shape.nodes, shape.perNode,
+                  shape.interleaved ? " interleaved" : "", bytes, pick.name, tunerSeconds);
+    }
+  }
+  EXPECT_GE(picks.size(), 3u);  // the shapes span the crossovers
 }
 
 }  // namespace

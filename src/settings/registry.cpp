@@ -60,6 +60,9 @@ const std::vector<Spec> kSpecs = {
      "most microseconds of CHORUS_SPIN_US that poll without a "
      "system call (learnt from the waits before; the rest polls with sched_yield)",
      0, 10'000'000, "", "", Scope::Library, false, "20 (0 when ranks outnumber cores)"},
+    {"CHORUS_BIND_CORE", Boolean, "1",
+     "`1`: where ranks outnumber cores, bind each rank's thread to one core (its local rank "
+     "modulo the cores) unless its affinity was narrowed already"},
     {"CHORUS_SLICE_BYTES", Size, "256K", "most bytes one step moves per engine pass", 4 * K, G},
     {"CHORUS_STREAM_FROM_BYTES", Size, "64M",
      "one-sided copies into the output use streaming stores from this op size x ranks", 0,

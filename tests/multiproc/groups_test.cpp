@@ -17,6 +17,11 @@
 //       a group, with barriers between; every result checked; then 100 blocking ones,
 //       each let go before the next (the op state reused); then one the last rank
 //       makes late: rank 0's wait with a timeout returns false before it;
+//   chorus-run -n 3 chorus_groups_test --case bind
+//       where the ranks outnumber the process's cores (all of the machine's), each rank's
+//       thread must be bound to core (rank modulo cores) once its communicator exists;
+//       otherwise, or with CHORUS_BIND_CORE=0, its affinity must be as it was; then one
+//       checked all-reduce;
 //   chorus-run -n 4 chorus_groups_test --case kill --victim 2
 //       the victim dies by SIGKILL inside a group exchange; the others must fail with an
 //       error naming it, the call and its sequence number, and exit 0.
@@ -36,6 +41,8 @@
 #include <thread>
 #include <vector>
 
+#include <sched.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 namespace {
@@ -466,6 +473,41 @@ int inProcessCase(const std::string& transport, int n) {
   return failures ? 1 : 0;
 }
 
+int bindCase() {
+  Watchdog dog;
+  dog.arm("bind", std::chrono::seconds(60));
+  cpu_set_t before, after;
+  if (sched_getaffinity(0, sizeof(before), &before) != 0) {
+    std::printf("FAIL: sched_getaffinity\n");
+    return 1;
+  }
+  const int cores = CPU_COUNT(&before);
+  const char* setting = std::getenv("CHORUS_BIND_CORE");
+  const bool enabled = !setting || std::string(setting) != "0";
+  chorus::Communicator comm = chorus::Communicator::initFromEnv();
+  const int rank = comm.rank(), n = comm.size();
+  sched_getaffinity(0, sizeof(after), &after);
+  const bool bound = enabled && n > cores && cores >= 2 && cores == get_nprocs();
+  if (bound) {
+    int cpu = -1;
+    for (int c = 0, nth = rank % cores; c < CPU_SETSIZE && cpu < 0; ++c)
+      if (CPU_ISSET(c, &before) && nth-- == 0) cpu = c;
+    if (CPU_COUNT(&after) != 1 || !CPU_ISSET(cpu, &after))
+      fail(rank, std::to_string(CPU_COUNT(&after)) +
+                     " cores allowed after creation, expected only core " + std::to_string(cpu));
+  } else if (!CPU_EQUAL(&before, &after)) {
+    fail(rank, "affinity changed where no binding was due");
+  }
+  std::vector<float> data{static_cast<float>(rank), 1.0f};
+  comm.allReduce(data.data(), data.data(), data.size(), DataType::Float32, RedOp::Sum).wait();
+  if (data[0] != n * (n - 1) / 2.0f || data[1] != static_cast<float>(n))
+    fail(rank,
+         "all-reduce after binding: " + std::to_string(data[0]) + ", " + std::to_string(data[1]));
+  if (failures == 0)
+    std::printf("rank %d: bind checks ok (%s)\n", rank, bound ? "bound" : "unbound");
+  return failures ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -493,11 +535,12 @@ int main(int argc, char** argv) {
     if (which == "split") return splitCase();
     if (which == "kill") return killCase(victim);
     if (which == "small") return smallCase();
+    if (which == "bind") return bindCase();
     if (which == "inprocess") return inProcessCase(transport, ranks);
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());
     return 1;
   }
-  std::printf("FAIL: usage: --case exchange|split|kill|small|inprocess\n");
+  std::printf("FAIL: usage: --case exchange|split|kill|small|bind|inprocess\n");
   return 2;
 }

@@ -15,6 +15,14 @@
 #              both rails with a 64 KiB rendezvous threshold: the bytes written one-sided
 #              (ChannelStats' `direct`) must cover the transfers and, on every channel
 #              that wrote any, be spread over both rails;
+#   reads      chorus-perf all-reduce peer_twoshot on registered buffers (-R 1, checked),
+#              every rank over ib (CHORUS_TRANSPORT=ib: one-sided reads need one transport
+#              to every peer) with both rails: the bytes read one-sided (ChannelStats'
+#              `read`) must cover what two-shot reads and each rail must carry a tenth;
+#   slow       the stripe run again with rail 1 slowed on both nodes (tc netem rate
+#              8 Mbit/s on its NIC): the results must stay right and the scheduler must
+#              send at least 3x as many stream bytes on rxe0 as on rxe1 (unslowed, the
+#              stripe part measured them within a few percent of each other);
 #   kill       node 1 SIGKILLs rank 3 in the middle of an all-reduce loop: every other rank
 #              must exit with an error naming rank 3 within DETECT_S seconds.
 # Prints PASS/FAIL per part; exits non-zero if any failed. Every wait has a deadline.
@@ -127,7 +135,8 @@ counters() {  # counters: "rxe0_sent rxe0_rcvd rxe1_sent rxe1_rcvd nic0_tx nic0_
 
 # ib_report LOG...: the striping counters the ranks' ib channels logged as they closed
 # ("ib rank 1 -> 2 path 3 (rxe1:qp3): sent N B, received N B, direct N B, ..."), summed:
-# "rxe0_sent rxe1_sent rxe0_direct rxe1_direct channels_with_direct ..._on_both_rails".
+# "rxe0_sent rxe1_sent rxe0_direct rxe1_direct channels_with_direct ..._on_both_rails
+#  rxe0_read rxe1_read".
 ib_report() {
   cat "$@" | awk '/ ib rank [0-9]+ -> [0-9]+ path [0-9]+ \(rxe[0-9]+:qp[0-9]+\): sent / {
     for (i = 1; i <= NF; i++) {
@@ -135,9 +144,10 @@ ib_report() {
       if ($i == "->") p = $(i + 1)
       if ($i == "sent") s = $(i + 1)
       if ($i == "direct") d = $(i + 1)
+      if ($i == "read") rd = $(i + 1)
       if ($i ~ /^\(rxe[0-9]+:qp/) { rail = $i; sub(/^\(/, "", rail); sub(/:.*/, "", rail) }
     }
-    sent[rail] += s; direct[rail] += d; chan[r " " p] = 1
+    sent[rail] += s; direct[rail] += d; read[rail] += rd; chan[r " " p] = 1
     if (d > 0) used[r " " p " " rail] = 1
   } END {
     with = 0; both = 0
@@ -146,7 +156,8 @@ ib_report() {
       if (a || b) with++
       if (a && b) both++
     }
-    printf "%d %d %d %d %d %d\n", sent["rxe0"], sent["rxe1"], direct["rxe0"], direct["rxe1"], with, both
+    printf "%d %d %d %d %d %d %d %d\n", sent["rxe0"], sent["rxe1"], direct["rxe0"], direct["rxe1"],
+      with, both, read["rxe0"], read["rxe1"]
   }'
 }
 
@@ -197,6 +208,46 @@ if wanted rndv; then
   [ "$rc0" = 0 ] && [ "$rc1" = 0 ] && [ "${5:-0}" -ge 1 ] && [ "$5" = "$6" ] &&
     [ "$3" -gt 0 ] && [ "$4" -gt 0 ] && [ $(($3 + $4)) -ge $((4 << 20)) ] && ok=1
   verdict rndv $ok "$(elapsed "$t")"
+fi
+
+if wanted reads; then
+  barrier reads || exit 1
+  t=$(date +%s.%N)
+  # Two-shot reads a quarter of the input from each of the 3 peers (reduce-scatter, into
+  # landing buffers) and a quarter of the output from each (all-gather, straight into the
+  # registered output): 1.5 x 256 KiB per rank and run, 3 runs (1 warm-up, 2 timed),
+  # 2 ranks here: at least 2,359,296 bytes read by this node's ranks.
+  ranks reads 29505 120 CHORUS_TRANSPORT=ib CHORUS_IB_HCA=rxe0,rxe1 \
+    CHORUS_IB_QPS_PER_CONNECTION=4 CHORUS_IB_BLOCK=16K CHORUS_DEBUG=INFO \
+    "$PERF" -R 1 -A allreduce:peer_twoshot -b 256K -e 256K -n 2 -w 1 -c 1 -T 0
+  reap
+  set -- $(ib_report "$C/reads.rank$((2 * NODE)).log" "$C/reads.rank$((2 * NODE + 1)).log")
+  r0=${7:-0}; r1=${8:-0}; total=$((r0 + r1))
+  echo "reads: one-sided bytes read on rxe0 $r0, on rxe1 $r1"
+  ok=0
+  [ "$rc0" = 0 ] && [ "$rc1" = 0 ] && [ "$total" -ge 2359296 ] &&
+    [ $((r0 * 10)) -ge "$total" ] && [ $((r1 * 10)) -ge "$total" ] && ok=1
+  verdict reads $ok "$(elapsed "$t")"
+fi
+
+if wanted slow; then
+  barrier slow || exit 1
+  t=$(date +%s.%N)
+  # Rail 1's NIC sends at 8 Mbit/s on both nodes (rail 0: tens of MB/s here). The queue
+  # it builds stays far below the ack timeout (CHORUS_IB_TIMEOUT's default: 4 s).
+  tc qdisc add dev "$NIC1" root netem rate 8mbit || echo "slow: tc qdisc add failed"
+  barrier slowed || exit 1
+  ranks slow 29506 120 CHORUS_IB_HCA=rxe0,rxe1 CHORUS_IB_QPS_PER_CONNECTION=4 \
+    CHORUS_IB_BLOCK=16K CHORUS_DEBUG=INFO "$PERF" -b 256K -e 256K -n 2 -w 1 -c 1 -T 0
+  reap
+  tc -s qdisc show dev "$NIC1" | grep -m 1 Sent
+  tc qdisc del dev "$NIC1" root
+  set -- $(ib_report "$C/slow.rank$((2 * NODE)).log" "$C/slow.rank$((2 * NODE + 1)).log")
+  echo "slow: the scheduler sent $1 B on rxe0, $2 B on rxe1 (rail 1 slowed)"
+  ok=0
+  [ "$rc0" = 0 ] && [ "$rc1" = 0 ] && [ "${1:-0}" -gt 0 ] && [ "${1:-0}" -ge $((3 * ${2:-0})) ] &&
+    ok=1
+  verdict slow $ok "$(elapsed "$t")"
 fi
 
 if wanted kill; then

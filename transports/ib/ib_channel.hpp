@@ -123,6 +123,10 @@ class IbChannel final : public Channel, public DirectTransfer {
     uint32_t psn = 0;
     int outstanding = 0;    // send work requests not completed yet
     uint64_t inFlight = 0;  // bytes of stream and rendezvous writes not completed yet
+    // When each write or read in flight was posted (RC completes them in order) and when
+    // the last one completed: its busy time, for the scheduler's rate (onDrained).
+    std::deque<Clock::time_point> posts;
+    Clock::time_point lastDone{};
   };
 
   bool progressRail(Rail& rail);
@@ -135,7 +139,8 @@ class IbChannel final : public Channel, public DirectTransfer {
   // The QP for a write of `bytes` among those on rails [0, rails) with room in their
   // send queue (PathScheduler), or -1 when none has room.
   int pickQp(size_t bytes, size_t rails);
-  void posted(int q, size_t bytes);  // a write of `bytes` went out on QP q
+  void posted(int q, size_t bytes);  // a write or read of `bytes` went out on QP q
+  void drained(int q, size_t bytes, Clock::time_point now);  // and completed
   void publishWeights(Clock::time_point now);
   void blockArrived(int q, uint32_t ringOffset, uint32_t bytes);  // a stream write landed
   void fail(const std::string& why);

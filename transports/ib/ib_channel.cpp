@@ -229,7 +229,6 @@ bool IbChannel::progressRail(Rail& rail) {
     if (n < 0) fail("ibv_poll_cq failed");
     if (n <= 0) return any;
     any = true;
-    const auto now = Clock::now();
     for (int i = 0; i < n; ++i) {
       const Kind kind = static_cast<Kind>(wc[i].wr_id >> 56);
       const uint32_t low = static_cast<uint32_t>(wc[i].wr_id & 0xffffffff);
@@ -239,13 +238,13 @@ bool IbChannel::progressRail(Rail& rail) {
       if (kind == kRead) {
         const auto len = readLengths_.extract(low);
         if (!len.empty()) {
-          drained(q, len.mapped(), now);
+          drained(q, len.mapped());
           if (wc[i].status == IBV_WC_SUCCESS)
             stats_->paths[q].read.fetch_add(len.mapped(), std::memory_order_relaxed);
         }
       }
       if (kind == kPut) --putsInFlight_;
-      if (kind == kData || kind == kPut) drained(q, wrBytes(wc[i].wr_id), now);
+      if (kind == kData || kind == kPut) drained(q, wrBytes(wc[i].wr_id));
       if (wc[i].status != IBV_WC_SUCCESS) {
         std::string why = std::string(ibv_wc_status_str(wc[i].status)) + " on QP " +
                           std::to_string(q) + " (vendor error " + std::to_string(wc[i].vendor_err) +
@@ -278,6 +277,7 @@ bool IbChannel::progressRail(Rail& rail) {
       }
       postRecv(q, slot);
     }
+    reportDrained(Clock::now());
   }
 }
 
@@ -391,17 +391,27 @@ void IbChannel::posted(int q, size_t bytes) {
   scheduler_.onWritten(q, bytes);
 }
 
-// Busy from its post or the QP's previous completion, whichever is later, to now: the
-// drain rate even where writes are sparse (a latency-bound collective), which backlog
-// readings taken only when sending cannot measure.
-void IbChannel::drained(int q, size_t bytes, Clock::time_point now) {
+// A QP's completions reaped together drained their bytes in one busy interval: from the
+// post of the first (or the QP's previous completion, whichever is later) to now. That
+// is its drain rate even where writes are sparse (a latency-bound collective), which
+// backlog readings taken only when sending cannot measure.
+void IbChannel::drained(int q, size_t bytes) {
   Link& l = links_[q];
   l.inFlight -= bytes;
   if (l.posts.empty()) return;
-  const Clock::time_point start = std::max(l.posts.front(), l.lastDone);
+  if (l.doneBytes == 0) l.doneStart = std::max(l.posts.front(), l.lastDone);
   l.posts.pop_front();
-  l.lastDone = now;
-  if (failure_.empty()) scheduler_.onDrained(q, bytes, now - start);
+  l.doneBytes += bytes;
+}
+
+void IbChannel::reportDrained(Clock::time_point now) {
+  for (size_t q = 0; q < links_.size(); ++q) {
+    Link& l = links_[q];
+    if (l.doneBytes == 0) continue;
+    if (failure_.empty()) scheduler_.onDrained(static_cast<int>(q), l.doneBytes, now - l.doneStart);
+    l.doneBytes = 0;
+    l.lastDone = now;
+  }
 }
 
 void IbChannel::publishWeights(Clock::time_point now) {

@@ -127,6 +127,8 @@ class IbChannel final : public Channel, public DirectTransfer {
     // the last one completed: its busy time, for the scheduler's rate (onDrained).
     std::deque<Clock::time_point> posts;
     Clock::time_point lastDone{};
+    uint64_t doneBytes = 0;         // completed in the poll batch being reaped
+    Clock::time_point doneStart{};  // when the first of those started going out
   };
 
   bool progressRail(Rail& rail);
@@ -139,8 +141,9 @@ class IbChannel final : public Channel, public DirectTransfer {
   // The QP for a write of `bytes` among those on rails [0, rails) with room in their
   // send queue (PathScheduler), or -1 when none has room.
   int pickQp(size_t bytes, size_t rails);
-  void posted(int q, size_t bytes);  // a write or read of `bytes` went out on QP q
-  void drained(int q, size_t bytes, Clock::time_point now);  // and completed
+  void posted(int q, size_t bytes);           // a write or read of `bytes` went out on QP q
+  void drained(int q, size_t bytes);          // and completed (in the batch being reaped)
+  void reportDrained(Clock::time_point now);  // the batch's samples to the scheduler
   void publishWeights(Clock::time_point now);
   void blockArrived(int q, uint32_t ringOffset, uint32_t bytes);  // a stream write landed
   void fail(const std::string& why);

@@ -21,7 +21,7 @@
 #              with rail 1's NIC slowed to 200 kbit/s (tc netem) on both nodes: the
 #              results must be right, the bytes read (ChannelStats' `read`) must cover
 #              what two-shot reads and use both rails, and on the channels to the other
-#              node the scheduler must have read at least 3x as much over rxe0 as rxe1;
+#              node the scheduler must have read at least 2x as much over rxe0 as rxe1 (unslowed: 1.3x);
 #   kill       node 1 SIGKILLs rank 3 in the middle of an all-reduce loop: every other rank
 #              must exit with an error naming rank 3 within DETECT_S seconds.
 # Prints PASS/FAIL per part; exits non-zero if any failed. Every wait has a deadline.
@@ -242,7 +242,7 @@ if wanted rails; then
   echo "rails: read from the other node on rxe0 $f0, on rxe1 $f1 (rail 1 slowed)"
   ok=0
   [ "$rc0" = 0 ] && [ "$rc1" = 0 ] && [ $((r0 + r1)) -ge 393216 ] && [ "$r1" -gt 0 ] &&
-    [ "$f0" -gt 0 ] && [ "$f0" -ge $((3 * f1)) ] && ok=1
+    [ "$f0" -gt 0 ] && [ "$f0" -ge $((2 * f1)) ] && ok=1
   verdict rails $ok "$(elapsed "$t")"
 fi
 

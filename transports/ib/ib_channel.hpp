@@ -13,8 +13,9 @@
 //   into writes of at most config.block bytes (never across a block boundary, so never
 //   across the ring's wrap); stripe::PathScheduler gives each write to the QP that would
 //   finish it soonest (its backlog: bytes posted whose completion has not come; its
-//   drain rate, measured), among the QPs below their send-queue limit. A slow QP or rail
-//   gets fewer writes instead of holding every n-th block back. The receiver turns each
+//   drain rate, timed from its completions: PathScheduler::onDrained), among the QPs
+//   below their send-queue limit. A slow QP or rail gets fewer writes instead of
+//   holding every n-th block back. The receiver turns each
 //   write's ring offset into its stream offset (the one in [consumed, consumed + ring))
 //   and records it in a stripe::StreamAssembly (RC keeps each QP in order), which checks
 //   it (bounds, overlap, order on its QP) and gives the contiguous prefix peek() hands

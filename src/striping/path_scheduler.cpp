@@ -50,7 +50,9 @@ void PathScheduler::onBacklog(int path, uint64_t backlog, Clock::time_point now)
       static_cast<double>(p.windowBacklog + p.windowWritten) -
       static_cast<double>(std::min<uint64_t>(backlog, p.windowBacklog + p.windowWritten));
   double sample = drained / seconds;
-  if (p.windowBacklog > 0 && backlog > 0) {
+  if (p.timed && (p.windowBacklog > 0 || backlog > 0 || p.windowWritten > 0)) {
+    // Measured by its completions.
+  } else if (p.windowBacklog > 0 && backlog > 0) {
     // Busy the whole window: the drain rate is the path's capacity now.
     p.rate = std::max(kMinRate, (1 - kAlpha) * p.rate + kAlpha * sample);
   } else if (sample > p.rate) {
@@ -66,6 +68,14 @@ void PathScheduler::onBacklog(int path, uint64_t backlog, Clock::time_point now)
   p.windowStart = now;
   p.windowBacklog = backlog;
   p.windowWritten = 0;
+}
+
+void PathScheduler::onDrained(int path, size_t bytes, Clock::duration busy) {
+  Path& p = paths_[path];
+  const double seconds = std::max(1e-6, std::chrono::duration<double>(busy).count());
+  const double sample = static_cast<double>(bytes) / seconds;
+  p.rate = std::max(kMinRate, p.timed ? (1 - kAlpha) * p.rate + kAlpha * sample : sample);
+  p.timed = true;
 }
 
 double PathScheduler::weight(int path) const {

@@ -27,6 +27,12 @@ class PathScheduler {
   void onWritten(int path, size_t bytes);
   // A backlog reading of `path` (PathIo::backlog) taken at `now`.
   void onBacklog(int path, uint64_t backlog, Clock::time_point now);
+  // A timed completion: `bytes` drained in `busy` (from when they started going out, i.e.
+  // their post or the path's previous completion, to their completion). For transports
+  // that see each write complete (verbs); from the first one on, this path's rate comes
+  // from these samples only (readings then only refresh its backlog and probe it when
+  // idle): readings far apart cannot tell a slow path from one that sat idle.
+  void onDrained(int path, size_t bytes, Clock::duration busy);
 
   double rate(int path) const { return paths_[path].rate; }          // bytes per second
   double weight(int path) const;                                     // share of the total rate
@@ -41,6 +47,7 @@ class PathScheduler {
     uint64_t windowBacklog = 0;  // reading at the start of the rate window
     uint64_t windowWritten = 0;  // written since the window started
     Clock::time_point windowStart{};
+    bool timed = false;  // rate from onDrained
   };
   std::vector<Path> paths_;
 };

@@ -39,12 +39,12 @@ std::vector<PathReport> stripeReport() {
     if (!c) continue;
     for (size_t p = 0; p < c->pathNames.size(); ++p) {
       const PathCounters& k = c->paths[p];
-      out.push_back({c->transport, c->rank, c->peer, static_cast<int>(p), c->pathNames[p],
-                     k.sent.load(std::memory_order_relaxed),
-                     k.received.load(std::memory_order_relaxed),
-                     k.rate.load(std::memory_order_relaxed),
-                     k.weightPpm.load(std::memory_order_relaxed) / 1e6,
-                     k.direct.load(std::memory_order_relaxed)});
+      out.push_back(
+          {c->transport, c->rank, c->peer, static_cast<int>(p), c->pathNames[p],
+           k.sent.load(std::memory_order_relaxed), k.received.load(std::memory_order_relaxed),
+           k.rate.load(std::memory_order_relaxed),
+           k.weightPpm.load(std::memory_order_relaxed) / 1e6,
+           k.direct.load(std::memory_order_relaxed), k.read.load(std::memory_order_relaxed)});
     }
   }
   return out;
@@ -56,11 +56,12 @@ std::string formatReport(const std::vector<PathReport>& report) {
   for (const PathReport& r : report) {
     std::snprintf(line, sizeof(line),
                   "%s rank %d -> %d path %d (%s): sent %llu B, received %llu B, direct %llu B, "
-                  "weight %.0f%%, %.1f MB/s\n",
+                  "read %llu B, weight %.0f%%, %.1f MB/s\n",
                   r.transport.c_str(), r.rank, r.peer, r.path, r.name.c_str(),
                   static_cast<unsigned long long>(r.sent),
                   static_cast<unsigned long long>(r.received),
-                  static_cast<unsigned long long>(r.direct), 100 * r.weight, r.rate / 1e6);
+                  static_cast<unsigned long long>(r.direct),
+                  static_cast<unsigned long long>(r.read), 100 * r.weight, r.rate / 1e6);
     out += line;
   }
   return out;

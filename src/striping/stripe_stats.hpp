@@ -1,7 +1,7 @@
 // Counters of the striping layer, per channel and path: payload bytes each way, bytes
-// written one-sided (verbs rendezvous) and the sender's current weight. Channels register here;
-// stripeReport() reads the live ones from any thread (relaxed atomics: a report is a snapshot, not
-// a barrier).
+// written one-sided (verbs rendezvous), bytes read one-sided (verbs PeerMemory) and the sender's
+// current weight. Channels register here; stripeReport() reads the live ones from any thread
+// (relaxed atomics: a report is a snapshot, not a barrier).
 #pragma once
 
 #include <atomic>
@@ -18,6 +18,7 @@ struct PathCounters {
   std::atomic<uint32_t> weightPpm{0};  // the sender's share for this path, parts per million
   std::atomic<uint64_t> rate{0};       // the sender's rate estimate, bytes/s
   std::atomic<uint64_t> direct{0};     // bytes written one-sided on this path (rendezvous)
+  std::atomic<uint64_t> read{0};       // bytes read one-sided on this path (verbs PeerMemory)
 };
 
 struct ChannelStats {
@@ -39,6 +40,7 @@ struct PathReport {
   uint64_t sent, received, rate;
   double weight;
   uint64_t direct;
+  uint64_t read;
 };
 std::vector<PathReport> stripeReport();
 // One line per path, for logs and tools.

@@ -32,6 +32,9 @@ if ! rdma link add rxe0 type rxe netdev dummy0; then
   echo "FAIL: could not create rxe0 on dummy0"; exit 1
 fi
 ibv_devinfo -d rxe0 | grep -E 'hca_id|state|active_mtu|link_layer'
+# A second rail (rxe1 on dummy1) for the one-sided two-shot case: reads over both rails.
+ip link add dummy1 type dummy && ip addr add 10.77.1.1/24 dev dummy1 && ip link set dummy1 up &&
+  rdma link add rxe1 type rxe netdev dummy1 || { echo "FAIL: could not create rxe1 on dummy1"; exit 1; }
 
 part() {  # part NAME SECONDS COMMAND...: runs COMMAND with a limit, prints PASS/FAIL
   name=$1; limit=$2; shift 2
@@ -72,9 +75,34 @@ for f in kill stop; do
     --fault $f --ranks 3 --victim 1 --timeout-s 5
 done
 # One-sided all-reduce over ib: each rank reads its peers' registered buffers with RDMA READ
-# (no staging ring on either side); every type and op of the --quick cases.
-part onesided.np2.twoshot.registered 300 "$RUN" -n 2 --timeout 280 "$COLL" --transport ib --quick \
-  --buffers registered --algo allreduce:peer_twoshot --only allReduce
+# (no staging ring on either side); every type and op of the --quick cases. Over two rails
+# (rxe0, rxe1) with 2 QPs each: reads into landing buffers (reduce-scatter) and straight
+# into the exposed output (all-gather) use each rail's keys; onesided.two_rails then
+# checks, from the channels' counters logged at INFO as they close ("... (rxe1:qp1): ...
+# read N B"), that each rail carried at least a tenth of the bytes read.
+rm -f /mnt/onesided.np2.twoshot.registered.log
+part onesided.np2.twoshot.registered 300 env CHORUS_IB_HCA=rxe0,rxe1 \
+  CHORUS_IB_QPS_PER_CONNECTION=4 CHORUS_DEBUG=INFO "$RUN" -n 2 --timeout 280 "$COLL" \
+  --transport ib --quick --buffers registered --algo allreduce:peer_twoshot --only allReduce
+reads_per_rail() {  # reads_per_rail LOG: "rxe0_read rxe1_read"
+  awk '/ ib rank [0-9]+ -> [0-9]+ path [0-9]+ \(rxe[0-9]+:qp[0-9]+\): sent / {
+    for (i = 1; i <= NF; i++) {
+      if ($i == "read") r = $(i + 1)
+      if ($i ~ /^\(rxe[0-9]+:qp/) { rail = $i; sub(/^\(/, "", rail); sub(/:.*/, "", rail) }
+    }
+    read[rail] += r
+  } END { printf "%d %d\n", read["rxe0"], read["rxe1"] }' "$1"
+}
+if [ -f /mnt/onesided.np2.twoshot.registered.log ]; then
+  set -- $(reads_per_rail /mnt/onesided.np2.twoshot.registered.log)
+  total=$(($1 + $2))
+  if [ "$total" -gt 0 ] && [ $(($1 * 10)) -ge "$total" ] && [ $(($2 * 10)) -ge "$total" ]; then
+    echo "PASS onesided.two_rails (bytes read: rxe0 $1, rxe1 $2)"
+  else
+    echo "FAIL onesided.two_rails: bytes read: rxe0 $1, rxe1 $2 (each rail needs a tenth)"
+    status=1
+  fi
+fi
 # peer_oneshot on memAlloc buffers (chorus-perf -R 2 checks every result, exits non-zero
 # on a wrong one): every type and op at 32 KiB, in and out of place (CI time: more sizes
 # cost minutes in the emulated guest).

@@ -247,8 +247,10 @@ void peerMemoryChecks(chorus::ib::IbDevice& dev) {
   a->connect(b->localInfo());
   b->connect(a->localInfo());
   // Rank 1 (b) exposes 512 KiB inside a 1 MiB registered buffer; rank 0 (a) reads from it.
-  chorus::ib::IbPeerMemory reader(dev, 16 << 10, [&](int) -> chorus::ib::IbChannel& { return *a; });
-  chorus::ib::IbPeerMemory owner(dev, 16 << 10, [&](int) -> chorus::ib::IbChannel& { return *b; });
+  chorus::ib::IbPeerMemory reader({&dev}, 16 << 10,
+                                  [&](int) -> chorus::ib::IbChannel& { return *a; });
+  chorus::ib::IbPeerMemory owner({&dev}, 16 << 10,
+                                 [&](int) -> chorus::ib::IbChannel& { return *b; });
   std::vector<uint32_t> exposed(1 << 18);
   for (size_t i = 0; i < exposed.size(); ++i)
     exposed[i] = static_cast<uint32_t>(i * 2246822519u + 7);
@@ -282,7 +284,7 @@ void peerMemoryChecks(chorus::ib::IbDevice& dev) {
   }
   check(refused, "a read beyond the exposed range is refused");
   std::vector<std::byte> wrong = blob;
-  wrong[16] ^= std::byte{0x5a};  // the rkey (Blob: addr, bytes, rkey)
+  wrong[16] ^= std::byte{0x5a};  // rail 0's rkey (Blob: addr, bytes, rkey[])
   bool named = false;
   try {
     readAll(reader, wrong, 0, into.data(), 4096);

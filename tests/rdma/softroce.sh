@@ -88,7 +88,7 @@ fi
 [ -f "$MDIR/modules.dep" ] || busybox depmod -b "$KDIR" "$KVER"
 
 # 3. initramfs: static busybox + the module closure for the 9p root and rxe.
-MODS="virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe rdma_ucm dummy veth virtio_net"
+MODS="virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe rdma_ucm dummy veth virtio_net sch_netem"
 IMG=$WORK/initramfs-$KVER.cpio.gz
 if [ ! -f "$IMG" ] || [ "$HERE/init" -nt "$IMG" ] || [ "$HERE/softroce.sh" -nt "$IMG" ]; then
   IRD=$WORK/initramfs

@@ -14,7 +14,7 @@ namespace {
 
 // wr_id: kind in the top byte, QP index in the low 16 bits; a receive: its control slot in
 // bits 16-31; a stream or rendezvous write: its length in bits 16-55; a read: the ticket
-// in the low 32 bits.
+// in the low 32 bits, its QP in bits 32-47 (its length in readLengths_).
 enum Kind : uint64_t {
   kData = 1,
   kGrant = 2,
@@ -232,10 +232,19 @@ bool IbChannel::progressRail(Rail& rail) {
     for (int i = 0; i < n; ++i) {
       const Kind kind = static_cast<Kind>(wc[i].wr_id >> 56);
       const uint32_t low = static_cast<uint32_t>(wc[i].wr_id & 0xffffffff);
-      const int q = kind == kRead ? readQp(low) : static_cast<int>(low & 0xffff);
+      const int q = kind == kRead ? static_cast<int>((wc[i].wr_id >> 32) & 0xffff)
+                                  : static_cast<int>(low & 0xffff);
       if (kind != kRecv) --links_[q].outstanding;
+      if (kind == kRead) {
+        const auto len = readLengths_.extract(low);
+        if (!len.empty()) {
+          drained(q, len.mapped());
+          if (wc[i].status == IBV_WC_SUCCESS)
+            stats_->paths[q].read.fetch_add(len.mapped(), std::memory_order_relaxed);
+        }
+      }
       if (kind == kPut) --putsInFlight_;
-      if (kind == kData || kind == kPut) links_[q].inFlight -= wrBytes(wc[i].wr_id);
+      if (kind == kData || kind == kPut) drained(q, wrBytes(wc[i].wr_id));
       if (wc[i].status != IBV_WC_SUCCESS) {
         std::string why = std::string(ibv_wc_status_str(wc[i].status)) + " on QP " +
                           std::to_string(q) + " (vendor error " + std::to_string(wc[i].vendor_err) +
@@ -268,26 +277,30 @@ bool IbChannel::progressRail(Rail& rail) {
       }
       postRecv(q, slot);
     }
+    reportDrained(Clock::now());
   }
 }
 
-bool IbChannel::postRead(void* local, uint32_t lkey, uint64_t remote, uint32_t rkey, uint32_t len,
-                         uint32_t ticket) {
+bool IbChannel::postRead(void* local, uint64_t remote, const ReadKeys* keys, size_t rails,
+                         uint32_t len, uint32_t ticket) {
   progress();
   if (!failure_.empty()) throw PeerError(peer_, failure_);
-  const int q = readQp(ticket);
-  if (links_[q].outstanding >= dataLimit_) return false;
-  ibv_sge sge{reinterpret_cast<uint64_t>(local), len, lkey};
+  const int q = pickQp(len, std::min(rails, putRails()));
+  if (q < 0) return false;
+  const ReadKeys& k = keys[links_[q].rail];
+  ibv_sge sge{reinterpret_cast<uint64_t>(local), len, k.lkey};
   ibv_send_wr wr{};
-  wr.wr_id = wrId(kRead, 0) | ticket;
+  wr.wr_id = wrId(kRead, 0) | static_cast<uint64_t>(q) << 32 | ticket;
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = IBV_WR_RDMA_READ;
   wr.send_flags = IBV_SEND_SIGNALED;
   wr.wr.rdma.remote_addr = remote;
-  wr.wr.rdma.rkey = rkey;
+  wr.wr.rdma.rkey = k.rkey;
   post(q, wr);
   if (!failure_.empty()) throw PeerError(peer_, failure_);
+  readLengths_[ticket] = len;
+  posted(q, len);
   return true;
 }
 
@@ -374,7 +387,31 @@ int IbChannel::pickQp(size_t bytes, size_t rails) {
 
 void IbChannel::posted(int q, size_t bytes) {
   links_[q].inFlight += bytes;
+  links_[q].posts.push_back(Clock::now());
   scheduler_.onWritten(q, bytes);
+}
+
+// A QP's completions reaped together drained their bytes in one busy interval: from the
+// post of the first (or the QP's previous completion, whichever is later) to now. That
+// is its drain rate even where writes are sparse (a latency-bound collective), which
+// backlog readings taken only when sending cannot measure.
+void IbChannel::drained(int q, size_t bytes) {
+  Link& l = links_[q];
+  l.inFlight -= bytes;
+  if (l.posts.empty()) return;
+  if (l.doneBytes == 0) l.doneStart = std::max(l.posts.front(), l.lastDone);
+  l.posts.pop_front();
+  l.doneBytes += bytes;
+}
+
+void IbChannel::reportDrained(Clock::time_point now) {
+  for (size_t q = 0; q < links_.size(); ++q) {
+    Link& l = links_[q];
+    if (l.doneBytes == 0) continue;
+    if (failure_.empty()) scheduler_.onDrained(static_cast<int>(q), l.doneBytes, now - l.doneStart);
+    l.doneBytes = 0;
+    l.lastDone = now;
+  }
 }
 
 void IbChannel::publishWeights(Clock::time_point now) {

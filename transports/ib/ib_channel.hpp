@@ -13,8 +13,9 @@
 //   into writes of at most config.block bytes (never across a block boundary, so never
 //   across the ring's wrap); stripe::PathScheduler gives each write to the QP that would
 //   finish it soonest (its backlog: bytes posted whose completion has not come; its
-//   drain rate, measured), among the QPs below their send-queue limit. A slow QP or rail
-//   gets fewer writes instead of holding every n-th block back. The receiver turns each
+//   drain rate, timed from its completions: PathScheduler::onDrained), among the QPs
+//   below their send-queue limit. A slow QP or rail gets fewer writes instead of
+//   holding every n-th block back. The receiver turns each
 //   write's ring offset into its stream offset (the one in [consumed, consumed + ring))
 //   and records it in a stripe::StreamAssembly (RC keeps each QP in order), which checks
 //   it (bounds, overlap, order on its QP) and gives the contiguous prefix peek() hands
@@ -25,8 +26,10 @@
 // - Rails: with several devices (CHORUS_IB_HCA naming several, or none and several
 //   present), QP q lives on rail q % rails, with that device's CQ and its own
 //   registration of both rings; rail i pairs with the peer's rail i.
-// - One-sided reads (IbPeerMemory) share the QPs and the CQs: postRead/readDone. They use
-//   rail 0's QPs only (the buffers they read are registered with rail 0's device).
+// - One-sided reads (IbPeerMemory) share the QPs, the CQs and the scheduler:
+//   postRead/readDone. Each read goes to the QP the scheduler picks on any rail (the
+//   buffers they read and land in are registered on every rail's device); its bytes count
+//   in that QP's backlog until its completion, as a write's do.
 // - Rendezvous (transport.hpp's DirectTransfer): a message of at least config.rendezvous
 //   bytes between registered buffers goes straight from the sender's buffer into the
 //   receiver's. The receiver registers its destination on every rail's device (each
@@ -56,6 +59,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace chorus::ib {
@@ -85,12 +89,18 @@ class IbChannel final : public Channel, public DirectTransfer {
   size_t put(const LocalRegion& region, const std::byte* data, size_t from, size_t to) override;
   bool putDone(size_t bytes) override;
 
-  // One-sided: an RDMA READ of `len` bytes at (remote, rkey) into (local, lkey), keys of
-  // rail 0, on one of rail 0's QPs chosen by `ticket` (reads of one peer spread over
-  // them); false when that QP's queue is full for now. readDone(ticket) is true once its
-  // completion arrived (and forgets it).
-  bool postRead(void* local, uint32_t lkey, uint64_t remote, uint32_t rkey, uint32_t len,
+  // One-sided: an RDMA READ of `len` bytes at `remote` into `local`, on the QP the
+  // striping scheduler picks (as for writes: reads and writes share each QP's backlog)
+  // among the QPs of rails [0, rails), with that rail's keys (keys[r]); false when none
+  // has room in its send queue for now. readDone(ticket) is true once its completion
+  // arrived (and forgets it).
+  struct ReadKeys {
+    uint32_t lkey = 0, rkey = 0;
+  };
+  bool postRead(void* local, uint64_t remote, const ReadKeys* keys, size_t rails, uint32_t len,
                 uint32_t ticket);
+  // The rails one-sided transfers may use (their devices' registrations are exchanged).
+  size_t oneSidedRails() const { return putRails(); }
   bool readDone(uint32_t ticket);
 
   bool progress();            // reaps completions; true if any
@@ -114,6 +124,12 @@ class IbChannel final : public Channel, public DirectTransfer {
     uint32_t psn = 0;
     int outstanding = 0;    // send work requests not completed yet
     uint64_t inFlight = 0;  // bytes of stream and rendezvous writes not completed yet
+    // When each write or read in flight was posted (RC completes them in order) and when
+    // the last one completed: its busy time, for the scheduler's rate (onDrained).
+    std::deque<Clock::time_point> posts;
+    Clock::time_point lastDone{};
+    uint64_t doneBytes = 0;         // completed in the poll batch being reaped
+    Clock::time_point doneStart{};  // when the first of those started going out
   };
 
   bool progressRail(Rail& rail);
@@ -126,17 +142,15 @@ class IbChannel final : public Channel, public DirectTransfer {
   // The QP for a write of `bytes` among those on rails [0, rails) with room in their
   // send queue (PathScheduler), or -1 when none has room.
   int pickQp(size_t bytes, size_t rails);
-  void posted(int q, size_t bytes);  // a write of `bytes` went out on QP q
+  void posted(int q, size_t bytes);           // a write or read of `bytes` went out on QP q
+  void drained(int q, size_t bytes);          // and completed (in the batch being reaped)
+  void reportDrained(Clock::time_point now);  // the batch's samples to the scheduler
   void publishWeights(Clock::time_point now);
   void blockArrived(int q, uint32_t ringOffset, uint32_t bytes);  // a stream write landed
   void fail(const std::string& why);
   uint64_t received() const { return assembly_.contiguous(); }
   uint64_t blockEnd(uint64_t pos) const { return (pos / block_ + 1) * block_; }
   size_t putRails() const { return std::min<size_t>(rails_.size(), kRendezvousRails); }
-  int readQp(uint32_t ticket) const {  // rail 0's QPs: 0, R, 2R, ...
-    const size_t r = rails_.size(), onRail0 = (links_.size() + r - 1) / r;
-    return static_cast<int>((ticket % onRail0) * r);
-  }
 
   int rank_, peer_;
   IbDevice& device_;  // rail 0's: the rings come from its pool
@@ -158,6 +172,7 @@ class IbChannel final : public Channel, public DirectTransfer {
   uint64_t consumed_ = 0;            // bytes released by consume
   uint64_t granted_ = 0;             // bytes we granted back to the peer
   std::vector<uint32_t> readsDone_;  // tickets of completed reads not yet collected
+  std::unordered_map<uint32_t, uint32_t> readLengths_;  // reads in flight: ticket -> bytes
 
   // Rendezvous. control_: QP 0's receive slots (answers land there), then send slots.
   BufferPool::Buffer control_;

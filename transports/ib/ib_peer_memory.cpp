@@ -12,8 +12,7 @@ namespace {
 struct Blob {
   uint64_t addr;  // the exposed range, in the exposing process
   uint64_t bytes;
-  uint32_t rkey;
-  uint32_t pad;
+  uint32_t rkey[kRendezvousRails];  // its key on rail i's device (both sides have as many rails)
 };
 static_assert(sizeof(Blob) <= PeerMemory::kMaxBlob);
 
@@ -27,6 +26,12 @@ Blob parse(std::span<const std::byte> blob, int peer) {
 }
 
 }  // namespace
+
+IbPeerMemory::IbPeerMemory(const std::vector<IbDevice*>& rails, size_t piece,
+                           std::function<IbChannel&(int)> channel)
+    : rails_(rails.begin(), rails.begin() + std::min<size_t>(rails.size(), kRendezvousRails)),
+      piece_(piece),
+      channel_(std::move(channel)) {}
 
 // Reads still in flight (an aborted op) land in registered memory this object owns, or
 // in an exposed buffer whose registration goes with it.
@@ -43,7 +48,8 @@ IbPeerMemory::Exposed& IbPeerMemory::expose(const LocalRegion& region) {
   // Another buffer now at this address (the old one freed): its registration maps the old
   // pages, so it must go, with any other entry overlapping the new range.
   forget(region.base, region.bytes);
-  Exposed e{region.bytes, region.serial, device_.cache().acquire(region.base, region.bytes)};
+  Exposed e{region.bytes, region.serial, {}};
+  for (IbDevice* rail : rails_) e.regs.push_back(rail->cache().acquire(region.base, region.bytes));
   return exposed_.insert_or_assign(start, std::move(e)).first->second;
 }
 
@@ -58,7 +64,8 @@ const IbPeerMemory::Exposed* IbPeerMemory::exposedContaining(const void* data, s
 std::vector<std::byte> IbPeerMemory::describe(const LocalRegion& region, const void* data,
                                               size_t bytes) {
   const Exposed& e = expose(region);
-  Blob b{reinterpret_cast<uint64_t>(data), bytes, e.reg.rkey(), 0};
+  Blob b{reinterpret_cast<uint64_t>(data), bytes, {}};
+  for (size_t r = 0; r < e.regs.size(); ++r) b.rkey[r] = e.regs[r].rkey();
   std::vector<std::byte> out(sizeof b);
   std::memcpy(out.data(), &b, sizeof b);
   return out;
@@ -72,31 +79,40 @@ void IbPeerMemory::forget(const void* data, size_t bytes) {
     else
       ++it;
   }
-  device_.cache().forget(data, bytes);
+  for (IbDevice* rail : rails_) rail->cache().forget(data, bytes);
 }
 
-void IbPeerMemory::postPieces(IbChannel& channel, Pending& p, std::byte* into, uint32_t lkey,
-                              uint64_t remote, uint32_t rkey, size_t bytes) {
+void IbPeerMemory::postPieces(IbChannel& channel, Pending& p, std::byte* into,
+                              const IbChannel::ReadKeys* keys, uint64_t remote, size_t bytes) {
   while (p.posted < bytes) {
     const size_t len = std::min(piece_, bytes - p.posted);
     const uint32_t ticket = nextTicket_++;
-    if (!channel.postRead(into + p.posted, lkey, remote + p.posted, rkey,
+    if (!channel.postRead(into + p.posted, remote + p.posted, keys, rails_.size(),
                           static_cast<uint32_t>(len), ticket))
-      return;  // that QP is full: the next call posts the rest
+      return;  // every QP is full: the next call posts the rest
     p.tickets.push_back(ticket);
     p.posted += len;
   }
 }
 
-BufferPool::Buffer IbPeerMemory::landing(size_t bytes) {
+IbPeerMemory::Landing IbPeerMemory::landing(size_t bytes) {
   for (auto it = landings_.begin(); it != landings_.end(); ++it) {
-    if (it->size() >= bytes) {
-      BufferPool::Buffer b = std::move(*it);
+    if (it->buffer.size() >= bytes) {
+      Landing b = std::move(*it);
       landings_.erase(it);
       return b;
     }
   }
-  return device_.pool().get(bytes);
+  Landing l{rails_[0]->pool().get(bytes), {}};
+  for (size_t r = 1; r < rails_.size(); ++r) {
+    ibv_mr* mr =
+        ibv_reg_mr(rails_[r]->pd(), l.buffer.data(), l.buffer.size(), IBV_ACCESS_LOCAL_WRITE);
+    if (!mr)
+      throwSystemError("ib: registering a " + std::to_string(l.buffer.size()) +
+                       "-byte landing buffer on " + rails_[r]->name());
+    l.others.emplace_back(mr);
+  }
+  return l;
 }
 
 void IbPeerMemory::finish(std::map<Key, Pending>::iterator it) {
@@ -121,7 +137,7 @@ size_t IbPeerMemory::readInto(int peer, std::span<const std::byte> blob, size_t 
   if (bytes == 0) return 0;
   if (held_.data()) {  // the last readLanded's bytes: the caller is done with them
     if (landings_.size() < 4) landings_.push_back(std::move(held_));
-    held_ = BufferPool::Buffer{};
+    held_ = Landing{};
   }
   const Blob b = parse(blob, peer);
   if (offset + bytes > b.bytes)
@@ -143,9 +159,15 @@ size_t IbPeerMemory::readInto(int peer, std::span<const std::byte> blob, size_t 
     throw Error(Result::InternalError, "ib: the destination of a read in flight from rank " +
                                            std::to_string(peer) + " is no longer registered");
   std::byte* into = direct ? static_cast<std::byte*>(dst) : p.landing.data();
-  const uint32_t lkey = direct ? direct->reg.lkey() : p.landing.lkey();
+  IbChannel::ReadKeys keys[kRendezvousRails];
+  for (size_t r = 0; r < rails_.size(); ++r) {
+    keys[r].rkey = b.rkey[r];
+    keys[r].lkey = direct   ? direct->regs[r].lkey()
+                   : r == 0 ? p.landing.buffer.lkey()
+                            : p.landing.others[r - 1]->lkey;
+  }
   try {
-    postPieces(channel, p, into, lkey, remote, b.rkey, bytes);
+    postPieces(channel, p, into, keys, remote, bytes);
     std::erase_if(p.tickets, [&](uint32_t t) { return channel.readDone(t); });
   } catch (...) {
     finish(it);

@@ -1,15 +1,18 @@
 // One-sided access over verbs (transport.hpp's PeerMemory), the pull model: describe()
-// registers the exposed buffer (the whole registered region, through the device's
-// RegCache, pinned while exposed) and hands the peer its address and rkey; the peer's
-// read() posts RDMA READs for it, spread over the QPs to that peer. The exposing rank's
-// CPU does nothing and nothing is staged on its side.
+// registers the exposed buffer (the whole registered region, on every rail's device
+// through its RegCache, pinned while exposed) and hands the peer its address and an rkey
+// per rail; the peer's read() cuts the range into pieces and gives each to the QP the
+// channel's striping scheduler picks, on any rail (IbChannel::postRead), so a node with
+// two rails reads over both and a slow rail gets fewer pieces. The exposing rank's CPU
+// does nothing and nothing is staged on its side.
 //
 // Where a read lands: straight in the destination when it lies in a buffer this rank
 // exposes (its registration serves: two-shot's all-gather phase reads into its exposed
 // output); else (the engine's bounce slice for PeerReduce, memory this transport cannot
 // know stays allocated) in a registered landing buffer of this object, copied to the
-// destination when the read completes. Registering arbitrary destinations through the
-// shared cache would leave registrations of freed memory behind (a later buffer at the
+// destination when the read completes. A landing buffer comes from rail 0's pool and is
+// registered on the other rails while this object keeps it. Registering arbitrary destinations
+// through the shared cache would leave registrations of freed memory behind (a later buffer at the
 // same address would get the old pages). A PeerReduce folds straight from the landing
 // buffer (readLanded): no copy on this side either.
 //
@@ -26,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <vector>
 
@@ -33,9 +37,11 @@ namespace chorus::ib {
 
 class IbPeerMemory final : public PeerMemory {
  public:
-  // Reads are cut into pieces of at most `piece` bytes, spread over the peer's QPs.
-  IbPeerMemory(IbDevice& device, size_t piece, std::function<IbChannel&(int)> channel)
-      : device_(device), piece_(piece), channel_(std::move(channel)) {}
+  // Reads are cut into pieces of at most `piece` bytes, spread over the peer's QPs on
+  // every rail (rails[0] is the one whose pool lends the landing buffers; at most
+  // kRendezvousRails are used, as for the rendezvous).
+  IbPeerMemory(const std::vector<IbDevice*>& rails, size_t piece,
+               std::function<IbChannel&(int)> channel);
   ~IbPeerMemory() override;
 
   std::vector<std::byte> describe(const LocalRegion& region, const void* data,
@@ -44,39 +50,47 @@ class IbPeerMemory final : public PeerMemory {
   size_t read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
               size_t bytes) override;
   // The landing buffer itself, kept until the next read (no copy out of it).
-  size_t readLanded(int peer, std::span<const std::byte> blob, size_t offset,
-                    std::byte* fallback, size_t bytes, const std::byte** landed) override;
+  size_t readLanded(int peer, std::span<const std::byte> blob, size_t offset, std::byte* fallback,
+                    size_t bytes, const std::byte** landed) override;
   void forget(const void* data, size_t bytes) override;
 
  private:
   struct Exposed {  // a registered region, pinned while peers may read it
     size_t bytes;
     uint64_t serial;
-    RegCache::Handle reg;
+    std::vector<RegCache::Handle> regs;  // per rail
+  };
+  struct MrDeleter {
+    void operator()(ibv_mr* mr) const { ibv_dereg_mr(mr); }
+  };
+  struct Landing {  // a buffer of rail 0's pool, registered on the other rails too
+    BufferPool::Buffer buffer;
+    std::vector<std::unique_ptr<ibv_mr, MrDeleter>> others;  // rails 1, 2, ...: freed first
+    std::byte* data() const { return buffer.data(); }
   };
   struct Pending {                  // a read in flight
     std::vector<uint32_t> tickets;  // pieces posted, not yet complete
     size_t posted = 0;              // bytes posted so far (the rest waits for room)
-    BufferPool::Buffer landing;     // where it lands when not straight in the destination
+    Landing landing;                // where it lands when not straight in the destination
   };
   using Key = std::tuple<int, uint64_t, size_t>;  // peer, remote address, bytes
   Exposed& expose(const LocalRegion& region);
   const Exposed* exposedContaining(const void* data, size_t bytes) const;
-  void postPieces(IbChannel& channel, Pending& p, std::byte* into, uint32_t lkey, uint64_t remote,
-                  uint32_t rkey, size_t bytes);
-  BufferPool::Buffer landing(size_t bytes);
+  void postPieces(IbChannel& channel, Pending& p, std::byte* into, const IbChannel::ReadKeys* keys,
+                  uint64_t remote, size_t bytes);
+  Landing landing(size_t bytes);
   void finish(std::map<Key, Pending>::iterator it);
   // read() and readLanded(): with `landed`, the bytes stay in the landing buffer.
-  size_t readInto(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
-                  size_t bytes, const std::byte** landed);
+  size_t readInto(int peer, std::span<const std::byte> blob, size_t offset, void* dst, size_t bytes,
+                  const std::byte** landed);
 
-  IbDevice& device_;
+  std::vector<IbDevice*> rails_;  // at most kRendezvousRails
   size_t piece_;
   std::function<IbChannel&(int)> channel_;
   std::map<uintptr_t, Exposed> exposed_;  // by start address
   std::map<Key, Pending> pending_;
-  std::vector<BufferPool::Buffer> landings_;  // landing buffers not in use
-  BufferPool::Buffer held_;                   // what readLanded handed out last
+  std::vector<Landing> landings_;  // landing buffers not in use
+  Landing held_;                   // what readLanded handed out last
   uint32_t nextTicket_ = 0;
 };
 

@@ -82,7 +82,7 @@ class IbTransport final : public Transport {
     // yet in RTR would wait out the ack timeout).
     storeBarrier(*ctx.store, "ib/connected", nranks_, ctx.deadline);
     peerMemory_ = std::make_unique<ib::IbPeerMemory>(
-        *devices_[0], config_.block,  // rail 0: one-sided reads stay there
+        rails, config_.block,  // reads spread over every rail's QPs
         [this](int peer) -> ib::IbChannel& { return *channels_.at(peer); });
     asyncSeen_ = asyncGeneration();
     std::string names;

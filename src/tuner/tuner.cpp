@@ -80,7 +80,7 @@ const Algorithm* Tuner::replayChoice(Collective collective, size_t count, DataTy
   options.sliceBytes = sliceBytes_;
   const std::vector<sim::Ranked> ranked =
       sim::rankByReplay(candidates, collective, nranks_, count, sizeOf(type), net, options);
-  why = "replay (" + tuning_.source + "):";
+  why = "cost model (" + tuning_.source + "):";
   for (const sim::Ranked& r : ranked) {
     char text[96];
     std::snprintf(text, sizeof text, " %s %s%.1f us%s", r.algorithm->name,

@@ -421,9 +421,7 @@ CommImpl::BuiltSchedule CommImpl::scheduleFor(const Algorithm& algorithm, const 
                       call.root,       &layout_, call.counts};
   auto build = [&] {
     auto schedule = std::make_shared<const Schedule>(algorithm.build(args));
-    std::shared_ptr<const std::vector<bool>> folds;
-    if (algorithm.oneSided || algorithm.staged)  // only PeerReduce chains fold (rule 6)
-      folds = std::make_shared<const std::vector<bool>>(rules::foldsIntoPrevious(*schedule));
+    auto folds = std::make_shared<const std::vector<bool>>(rules::foldsIntoPrevious(*schedule));
     return BuiltSchedule{std::move(schedule), std::move(folds)};
   };
   if (!call.counts.empty()) return build();

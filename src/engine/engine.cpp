@@ -484,9 +484,6 @@ bool Engine::advancePeerRead(OpState& op, int index) {
 // step heads its queue, so the engine would run it next anyway). `index`'s own pass has
 // not moved its elements yet, so a member's advancePeerRead here moves none either.
 int Engine::gatherFoldChain(OpState& op, int index, size_t from) {
-  if (!op.foldsIntoPrevious)
-    op.foldsIntoPrevious =
-        std::make_shared<const std::vector<bool>>(rules::foldsIntoPrevious(*op.schedule));
   const std::vector<bool>& folds = *op.foldsIntoPrevious;
   const size_t es = op.elementSize;
   int last = index;

@@ -74,8 +74,8 @@ struct OpState {
 
   std::vector<StepProgress> progress;
   // rules::foldsIntoPrevious of the schedule: which steps the engine folds in one
-  // multi-source pass. Given with a cached schedule, else computed at the op's first
-  // PeerReduce pass.
+  // multi-source pass. Computed once per schedule and cached with it
+  // (CommImpl::scheduleFor); null for a mailbox op, like the schedule.
   std::shared_ptr<const std::vector<bool>> foldsIntoPrevious;
   size_t stepsLeft = 0;
   bool done = false;

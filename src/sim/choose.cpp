@@ -25,7 +25,7 @@ double busyLowerBound(const Schedule& schedule, int rank, int nranks, size_t ele
       case StepKind::Send:
         if (remote) {
           const MessageCost c = net.message(rank, s.peer, -1, wire);
-          egress[c.port] += c.overheadUs + c.wireUs;
+          (c.onCpu ? cpu : egress[c.port]) += c.overheadUs + c.wireUs;
         } else {
           cpu += bytes / net.copyBytesPerUs();
         }

@@ -52,7 +52,7 @@ MessageCost LinkClassNetwork::message(int from, int to, int ordinal, double byte
   if (crosses && ordinal >= 0 && static_cast<size_t>(ordinal) < ordinals_.size() &&
       ordinals_[ordinal] && static_cast<size_t>(from) < ordinals_[ordinal]->size())
     rate = (*ordinals_[ordinal])[from];
-  return {crosses ? 1 : 0, l.latencyUs, l.overheadUs, bytes / rate};
+  return {crosses ? 1 : 0, l.latencyUs, l.overheadUs, bytes / rate, l.cpuSends};
 }
 
 }  // namespace chorus::sim

@@ -19,6 +19,7 @@ struct MessageCost {
   double latencyUs = 0;   // first byte sent to last byte usable
   double overheadUs = 0;  // CPU time per message on each side
   double wireUs = 0;      // time the port is busy with the bytes
+  bool onCpu = false;     // the sender's CPU is the port (LinkModel::cpuSends)
 };
 
 struct Flow {

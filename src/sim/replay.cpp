@@ -367,7 +367,7 @@ class Replay {
   int cpuOf(int rank) const { return (ports_ + 1) * slotOf(rank) + 1; }
   int resourceOf(const Node& n) const {
     if (n.count == 0 || ownCost(n) == 0) return -1;
-    if (!isOutgoing(n.kind) || selfMessage(n)) return cpuOf(n.rank);
+    if (!isOutgoing(n.kind) || selfMessage(n) || n.cost.onCpu) return cpuOf(n.rank);
     return (ports_ + 1) * slotOf(n.rank) + (n.cost.port == 0 ? 0 : n.cost.port + 1);
   }
 
@@ -382,9 +382,10 @@ class Replay {
     const double start = std::max(n.earliestStart, free_[resource]);
     free_[resource] = start + cost;
     n.finish = std::max(n.earliestFinish, start + cost);
-    if (resource != cpuOf(n.rank)) {
-      // The sender's port is held; the receiver's port drains what arrives in order, so
-      // a busy receiver delays when the bytes are through, not when the sender is free.
+    if (isOutgoing(n.kind) && !selfMessage(n)) {
+      // The sender's port (or its CPU: MessageCost::onCpu) is held; the receiver's port
+      // drains what arrives in order, so a busy receiver delays when the bytes are
+      // through, not when the sender is free.
       n.start = start;
       double& ingress = ingressFree_[static_cast<size_t>(ports_) * slotOf(n.peer) + n.cost.port];
       ingress = std::max(ingress, start) + cost;

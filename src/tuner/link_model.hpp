@@ -31,6 +31,14 @@ struct LinkModel {
   // to its rank's bytesPerUs; 0: not shared (a port per rank, the defaults). The probe sets
   // it (probe_figures.hpp, nicFromProbe); tunerLinks gives a fabric's.
   double nicBytesPerUs = 0;
+  // The sender's CPU moves a message's bytes (shm: the rank's one progress thread copies
+  // them into the peer's FIFO), so a send holds the rank's CPU, not a port of its own, for
+  // its overhead and wire time, one after the other with the rank's receives and
+  // reductions. false: a NIC or copy engine moves them (a port per rank beside the CPU).
+  // Without it the replay ran a step's sends beside its receives: a step to p-1 peers
+  // (twoshot's, oneshot's) looked as cheap as rd's one exchange at np 4 on 2 cores, where
+  // twoshot measured 1.5x slower at 32 KiB (perf/README.md, the tuner's pick).
+  bool cpuSends = false;
   bool operator==(const LinkModel&) const = default;
 };
 
@@ -45,7 +53,7 @@ inline constexpr std::array<LinkModel, 5> kDefaultLinks = {{
     //   4 KiB pages runs 6-9 GB/s; the ranks share 2 cores, so take the low end;
     //  12000 B/us: fused reduce reads two streams and writes one, ~2/3 of memcpy;
     //  19000 B/us: memcpy, DRAM-bound (18-20 GB/s).
-    {1.8, 6000, 12000, 19000, 0.5},
+    {1.8, 6000, 12000, 19000, 0.5, 0, 0, true},
     // Tcp (loopback or a 10G-class NIC): Gloo measured 270-390 us for an 8 B all-reduce
     //  (~10 steps) and 0.4-0.95 GB/s at 64 MiB: 25 us and 1 GB/s. Local work as shm.
     {25, 1000, 12000, 19000, 3},

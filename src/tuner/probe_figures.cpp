@@ -9,8 +9,14 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
   link.overheadUs = std::max(0.0, (t.burstTrip - t.one) / std::max(1, t.burst - 1));
   const double halfTrip = t.one / 2;  // L + 2 o
   if (t.exchangeRanks > 2) {
+    // Each rank sends to p - 1 peers and receives from as many: L + 2 (p - 1) o in the
+    // replay (the sends' o and the receives' o one after the other on the CPU with
+    // cpuSends; without, each incoming message holds the rank's ingress port for its o
+    // before its receive's o), so 2 (p - 2) o beyond the round trip's half, L + 2 o. (Solved
+    // as L + p o before, which doubled o against the replay: 10.2 us where 5.1 us replays
+    // the measured exchange at np 4.)
     const double p = t.exchangeRanks;
-    link.overheadUs = std::max(link.overheadUs, (t.exchange - halfTrip) / (p - 2));
+    link.overheadUs = std::max(link.overheadUs, (t.exchange - halfTrip) / (2 * (p - 2)));
   }
   link.latencyUs = std::max(0.05, halfTrip - 2 * link.overheadUs);
   link.bytesPerUs =

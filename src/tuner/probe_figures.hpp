@@ -22,7 +22,7 @@ struct ProbeTimes {
   double oneBest = 0, largeBest = 0;
   // All ranks of the node at once, each sending small to every other rank of its exchange
   // group and receiving small from each (exchangeGroup below; exchangeRanks is the group's
-  // size, 0 or <= 2: not measured): ~L + p o in the model.
+  // size, 0 or <= 2: not measured): L + 2 (p - 1) o in the model.
   int exchangeRanks = 0;
   double exchange = 0;
 };

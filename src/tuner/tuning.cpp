@@ -48,6 +48,8 @@ std::string Tuning::toLine() const {
   if (model.transportBytesPerUs > 0)
     s += " transport_bytes_per_us=" + format(model.transportBytesPerUs);
   if (model.nicBytesPerUs > 0) s += " nic_bytes_per_us=" + format(model.nicBytesPerUs);
+  if (model.cpuSends != defaultLinkModel(link).cpuSends)
+    s += std::string(" cpu_sends=") + (model.cpuSends ? "1" : "0");
   if (!measuredBest.empty()) {
     s += " best=";
     for (size_t i = 0; i < measuredBest.size(); ++i)
@@ -121,6 +123,11 @@ std::vector<Tuning> parseTuneFile(std::string_view text, std::string_view name) 
       }
       if (key == "nic_bytes_per_us") {  // 0: no NIC shared by a node's ranks
         t.model.nicBytesPerUs = v;
+        continue;
+      }
+      if (key == "cpu_sends") {  // absent: the link class's own (shm 1, the others 0)
+        if (v != 0 && v != 1) bad(name, number, "cpu_sends must be 0 or 1");
+        t.model.cpuSends = v == 1;
         continue;
       }
       if (v == 0) bad(name, number, "'" + key + "' must be > 0");

@@ -8,7 +8,9 @@
 //       reduce_bytes_per_us=6000 reduce.bfloat16=1800 ...     (one line in the file)
 // Optional: overhead_us, transport_bytes_per_us (a transport's CPU copy rate at each end:
 // tcp; absent or 0: none), and nic_bytes_per_us (between nodes: the node's NIC, which the
-// flows leaving or entering the node share; absent or 0: every rank has its own port).
+// flows leaving or entering the node share; absent or 0: every rank has its own port),
+// and cpu_sends (1: the sender's CPU moves the bytes, LinkModel::cpuSends; absent: the link
+// class's own, 1 for shm).
 // `ranks` is the number of ranks on the host the figures were measured with (they share
 // its cores and memory); a lookup takes the entry with the nearest rank count.
 #pragma once

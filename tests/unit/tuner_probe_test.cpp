@@ -3,6 +3,8 @@
 // peers (without it the model put twoshot before rd at np=4, 4 KiB, where rd ran 1.3-1.8x
 // faster), and the tuner replays with the communicator's CHORUS_SLICE_BYTES.
 #include "../common/algorithm_lookup.hpp"
+#include "algorithms/schedule_rules.hpp"
+#include "algorithms/steps.hpp"
 #include "engine/engine.hpp"
 #include "engine/slice.hpp"
 #include "settings/settings.hpp"
@@ -47,9 +49,10 @@ ProbeTimes measuredTimes() {
 TEST(ProbeFigures, SolvesTheModelForLatencyOverheadAndBandwidth) {
   ProbeTimes t = measuredTimes();
   const LinkModel start = defaultLinkModel(LinkClass::Shm);
-  // Exchange: L + 4 o = 13 with L + 2 o = 3 (half the 8 B trip): o = 5, L at its floor.
+  // Exchange: each rank's 3 sends and 3 receives, L + 6 o = 13 with L + 2 o = 3 (half the
+  // 8 B trip): o = 2.5, L at its floor.
   LinkModel m = linkFromProbe(t, start);
-  EXPECT_DOUBLE_EQ(m.overheadUs, 5.0);
+  EXPECT_DOUBLE_EQ(m.overheadUs, 2.5);
   EXPECT_DOUBLE_EQ(m.latencyUs, 0.05);
   EXPECT_NEAR(m.bytesPerUs, 1000, 1e-9);
   EXPECT_EQ(m.copyBytesPerUs, start.copyBytesPerUs);  // untouched
@@ -154,6 +157,79 @@ TEST(ProbeFigures, CalibratedFiguresRankRdFirstAtFourKiB) {
   for (const Algorithm& a : allAlgorithms())
     if (a.collective == Collective::AllReduce && !a.oneSided) all.push_back(&a);
   EXPECT_STREQ(tuner.choose(Collective::AllReduce, 1024, DataType::Float32, all, false).name, "rd");
+}
+
+// The probe's exchange replayed: every rank sends 8 B to each of the 3 others and receives
+// from each.
+TEST(CpuSends, TheProbesExchangeSolvesForTheOverheadItReplays) {
+  using namespace steps;
+  const int p = 4;
+  std::vector<Schedule> exchange(p);
+  for (int r = 0; r < p; ++r)
+    for (int q = 0; q < p; ++q)
+      if (q != r) {
+        send(exchange[r], q, in(0, 2));
+        recv(exchange[r], q, scratch(2 * q, 2));
+      }
+  LinkModel link = defaultLinkModel(LinkClass::Shm);
+  link.latencyUs = 0.05;
+  link.overheadUs = 5;
+  ASSERT_TRUE(link.cpuSends);
+  // All 6 messages' overheads one after the other (the 3 sends' wire time and the last
+  // receive's slice beside them): 2 (p - 1) o. Without cpuSends as much (each incoming
+  // message holds the ingress port for its o, then its receive takes o on the CPU), which
+  // is what the probe's exchange solves (it solved L + p o before: twice the o).
+  for (bool cpuSends : {true, false}) {
+    link.cpuSends = cpuSends;
+    const double replayed = replaySchedules(exchange, 4, link).micros;
+    EXPECT_GE(replayed, 2 * (p - 1) * link.overheadUs) << cpuSends;
+    EXPECT_LE(replayed, 2 * (p - 1) * link.overheadUs + 0.1) << cpuSends;
+    // The probe's solution from that time (with L + 2 o as the round trip's half) is the o
+    // it was replayed with.
+    ProbeTimes t = measuredTimes();
+    t.one = 2 * (link.latencyUs + 2 * link.overheadUs);
+    t.burstTrip = t.one;
+    t.exchange = link.latencyUs + replayed;
+    EXPECT_NEAR(linkFromProbe(t, link).overheadUs, link.overheadUs, 0.05) << cpuSends;
+  }
+}
+
+// The tuner on the figures the probe measured at np 4 on this machine's 2 cores (perf/README.md,
+// the tuner's pick; 2026-12-02, load 7-9): 8 B round trip 7.57 us, 8 x 8 B 16.81 us, 256 KiB
+// 530.6 us, exchange of 8 B among the 4 ranks 24.15 us; copy and reduce at half a core. There
+// rd measured 1.5x twoshot at 32 KiB and 1.8x at 4 KiB (and rhd tied rd at 32 KiB); the model
+// whose sends left from a port beside the CPU had twoshot within 7% of rd at 32 KiB, and with
+// the figures of other runs ahead of it.
+TEST(CpuSends, ProbedFiguresAtFourRanksPutRdBeforeTwoshot) {
+  ProbeTimes t;
+  t.one = 7.57;
+  t.burst = 8;
+  t.burstTrip = 16.81;
+  t.large = 530.6;
+  t.exchangeRanks = 4;
+  t.exchange = 24.15;
+  LinkModel link = defaultLinkModel(LinkClass::Shm);
+  link.copyBytesPerUs = 1.708e4;
+  link.reduceBytesPerUs = 1.062e4;
+  link = linkFromProbe(t, link);
+  EXPECT_NEAR(link.overheadUs, (24.15 - 7.57 / 2) / 4, 1e-9);
+  Tuning tuning = defaultTuning(LinkClass::Shm);
+  tuning.model = link;
+  tuning.ranks = 4;
+  Tuner tuner(4, tuning, Tuner::Mode::Model);
+  std::vector<const Algorithm*> all;
+  for (const Algorithm& a : allAlgorithms())
+    if (a.collective == Collective::AllReduce && !a.oneSided) all.push_back(&a);
+  for (size_t bytes : {size_t{512}, size_t{4} << 10, size_t{32} << 10}) {
+    EXPECT_STREQ(tuner.choose(Collective::AllReduce, bytes / 4, DataType::Float32, all, false).name,
+                 "rd")
+        << bytes;
+    EXPECT_GT(predict("twoshot", 4, bytes, link), 1.2 * predict("rd", 4, bytes, link)) << bytes;
+  }
+  // The same figures with the sends on a port beside the CPU: twoshot's 3 sends a step
+  // overlap its receives, and it comes out ahead of rd at 32 KiB.
+  link.cpuSends = false;
+  EXPECT_LT(predict("twoshot", 4, 32 << 10, link), predict("rd", 4, 32 << 10, link));
 }
 
 TEST(PipelineSlice, OneConstantForTheEngineTheSettingAndTheModel) {

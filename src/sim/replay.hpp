@@ -7,6 +7,8 @@
 //   ports; the sends on one port take it one after the other. Each rank's ingress port
 //   (one per egress port class) drains arrivals in order, which delays when bytes are
 //   through, never the sender. Buffering is unbounded: a send never waits for its receive.
+//   Where the sender's CPU moves the bytes (MessageCost::onCpu: shm's copy into the FIFO)
+//   the send holds the rank's CPU instead of a port, one after the other with its other work.
 // - Steps to the same peer in the same direction run in order (the engine's queues); the
 //   k-th send from a to b is the k-th receive at b from a. Empty steps cost nothing but
 //   complete only once their `after` has (the rules of algorithms/schedule_rules.hpp, asked

@@ -6,8 +6,14 @@ namespace chorus {
 
 LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
   if (t.one <= 0) return link;  // not measured (no partner)
-  link.overheadUs = std::max(0.0, (t.burstTrip - t.one) / std::max(1, t.burst - 1));
-  const double halfTrip = t.one / 2;  // L + 2 o
+  // The burst sends `burst` messages where the round trip sends one, so in the model it
+  // takes no less. A median round trip above the burst's was stalled waiting for cores,
+  // not a figure of the link (np 4 on 2 cores: 687 us against the burst's 259 us, its
+  // best round 10.4 us; taken as it was, L = 344 us and o = 0 made oneshot's one step look
+  // best up to 32 KiB, where rd ran 1.2-1.8x faster): take the burst's.
+  const double one = t.burstTrip > 0 ? std::min(t.one, t.burstTrip) : t.one;
+  link.overheadUs = std::max(0.0, (t.burstTrip - one) / std::max(1, t.burst - 1));
+  const double halfTrip = one / 2;  // L + 2 o
   if (t.exchangeRanks > 2) {
     // Each rank sends to p - 1 peers and receives from as many: L + 2 (p - 1) o in the
     // replay (the sends' o and the receives' o one after the other on the CPU with
@@ -20,7 +26,7 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
   }
   link.latencyUs = std::max(0.05, halfTrip - 2 * link.overheadUs);
   link.bytesPerUs =
-      static_cast<double>(t.largeBytes - t.smallBytes) / std::max((t.large - t.one) / 2, 0.01);
+      static_cast<double>(t.largeBytes - t.smallBytes) / std::max((t.large - one) / 2, 0.01);
   return link;
 }
 

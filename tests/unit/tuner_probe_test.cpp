@@ -232,6 +232,38 @@ TEST(CpuSends, ProbedFiguresAtFourRanksPutRdBeforeTwoshot) {
   EXPECT_LT(predict("twoshot", 4, 32 << 10, link), predict("rd", 4, 32 << 10, link));
 }
 
+// A probe whose single round trips stalled (np 4 on 2 cores, 2026-12-02 17:51 UTC, load
+// 3.6: 8 B round trip median 687.16 us, best 10.37 us; 8 x 8 B 258.55 us; 256 KiB 1773.3 us;
+// exchange 276.14 us): taken as measured, L = 344 us and o = 0, and the tuner picked
+// oneshot at 512 B to 32 KiB where rd measured 1.15-1.8x faster. A burst of 8 cannot take
+// less than one message each way: the round trip is taken as at most the burst's.
+TEST(CpuSends, AStalledRoundTripIsNoSlowerThanTheBurst) {
+  ProbeTimes t;
+  t.one = 687.16;
+  t.oneBest = 10.37;
+  t.burst = 8;
+  t.burstTrip = 258.55;
+  t.large = 1773.3;
+  t.exchangeRanks = 4;
+  t.exchange = 276.14;
+  LinkModel link = defaultLinkModel(LinkClass::Shm);
+  link.copyBytesPerUs = 1.961e4;
+  link.reduceBytesPerUs = 1.139e4;
+  link = linkFromProbe(t, link);
+  EXPECT_NEAR(link.overheadUs, (276.14 - 258.55 / 2) / 4, 1e-9);
+  EXPECT_NEAR(link.latencyUs, 258.55 / 2 - 2 * link.overheadUs, 1e-9);
+  Tuning tuning = defaultTuning(LinkClass::Shm);
+  tuning.model = link;
+  Tuner tuner(4, tuning, Tuner::Mode::Model);
+  std::vector<const Algorithm*> all;
+  for (const Algorithm& a : allAlgorithms())
+    if (a.collective == Collective::AllReduce && !a.oneSided) all.push_back(&a);
+  for (size_t bytes : {size_t{512}, size_t{4} << 10, size_t{32} << 10})
+    EXPECT_STREQ(tuner.choose(Collective::AllReduce, bytes / 4, DataType::Float32, all, false).name,
+                 "rd")
+        << bytes;
+}
+
 TEST(PipelineSlice, OneConstantForTheEngineTheSettingAndTheModel) {
   const settings::Spec* spec = settings::find("CHORUS_SLICE_BYTES");
   ASSERT_NE(spec, nullptr);

@@ -104,6 +104,8 @@ const std::vector<Spec> kSpecs = {
     // --- UCX --------------------------------------------------------------------------------
     {"CHORUS_UCX_BLOCK", Size, "256K", "bytes per UCX message", 8, 64 * M},
     {"CHORUS_UCX_WINDOW", Integer, "8", "UCX blocks in flight per peer", 2, 1024},
+    {"CHORUS_UCX_PATHS", Integer, "1", "UCX endpoints per peer (striped by the path scheduler)", 1,
+     64},
     {"CHORUS_UCX_ERR_MODE", Enum, "peer",
      "`peer`: dead peers detected (over tcp); `none`: also shared memory", 0, 0, "peer|none"},
     {"CHORUS_UCX_PROGRESS_THREAD", Boolean, "1", "a thread drives UCX progress between calls"},

@@ -40,6 +40,9 @@ communication
   --comm-rt                 the communication thread (only it) at real-time priority
                             (SCHED_FIFO 1), so that it preempts backward as soon as a
                             bucket or a peer's message is ready (a warning if refused)
+  --free-compute            where ranks outnumber cores: only the communication thread
+                            stays on the core the library binds the rank to
+                            (CHORUS_BIND_CORE); the training thread may run on any core
   --no-deterministic        let the tuner choose algorithms (default: CHORUS_DETERMINISTIC)
   --timeout-s N             deadline for any collective (120)
 checkpoints
@@ -143,6 +146,7 @@ Args parseArgs(int argc, char** argv) {
       {"--whole-layers", [&] { a.wholeLayers = true; }},
       {"--step-per-bucket", [&] { a.stepPerBucket = true; }},
       {"--comm-rt", [&] { a.commRealtime = true; }},
+      {"--free-compute", [&] { a.freeCompute = true; }},
       {"--gpu", [&] { a.gpu = true; }},
       {"--no-resume", [&] { a.resume = false; }},
       {"--no-deterministic", [&] { a.deterministic = false; }},

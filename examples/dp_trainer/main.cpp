@@ -133,7 +133,11 @@ int main(int argc, char** argv) {
   // who admit it with grow() at a step's start and hand it their state.
   const bool newcomer = std::getenv("CHORUS_REJOIN") != nullptr;
   // The library binds the thread that creates the communicator (and the threads it starts
-  // later) to one core where ranks outnumber cores; --free-compute undoes that for this one.
+  // later) to one core where ranks outnumber cores. That suits the communication thread
+  // (created next, it inherits the core), but a training thread tied to one core cannot be
+  // moved off it when that core is the busier one, and the ranks there fall behind the
+  // others, who then wait for them at the last bucket; so (unless --bind-compute) the
+  // training thread gets its launch affinity back once the communication thread exists.
   cpu_set_t launchCores;
   const bool knowLaunchCores = sched_getaffinity(0, sizeof launchCores, &launchCores) == 0;
   chorus::Communicator comm;
@@ -174,8 +178,7 @@ int main(int argc, char** argv) {
     // One host: its steady clock is shared by the ranks, so their times compare (below).
     const bool oneHost = comm.layout().rfind("1 node", 0) == 0;
     CommThread ct(std::move(comm), std::chrono::seconds(args.timeoutS));
-    if (args.freeCompute && knowLaunchCores)  // after the communication thread inherited it
-      sched_setaffinity(0, sizeof launchCores, &launchCores);
+    if (args.freeCompute && knowLaunchCores) sched_setaffinity(0, sizeof launchCores, &launchCores);
     ct.setMaxInFlight(args.maxInFlight);
     if (args.commRealtime && !ct.setRealtime())
       std::fprintf(stderr,

@@ -72,9 +72,8 @@ void Optimizer::stepRange(const float* p, float* out, const float* g, size_t beg
     }
     return;
   }
-  adamwRange(p + begin, out + begin, g + begin, state_.data() + begin,
-             state_.data() + n_ + begin, scratch_.data() + begin, scratch_.data() + n_ + begin,
-             end - begin, lr, step);
+  adamwRange(p + begin, out + begin, g + begin, state_.data() + begin, state_.data() + n_ + begin,
+             scratch_.data() + begin, scratch_.data() + n_ + begin, end - begin, lr, step);
 }
 
 }  // namespace trainer

@@ -104,6 +104,10 @@ class PeerMemory {
   // for it (verbs: the memory registration, which would map the old pages if the address
   // were reused).
   virtual void forget(const void* /*data*/, size_t /*bytes*/) {}
+  // After this rank read through map(): throws Error if the mapping is no longer the
+  // peer's memory (it was replaced while the read ran), so such a read is never reported
+  // as a success. Transports without mappings have nothing to check.
+  virtual void checkMapped(int /*peer*/, std::span<const std::byte> /*blob*/) {}
 };
 
 // Small messages without a queue (transports that share memory: shm): each rank owns two

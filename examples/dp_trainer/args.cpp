@@ -40,6 +40,11 @@ communication
   --comm-rt                 the communication thread (only it) at real-time priority
                             (SCHED_FIFO 1), so that it preempts backward as soon as a
                             bucket or a peer's message is ready (a warning if refused)
+  --bind-compute            where ranks outnumber cores, keep the training thread on the
+                            core the library binds the rank to (CHORUS_BIND_CORE); default:
+                            only the communication thread stays there, the training thread
+                            may run on any core, so the kernel can even out the ranks'
+                            compute (perf/trainer/README.md, seventh pass)
   --no-deterministic        let the tuner choose algorithms (default: CHORUS_DETERMINISTIC)
   --timeout-s N             deadline for any collective (120)
 checkpoints
@@ -143,6 +148,7 @@ Args parseArgs(int argc, char** argv) {
       {"--whole-layers", [&] { a.wholeLayers = true; }},
       {"--step-per-bucket", [&] { a.stepPerBucket = true; }},
       {"--comm-rt", [&] { a.commRealtime = true; }},
+      {"--bind-compute", [&] { a.freeCompute = false; }},
       {"--gpu", [&] { a.gpu = true; }},
       {"--no-resume", [&] { a.resume = false; }},
       {"--no-deterministic", [&] { a.deterministic = false; }},

@@ -15,6 +15,7 @@
 #include <cblas.h>
 #include <chorus/chorus.hpp>
 
+#include <sched.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cmath>
@@ -131,6 +132,14 @@ int main(int argc, char** argv) {
   // A replacement that chorus-run --respawn started (CHORUS_REJOIN) joins the survivors,
   // who admit it with grow() at a step's start and hand it their state.
   const bool newcomer = std::getenv("CHORUS_REJOIN") != nullptr;
+  // The library binds the thread that creates the communicator (and the threads it starts
+  // later) to one core where ranks outnumber cores. That suits the communication thread
+  // (created next, it inherits the core), but a training thread tied to one core cannot be
+  // moved off it when that core is the busier one, and the ranks there fall behind the
+  // others, who then wait for them at the last bucket; so (unless --bind-compute) the
+  // training thread gets its launch affinity back once the communication thread exists.
+  cpu_set_t launchCores;
+  const bool knowLaunchCores = sched_getaffinity(0, sizeof launchCores, &launchCores) == 0;
   chorus::Communicator comm;
   try {
     if (newcomer && !args.joinAfterFile.empty()) waitForFile(args.joinAfterFile, args.timeoutS);
@@ -169,6 +178,7 @@ int main(int argc, char** argv) {
     // One host: its steady clock is shared by the ranks, so their times compare (below).
     const bool oneHost = comm.layout().rfind("1 node", 0) == 0;
     CommThread ct(std::move(comm), std::chrono::seconds(args.timeoutS));
+    if (args.freeCompute && knowLaunchCores) sched_setaffinity(0, sizeof launchCores, &launchCores);
     ct.setMaxInFlight(args.maxInFlight);
     if (args.commRealtime && !ct.setRealtime())
       std::fprintf(stderr,

@@ -33,6 +33,29 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads, int6
   commit();  // in place: the scratch state was written; make it current
 }
 
+// One AdamW update of n elements. Element-wise, so the compiler may use SIMD
+// (optimizer.cpp is built with -fno-math-errno, which lets sqrt vectorize): every
+// operation is still one correctly rounded IEEE operation per element (no reordering, no
+// fused multiply-add on the baseline ISA), so the results are those of the scalar loop, bit
+// for bit. The state arrays never overlap each other or the parameters; p and out may be the
+// same array (the in-place step), which the compiler checks for at run time.
+void Optimizer::adamwRange(const float* p, float* out, const float* g, const float* __restrict m,
+                           const float* __restrict v, float* __restrict mNext,
+                           float* __restrict vNext, size_t n, float lr, int64_t step) const {
+  const float b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps;
+  const float wd = config_.weightDecay;
+  const float c1 = static_cast<float>(1 - std::pow(static_cast<double>(b1), step + 1));
+  const float c2 = static_cast<float>(1 - std::pow(static_cast<double>(b2), step + 1));
+  for (size_t i = 0; i < n; ++i) {
+    const float mi = b1 * m[i] + (1 - b1) * g[i];
+    const float vi = b2 * v[i] + (1 - b2) * g[i] * g[i];
+    const float update = (mi / c1) / (std::sqrt(vi / c2) + eps);
+    mNext[i] = mi;
+    vNext[i] = vi;
+    out[i] = p[i] - lr * (update + wd * p[i]);
+  }
+}
+
 void Optimizer::stepRange(const float* p, float* out, const float* g, size_t begin, size_t end,
                           int64_t step) {
   if (scratch_.size() != state_.size()) scratch_.resize(state_.size());
@@ -49,21 +72,8 @@ void Optimizer::stepRange(const float* p, float* out, const float* g, size_t beg
     }
     return;
   }
-  const float* m = state_.data();
-  const float* v = state_.data() + n_;
-  float* mNext = scratch_.data();
-  float* vNext = scratch_.data() + n_;
-  const float b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps;
-  const float c1 = static_cast<float>(1 - std::pow(static_cast<double>(b1), step + 1));
-  const float c2 = static_cast<float>(1 - std::pow(static_cast<double>(b2), step + 1));
-  for (size_t i = begin; i < end; ++i) {
-    const float mi = b1 * m[i] + (1 - b1) * g[i];
-    const float vi = b2 * v[i] + (1 - b2) * g[i] * g[i];
-    const float update = (mi / c1) / (std::sqrt(vi / c2) + eps);
-    mNext[i] = mi;
-    vNext[i] = vi;
-    out[i] = p[i] - lr * (update + wd * p[i]);
-  }
+  adamwRange(p + begin, out + begin, g + begin, state_.data() + begin, state_.data() + n_ + begin,
+             scratch_.data() + begin, scratch_.data() + n_ + begin, end - begin, lr, step);
 }
 
 }  // namespace trainer

@@ -41,6 +41,9 @@ class Optimizer {
   std::span<float> state() { return state_; }
 
  private:
+  void adamwRange(const float* p, float* out, const float* g, const float* __restrict m,
+                  const float* __restrict v, float* __restrict mNext, float* __restrict vNext,
+                  size_t n, float lr, int64_t step) const;
   OptimizerConfig config_;
   size_t n_;
   std::vector<float> state_, scratch_;

@@ -50,6 +50,8 @@ def main():
     p.add_argument("--ranks", default="2,4", help="overlap: rank counts, alternating")
     p.add_argument("--ddp-ranks", default="4", help="ddp: rank counts, alternating with chorus-train")
     p.add_argument("--ab", default="", help="overlap: also run every rank count with these flags (NAME=VALUE: a setting)")
+    p.add_argument("--ab-trainer", default="", help="overlap: the --ab arm runs this chorus-train binary (A/B of two builds)")
+    p.add_argument("--chorus-flags", default="", help="ddp: flags (NAME=VALUE: a setting) for chorus-train's runs")
     a = p.parse_args()
     if "overlap" in a.parts and os.sched_getscheduler(0) in (os.SCHED_FIFO, os.SCHED_RR):
         # Measured: under chrt -f 1 the communication thread never preempts its rank's
@@ -65,13 +67,13 @@ def main():
 
     pauses = {"async": [], "blocking": []}  # every rank's every checkpoint pause (trace)
 
-    def train(n, name, extra=(), args=None):
+    def train(n, name, extra=(), args=None, binary=None):
         out = os.path.join(a.out, name)
         run(["rm", "-rf", out])
         # NAME=VALUE in extra: an environment variable (a library setting) for the run
         env = dict(os.environ, **dict(x.split("=", 1) for x in extra if "=" in x and x[0].isupper()))
         flags = [x for x in extra if not ("=" in x and x[0].isupper())]
-        run([launcher, "-n", str(n), "--timeout", "900", trainer] + (args or common) + ["--out", out] + flags,
+        run([launcher, "-n", str(n), "--timeout", "900", binary or trainer] + (args or common) + ["--out", out] + flags,
             env=env)
         if name in pauses:  # per rank and checkpoint: the save plus the wait for its snapshot
             with open(os.path.join(out, "trace.json")) as f:
@@ -92,7 +94,7 @@ def main():
         ms = lambda key: float(text.split(key)[1].split(":")[1].split("ms")[0])
         return {"skew_ms": ms("(skew)"), "tail_ms": ms("(tail)")}
 
-    variants = [("", [])] + ([("ab", a.ab.split())] if a.ab else [])
+    variants = [("", [])] + ([("ab", a.ab.split())] if a.ab or a.ab_trainer else [])
     overlap = {}  # "np<N>[-ab]" -> [{hidden, exposed_ms, allreduce_ms, samples_per_second, load}]
     init = os.path.join(a.out, "init.bin")
     res = {"one": [], "four": [], "async": [], "blocking": [], "ddp": []}
@@ -111,7 +113,7 @@ def main():
                 for tag, flags in variants:
                     key = f"np{n}" + (f"-{tag}" if tag else "")
                     load = os.getloadavg()[0]
-                    r = train(n, key, flags)
+                    r = train(n, key, flags, binary=a.ab_trainer if tag and a.ab_trainer else None)
                     overlap.setdefault(key, []).append(dict(
                         hidden=r["allreduce_hidden_fraction"],
                         hidden_ddp=r["allreduce_hidden_fraction_ddp_definition"],
@@ -133,7 +135,7 @@ def main():
         if "ddp" in parts:
             for n in (int(x) for x in a.ddp_ranks.split(",")):
                 load = os.getloadavg()[0]
-                r = train(n, f"chorus-np{n}", ["--dump-init", init])
+                r = train(n, f"chorus-np{n}", ["--dump-init", init] + a.chorus_flags.split())
                 ddp_out = os.path.join(a.out, f"ddp-np{n}")
                 load_ddp = os.getloadavg()[0]
                 text = run(["/usr/bin/python3", os.path.join(HERE, "ddp_reference.py"), "--ranks", str(n),

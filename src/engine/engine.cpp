@@ -422,6 +422,7 @@ bool Engine::advancePeerRead(OpState& op, int index) {
     std::memcpy(&record, p.record.data(), sizeof record);
   }
   if (count == 0 || p.elements == count) {  // empty, or folded by a chain's pass (rule 6)
+    if (p.peerData) peerMemory().checkMapped(step.peer, std::span(record.blob, record.blobBytes));
     completeStep(op, index);
     return true;
   }
@@ -473,7 +474,12 @@ bool Engine::advancePeerRead(OpState& op, int index) {
   }
   p.elements = limit;
   p.bytes = limit * es;
-  if (limit == count) completeStep(op, index);
+  if (limit == count) {
+    // Read through a mapping: it must still be the peer's memory now that the reads are
+    // done (one load), or what they folded may be a replaced mapping's zeroes.
+    if (p.peerData) peerMemory().checkMapped(step.peer, blob);
+    completeStep(op, index);
+  }
   return true;
 }
 

@@ -40,8 +40,9 @@ const std::vector<Spec> kSpecs = {
     {"CHORUS_ALGO", List, "", "force or exclude algorithms: `ring`, `allreduce:ring`, `^ring`", 0,
      0, "", "NCCL_ALGO"},
     {"CHORUS_SOCKET_IFNAME", List, "",
-     "interfaces for TCP and the store (`getUniqueId` stores listen on loopback when unset): `eth`, `^docker`, `=eth0`", 0, 0, "", "NCCL_SOCKET_IFNAME",
-     Scope::Library, false, "the first interface that is up"},
+     "interfaces for TCP and the store (`getUniqueId` stores listen on loopback when unset): "
+     "`eth`, `^docker`, `=eth0`",
+     0, 0, "", "NCCL_SOCKET_IFNAME", Scope::Library, false, "the first interface that is up"},
     {"CHORUS_TCP_STREAMS", Integer, "2", "TCP connections per peer and NIC (striped in blocks)", 1,
      16},
     {"CHORUS_TCP_BLOCK", Size, "128K", "bytes of each striping block across the TCP streams", 8, G},
@@ -61,8 +62,10 @@ const std::vector<Spec> kSpecs = {
      "system call (learnt from the waits before; the rest polls with sched_yield)",
      0, 10'000'000, "", "", Scope::Library, false, "20 (0 when ranks outnumber cores)"},
     {"CHORUS_BIND_CORE", Boolean, "1",
-     "`1`: where ranks outnumber cores, bind each rank's thread to one core (its local rank "
-     "modulo the cores) unless its affinity was narrowed already"},
+     "`1`: where ranks outnumber cores, bind the thread that creates the communicator (and "
+     "so every thread it starts later) to one core, its local rank modulo the cores, unless "
+     "its affinity was narrowed already; a program that computes on threads of its own "
+     "gives them their affinity back (chorus-train does)"},
     {"CHORUS_SLICE_BYTES", Size, "256K", "most bytes one step moves per engine pass", 4 * K, G},
     {"CHORUS_STREAM_FROM_BYTES", Size, "64M",
      "one-sided copies into the output use streaming stores from this op size x ranks", 0,
@@ -77,7 +80,8 @@ const std::vector<Spec> kSpecs = {
      "NCCL_DEBUG_SUBSYS"},
     {"CHORUS_COMM_ID", String, "",
      "`host:port`: `getUniqueId` (and `ncclGetUniqueId`) return the same id in every process, "
-     "and rank 0 hosts the rendezvous there", 0, 0, "", "NCCL_COMM_ID"},
+     "and rank 0 hosts the rendezvous there",
+     0, 0, "", "NCCL_COMM_ID"},
     // --- verbs, as NCCL's NCCL_IB_* -------------------------------------------------------
     {"CHORUS_IB_HCA", List, "",
      "RDMA devices and ports: `mlx5_0:1`, `^mlx5_1`, `=rxe0`; each device a rail, QPs spread over "
@@ -104,6 +108,8 @@ const std::vector<Spec> kSpecs = {
     // --- UCX --------------------------------------------------------------------------------
     {"CHORUS_UCX_BLOCK", Size, "256K", "bytes per UCX message", 8, 64 * M},
     {"CHORUS_UCX_WINDOW", Integer, "8", "UCX blocks in flight per peer", 2, 1024},
+    {"CHORUS_UCX_PATHS", Integer, "1", "UCX endpoints per peer (striped by the path scheduler)", 1,
+     64},
     {"CHORUS_UCX_ERR_MODE", Enum, "peer",
      "`peer`: dead peers detected (over tcp); `none`: also shared memory", 0, 0, "peer|none"},
     {"CHORUS_UCX_PROGRESS_THREAD", Boolean, "1", "a thread drives UCX progress between calls"},
@@ -123,9 +129,11 @@ const std::vector<Spec> kSpecs = {
      Scope::Launch},
     {"CHORUS_PORT", Integer, "", "rendezvous store port (else MASTER_PORT)", 1, 65535, "", "",
      Scope::Launch},
-    {"CHORUS_SECRET", String, "", "job secret of a launcher-run store (up to 64 hex digits, 256 bits)", 0, 0, "",
-     "", Scope::Launch, true},
-    {"CHORUS_JOB_SECRET", String, "", "passphrase every rank of a torchrun-style job shares (see Security); keeps other users out",
+    {"CHORUS_SECRET", String, "",
+     "job secret of a launcher-run store (up to 64 hex digits, 256 bits)", 0, 0, "", "",
+     Scope::Launch, true},
+    {"CHORUS_JOB_SECRET", String, "",
+     "passphrase every rank of a torchrun-style job shares (see Security); keeps other users out",
      0, 0, "", "", Scope::Launch, true},
     {"CHORUS_RESTART_COUNT", Integer, "",
      "how many times `chorus-run --max-restarts` restarted the job", 0, 1 << 30, "", "",

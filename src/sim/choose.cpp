@@ -35,7 +35,7 @@ double busyLowerBound(const Schedule& schedule, int rank, int nranks, size_t ele
         if (remote) {
           const MessageCost c = net.message(s.peer, rank, -1, wire);
           cpu += c.overheadUs;
-          ingress[c.port] += c.overheadUs + c.wireUs;
+          ingress[c.port] += c.overheadUs + c.intakeUs;
         }
         if (s.kind == StepKind::RecvReduce) cpu += bytes / net.reduceBytesPerUs();
         break;

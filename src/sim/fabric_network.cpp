@@ -84,8 +84,7 @@ FabricNetwork::Path FabricNetwork::pathOf(int from, int to, int qp) const {
     path.latencyUs = f.nvlinkLatencyUs;
     return path;
   }
-  const int nicA = from % f.gpusPerNode * f.nicsPerNode / f.gpusPerNode;
-  const int nicB = to % f.gpusPerNode * f.nicsPerNode / f.gpusPerNode;
+  const int nicA = nicOf(from % f.gpusPerNode), nicB = nicOf(to % f.gpusPerNode);
   const int groupA = nodeA / f.leafNodes, groupB = nodeB / f.leafNodes;
   const int leafA = f.rails ? groupA * int(I) + nicA : groupA;
   const int leafB = f.rails ? groupB * int(I) + nicB : groupB;
@@ -146,6 +145,27 @@ std::vector<FabricNetwork::FlowRate> FabricNetwork::shareLinks(std::span<const F
     result[owner[s]].latencyUs = std::max(result[owner[s]].latencyUs, subs[s].latencyUs);
   }
   return result;
+}
+
+int FabricNetwork::nicOf(int local) const {
+  return local * fabric_.nicsPerNode / fabric_.gpusPerNode;
+}
+
+double FabricNetwork::intake(int to, bool sameNode) const {
+  const size_t G = gpus_, N = fabric_.nodes, I = fabric_.nicsPerNode;
+  if (sameNode) return capacity_[G + to];  // NVLink in
+  const size_t nicDown = 4 * G + N * I + size_t(to / fabric_.gpusPerNode) * I +
+                         size_t(nicOf(to % fabric_.gpusPerNode));
+  return std::min(capacity_[3 * G + to], capacity_[nicDown]);  // PCIe down, NIC down
+}
+
+NicPlace FabricNetwork::sharedNic(int rank) const {
+  const int G = fabric_.gpusPerNode, local = rank % G, nic = nicOf(local);
+  int first = local, last = local;
+  while (first > 0 && nicOf(first - 1) == nic) --first;
+  while (last + 1 < G && nicOf(last + 1) == nic) ++last;
+  if (first == last) return {};
+  return {rank / G * fabric_.nicsPerNode + nic, local - first};
 }
 
 int FabricNetwork::period(int nranks) const {
@@ -230,7 +250,15 @@ void FabricNetwork::prepare(const Traffic& traffic) {
 MessageCost FabricNetwork::message(int from, int to, int ordinal, double bytes) const {
   const FlowRate& r = ordinals_.at(ordinal)->at(classKey(from, to));
   const bool sameNode = from / fabric_.gpusPerNode == to / fabric_.gpusPerNode;
-  return {sameNode ? 0 : 1, r.latencyUs, fabric_.overheadUs, bytes / r.bytesPerUs};
+  // Through a NIC its GPUs share, the bytes take the NIC's whole rate (sharedNic).
+  const double nic = capacity_[4 * size_t(gpus_)];
+  const bool shared = !sameNode && (sharedNic(from).nic >= 0 || sharedNic(to).nic >= 0);
+  return {sameNode ? 0 : 1,
+          r.latencyUs,
+          fabric_.overheadUs,
+          bytes / r.bytesPerUs,
+          bytes / intake(to, sameNode),
+          shared ? bytes / nic : 0};
 }
 
 }  // namespace chorus::sim

@@ -61,6 +61,9 @@ class FabricNetwork final : public NetworkModel {
   // share a NIC onto GPUs that share one), 1 when every GPU has NICs of its own; 0 when
   // neither (no rotation) or nranks is not whole nodes.
   int rotationUnit(int nranks) const override;
+  // The NIC a GPU uses when other GPUs of its node use it too (lane: the GPU's place among
+  // them, GPUs on one NIC being consecutive local indices).
+  NicPlace sharedNic(int rank) const override;
 
   struct FlowRate {
     double bytesPerUs;
@@ -80,6 +83,9 @@ class FabricNetwork final : public NetworkModel {
     double latencyUs = 0;
   };
   Path pathOf(int from, int to, int qp) const;
+  int nicOf(int local) const;  // which of its node's NICs a GPU uses
+  // Bytes per us a GPU takes in: its NVLink in, or its PCIe and NIC down.
+  double intake(int to, bool sameNode) const;
   std::shared_ptr<const ClassTable> solve(const Traffic& traffic, int ordinal);
   uint64_t classKey(int from, int to) const;
 

@@ -1,6 +1,8 @@
 #include "sim/max_min.hpp"
 #include "sim/network.hpp"
 
+#include <algorithm>
+
 namespace chorus::sim {
 
 void LinkClassNetwork::prepare(const Traffic& traffic) {
@@ -52,7 +54,18 @@ MessageCost LinkClassNetwork::message(int from, int to, int ordinal, double byte
   if (crosses && ordinal >= 0 && static_cast<size_t>(ordinal) < ordinals_.size() &&
       ordinals_[ordinal] && static_cast<size_t>(from) < ordinals_[ordinal]->size())
     rate = (*ordinals_[ordinal])[from];
-  return {crosses ? 1 : 0, l.latencyUs, l.overheadUs, bytes / rate, l.cpuSends};
+  // The receiver takes the bytes at its port's rate, at most its node's NIC when shared.
+  const bool nic = crosses && wantsTraffic();
+  const double intake = nic ? std::min(l.bytesPerUs, l.nicBytesPerUs) : l.bytesPerUs;
+  return {crosses ? 1 : 0, l.latencyUs,    l.overheadUs,
+          bytes / rate,    bytes / intake, nic ? bytes / l.nicBytesPerUs : 0,
+          l.cpuSends};
+}
+
+NicPlace LinkClassNetwork::sharedNic(int rank) const {
+  const int node = layout_ ? layout_->nodeOf(rank) : 0;
+  if (!wantsTraffic() || layout_->ranksOf(node).size() < 2) return {};
+  return {node, layout_->localIndex(rank)};
 }
 
 }  // namespace chorus::sim

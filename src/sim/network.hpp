@@ -18,8 +18,23 @@ struct MessageCost {
   int port = 0;           // egress port of the sender (and ingress port of the receiver)
   double latencyUs = 0;   // first byte sent to last byte usable
   double overheadUs = 0;  // CPU time per message on each side
-  double wireUs = 0;      // time the port is busy with the bytes
-  bool onCpu = false;     // the sender's CPU is the port (LinkModel::cpuSends)
+  double wireUs = 0;      // time the port is busy with the bytes (at the flow's rate)
+  // Time the receiver's ingress port takes for the bytes at its own intake (its NVLink in,
+  // or its PCIe and NIC down), not at the flow's possibly shared rate: messages that
+  // arrive at once at a shared rate drain together, not one after the other at it.
+  double intakeUs = 0;
+  // Time the bytes take through a NIC that several ranks share (NetworkModel::sharedNic),
+  // at the NIC's whole rate, at each end whose NIC is shared; 0 when neither is.
+  double nicUs = 0;
+  bool onCpu = false;  // the sender's CPU is the port (LinkModel::cpuSends)
+};
+
+// Where a rank sits on a NIC it shares with other ranks of its node: the NIC (an id unique
+// over the ranks) and the rank's lane on it (0 .. ranks on it - 1; what every symmetry map
+// of sim/replay.hpp keeps). nic -1: the rank's NIC (or port) is its own.
+struct NicPlace {
+  int nic = -1;
+  int lane = 0;
 };
 
 struct Flow {
@@ -70,6 +85,12 @@ class NetworkModel {
   virtual void prepare(const Traffic&) {}
   // The `ordinal`-th message of `from`, to `to` (never from itself).
   virtual MessageCost message(int from, int to, int ordinal, double bytes) const = 0;
+  // The NIC `rank` shares with other ranks of its node (between-node messages, port 1).
+  // The flow sharing sees one ordinal's messages at a time; the replay also drains every
+  // message through a shared NIC, out and in, in arrival order at MessageCost::nicUs each,
+  // whatever their ordinals (a step's messages to p - 1 peers are p - 1 ordinals). Ranks
+  // on one NIC must map onto ranks on one NIC under the symmetry maps the network allows.
+  virtual NicPlace sharedNic(int /*rank*/) const { return {}; }
   // Whether message(from, to, -1, bytes), asked before or without prepare, costs no more
   // than any ordinal's message (what a lower bound may use): flow-level models don't say.
   virtual bool boundsMessages() const { return !wantsTraffic(); }
@@ -109,6 +130,8 @@ class LinkClassNetwork final : public NetworkModel {
   void prepare(const Traffic& traffic) override;
   // Ordinal -1 (a bound): the rank's port alone, the NIC unshared, which no sharing beats.
   MessageCost message(int from, int to, int ordinal, double bytes) const override;
+  // With nicBytesPerUs > 0 a node's ranks share its one NIC; lane: the local index.
+  NicPlace sharedNic(int rank) const override;
   bool boundsMessages() const override { return true; }
   // Without two classes every rank is alike; with them, a block layout (node = rank /
   // per node) repeats every node.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <queue>
+#include <unordered_map>
 
 namespace chorus::sim {
 
@@ -32,6 +33,8 @@ struct Node {
   int ordinal = -1;   // sends: which message of its rank this is
   int step = 0;       // its index in its rank's schedule
   int recvStep = -1;  // sends: the index of the matching receive in the receiver's schedule
+  int nicOut = -1, nicIn = -1;  // sends: the shared NICs they cross (drains), -1: none
+  uint32_t lanes = 0;           // sends: sender's and receiver's lanes on their NICs
   double start = 0, finish = 0, earliestStart = 0, earliestFinish = 0;
   MessageCost cost;  // messages (sends and their receives)
 };
@@ -114,6 +117,8 @@ class Replay {
     buildDependents();
     free_.assign(static_cast<size_t>(ports_ + 1) * replayed_, 0);
     ingressFree_.assign(static_cast<size_t>(ports_) * replayed_, 0);
+    nicOutFree_.assign(nics_, 0);
+    nicInFree_.assign(nics_, 0);
     // Steps that found their resource (egress port or CPU) busy wait in its line, best
     // earliest start first; one wake event per busy resource sits in the main queue at
     // the time it frees, so resources go to steps in order of when they can start.
@@ -142,7 +147,7 @@ class Replay {
         auto& line = waiting[resource];
         // Not free yet, or the best waiter changed since the wake was queued: queue it
         // again, keyed as that waiter, so that ties still go in key order.
-        if (free_[resource] > time || event.key != tieKey(line.front().second)) {
+        if (free_[resource] > time || !(event.key == tieKey(line.front().second))) {
           pushWake(std::max(time, free_[resource]), resource, line.front().second);
           continue;
         }
@@ -188,9 +193,17 @@ class Replay {
   // The same for a step and its image under every symmetry map: its place in its rank's
   // schedule and, for a send, the place of its receive in the receiver's (two messages
   // into one rank never share that), so same-time messages into a rank keep their order.
-  uint64_t tieKey(int g) const {
+  // Then the sender's and receiver's lanes on their shared NICs: messages through one
+  // NIC at one time from (to) different ranks differ there, so a NIC drains them in the
+  // same order in full and compressed replays too.
+  struct TieKey {
+    uint64_t place;
+    uint32_t lanes;
+    auto operator<=>(const TieKey&) const = default;
+  };
+  TieKey tieKey(int g) const {
     const Node& n = nodes_[g];
-    return static_cast<uint64_t>(n.step) << 32 | static_cast<uint32_t>(n.recvStep + 1);
+    return {static_cast<uint64_t>(n.step) << 32 | static_cast<uint32_t>(n.recvStep + 1), n.lanes};
   }
   // Never before the time being handled: a CPU step's start is its earliest start, so a
   // step pipelined behind one that waited for the CPU may find its earliest start in the
@@ -276,6 +289,21 @@ class Replay {
     }
     for (Node& n : nodes_)
       if (n.ordinal >= 0) n.cost = net_.message(n.rank, n.peer, n.ordinal, wireBytes(n));
+    // The shared NICs of the replayed ranks (a receiver's is its class representative's),
+    // densely numbered.
+    std::unordered_map<int, int> dense;
+    auto drain = [&](const NicPlace& place) {
+      return place.nic < 0 ? -1 : dense.try_emplace(place.nic, int(dense.size())).first->second;
+    };
+    for (Node& n : nodes_) {
+      if (n.ordinal < 0 || n.cost.nicUs <= 0) continue;
+      const NicPlace out = net_.sharedNic(n.rank);
+      const NicPlace in = net_.sharedNic(rankOfSlot(slotOf(n.peer)));
+      n.nicOut = drain(out);
+      n.nicIn = drain(in);
+      n.lanes = static_cast<uint32_t>(out.lane) << 16 | static_cast<uint32_t>(in.lane);
+    }
+    nics_ = dense.size();
   }
 
   // The replayed ranks by slot: with Shift and Xor slot = rank (0..replayed-1); with
@@ -387,9 +415,18 @@ class Replay {
       // drains what arrives in order, so a busy receiver delays when the bytes are
       // through, not when the sender is free.
       n.start = start;
+      // It takes them at its own intake (a shared rate is the NIC drains' below).
       double& ingress = ingressFree_[static_cast<size_t>(ports_) * slotOf(n.peer) + n.cost.port];
-      ingress = std::max(ingress, start) + cost;
+      ingress = std::max(ingress, start) + n.cost.overheadUs + n.cost.intakeUs;
       n.finish = std::max(n.finish, ingress);
+      // A NIC several ranks share carries every message through it in arrival order at
+      // its whole rate, out and in, whichever steps (ordinals) they belong to.
+      for (auto [nic, drains] : {std::pair{n.nicOut, &nicOutFree_}, {n.nicIn, &nicInFree_}}) {
+        if (nic < 0) continue;
+        double& free = (*drains)[nic];
+        free = std::max(free, start) + n.cost.nicUs;
+        n.finish = std::max(n.finish, free);
+      }
       // The sender's CPU copies the bytes into the transport while the port sends them.
       if (const double copy = transportCpu(n); copy > 0) {
         double& cpu = free_[cpuOf(n.rank)];
@@ -421,12 +458,14 @@ class Replay {
   struct Event {
     double time;
     int isStep;  // 0: a wake, 1: a step
-    uint64_t key;
+    TieKey key;
     int id;  // the step, or -1 - resource for a wake
     auto operator<=>(const Event&) const = default;
   };
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::vector<double> free_, ingressFree_;
+  std::vector<double> nicOutFree_, nicInFree_;  // shared NICs: when each drains
+  size_t nics_ = 0;
   double now_ = 0;  // the time of the event being handled
 };
 

@@ -54,6 +54,12 @@ chorus_ucx_test(ucx.collectives.np3.tiny_window 300
 set_tests_properties(ucx.collectives.np3.tiny_window
   PROPERTIES ENVIRONMENT "CHORUS_UCX_WINDOW=2;CHORUS_UCX_BLOCK=4096")
 
+# Striping over two endpoints per peer (CHORUS_UCX_PATHS=2): all-reduce, all-gather and
+# send/recv at np=2, every type and op on exact inputs, and both endpoints carrying each
+# channel's bytes (the per-endpoint counters the channels log). About 2 s.
+chorus_ucx_test(ucx.collectives.np2.paths2 120
+  sh ${CMAKE_CURRENT_SOURCE_DIR}/ucx_paths_test.sh ${_run} $<TARGET_FILE:chorus_collectives_test>)
+
 # A sender that leaves the library right after its send completes: the data must still
 # arrive (the progress thread), in both error modes; tcp as the reference.
 foreach(_mode peer none)

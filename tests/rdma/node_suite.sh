@@ -80,7 +80,10 @@ barrier() {
 # ranks PART PORT SECONDS [VAR=VALUE...] COMMAND...: starts this node's two ranks of a
 # 4-rank job whose store (rank 0's) listens on 10.80.0.1:PORT; logs in
 # $C/PART.rank<r>.log; each is killed after SECONDS. Sets pid0/pid1 (the timeout
-# processes of local ranks 0 and 1); collect with reap.
+# processes of local ranks 0 and 1); collect with reap. The ranks' own deadline
+# (CHORUS_TIMEOUT, default 300 s) comes 15 s before the kill, so a rank stuck in a wait
+# ends with Chorus's error and diagnosis (what it waits for, on whom) in its log instead
+# of a silent SIGKILL; a VAR=VALUE of the part's overrides it.
 ranks() {
   part=$1; port=$2; secs=$3; shift 3
   for local in 0 1; do
@@ -88,7 +91,8 @@ ranks() {
     timeout -s KILL "$secs" env CHORUS_RANK=$r CHORUS_WORLD_SIZE=4 CHORUS_LOCAL_RANK=$local \
       CHORUS_LOCAL_SIZE=2 CHORUS_ADDR=10.80.0.1 CHORUS_PORT="$port" \
       CHORUS_JOB_SECRET=two-nodes-$part CHORUS_TRANSPORT=auto CHORUS_NET=ib \
-      CHORUS_SOCKET_IFNAME="$NIC0" "$@" > "$C/$part.rank$r.log" 2>&1 &
+      CHORUS_SOCKET_IFNAME="$NIC0" CHORUS_TIMEOUT=$((secs - 15))s "$@" \
+      > "$C/$part.rank$r.log" 2>&1 &
     eval "pid$local=$!"
   done
 }

@@ -60,6 +60,74 @@ TEST(SimSharedNic, NodesRanksShareTheirNicOutAndIn) {
   EXPECT_NEAR(replayPairs(2, {{0, 2}, {1, 3}}, between(1000, 0)), 1000.032 + 10, 1e-6);
 }
 
+// Messages of different steps (ordinals) share the NIC too: rank 1's crossing message is
+// its second (after one within the node), rank 0's its first, and they leave node 0 at
+// once. The flow sharing sees one ordinal at a time (1000 B/us each); the NIC drains them
+// one after the other at its 1000 B/us: 2 x 1000032 / 1000 + 10, not 1000.032 + 10.
+TEST(SimSharedNic, MessagesOfDifferentStepsShareTheNic) {
+  const Layout layout = Layout::uniform(2, 2);
+  std::vector<Schedule> s(4);
+  send(s[1], 0, in(0, 1000000));
+  recv(s[0], 1, out(0, 1000000));
+  send(s[1], 3, in(0, 1000000));
+  recv(s[3], 1, out(0, 1000000));
+  send(s[0], 2, in(0, 1000000));
+  recv(s[2], 0, out(0, 1000000));
+  const LinkModel inter = between(1000, 1000);
+  LinkClassNetwork net(4, kWithin, &layout, &inter);
+  const ReplayResult r = replay(s, 1, net);
+  EXPECT_FALSE(r.deadlock);
+  EXPECT_NEAR(r.micros, 2000.064 + 10, 1e-6);
+  // Without the shared NIC each has its port: 1000.032 + 10.
+  const LinkModel unshared = between(1000, 0);
+  LinkClassNetwork ports(4, kWithin, &layout, &unshared);
+  const ReplayResult p = replay(s, 1, ports);
+  EXPECT_NEAR(p.micros, 1000.032 + 10, 1e-6);
+}
+
+// A shared rate is charged once: two nodes send into rank 0 at once (a fold's pattern).
+// Node 0's NIC in gives each 500 B/us, so both take 2000.064 us on the wire, together;
+// rank 0 takes them in at its own 1000 B/us, one after the other, done at 2000.064 too.
+// Draining them at the shared 500 B/us one after the other gave 4000.128 + 10.
+TEST(SimSharedNic, TheReceiverTakesSharedFlowsAtItsOwnRate) {
+  EXPECT_NEAR(replayPairs(3, {{2, 0}, {4, 0}}, between(1000, 1000)), 2000.064 + 10, 1e-6);
+}
+
+// Messages through one NIC at one time, of different ordinals and at the same place in
+// their schedules (the crossing send each rank's step 1, its receive step 2), drain in an
+// order every symmetry map keeps (the lanes on the NIC), so compressed = full. 3 nodes x 2
+// ranks, shift-symmetric: local 0 sends to the next node's local 1, local 1 (after a small
+// message within its node: ordinal 1) to the node after's local 0; then local 1 copies
+// 2 MB at 1000 B/us. Each node's NIC takes two messages at once, out and in: the one from
+// lane 0 first (1000.032 us), the other after it (2000.064). Local 1's arrives first:
+// 1000.032 + 10 + 2000 = 3010.032. Ordered by step index instead (rank numbers), the full
+// replay drains node 0's NIC in the other way round (4010.064) and the compressed one not.
+TEST(SimSharedNic, SimultaneousMessagesDrainInTheSameOrderCompressed) {
+  const Layout layout = Layout::uniform(3, 2);
+  std::vector<Schedule> s(6);
+  for (int n = 0; n < 3; ++n) {
+    const int next = 2 * ((n + 1) % 3), after = 2 * ((n + 2) % 3);
+    recv(s[2 * n], 2 * n + 1, out(0, 8));
+    send(s[2 * n], next + 1, in(0, 1000000));
+    recv(s[2 * n], next + 1, out(0, 1000000));
+    send(s[2 * n + 1], 2 * n, in(0, 8));
+    send(s[2 * n + 1], after, in(0, 1000000));
+    const int received = recv(s[2 * n + 1], after, out(0, 1000000));
+    copy(s[2 * n + 1], in(0, 2000000), scratch(0, 2000000), false, received);
+  }
+  LinkModel within = kWithin;
+  within.copyBytesPerUs = 1000;
+  const LinkModel inter = between(1000, 1000);
+  LinkClassNetwork fullNet(6, within, &layout, &inter), compressedNet(6, within, &layout, &inter);
+  const ReplayResult full = replay(s, 1, fullNet);
+  const ReplayResult compressed =
+      replay(std::span(s).first(2), 1, compressedNet, 6, kPipelineSliceBytes, Symmetry::Shift);
+  EXPECT_FALSE(full.deadlock);
+  EXPECT_NEAR(full.micros, 3010.032, 1e-6);
+  EXPECT_EQ(compressed.micros, full.micros);
+  EXPECT_EQ(compressed.replayed * 3, full.replayed);
+}
+
 // Max-min, not equal shares: on a 300 link flows a and b; b also on a 100 link. b gets 100,
 // a the 200 left.
 TEST(SimSharedNic, MaxMinRatesFillProgressively) {

@@ -1,6 +1,7 @@
 // memAlloc / memFree and buffer registration (src/memory/shared_memory.hpp): the regions
 // found for a buffer, and clear errors for bad input.
 #include "memory/shared_memory.hpp"
+#include "transports/shm/shm_peer_memory.hpp"
 
 #include <chorus/chorus.h>
 #include <chorus/chorus.hpp>
@@ -8,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <string>
@@ -63,6 +65,37 @@ TEST(SharedMemory, EveryAllocationEndsInACanaryThatABrokenMappingLoses) {
     EXPECT_FALSE(memory::canaryIntact(region->base, region->bytes, region->serial)) << bytes;
     memFree(p);
   }
+}
+
+// A reader's mapping of a peer's memAlloc memory replaced after it was handed out (while
+// a step read through it): checkMapped, which the engine calls when such a read step
+// completes, reports it naming the peer instead of letting the step succeed. The "peer"
+// is this process (rank 1 of two ranks with one pid), mapped through its own memfd.
+TEST(SharedMemory, AReplacedPeerMappingFailsTheReadThatUsedIt) {
+  const size_t bytes = size_t{1} << 20;
+  auto* p = static_cast<std::byte*>(memAlloc(bytes));
+  std::memset(p, 0x5a, bytes);
+  auto region = memory::allocatedRegion(p, bytes);
+  ASSERT_TRUE(region);
+  shm::ShmPeerMemory peers({getpid(), getpid()});
+  const std::vector<std::byte> blob = peers.describe(*region, p + 64, 4096);
+  const std::byte* mapped = peers.map(1, blob);
+  ASSERT_NE(mapped, nullptr);
+  ASSERT_NE(mapped, p + 64);  // a mapping of its own, not the owner's pointer
+  EXPECT_EQ(mapped[0], std::byte{0x5a});
+  EXPECT_NO_THROW(peers.checkMapped(1, blob));
+  // Replace the reader's whole mapping by private zeroes, as the fault suite's shm `close`
+  // does to a segment; the owner's memory is untouched.
+  std::byte* mappingBase = const_cast<std::byte*>(mapped - 64);
+  ASSERT_NE(
+      mmap(mappingBase, region->bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
+      MAP_FAILED);
+  EXPECT_EQ(mapped[0], std::byte{0});
+  EXPECT_EQ(p[64], std::byte{0x5a});
+  const std::string error = errorOf([&] { peers.checkMapped(1, blob); });
+  EXPECT_NE(error.find("mapping of rank 1's memAlloc memory lost its canary"), std::string::npos)
+      << error;
+  memFree(p);
 }
 
 TEST(SharedMemory, BadInputGetsClearErrors) {

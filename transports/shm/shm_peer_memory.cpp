@@ -107,14 +107,28 @@ const std::byte* ShmPeerMemory::map(int peer, std::span<const std::byte> blob) {
     throw Error(Result::InternalError, "shm: memory blob beyond its region");
   // One load: the data read from this mapping is the peer's only while the mapping is
   // still its memfd (memory::canaryIntact).
-  if (!memory::canaryIntact(static_cast<const std::byte*>(it->second.base), b.regionBytes,
-                            b.serial))
+  requireCanary(peer, it->second, b.serial);
+  return static_cast<const std::byte*>(it->second.base) + b.where;
+}
+
+// Checked when a mapping is handed out (map) and again once a step has read through it
+// (checkMapped): a mapping replaced between the two loses the canary as well.
+void ShmPeerMemory::requireCanary(int peer, const Mapping& mapping, uint64_t serial) {
+  if (!memory::canaryIntact(static_cast<const std::byte*>(mapping.base), mapping.bytes, serial))
     throw Error(Result::SystemError,
                 "shm: this process's mapping of rank " + std::to_string(peer) +
                     "'s memAlloc memory lost its canary (the mapping was replaced or the "
                     "memory cut short), so what it reads there is not rank " +
                     std::to_string(peer) + "'s data");
-  return static_cast<const std::byte*>(it->second.base) + b.where;
+}
+
+void ShmPeerMemory::checkMapped(int peer, std::span<const std::byte> blob) {
+  const Blob b = parse(blob);
+  if (b.kind != Kind::Memfd) return;
+  // Gone from the cache only when more than kMaxMappings were mapped since: unmapped, so
+  // nothing reads through it any more.
+  auto it = mappings_.find(std::make_pair(peer, b.serial));
+  if (it != mappings_.end()) requireCanary(peer, it->second, b.serial);
 }
 
 size_t ShmPeerMemory::read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,

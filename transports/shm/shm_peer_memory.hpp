@@ -22,6 +22,7 @@ class ShmPeerMemory : public PeerMemory {
   const std::byte* map(int peer, std::span<const std::byte> blob) override;
   size_t read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
               size_t bytes) override;
+  void checkMapped(int peer, std::span<const std::byte> blob) override;
 
  private:
   struct Mapping {
@@ -29,6 +30,7 @@ class ShmPeerMemory : public PeerMemory {
     size_t bytes;
     uint64_t lastUse;
   };
+  static void requireCanary(int peer, const Mapping& mapping, uint64_t serial);
   std::vector<pid_t> pids_;
   std::map<std::pair<int, uint64_t>, Mapping> mappings_;  // (peer, serial)
   uint64_t uses_ = 0;

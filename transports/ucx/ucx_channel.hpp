@@ -1,21 +1,38 @@
-// One peer's byte stream over UCP tagged messages.
+// One peer's byte stream over UCP tagged messages, striped over several endpoints
+// through src/striping as tcp and verbs are (docs/verbs_striping.md).
 //
-// The sender cuts the stream into blocks of at most config.block bytes, copies each into a
-// registered staging slot and sends it with the tag (rank, block sequence). The receiver
-// keeps receives posted for the next config.window blocks, each into its own registered
-// slot, so a block lands straight where peek() hands it out, in sequence order whatever
-// order the receives complete in. Flow control is by credits: the sender sends block s
-// only when s < (blocks the receiver consumed) + window, so neither side ever holds more
-// than window blocks per peer, and UCX never buffers unexpected data. The receiver
-// reports what it consumed on a separate credit tag every window/2 blocks.
+// - Paths: CHORUS_UCX_PATHS endpoints to the peer's worker (each its own UCP endpoint,
+//   so its own connection on UCX's tcp transport). The sender cuts the stream into
+//   pieces of at most config.block bytes, copies each into a registered staging slot and
+//   sends it with the tag (rank, path, piece sequence) on the endpoint that
+//   stripe::PathScheduler picks: the one that would finish it soonest from its backlog
+//   (bytes whose send has not completed) and its drain rate, timed from the send
+//   completions (PathScheduler::onDrained, as verbs). A slow endpoint gets fewer pieces.
+// - The receiver keeps receives posted for the next config.window pieces, each into its
+//   own registered slot, matching (rank, sequence) whatever the path: tag matching lands
+//   each piece in its slot in whatever order the paths deliver. Pieces are then placed,
+//   in sequence order, in a stripe::StreamAssembly (paths = endpoints), which checks each
+//   (length, window, order on its path) and gives the contiguous prefix peek() hands out.
+//   A piece the assembly refuses fails the channel.
+// - Credits per stream, not per path: the sender sends piece s only when s < (pieces the
+//   receiver consumed) + window, so neither side ever holds more than window pieces per
+//   peer and UCX never buffers unexpected data. The receiver reports what it consumed on
+//   a separate credit tag (endpoint 0) every window/2 pieces.
+// - Per-endpoint bytes, weights and rates go to stripe::ChannelStats ("ep1"), logged at
+//   INFO as the channel closes.
 // trySend/peek/consume take progress.mutex(), which the progress thread holds too.
 #pragma once
 
+#include "clock.hpp"
+#include "striping/path_scheduler.hpp"
+#include "striping/stream_assembly.hpp"
+#include "striping/stripe_stats.hpp"
 #include "transports/transport.hpp"
 #include "transports/ucx/ucx_progress.hpp"
 #include "transports/ucx/ucx_resources.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +42,7 @@ namespace chorus::ucx {
 struct UcxConfig {
   size_t block = 256 << 10;  // CHORUS_UCX_BLOCK: bytes per message, multiple of 8
   int window = 8;            // CHORUS_UCX_WINDOW: blocks in flight per peer, 2..1024
+  int paths = 1;             // CHORUS_UCX_PATHS: endpoints per peer, 1..64
   // CHORUS_UCX_ERR_MODE=peer (default): UCX reports a dead peer (UCP_ERR_HANDLING_MODE_PEER),
   // at the price of transports without failure detection (sysv, posix shared memory).
   // none: every transport, shared memory included; a dead rank is then found through the
@@ -45,11 +63,12 @@ class UcxChannel final : public Channel {
   std::span<const std::byte> peek() override;
   void consume(size_t bytes) override;
 
-  // Takes credits that arrived and reports consumption when due; never throws. Called
-  // with progress.mutex() held, after every progress pass.
+  // Takes credits that arrived, places pieces that arrived, feeds send completions to
+  // the scheduler and reports consumption when due; never throws. Called with
+  // progress.mutex() held, after every progress pass.
   void flushCredit();
   // Tear-down, with the progress thread stopped, in this order: cancel the receives,
-  // close the endpoint, then progress the worker until idle() (or give up at a deadline).
+  // close the endpoints, then progress the worker until idle() (or give up at a deadline).
   void cancelReceives();
   void closeEndpoint();
   bool idle();
@@ -57,11 +76,19 @@ class UcxChannel final : public Channel {
  private:
   struct Slot {
     UcxChannel* owner = nullptr;
-    void* request = nullptr;  // outstanding UCP request, null when none
-    bool busy = false;        // posted and not completed
-    size_t length = 0;        // receive: bytes that arrived (0: not yet)
-    size_t offset = 0;        // receive: bytes consumed so far
-    uint64_t credit = 0;      // credit slots: the consumed-block count on the wire
+    void* request = nullptr;     // outstanding UCP request, null when none
+    bool busy = false;           // posted and not completed
+    int path = -1;               // send: the endpoint it went on; receive: the one it came on
+    size_t length = 0;           // send: bytes sent; receive: bytes that arrived (0: not yet)
+    size_t offset = 0;           // receive: bytes consumed so far
+    Clock::time_point posted{};  // send: when it was handed to UCX
+    uint64_t credit = 0;         // credit slots: the consumed-piece count on the wire
+  };
+  // One endpoint's send-side accounting for the scheduler.
+  struct Link {
+    uint64_t inFlight = 0;  // bytes sent whose completion has not come
+    size_t doneBytes = 0;   // completed since the last report to the scheduler
+    Clock::time_point doneStart{}, lastDone{};
   };
 
   static void onSent(void* request, ucs_status_t status, void* user);
@@ -69,10 +96,16 @@ class UcxChannel final : public Channel {
                          void* user);
   static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
 
+  void progressLocked();
+  int pickPath(size_t bytes, Clock::time_point now);
+  void sendDone(Slot& slot);
+  void reportDrained(Clock::time_point now);
+  void placeArrived();
   void postReceive(uint64_t seq);
   void postCreditReceive();
-  void post(Slot& slot, void* buffer, size_t bytes, ucp_tag_t tag, bool registered);
+  void post(Slot& slot, void* buffer, size_t bytes, ucp_tag_t tag, ucp_tag_t mask, bool registered);
   void fail(const std::string& what, ucs_status_t status);
+  void failWith(const std::string& why);
   std::byte* sendBuffer(uint64_t seq) const;
   std::byte* recvBuffer(uint64_t seq) const;
 
@@ -83,18 +116,25 @@ class UcxChannel final : public Channel {
   size_t block_;
   uint64_t window_;
   bool peerErrors_;
-  ucp_ep_h ep_ = nullptr;
-  void* closeRequest_ = nullptr;
+  std::vector<ucp_ep_h> eps_;  // one per path; null once closed
+  std::vector<void*> closeRequests_;
   MappedMemory sendMemory_;
   MappedMemory recvMemory_;
   std::vector<Slot> sendSlots_;
   std::vector<Slot> recvSlots_;
   std::vector<Slot> creditSlots_;  // [0..1] outgoing credits, [2] the posted credit receive
-  uint64_t sendSeq_ = 0;           // blocks sent
-  uint64_t granted_;               // the peer has room for blocks below this sequence
-  uint64_t head_ = 0;              // sequence of the block peek() reads from
-  uint64_t credited_ = 0;          // the last consumed count sent to the peer
-  std::string failure_;            // non-empty once the peer is gone
+  std::vector<Link> links_;        // one per path
+  std::shared_ptr<stripe::ChannelStats> stats_;  // one path per endpoint
+  stripe::PathScheduler scheduler_;              // which endpoint takes the next piece
+  stripe::StreamAssembly assembly_;              // which pieces have arrived, in order
+  Clock::time_point lastPublish_{};
+  uint64_t sendSeq_ = 0;   // pieces sent
+  uint64_t granted_;       // the peer has room for pieces below this sequence
+  uint64_t head_ = 0;      // sequence of the piece peek() reads from
+  uint64_t placed_ = 0;    // pieces below this sequence are in the assembly
+  uint64_t consumed_ = 0;  // stream bytes consumed
+  uint64_t credited_ = 0;  // the last consumed count sent to the peer
+  std::string failure_;    // non-empty once the peer is gone
 };
 
 }  // namespace chorus::ucx

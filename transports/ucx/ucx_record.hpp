@@ -19,9 +19,10 @@ struct RecordSettings {
   int window = 0;      // CHORUS_UCX_WINDOW
   int nranks = 0;
   bool peerErrors = false;  // CHORUS_UCX_ERR_MODE=peer
+  int paths = 1;            // CHORUS_UCX_PATHS
 };
 
-// magic[8] | block u64 | window i32 | nranks i32 | peerErrors i32 | zero i32 | address:
+// magic[8] | block u64 | window i32 | nranks i32 | peerErrors i32 | paths i32 | address:
 // the fields as laid out in memory (both ends are the same build).
 std::vector<std::byte> encodeRecord(const RecordSettings& ours, std::string_view workerAddress);
 // The worker address in rank `peer`'s record. Throws Error(InternalError) for a record

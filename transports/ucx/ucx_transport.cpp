@@ -1,7 +1,8 @@
-// The UCX transport: one UCP context and worker per communicator, one endpoint and
-// UcxChannel per peer (worker addresses exchanged through the store), a wait that sleeps
-// on the worker's event fd (ucp_worker_arm + poll) until the deadline, and a progress
-// thread for the time the engine is away (ucx_progress.hpp).
+// The UCX transport: one UCP context and worker per communicator, a UcxChannel per peer
+// (CHORUS_UCX_PATHS endpoints to its worker, striped: ucx_channel.hpp; worker addresses
+// exchanged through the store), a wait that sleeps on the worker's event fd
+// (ucp_worker_arm + poll) until the deadline, and a progress thread for the time the
+// engine is away (ucx_progress.hpp).
 #include "errors.hpp"
 #include "settings/settings.hpp"
 #include "store/store.hpp"
@@ -25,7 +26,7 @@
 namespace chorus {
 namespace {
 
-constexpr int kMaxRanks = 1 << 23;                  // the rank field of a tag
+constexpr int kMaxRanks = 1 << 23;  // the rank field of a tag
 // Sleeps are cut into slices this long, as insurance against a missed wake-up.
 constexpr auto kWaitSlice = std::chrono::milliseconds(10);
 constexpr auto kCloseTime = std::chrono::seconds(2);
@@ -36,7 +37,7 @@ class UcxTransport final : public Transport {
       : rank_(ctx.rank),
         nranks_(ctx.nranks),
         config_(ucx::UcxConfig::fromEnv()),
-        context_(std::max(1, ctx.nranks - 1)),
+        context_(std::max(1, ctx.nranks - 1) * config_.paths),
         worker_(context_),
         progress_(worker_, [this] {
           for (auto& c : channels_) {
@@ -115,7 +116,7 @@ class UcxTransport final : public Transport {
   }
 
   ucx::RecordSettings settings() const {
-    return {config_.block, config_.window, nranks_, config_.peerErrors};
+    return {config_.block, config_.window, nranks_, config_.peerErrors, config_.paths};
   }
 
   void sleep(Deadline until) {

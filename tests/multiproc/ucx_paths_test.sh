@@ -1,0 +1,52 @@
+#!/bin/sh
+# ucx_paths_test.sh CHORUS_RUN COLLECTIVES_TEST: the UCX transport striped over two
+# endpoints per peer (CHORUS_UCX_PATHS=2; 4 KiB pieces and a window of 4, so every
+# collective is cut into many pieces and the credits turn over often). Passes only if
+#  - every rank of the np=2 run of all-reduce, all-gather and send/recv (--quick: every
+#    type and op, exact inputs, results checked by each rank) exited 0, and
+#  - each channel's per-endpoint counters (logged at INFO as it closes: "ucx rank R -> P
+#    path K (epK): sent N B") show both endpoints carrying at least a tenth of the bytes
+#    it sent, and what each rank received on an endpoint is what its peer sent on it.
+run=$1
+coll=$2
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+CHORUS_UCX_PATHS=2 CHORUS_UCX_BLOCK=4096 CHORUS_UCX_WINDOW=4 CHORUS_DEBUG=INFO \
+  "$run" -n 2 --timeout 100 "$coll" --transport ucx --quick \
+  --only allReduce,allGather,sendRecv >"$out" 2>&1
+rc=$?
+grep -v "CHORUS INFO" "$out" | tail -n 20
+grep "CHORUS INFO ucx rank" "$out" | sort -u
+if [ "$rc" -ne 0 ]; then
+  echo "ucx_paths_test.sh: FAIL: chorus-run exited $rc"
+  exit 1
+fi
+grep "CHORUS INFO ucx rank" "$out" | awk '
+  {
+    for (i = 1; i <= NF; ++i) {
+      if ($i == "rank") r = $(i + 1)
+      if ($i == "->") p = $(i + 1)
+      if ($i == "path") k = $(i + 1)
+      if ($i == "sent") s = $(i + 1)
+      if ($i == "received") v = $(i + 1)
+    }
+    sent[r " " p " " k] = s; recv[r " " p " " k] = v; total[r " " p] += 0
+  }
+  END {
+    bad = 0; channels = 0
+    for (c in total) {
+      ++channels; split(c, rp, " "); t = 0
+      for (k = 0; k < 2; ++k) t += sent[c " " k]
+      for (k = 0; k < 2; ++k) {
+        key = c " " k
+        if (!(key in sent)) { print "FAIL: no counters for rank " rp[1] " -> " rp[2] " endpoint " k; bad = 1; continue }
+        if (sent[key] * 10 < t) { print "FAIL: rank " rp[1] " -> " rp[2] " sent " sent[key] " of " t " B on endpoint " k; bad = 1 }
+        back = rp[2] " " rp[1] " " k
+        if (recv[back] != sent[key]) { print "FAIL: rank " rp[2] " received " recv[back] " B on endpoint " k " but rank " rp[1] " sent " sent[key]; bad = 1 }
+      }
+      if (((c " 2") in sent)) { print "FAIL: a third endpoint on rank " rp[1] " -> " rp[2]; bad = 1 }
+    }
+    if (channels != 2) { print "FAIL: " channels " channels reported, expected 2"; bad = 1 }
+    exit bad
+  }' || { echo "ucx_paths_test.sh: FAIL"; exit 1; }
+echo "ucx_paths_test.sh: both endpoints carried each channel's bytes"

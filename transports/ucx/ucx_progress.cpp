@@ -17,6 +17,8 @@ namespace {
 constexpr auto kHandOver = std::chrono::milliseconds(2);
 // Upper bound of one sleep on the event fd, as insurance against a missed wake-up.
 constexpr int kSleepMs = 50;
+// ucp_worker_progress calls one drain makes at most (each handles a batch of events).
+constexpr int kMostProgressPerDrain = 4096;
 
 }  // namespace
 
@@ -45,7 +47,11 @@ void Progress::stop() {
 
 bool Progress::drain() {
   bool any = false;
-  while (worker_.progress()) any = true;
+  // Bounded: a worker that reports events on every call (never seen, but suspected in a
+  // hang under SCHED_FIFO with two endpoints per peer, docs/verbs_striping.md) must not
+  // keep a caller from its deadline. Left-over events make ucp_worker_arm say BUSY, so the
+  // caller comes back for them.
+  for (int calls = 0; calls < kMostProgressPerDrain && worker_.progress(); ++calls) any = true;
   if (any) afterProgress_();
   return any;
 }

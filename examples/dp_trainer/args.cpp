@@ -38,8 +38,6 @@ communication
   --max-in-flight N         bucket all-reduces running at once (1: each starts once the
                             one before it is done)
   --comm-rt                 the communication thread (only it) at real-time priority
-  --free-comm-after-backward  the communication thread may use any core from the end of
-                            backward to the next step (else the core CHORUS_BIND_CORE gave it)
   --comm-slice-us N         the communication thread's EEVDF time slice (0: the kernel's)
                             (SCHED_FIFO 1), so that it preempts backward as soon as a
                             bucket or a peer's message is ready (a warning if refused)
@@ -152,7 +150,6 @@ Args parseArgs(int argc, char** argv) {
       {"--whole-layers", [&] { a.wholeLayers = true; }},
       {"--step-per-bucket", [&] { a.stepPerBucket = true; }},
       {"--comm-rt", [&] { a.commRealtime = true; }},
-      {"--free-comm-after-backward", [&] { a.freeCommTail = true; }},
       {"--bind-compute", [&] { a.freeCompute = false; }},
       {"--gpu", [&] { a.gpu = true; }},
       {"--no-resume", [&] { a.resume = false; }},

@@ -12,13 +12,6 @@ namespace trainer {
 CommThread::CommThread(chorus::Communicator comm, std::chrono::milliseconds deadline)
     : comm_(std::move(comm)), rank_(comm_.rank()), size_(comm_.size()), deadline_(deadline) {
   thread_ = std::thread([this] { loop(); });
-  knowStartCores_ =
-      pthread_getaffinity_np(thread_.native_handle(), sizeof startCores_, &startCores_) == 0;
-}
-
-void CommThread::setCores(const cpu_set_t* cores) {
-  if (!cores && !knowStartCores_) return;
-  pthread_setaffinity_np(thread_.native_handle(), sizeof(cpu_set_t), cores ? cores : &startCores_);
 }
 
 CommThread::~CommThread() {

@@ -6,8 +6,6 @@
 
 #include <chorus/chorus.hpp>
 
-#include <sched.h>
-
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -55,11 +53,6 @@ class CommThread {
   // time instead of after the training thread's slice. Returns false where the kernel
   // refuses or ignores it (before 6.12 the field means nothing for SCHED_OTHER).
   bool setSlice(int us);
-  // Lets the communication thread run on `cores` (e.g. every core the job was launched
-  // with), or with nullptr puts it back on the cores it started with (the one core
-  // CHORUS_BIND_CORE gave the thread that created the communicator, where ranks outnumber
-  // cores). Any thread may call it.
-  void setCores(const cpu_set_t* cores);
   // How many collectives started by start() may run at once (1: one after another).
   void setMaxInFlight(int n) { maxInFlight_ = n < 1 ? 1 : n; }
   // post() and wait for it.
@@ -99,8 +92,6 @@ class CommThread {
   std::condition_variable wake_;
   std::deque<std::packaged_task<void()>> queue_;
   bool stop_ = false;
-  cpu_set_t startCores_{};
-  bool knowStartCores_ = false;
   std::thread thread_;
 };
 

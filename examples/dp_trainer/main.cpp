@@ -343,7 +343,6 @@ int main(int argc, char** argv) {
         std::ofstream(args.out + "/killed-at.txt") << std::to_string(unixNow()) << "\n";
         ::raise(SIGKILL);
       };
-      if (args.freeCommTail) ct.setCores(nullptr);  // back on its own core for the step
       const auto t0 = Clock::now();
       sampler.nextBatch(static_cast<size_t>(globalBatch), batchIdx);
       grads[P] =
@@ -357,8 +356,6 @@ int main(int argc, char** argv) {
         if (failNow && args.failAfterBucket < 0 && sync.started() > 0) die();
       });
       const auto t2 = Clock::now();
-      // The reductions left after backward: on whichever core is free first.
-      if (args.freeCommTail && knowLaunchCores) ct.setCores(&launchCores);
       double exposed = 0, pause = 0;
       // The optimizer's part for bucket b, out of place (params -> nextParams).
       int stepped = 0;

@@ -38,7 +38,6 @@ communication
   --max-in-flight N         bucket all-reduces running at once (1: each starts once the
                             one before it is done)
   --comm-rt                 the communication thread (only it) at real-time priority
-  --comm-slice-us N         the communication thread's EEVDF time slice (0: the kernel's)
                             (SCHED_FIFO 1), so that it preempts backward as soon as a
                             bucket or a peer's message is ready (a warning if refused)
   --bind-compute            where ranks outnumber cores, keep the training thread on the
@@ -142,7 +141,6 @@ Args parseArgs(int argc, char** argv) {
       {"--dump-init", [&](auto& v) { a.dumpInit = v; }},
       {"--trace-steps", [&](auto& v) { a.traceSteps = number<int>("--trace-steps", v); }},
       {"--threads", [&](auto& v) { a.threads = number<int>("--threads", v); }},
-      {"--comm-slice-us", [&](auto& v) { a.commSliceUs = number<int>("--comm-slice-us", v); }},
   };
   std::map<std::string, std::function<void()>> switches = {
       {"--ckpt-blocking", [&] { a.ckptBlocking = true; }},

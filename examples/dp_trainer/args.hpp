@@ -43,7 +43,6 @@ struct Args {
   bool stepPerBucket = false;      // optimizer on each bucket as soon as it is averaged
   int maxInFlight = 1;             // bucket all-reduces running at once
   bool commRealtime = false;       // the communication thread at SCHED_FIFO 1
-  int commSliceUs = 0;             // EEVDF slice of the communication thread (0: kernel's)
   bool freeCompute = true;         // the training thread not bound to the library's core
   uint64_t failRandomSeed = 0;
   int failCount = 0;

@@ -2,10 +2,6 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <cstdint>
 
 namespace trainer {
 
@@ -58,35 +54,6 @@ bool CommThread::setRealtime() {
   sched_param param{};
   param.sched_priority = 1;
   return pthread_setschedparam(thread_.native_handle(), SCHED_FIFO, &param) == 0;
-}
-
-namespace {
-struct SchedAttr {  // the kernel's struct sched_attr (glibc 2.36 has no wrapper)
-  uint32_t size;
-  uint32_t policy;
-  uint64_t flags;
-  int32_t nice;
-  uint32_t priority;
-  uint64_t runtime;  // SCHED_OTHER: the requested slice, ns (EEVDF, Linux 6.12+)
-  uint64_t deadline;
-  uint64_t period;
-};
-}  // namespace
-
-bool CommThread::setSlice(int us) {
-  bool ok = false;
-  run([&](chorus::Communicator&) {  // on the communication thread itself (tid 0: caller)
-    SchedAttr attr{};
-    if (syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0) != 0 || attr.policy != SCHED_OTHER)
-      return;
-    attr.size = sizeof attr;
-    attr.runtime = static_cast<uint64_t>(us) * 1000;
-    if (syscall(SYS_sched_setattr, 0, &attr, 0) != 0) return;
-    SchedAttr check{};
-    ok = syscall(SYS_sched_getattr, 0, &check, sizeof check, 0) == 0 &&
-         check.runtime == attr.runtime;
-  });
-  return ok;
 }
 
 void CommThread::complete(size_t i, std::exception_ptr error) {

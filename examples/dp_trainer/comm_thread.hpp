@@ -46,13 +46,6 @@ class CommThread {
   // arrives, instead of waiting for a time slice. Returns false (and changes nothing) when
   // the system refuses (no CAP_SYS_NICE / RLIMIT_RTPRIO).
   bool setRealtime();
-  // Asks the kernel's EEVDF scheduler (Linux 6.12 and later) for time slices of `us`
-  // microseconds for the communication thread (sched_setattr's sched_runtime; normal policy
-  // and weight, so no more CPU than before): a thread with a shorter slice than the one
-  // running preempts it when it wakes, so a peer's data is handled within about that
-  // time instead of after the training thread's slice. Returns false where the kernel
-  // refuses or ignores it (before 6.12 the field means nothing for SCHED_OTHER).
-  bool setSlice(int us);
   // How many collectives started by start() may run at once (1: one after another).
   void setMaxInFlight(int n) { maxInFlight_ = n < 1 ? 1 : n; }
   // post() and wait for it.

@@ -185,10 +185,6 @@ int main(int argc, char** argv) {
                    "chorus-train: rank %d: --comm-rt refused (needs CAP_SYS_NICE); "
                    "the communication thread keeps normal priority\n",
                    rank);
-    if (args.commSliceUs > 0 && !ct.setSlice(args.commSliceUs) && lead)
-      std::fprintf(stderr,
-                   "chorus-train: --comm-slice-us refused (needs Linux 6.12+ EEVDF); "
-                   "the communication thread keeps the kernel's slice\n");
     if (lead) std::filesystem::create_directories(args.out);
     JobLog jobLog(args.out);
 

@@ -22,6 +22,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -73,8 +74,17 @@ def main():
         # NAME=VALUE in extra: an environment variable (a library setting) for the run
         env = dict(os.environ, **dict(x.split("=", 1) for x in extra if "=" in x and x[0].isupper()))
         flags = [x for x in extra if not ("=" in x and x[0].isupper())]
+        # The CPU the job got (its processes' user+system time over the wall time): with
+        # the kernel's autogroup scheduling (sched_autogroup_enabled=1 here) every other
+        # session with work gets as big a share of the cores as this whole job, whatever
+        # the nice level, which is what splits the np=4 runs into two throughput modes
+        # (perf/trainer/README.md, eighth pass).
+        before, t0 = os.times(), time.monotonic()
         run([launcher, "-n", str(n), "--timeout", "900", binary or trainer] + (args or common) + ["--out", out] + flags,
             env=env)
+        after = os.times()
+        cores = (after.children_user + after.children_system - before.children_user -
+                 before.children_system) / (time.monotonic() - t0)
         if name in pauses:  # per rank and checkpoint: the save plus the wait for its snapshot
             with open(os.path.join(out, "trace.json")) as f:
                 events = sorted((e for e in json.load(f)["traceEvents"]
@@ -86,7 +96,7 @@ def main():
                 elif pauses[name]:
                     pauses[name][-1] += e["dur"] / 1e3
         with open(os.path.join(out, "report.json")) as f:
-            return json.load(f)
+            return dict(json.load(f), cores_used=cores)
 
     def trace_split(name):  # overlap_trace.py's skew and tail, ms per rank-step
         text = run(["/usr/bin/python3", os.path.join(HERE, "overlap_trace.py"),
@@ -122,7 +132,7 @@ def main():
                         wait_slowest_ms=1e3 * r["step_seconds"]["exposed_comm_waiting_for_slowest_backward"],
                         transfer_ms=1e3 * r["step_seconds"]["exposed_comm_transfer"],
                         allreduce_ms=1e3 * r["allreduce_seconds_per_step"],
-                        samples_per_second=r["samples_per_second"], load=load,
+                        samples_per_second=r["samples_per_second"], load=load, cores_used=r["cores_used"],
                         **trace_split(key)))
                     print(key, overlap[key][-1], flush=True)
         if "curve" in parts and rep == 0:  # a longer loss curve, smaller model

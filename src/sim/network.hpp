@@ -91,6 +91,13 @@ class NetworkModel {
   // whatever their ordinals (a step's messages to p - 1 peers are p - 1 ordinals). Ranks
   // on one NIC must map onto ranks on one NIC under the symmetry maps the network allows.
   virtual NicPlace sharedNic(int /*rank*/) const { return {}; }
+  // A token-bucket shaper on every NIC that sharedNic places (tc tbf, as on the netns test
+  // bed): the bucket holds this much drain time (its burst / the NIC's rate). A NIC's idle
+  // time refills it, up to that, and a message through the NIC takes what it holds at once
+  // (the line under the shaper is the flows' limit then) and the rest at the NIC's rate.
+  // The replay times the call in steady state, as one of many back to back (sim::replay).
+  // 0: no shaper.
+  virtual double nicBurstUs() const { return 0; }
   // Whether message(from, to, -1, bytes), asked before or without prepare, costs no more
   // than any ordinal's message (what a lower bound may use): flow-level models don't say.
   virtual bool boundsMessages() const { return !wantsTraffic(); }

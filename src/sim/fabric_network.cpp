@@ -38,6 +38,7 @@ LinkClasses tunerLinks(const Fabric& f) {
   // shared by its GPUs' flows between nodes.
   inter.bytesPerUs = std::min(f.nicGbps / 8, f.pcieGBps) * 1000 * f.efficiency;
   inter.nicBytesPerUs = f.nicGbps / 8 * f.nicsPerNode * 1000 * f.efficiency;
+  inter.nicBurstBytes = f.nicBurstBytes * f.nicsPerNode;  // the node's NICs' buckets, as one
   return {intra, inter};
 }
 

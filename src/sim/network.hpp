@@ -139,7 +139,12 @@ class LinkClassNetwork final : public NetworkModel {
   MessageCost message(int from, int to, int ordinal, double bytes) const override;
   // With nicBytesPerUs > 0 a node's ranks share its one NIC; lane: the local index.
   NicPlace sharedNic(int rank) const override;
-  bool boundsMessages() const override { return true; }
+  // inter.nicBurstBytes at the NIC's rate, when the NIC is shared.
+  double nicBurstUs() const override {
+    return wantsTraffic() ? inter_.nicBurstBytes / inter_.nicBytesPerUs : 0;
+  }
+  // Not with a shaper: a burst passes at once, faster than the unshared port.
+  bool boundsMessages() const override { return nicBurstUs() <= 0; }
   // Without two classes every rank is alike; with them, a block layout (node = rank /
   // per node) repeats every node.
   int period(int nranks) const override {

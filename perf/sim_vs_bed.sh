@@ -51,6 +51,11 @@ fabric_of() {
       # its node'"'"'s NIC (n ranks at once): the NIC carries n times that, at most its line rate.
       nic = get(between, "bytes_per_us") * 8 / 1000 * n; if (nic > line / 1000) nic = line / 1000
       printf "nic_latency_us %s\nnic_gbps %.4f\n", get(between, "latency_us"), nic
+      # tc tbf on each NIC direction (tests/testbed/netns_bed.sh): a bucket of 10 ms at the
+      # line rate, at least 256 KiB, refilled at that rate; bursts go at the veth'"'"'s speed
+      # (what the bucket does: docs/sim.md, eighth session).
+      burst = line * 1e6 / 8 / 100; if (burst < 262144) burst = 262144
+      printf "nic_burst_bytes %d\n", burst
       printf "overhead_us %.3f\n", (get(within, "overhead_us") + get(between, "overhead_us")) / 2
       printf "reduce_gbps %.4f\ncopy_gbps %.4f\nhost_cores %d\n", get(within, "reduce_bytes_per_us") / 1000 / share, get(within, "copy_bytes_per_us") / 1000 / share, cores
       printf "host_load %s\ntransport_gbps %s\n", load, transport

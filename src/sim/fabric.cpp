@@ -94,6 +94,7 @@ const std::map<std::string, Setter>& setters() {
     add("pcie_gbps", &Fabric::pcieGBps);
     add("nics_per_node", &Fabric::nicsPerNode);
     add("nic_gbps", &Fabric::nicGbps);
+    add("nic_burst_bytes", &Fabric::nicBurstBytes);
     add("nic_latency_us", &Fabric::nicLatencyUs);
     add("hop_latency_us", &Fabric::hopLatencyUs);
     add("rails", &Fabric::rails);
@@ -130,6 +131,7 @@ void validate(const Fabric& f, const std::string& where) {
   if (!(f.efficiency > 0 && f.efficiency <= 1)) fail("efficiency must be in (0, 1]");
   if (!(f.hostCores >= 0 && f.hostLoad >= 0)) fail("host_cores, host_load must be >= 0");
   if (!(f.transportGBps >= 0)) fail("transport_gbps must be >= 0");
+  if (!(f.nicBurstBytes >= 0)) fail("nic_burst_bytes must be >= 0");
   if (f.nvlinkLatencyUs < 0 || f.nicLatencyUs < 0 || f.hopLatencyUs < 0 || f.overheadUs < 0)
     fail("latencies must be >= 0");
   if (static_cast<long long>(f.nodes) * f.gpusPerNode > (1 << 24)) fail("too many GPUs");
@@ -158,6 +160,13 @@ std::string Fabric::describe() const {
     std::snprintf(text, sizeof(text),
                   "# transport on the CPU (TCP): %.3f GB/s a core at each end (x %.3f)\n",
                   transportGBps, cpuShare());
+    line += text;
+  }
+  if (nicBurstBytes > 0) {
+    std::snprintf(
+        text, sizeof(text),
+        "# NICs shaped (token bucket, tc tbf): %.0f bytes of burst, refilled at %g Gb/s\n",
+        nicBurstBytes, nicGbps);
     line += text;
   }
   return line;

@@ -27,7 +27,12 @@ struct Fabric {
   double nvlinkLatencyUs = 1.9;
   double pcieGBps = 64;  // GPU <-> its NIC (PCIe Gen5 x16), per direction
   int nicsPerNode = 8;
-  double nicGbps = 400;       // per NIC per direction
+  double nicGbps = 400;  // per NIC per direction
+  // A token-bucket shaper on each NIC direction (tc tbf: the netns test bed): nic_gbps is
+  // its rate, and up to nic_burst_bytes banked while the NIC was idle (the bucket refills
+  // at nic_gbps) pass at once, at the speed of the link under it (a veth: no cost but the
+  // transport's CPU copies). 0: no shaper (a real NIC).
+  double nicBurstBytes = 0;
   double nicLatencyUs = 4;    // per message through NICs (NCCL's network hop, LL128, tuning.cc)
   double hopLatencyUs = 0.5;  // per switch on the path
   bool rails = true;          // NIC i of every node of a leaf group on leaf switch i

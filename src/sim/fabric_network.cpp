@@ -38,6 +38,7 @@ LinkClasses tunerLinks(const Fabric& f) {
   // shared by its GPUs' flows between nodes.
   inter.bytesPerUs = std::min(f.nicGbps / 8, f.pcieGBps) * 1000 * f.efficiency;
   inter.nicBytesPerUs = f.nicGbps / 8 * f.nicsPerNode * 1000 * f.efficiency;
+  inter.nicBurstBytes = f.nicBurstBytes * f.nicsPerNode;  // the node's NICs' buckets, as one
   return {intra, inter};
 }
 
@@ -46,6 +47,7 @@ FabricNetwork::FabricNetwork(Fabric fabric) : fabric_(std::move(fabric)) {
   gpus_ = f.gpus();
   const double eff = f.efficiency;
   const double nic = f.nicGbps / 8 * 1000 * eff;  // bytes per us
+  nicRate_ = nic;
   const int nodesPerLeaf = std::min(f.leafNodes, f.nodes);
   leavesPerGroup_ = f.rails ? f.nicsPerNode : 1;
   nicsPerLeaf_ = nodesPerLeaf * (f.rails ? 1 : f.nicsPerNode);
@@ -164,7 +166,7 @@ NicPlace FabricNetwork::sharedNic(int rank) const {
   int first = local, last = local;
   while (first > 0 && nicOf(first - 1) == nic) --first;
   while (last + 1 < G && nicOf(last + 1) == nic) ++last;
-  if (first == last) return {};
+  if (first == last && fabric_.nicBurstBytes <= 0) return {};
   return {rank / G * fabric_.nicsPerNode + nic, local - first};
 }
 
@@ -250,8 +252,8 @@ void FabricNetwork::prepare(const Traffic& traffic) {
 MessageCost FabricNetwork::message(int from, int to, int ordinal, double bytes) const {
   const FlowRate& r = ordinals_.at(ordinal)->at(classKey(from, to));
   const bool sameNode = from / fabric_.gpusPerNode == to / fabric_.gpusPerNode;
-  // Through a NIC its GPUs share, the bytes take the NIC's whole rate (sharedNic).
-  const double nic = capacity_[4 * size_t(gpus_)];
+  // Through a NIC its GPUs share (or a shaped one), the bytes take the NIC's whole rate.
+  const double nic = nicRate_;
   const bool shared = !sameNode && (sharedNic(from).nic >= 0 || sharedNic(to).nic >= 0);
   return {sameNode ? 0 : 1,
           r.latencyUs,

@@ -64,6 +64,9 @@ class FabricNetwork final : public NetworkModel {
   // The NIC a GPU uses when other GPUs of its node use it too (lane: the GPU's place among
   // them, GPUs on one NIC being consecutive local indices).
   NicPlace sharedNic(int rank) const override;
+  // With a shaper (nic_burst_bytes) every NIC is placed, shared or not: the replay's NIC
+  // drains are the shapers' buckets (the flows still share the NIC at nic_gbps).
+  double nicBurstUs() const override { return fabric_.nicBurstBytes / nicRate_; }
 
   struct FlowRate {
     double bytesPerUs;
@@ -93,6 +96,7 @@ class FabricNetwork final : public NetworkModel {
   int gpus_;
   int nicsPerLeaf_, leavesPerGroup_, groups_, pods_, spineUp_, coreUp_;
   std::vector<double> capacity_;  // bytes per us of every directed link
+  double nicRate_ = 0;            // bytes per us of a NIC (its shaper's, when shaped)
   int nranks_ = 0;                // of the traffic being timed
   int classPeriod_ = 1;
   int unit_ = 0;  // rotationUnit of the fabric's node (GPUs per node: no rotation)

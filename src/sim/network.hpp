@@ -91,6 +91,13 @@ class NetworkModel {
   // whatever their ordinals (a step's messages to p - 1 peers are p - 1 ordinals). Ranks
   // on one NIC must map onto ranks on one NIC under the symmetry maps the network allows.
   virtual NicPlace sharedNic(int /*rank*/) const { return {}; }
+  // A token-bucket shaper on every NIC that sharedNic places (tc tbf, as on the netns test
+  // bed): the bucket holds this much drain time (its burst / the NIC's rate). A NIC's idle
+  // time refills it, up to that, and a message through the NIC takes what it holds at once
+  // (the line under the shaper is the flows' limit then) and the rest at the NIC's rate.
+  // The replay times the call in steady state, as one of many back to back (sim::replay).
+  // 0: no shaper.
+  virtual double nicBurstUs() const { return 0; }
   // Whether message(from, to, -1, bytes), asked before or without prepare, costs no more
   // than any ordinal's message (what a lower bound may use): flow-level models don't say.
   virtual bool boundsMessages() const { return !wantsTraffic(); }
@@ -132,7 +139,12 @@ class LinkClassNetwork final : public NetworkModel {
   MessageCost message(int from, int to, int ordinal, double bytes) const override;
   // With nicBytesPerUs > 0 a node's ranks share its one NIC; lane: the local index.
   NicPlace sharedNic(int rank) const override;
-  bool boundsMessages() const override { return true; }
+  // inter.nicBurstBytes at the NIC's rate, when the NIC is shared.
+  double nicBurstUs() const override {
+    return wantsTraffic() ? inter_.nicBurstBytes / inter_.nicBytesPerUs : 0;
+  }
+  // Not with a shaper: a burst passes at once, faster than the unshared port.
+  bool boundsMessages() const override { return nicBurstUs() <= 0; }
   // Without two classes every rank is alike; with them, a block layout (node = rank /
   // per node) repeats every node.
   int period(int nranks) const override {

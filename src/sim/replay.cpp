@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <queue>
+#include <tuple>
 #include <unordered_map>
 
 namespace chorus::sim {
@@ -53,6 +54,7 @@ class Replay {
         ports_(net.ports()),
         sliceBytes_(static_cast<double>(sliceBytes)),
         transportBytesPerUs_(net.transportBytesPerUs()),
+        burstUs_(net.nicBurstUs()),
         queues_(nranks) {
     sendBegin_.reserve(replayed + 1);
   }
@@ -102,7 +104,9 @@ class Replay {
     queues_.clear();  // O(queues used)
   }
 
-  ReplayResult run() {
+  // credits: each shared NIC's banked burst at the call's start (out drains, then in
+  // drains, densely numbered as priceMessages numbers them); empty: none banked.
+  ReplayResult run(const std::vector<double>& credits = {}) {
     sendBegin_.push_back(sends_.size());
     ReplayResult result;
     result.replayed = nodes_.size();
@@ -119,6 +123,12 @@ class Replay {
     ingressFree_.assign(static_cast<size_t>(ports_) * replayed_, 0);
     nicOutFree_.assign(nics_, 0);
     nicInFree_.assign(nics_, 0);
+    nicOutCredit_.assign(nics_, 0);
+    nicInCredit_.assign(nics_, 0);
+    if (credits.size() == 2 * nics_) {
+      std::copy(credits.begin(), credits.begin() + nics_, nicOutCredit_.begin());
+      std::copy(credits.begin() + nics_, credits.end(), nicInCredit_.begin());
+    }
     // Steps that found their resource (egress port or CPU) busy wait in its line, best
     // earliest start first; one wake event per busy resource sits in the main queue at
     // the time it frees, so resources go to steps in order of when they can start.
@@ -187,6 +197,17 @@ class Replay {
       result.micros = kInfinity;
     }
     return result;
+  }
+
+  // Each shared NIC's banked burst when the call ends at `end` (run's credits' order):
+  // what it banked after its last message plus what it refilled since, at most the bucket.
+  std::vector<double> creditsAt(double end) const {
+    std::vector<double> credits;
+    for (auto [free, credit] :
+         {std::pair{&nicOutFree_, &nicOutCredit_}, {&nicInFree_, &nicInCredit_}})
+      for (size_t i = 0; i < nics_; ++i)
+        credits.push_back(std::min(burstUs_, (*credit)[i] + std::max(0.0, end - (*free)[i])));
+    return credits;
   }
 
  private:
@@ -406,25 +427,48 @@ class Replay {
       n.finish = std::max(n.earliestFinish, n.start);
       return;
     }
-    const double cost = ownCost(n);
+    double cost = ownCost(n);
     const double start = std::max(n.earliestStart, free_[resource]);
+    const bool message = isOutgoing(n.kind) && !selfMessage(n);
+    // Shaped NICs (NetworkModel::nicBurstUs): each bucket banks its NIC's idle time, up to
+    // the burst; a message through them takes what both hold (a byte passes the sender's
+    // shaper and the receiver's) at once, and the rest (`paced`, a share of its bytes) at
+    // its rate: at its flow's share on the port, its intake, the NICs' rate in the drains.
+    double taken = 0, paced = 1;
+    if (message && burstUs_ > 0 && n.cost.nicUs > 0) {
+      taken = n.cost.nicUs;
+      for (auto [nic, drains, credits] : {std::tuple{n.nicOut, &nicOutFree_, &nicOutCredit_},
+                                          {n.nicIn, &nicInFree_, &nicInCredit_}}) {
+        if (nic < 0) continue;
+        double &free = (*drains)[nic], &credit = (*credits)[nic];
+        const double at = std::max(free, start);
+        credit = std::min(burstUs_, credit + (at - free));
+        free = at;
+        taken = std::min(taken, credit);
+      }
+      for (auto [nic, credits] : {std::pair{n.nicOut, &nicOutCredit_}, {n.nicIn, &nicInCredit_}})
+        if (nic >= 0) (*credits)[nic] -= taken;
+      paced = 1 - taken / n.cost.nicUs;
+      cost -= n.cost.wireUs * (1 - paced);
+    }
     free_[resource] = start + cost;
     n.finish = std::max(n.earliestFinish, start + cost);
-    if (isOutgoing(n.kind) && !selfMessage(n)) {
+    if (message) {
       // The sender's port (or its CPU: MessageCost::onCpu) is held; the receiver's port
       // drains what arrives in order, so a busy receiver delays when the bytes are
       // through, not when the sender is free.
       n.start = start;
       // It takes them at its own intake (a shared rate is the NIC drains' below).
       double& ingress = ingressFree_[static_cast<size_t>(ports_) * slotOf(n.peer) + n.cost.port];
-      ingress = std::max(ingress, start) + n.cost.overheadUs + n.cost.intakeUs;
+      ingress = std::max(ingress, start) + n.cost.overheadUs + n.cost.intakeUs * paced;
       n.finish = std::max(n.finish, ingress);
-      // A NIC several ranks share carries every message through it in arrival order at
-      // its whole rate, out and in, whichever steps (ordinals) they belong to.
+      // A NIC several ranks share (or a shaped one) carries every message through it in
+      // arrival order at its whole rate, out and in, whichever steps (ordinals) they
+      // belong to.
       for (auto [nic, drains] : {std::pair{n.nicOut, &nicOutFree_}, {n.nicIn, &nicInFree_}}) {
         if (nic < 0) continue;
         double& free = (*drains)[nic];
-        free = std::max(free, start) + n.cost.nicUs;
+        free = std::max(free, start) + (n.cost.nicUs - taken);
         n.finish = std::max(n.finish, free);
       }
       // The sender's CPU copies the bytes into the transport while the port sends them.
@@ -444,6 +488,7 @@ class Replay {
   const int ports_;
   const double sliceBytes_;
   const double transportBytesPerUs_;
+  const double burstUs_;  // NetworkModel::nicBurstUs
   std::vector<Node> nodes_;
   std::vector<SendRef> sends_;
   std::vector<size_t> sendBegin_;
@@ -464,7 +509,8 @@ class Replay {
   };
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::vector<double> free_, ingressFree_;
-  std::vector<double> nicOutFree_, nicInFree_;  // shared NICs: when each drains
+  std::vector<double> nicOutFree_, nicInFree_;      // shared NICs: when each drains
+  std::vector<double> nicOutCredit_, nicInCredit_;  // and what each has banked then
   size_t nics_ = 0;
   double now_ = 0;  // the time of the event being handled
 };
@@ -486,9 +532,30 @@ ReplayResult replay(std::span<const Schedule> schedules, size_t elementSize, Net
     bad.micros = kInfinity;
     return bad;
   }
-  Replay replay(nranks, replayed, elementSize, net, sliceBytes, symmetry, perNode);
-  for (const Schedule& s : schedules) replay.addRank(s);
-  return replay.run();
+  // With a shaper's bucket on the NICs (nicBurstUs), the call is timed in steady state, as
+  // measured: one of many back to back, each starting with what the one before left
+  // banked. From an empty bucket, kBurstWarmup calls, then the mean of the next
+  // kBurstRounds (calls may alternate: one that starts with more banked leaves less); a
+  // call that leaves what it started with is the steady state itself.
+  constexpr int kBurstWarmup = 4, kBurstRounds = 4;
+  std::vector<double> credits;
+  double sum = 0;
+  for (int round = 0;; ++round) {
+    Replay replay(nranks, replayed, elementSize, net, sliceBytes, symmetry, perNode);
+    for (const Schedule& s : schedules) replay.addRank(s);
+    ReplayResult result = replay.run(credits);
+    if (net.nicBurstUs() <= 0 || result.deadlock) return result;
+    std::vector<double> next = replay.creditsAt(result.micros);
+    if (next == credits) return result;
+    if (round >= kBurstWarmup) {
+      sum += result.micros;
+      if (round + 1 == kBurstWarmup + kBurstRounds) {
+        result.micros = sum / kBurstRounds;
+        return result;
+      }
+    }
+    credits = std::move(next);
+  }
 }
 
 }  // namespace chorus::sim

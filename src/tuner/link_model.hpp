@@ -39,6 +39,10 @@ struct LinkModel {
   // (twoshot's, oneshot's) looked as cheap as rd's one exchange at np 4 on 2 cores, where
   // twoshot measured 1.5x slower at 32 KiB (perf/README.md, the tuner's pick).
   bool cpuSends = false;
+  // Between nodes, with nicBytesPerUs: a token-bucket shaper on the NIC (tc tbf, the netns
+  // test bed) of this many bytes: what the NIC banked while idle passes at once
+  // (NetworkModel::nicBurstUs). 0: none; tunerLinks gives a fabric's (nic_burst_bytes).
+  double nicBurstBytes = 0;
   bool operator==(const LinkModel&) const = default;
 };
 

@@ -4,6 +4,8 @@
 // latency 10 us, 1 MB messages (+ the 32-byte call header), free local work.
 #include "algorithms/algorithms.hpp"
 #include "algorithms/steps.hpp"
+#include "errors.hpp"
+#include "sim/fabric_network.hpp"
 #include "sim/max_min.hpp"
 #include "sim/simulate.hpp"
 #include "tuner/probe_figures.hpp"
@@ -197,6 +199,69 @@ TEST(SimSharedNic, SharingSlowsWhatSendsFromEveryRankAtOnce) {
   const double rdLoss = micros("rd", 1000) / micros("rd", 0);
   EXPECT_GT(rdLoss, 1.5);
   EXPECT_GT(rdLoss, ringLoss);
+}
+
+// A shaped NIC (tc tbf, the netns bed: nic_burst_bytes) banks its idle time and lets a
+// message through at once from what it banked (the link under the shaper costs nothing
+// here: no transport copies), timed in steady state (a call of many back to back). 2 nodes
+// x 1 GPU, the NIC at 1 Gb/s (125 B/us), a bucket of 1.25 MB (10,000 us), latency and
+// overheads 0. Rank 0 sends 124,968 B (+ the 32-byte header: 1,000 us at 125 B/us); rank 1
+// then copies 3 MB at 1 GB/s (3,000 us, the NICs idle). Unshaped: 1,000 + 3,000 us.
+// Shaped: the first call (empty buckets) also takes 4,000 us and leaves 3,000 us banked;
+// from then on the message takes 1,000 us of what is banked (the buckets fill to their
+// top, 2,000 us more each call) and the call 3,000 us.
+// A NIC never idle banks nothing: the message alone, shaped or not, takes 1,000 us a call
+// (the burst does not beat the rate in steady state; from a full bucket it would be 0).
+TEST(SimSharedNic, AShapedNicLetsBankedBurstsThroughInSteadyState) {
+  const std::string bed =
+      "nodes 2\ngpus_per_node 1\nnics_per_node 1\nrails 0\nleaf_nodes 2\npod_leaves 1\n"
+      "hop_latency_us 0\nnic_latency_us 0\nnvlink_latency_us 0\npcie_gbps 1000\n"
+      "efficiency 1\nnic_gbps 1\noverhead_us 0\ncopy_gbps 1\nreduce_gbps 1\n";
+  const Fabric unshaped = parseFabric(bed, "t");
+  const Fabric shaped = parseFabric(bed + "nic_burst_bytes 1250000\n", "t");
+  auto call = [](const Fabric& f, bool idle) {
+    std::vector<Schedule> s(2);
+    send(s[0], 1, in(0, 124968));
+    const int received = recv(s[1], 0, out(0, 124968));
+    if (idle) copy(s[1], in(0, 3000000), scratch(0, 3000000), false, received);
+    FabricNetwork net(f);
+    const ReplayResult r = replay(s, 1, net);
+    EXPECT_FALSE(r.deadlock);
+    return r.micros;
+  };
+  EXPECT_NEAR(call(unshaped, true), 4000, 1e-6);
+  EXPECT_NEAR(call(shaped, true), 3000, 1e-6);
+  EXPECT_NEAR(call(unshaped, false), 1000, 1e-6);
+  EXPECT_NEAR(call(shaped, false), 1000, 1e-6);
+  EXPECT_THROW(parseFabric("nic_burst_bytes -1\n", "t"), Error);
+}
+
+// The shaper's drains keep compression exact: a bed of 4 nodes x 2 ranks (one shaped NIC
+// each), every all-reduce that compresses on it, compressed = full to the bit.
+TEST(SimSharedNic, ShapedNicsKeepCompressionExact) {
+  const Fabric bed = parseFabric(
+      "nodes 4\ngpus_per_node 2\nnics_per_node 1\nrails 0\nleaf_nodes 4\npod_leaves 1\n"
+      "nic_gbps 1\nnvlink_gbps 1.2\npcie_gbps 1000\nefficiency 1\noverhead_us 10\n"
+      "reduce_gbps 24\ncopy_gbps 40\nhost_cores 2\ntransport_gbps 2.2\n"
+      "nic_burst_bytes 1250000\n",
+      "t");
+  const Layout layout = Layout::uniform(4, 2);
+  for (const char* name : {"ring", "twoshot", "hier", "hier_rd", "hier_rhd"}) {
+    const Algorithm* a = findAlgorithm(Collective::AllReduce, name);
+    ASSERT_NE(a, nullptr) << name;
+    for (size_t count : {16384u, 1u << 20}) {
+      SimOptions options;
+      options.layout = &layout;
+      FabricNetwork compressedNet(bed), fullNet(bed);
+      const SimResult compressed =
+          simulate(*a, Collective::AllReduce, 8, count, 4, compressedNet, options);
+      options.compress = false;
+      const SimResult full = simulate(*a, Collective::AllReduce, 8, count, 4, fullNet, options);
+      EXPECT_LT(compressed.period, 8) << name;
+      EXPECT_EQ(compressed.micros, full.micros) << name << " " << count;
+      EXPECT_FALSE(full.deadlock) << name;
+    }
+  }
 }
 
 }  // namespace

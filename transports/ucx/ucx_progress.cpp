@@ -3,6 +3,7 @@
 #include "errors.hpp"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -73,9 +74,15 @@ void Progress::run() {
       drain();
       status = ucp_worker_arm(worker_.get());
     }
-    // UCS_ERR_BUSY: events came in meanwhile, go round again. Any other error: the
-    // engine's next call reports it; keep the thread alive but slow.
-    if (status != UCS_ERR_BUSY) ::poll(fds, status == UCS_OK ? 2 : 1, kSleepMs);
+    // UCS_ERR_BUSY: events came in meanwhile, go round again, but yield first: under
+    // SCHED_FIFO (threads inherit the policy) a loop that never blocks keeps a thread of
+    // the same priority on this core, the engine's included, from ever running, and a
+    // starved engine cannot reach its deadline. Any other error: the engine's next call
+    // reports it; keep the thread alive but slow.
+    if (status == UCS_ERR_BUSY)
+      sched_yield();
+    else
+      ::poll(fds, status == UCS_OK ? 2 : 1, kSleepMs);
   }
 }
 

@@ -60,6 +60,13 @@ set_tests_properties(ucx.collectives.np3.tiny_window
 chorus_ucx_test(ucx.collectives.np2.paths2 120
   sh ${CMAKE_CURRENT_SOURCE_DIR}/ucx_paths_test.sh ${_run} $<TARGET_FILE:chorus_collectives_test>)
 
+# Both ranks and all their threads under SCHED_FIFO on one CPU, two endpoints per peer: no
+# thread may spin without blocking (the progress thread did, on a worker fd that stayed
+# readable, and kept UCX's async thread off the CPU). About 2 s; skips without SCHED_FIFO.
+chorus_ucx_test(ucx.fifo_one_cpu 60
+  sh ${CMAKE_CURRENT_SOURCE_DIR}/ucx_fifo_test.sh ${_run} $<TARGET_FILE:chorus_collectives_test>)
+set_tests_properties(ucx.fifo_one_cpu PROPERTIES SKIP_RETURN_CODE 77)
+
 # A sender that leaves the library right after its send completes: the data must still
 # arrive (the progress thread), in both error modes; tcp as the reference.
 foreach(_mode peer none)

@@ -20,6 +20,9 @@ constexpr auto kHandOver = std::chrono::milliseconds(2);
 constexpr int kSleepMs = 50;
 // ucp_worker_progress calls one drain makes at most (each handles a batch of events).
 constexpr int kMostProgressPerDrain = 4096;
+// Wake-ups in a row that find no work before the thread backs off for kBackOffMs.
+constexpr int kMostEmptyWakes = 3;
+constexpr int kBackOffMs = 1;
 
 }  // namespace
 
@@ -58,6 +61,7 @@ bool Progress::drain() {
 }
 
 void Progress::run() {
+  int emptyWakes = 0;  // wake-ups in a row on the worker's fd that found nothing to do
   while (!stopping_) {
     auto away = Clock::time_point(Clock::duration(engineUntil_.load(std::memory_order_relaxed))) +
                 kHandOver;
@@ -69,16 +73,27 @@ void Progress::run() {
       continue;
     }
     ucs_status_t status;
+    bool progressed;
     {
       std::lock_guard lock(mutex_);
-      drain();
+      progressed = drain();
       status = ucp_worker_arm(worker_.get());
     }
-    // UCS_ERR_BUSY: events came in meanwhile, go round again, but yield first: under
-    // SCHED_FIFO (threads inherit the policy) a loop that never blocks keeps a thread of
-    // the same priority on this core, the engine's included, from ever running, and a
-    // starved engine cannot reach its deadline. Any other error: the engine's next call
-    // reports it; keep the thread alive but slow.
+    // The worker's fd can stay readable while ucp_worker_progress finds nothing to do (an
+    // event that UCX's own async thread handles). Polling it again at once is a busy loop,
+    // and under SCHED_FIFO (threads inherit the policy) a thread that never blocks keeps
+    // every thread of its priority on its core from running: UCX's async thread, which
+    // would clear the event, and the engine, which then cannot reach its deadline. On one
+    // core that made a 2-rank start take 20 s; on two, a hang. So after a few such wakes,
+    // block on the stop fd alone for a moment.
+    emptyWakes = progressed ? 0 : emptyWakes + 1;
+    if (emptyWakes > kMostEmptyWakes) {
+      ::poll(fds, 1, kBackOffMs);
+      emptyWakes = 0;
+      continue;
+    }
+    // UCS_ERR_BUSY: events came in meanwhile, go round again, but yield first (as above).
+    // Any other error: the engine's next call reports it; keep the thread alive but slow.
     if (status == UCS_ERR_BUSY)
       sched_yield();
     else

@@ -291,9 +291,11 @@ class Replay {
   double transportCpu(const Node& n) const {
     return transportBytesPerUs_ > 0 ? wireBytes(n) / transportBytesPerUs_ : 0;
   }
-  double sliceCost(const Node& n) const {
+  double sliceCost(const Node& n) const { return sliceOf(n, ownCost(n)); }
+  // The share of `cost` that the step's last slice takes.
+  double sliceOf(const Node& n, double cost) const {
     const double b = bytes(n);
-    return b <= sliceBytes_ ? ownCost(n) : ownCost(n) * (sliceBytes_ / b);
+    return b <= sliceBytes_ ? cost : cost * (sliceBytes_ / b);
   }
 
   // Every message's cost, from the network (flow-level ones first see all the traffic).
@@ -450,6 +452,10 @@ class Replay {
         if (nic >= 0) (*credits)[nic] -= taken;
       paced = 1 - taken / n.cost.nicUs;
       cost -= n.cost.wireUs * (1 - paced);
+      // A send pipelined behind its producer finishes no earlier than the producer's
+      // finish plus its last slice (earliest()); that slice passes the buckets too.
+      if (n.afterWait == AfterWait::Elementwise)
+        n.earliestFinish = nodes_[n.after].finish + sliceOf(n, cost);
     }
     free_[resource] = start + cost;
     n.finish = std::max(n.earliestFinish, start + cost);

@@ -21,10 +21,10 @@ sim=$1 root=$2
 # pipelined send's last slice through the bucket (ninth session: 36/25/27/20/46/39 within and
 # 0/6/3/2/5/6 picks before). ninth_nochrt/: recorded after that fix, without chrt (one round
 # each; 2x2 at load 11-14): the fix's first check on data it was not made on (35 and 39
-# within before it: docs/sim.md, ninth session).
+# within before it: docs/sim.md, ninth session); ninth_nochrt_2/: 3x2 again (37 and 3 picks before).
 want="sim_vs_bed:2x2:37:1 sim_vs_bed:3x2:26:6 sim_vs_bed/transport_tuner:2x2:30:3
   sim_vs_bed/transport_tuner:3x2:24:4 sim_vs_bed/nic_tuner:2x2:47:5 sim_vs_bed/nic_tuner:3x2:40:6
-  sim_vs_bed/ninth_nochrt:2x2:30:5 sim_vs_bed/ninth_nochrt:3x2:36:5"
+  sim_vs_bed/ninth_nochrt:2x2:30:5 sim_vs_bed/ninth_nochrt:3x2:36:5 sim_vs_bed/ninth_nochrt_2:3x2:38:4"
 bad=0
 for w in $want; do
   IFS=: read -r dir layout min picks <<<"$w"

@@ -59,7 +59,8 @@ class Replay {
     sendBegin_.reserve(replayed + 1);
   }
 
-  // Ranks must be added in slot order 0, 1, ..., replayed-1 (rankOfSlot).
+  // Ranks must be added in slot order 0, 1, ..., replayed-1 (rankOfSlot), all of them
+  // before the first run.
   void addRank(const Schedule& schedule) {
     const int rank = rankOfSlot(static_cast<int>(sendBegin_.size()));
     const int base = static_cast<int>(nodes_.size());
@@ -104,21 +105,24 @@ class Replay {
     queues_.clear();  // O(queues used)
   }
 
+  // Times one call. Runs again as often as asked, each a call of its own on the same
+  // schedules and network (the first run prices, matches and links the steps once; a run
+  // only resets what the one before used up: dependency counts, resources, drains).
   // credits: each shared NIC's banked burst at the call's start (out drains, then in
   // drains, densely numbered as priceMessages numbers them); empty: none banked.
   ReplayResult run(const std::vector<double>& credits = {}) {
-    sendBegin_.push_back(sends_.size());
+    if (!prepared_) prepare();
     ReplayResult result;
     result.replayed = nodes_.size();
     result.steps = nodes_.size() * static_cast<size_t>(nranks_ / std::max(replayed_, 1));
-    if (static_cast<int>(sendBegin_.size()) != replayed_ + 1) {
+    if (incomplete_) {
       result.deadlock = true;
       result.micros = kInfinity;
       return result;
     }
-    priceMessages();
-    resolveMatches();
-    buildDependents();
+    for (size_t g = 0; g < nodes_.size(); ++g) nodes_[g].pending = pending_[g];
+    events_ = {};
+    now_ = 0;
     free_.assign(static_cast<size_t>(ports_ + 1) * replayed_, 0);
     ingressFree_.assign(static_cast<size_t>(ports_) * replayed_, 0);
     nicOutFree_.assign(nics_, 0);
@@ -199,7 +203,8 @@ class Replay {
     return result;
   }
 
-  // Each shared NIC's banked burst when the call ends at `end` (run's credits' order):
+  // Each shared NIC's banked burst when the last run's call ends at `end` (run's credits'
+  // order):
   // what it banked after its last message plus what it refilled since, at most the bucket.
   std::vector<double> creditsAt(double end) const {
     std::vector<double> credits;
@@ -217,6 +222,22 @@ class Replay {
   // Then the sender's and receiver's lanes on their shared NICs: messages through one
   // NIC at one time from (to) different ranks differ there, so a NIC drains them in the
   // same order in full and compressed replays too.
+  // What every run shares, once: every message's cost, the receives' sends, the steps'
+  // dependents and dependency counts (kept in pending_; a run counts down copies).
+  void prepare() {
+    prepared_ = true;
+    sendBegin_.push_back(sends_.size());
+    if (static_cast<int>(sendBegin_.size()) != replayed_ + 1) {
+      incomplete_ = true;
+      return;
+    }
+    priceMessages();
+    resolveMatches();
+    buildDependents();
+    pending_.resize(nodes_.size());
+    for (size_t g = 0; g < nodes_.size(); ++g) pending_[g] = nodes_[g].pending;
+  }
+
   struct TieKey {
     uint64_t place;
     uint32_t lanes;
@@ -291,9 +312,11 @@ class Replay {
   double transportCpu(const Node& n) const {
     return transportBytesPerUs_ > 0 ? wireBytes(n) / transportBytesPerUs_ : 0;
   }
-  double sliceCost(const Node& n) const {
+  double sliceCost(const Node& n) const { return sliceOf(n, ownCost(n)); }
+  // The share of `cost` that the step's last slice takes.
+  double sliceOf(const Node& n, double cost) const {
     const double b = bytes(n);
-    return b <= sliceBytes_ ? ownCost(n) : ownCost(n) * (sliceBytes_ / b);
+    return b <= sliceBytes_ ? cost : cost * (sliceBytes_ / b);
   }
 
   // Every message's cost, from the network (flow-level ones first see all the traffic).
@@ -450,6 +473,10 @@ class Replay {
         if (nic >= 0) (*credits)[nic] -= taken;
       paced = 1 - taken / n.cost.nicUs;
       cost -= n.cost.wireUs * (1 - paced);
+      // A send pipelined behind its producer finishes no earlier than the producer's
+      // finish plus its last slice (earliest()); that slice passes the buckets too.
+      if (n.afterWait == AfterWait::Elementwise)
+        n.earliestFinish = nodes_[n.after].finish + sliceOf(n, cost);
     }
     free_[resource] = start + cost;
     n.finish = std::max(n.earliestFinish, start + cost);
@@ -512,7 +539,9 @@ class Replay {
   std::vector<double> nicOutFree_, nicInFree_;      // shared NICs: when each drains
   std::vector<double> nicOutCredit_, nicInCredit_;  // and what each has banked then
   size_t nics_ = 0;
-  double now_ = 0;  // the time of the event being handled
+  double now_ = 0;                              // the time of the event being handled
+  bool prepared_ = false, incomplete_ = false;  // prepare() done; some rank never added
+  std::vector<int> pending_;                    // each step's dependencies, before a run
 };
 
 }  // namespace
@@ -540,9 +569,9 @@ ReplayResult replay(std::span<const Schedule> schedules, size_t elementSize, Net
   constexpr int kBurstWarmup = 4, kBurstRounds = 4;
   std::vector<double> credits;
   double sum = 0;
+  Replay replay(nranks, replayed, elementSize, net, sliceBytes, symmetry, perNode);
+  for (const Schedule& s : schedules) replay.addRank(s);
   for (int round = 0;; ++round) {
-    Replay replay(nranks, replayed, elementSize, net, sliceBytes, symmetry, perNode);
-    for (const Schedule& s : schedules) replay.addRank(s);
     ReplayResult result = replay.run(credits);
     if (net.nicBurstUs() <= 0 || result.deadlock) return result;
     std::vector<double> next = replay.creditsAt(result.micros);

@@ -236,6 +236,32 @@ TEST(SimSharedNic, AShapedNicLetsBankedBurstsThroughInSteadyState) {
   EXPECT_THROW(parseFabric("nic_burst_bytes -1\n", "t"), Error);
 }
 
+// A send pipelined behind its producer (a copy of its bytes, element by element) finishes
+// no earlier than the copy plus its last slice (the whole message here: it is under the
+// engine's 256 KiB slice), and that last slice passes the buckets too. Same bed: a
+// 124,968-element copy at 1 GB/s (124.968 us), then the message (1,000 us at the NIC's
+// rate). Unshaped: 124.968 + 1,000 us. Shaped, steady state: the NIC idles while the
+// copy runs, banks those 124.968 us, and the message takes them at once: 1,000 us a call,
+// the NIC's rate (charging the last slice its whole wire time gave 1,124.968 here too).
+TEST(SimSharedNic, APipelinedSendsLastSlicePassesTheBucket) {
+  const std::string bed =
+      "nodes 2\ngpus_per_node 1\nnics_per_node 1\nrails 0\nleaf_nodes 2\npod_leaves 1\n"
+      "hop_latency_us 0\nnic_latency_us 0\nnvlink_latency_us 0\npcie_gbps 1000\n"
+      "efficiency 1\nnic_gbps 1\noverhead_us 0\ncopy_gbps 1\nreduce_gbps 1\n";
+  auto call = [](const Fabric& f) {
+    std::vector<Schedule> s(2);
+    const int copied = copy(s[0], in(0, 124968), scratch(0, 124968));
+    send(s[0], 1, scratch(0, 124968), copied);
+    recv(s[1], 0, out(0, 124968));
+    FabricNetwork net(f);
+    const ReplayResult r = replay(s, 1, net);
+    EXPECT_FALSE(r.deadlock);
+    return r.micros;
+  };
+  EXPECT_NEAR(call(parseFabric(bed, "t")), 1124.968, 1e-6);
+  EXPECT_NEAR(call(parseFabric(bed + "nic_burst_bytes 1250000\n", "t")), 1000, 1e-6);
+}
+
 // The shaper's drains keep compression exact: a bed of 4 nodes x 2 ranks (one shaped NIC
 // each), every all-reduce that compresses on it, compressed = full to the bit.
 TEST(SimSharedNic, ShapedNicsKeepCompressionExact) {

@@ -45,6 +45,14 @@ communication
                             only the communication thread stays there, the training thread
                             may run on any core, so the kernel can even out the ranks'
                             compute (perf/trainer/README.md, seventh pass)
+  --spin-us N               the library's polling before a wait sleeps (CHORUS_SPIN_US) for
+                            this job, unless the environment sets CHORUS_SPIN_US (default 0:
+                            sleep at once; -1: the library's default, 200 us of sched_yield
+                            polling where ranks outnumber cores). A thread that yields next
+                            to a computing thread gets the core back only at the next tick
+                            (about 4 ms here), one that sleeps within 30 us of its wake-up,
+                            so polling starves the bucket all-reduces during backward
+                            (perf/trainer/README.md, ninth pass)
   --no-deterministic        let the tuner choose algorithms (default: CHORUS_DETERMINISTIC)
   --timeout-s N             deadline for any collective (120)
 checkpoints
@@ -120,6 +128,7 @@ Args parseArgs(int argc, char** argv) {
       {"--min-lr-ratio", [&](auto& v) { o.minLrRatio = number<float>("--min-lr-ratio", v); }},
       {"--bucket-mb", [&](auto& v) { a.bucketMb = number<double>("--bucket-mb", v); }},
       {"--max-in-flight", [&](auto& v) { a.maxInFlight = number<int>("--max-in-flight", v); }},
+      {"--spin-us", [&](auto& v) { a.spinUs = number<int>("--spin-us", v); }},
       {"--timeout-s", [&](auto& v) { a.timeoutS = number<int>("--timeout-s", v); }},
       {"--ckpt-dir", [&](auto& v) { a.ckptDir = v; }},
       {"--ckpt-every", [&](auto& v) { a.ckptEvery = number<int64_t>("--ckpt-every", v); }},

@@ -44,6 +44,8 @@ struct Args {
   int maxInFlight = 1;             // bucket all-reduces running at once
   bool commRealtime = false;       // the communication thread at SCHED_FIFO 1
   bool freeCompute = true;         // the training thread not bound to the library's core
+  int spinUs = 0;                  // CHORUS_SPIN_US for the communicator unless set (-1: the
+                                   // library's default)
   uint64_t failRandomSeed = 0;
   int failCount = 0;
   std::string saveFinal;

@@ -140,6 +140,17 @@ int main(int argc, char** argv) {
   // training thread gets its launch affinity back once the communication thread exists.
   cpu_set_t launchCores;
   const bool knowLaunchCores = sched_getaffinity(0, sizeof launchCores, &launchCores) == 0;
+  // The library polls (200 us of sched_yield where ranks outnumber cores) before a wait
+  // sleeps. Here the communication thread waits beside the training thread's backward, and
+  // with the EEVDF scheduler (Linux 6.6+) a yield moves the yielding thread's deadline a
+  // slice on: the computing thread keeps the core until the next tick (3.8 ms median
+  // measured here), while a thread asleep on a futex runs within 30 us of its wake-up
+  // (perf/trainer/README.md, ninth pass). So this job sleeps at once unless told otherwise
+  // (--spin-us, or CHORUS_SPIN_US in the environment, which wins). Read at init, below.
+  if (args.spinUs >= 0)
+    setenv("CHORUS_SPIN_US", std::to_string(args.spinUs).c_str(), /*overwrite=*/0);
+  const char* spinSetting = std::getenv("CHORUS_SPIN_US");
+  const std::string librarySpin = spinSetting ? spinSetting : "default";
   chorus::Communicator comm;
   try {
     if (newcomer && !args.joinAfterFile.empty()) waitForFile(args.joinAfterFile, args.timeoutS);
@@ -529,6 +540,7 @@ int main(int argc, char** argv) {
       r.grows = grows;
       r.finalLoss = loss, r.heldOut = heldOut, r.heldOutMetric = task->metricName();
       r.algorithm = sync.algorithms();
+      r.librarySpin = librarySpin;
       std::ofstream(args.out + "/report.json") << r.json();
       if (!args.quiet) r.printTable(stdout);
       if (!args.saveFinal.empty()) writeRaw(args.saveFinal, params);

@@ -68,8 +68,8 @@ std::string RunReport::json() const {
     << ",\n  \"allreduce_envelope_seconds_per_step\": " << envelopeSeconds
     << ",\n  \"allreduce_hidden_fraction_ddp_definition\": " << hiddenFractionDdp
     << ",\n  \"allreduce_start_delay_seconds_per_step\": " << startDelaySeconds
-    << ",\n  \"allreduce_algorithm\": \"" << algorithm
-    << "\",\n  \"checkpoints\": {\"count\": " << checkpoints
+    << ",\n  \"allreduce_algorithm\": \"" << algorithm << "\",\n  \"library_spin_us\": \""
+    << librarySpin << "\",\n  \"checkpoints\": {\"count\": " << checkpoints
     << ", \"pause_seconds\": " << pausePerCheckpoint
     << ", \"write_seconds\": " << writePerCheckpoint << ", \"policy\": \"" << checkpointPolicy
     << "\"},\n  \"peak_gemm_flops\": " << peakFlops << ",\n  \"achieved_flops\": " << achievedFlops

@@ -8,6 +8,8 @@
    equals overlap_trace.py's skew recomputed from the trace's spans (every step).
 3. DDP's definition of the all-reduce time (the envelope) is at least the union of the
    buckets' spans, so its hidden fraction is at least ours; the start delay is not negative.
+4. The communicator was created with CHORUS_SPIN_US=0 (chorus-train's default --spin-us:
+   its communication thread sleeps at once instead of polling with sched_yield).
 Exit 1 naming the first disagreement.
 """
 import json
@@ -58,6 +60,9 @@ def main():
              f"{spans:.6f} s / {hidden:.4f}")
     if report["allreduce_start_delay_seconds_per_step"] < 0:
         fail("negative start delay")
+    if report["library_spin_us"] != "0":
+        fail(f"the communicator was created with CHORUS_SPIN_US={report['library_spin_us']}, "
+             "not chorus-train's default 0")
     print(f"check_report: {seen} bucket events agree with {listed}; exposed {exposed:.3f} ms = "
           f"waiting {wait:.3f} (trace {skew:.3f}) + transfer {transfer:.3f}")
 

@@ -63,8 +63,9 @@ row() {  # row KEY LABEL [REFERENCE_KEY DIVISOR]: median MB/s, all runs, ratio t
 }
 echo "message size $BYTES B, $ITERS iterations, $ROUNDS alternating rounds, rxe0 in a TCG guest"
 echo "(sendrecv sends and receives at once: its MB/s is per direction, compared with half of"
-echo " ib_write_bw -b, which sums both directions; the all-reduce's busbw at 2 ranks is"
-echo " compared with one direction)"
+echo " ib_write_bw -b, which sums both directions; so is the all-reduce's busbw at 2 ranks:"
+echo " each rank sends and receives S bytes at once, so the bound is the per-direction rate"
+echo " when both directions run; broadcast moves one way and is compared with one direction)"
 status=0
 r=1
 while [ $r -le "$ROUNDS" ]; do
@@ -73,6 +74,8 @@ while [ $r -le "$ROUNDS" ]; do
   chorus sendrecv.R1 sendrecv -R 1 || status=1
   raw raw.both -b || status=1
   chorus allreduce allreduce || status=1
+  chorus allreduce.R1 allreduce -R 1 || status=1
+  chorus allreduce.R2 allreduce -R 2 || status=1
   chorus allreduce.R1.oneshot allreduce -R 1 -A allreduce:peer_oneshot || status=1
   chorus allreduce.R1.twoshot allreduce -R 1 -A allreduce:peer_twoshot || status=1
   chorus allreduce.R1.ring allreduce -R 1 -A allreduce:ring || status=1
@@ -85,8 +88,10 @@ row raw.both "raw ib_write_bw -b, both directions summed"
 row broadcast "chorus broadcast (one direction)" raw.one 1
 row sendrecv "chorus sendrecv" raw.both 2
 row sendrecv.R1 "chorus sendrecv, registered (-R 1, rendezvous)" raw.both 2
-row allreduce "chorus allreduce, copy path" raw.one 1
-row allreduce.R1.oneshot "chorus allreduce -R 1, peer_oneshot (READ)" raw.one 1
-row allreduce.R1.twoshot "chorus allreduce -R 1, peer_twoshot (READ)" raw.one 1
-row allreduce.R1.ring "chorus allreduce -R 1, ring (rendezvous)" raw.one 1
+row allreduce "chorus allreduce, copy path" raw.both 2
+row allreduce.R1 "chorus allreduce -R 1 (registered), tuner's pick" raw.both 2
+row allreduce.R2 "chorus allreduce -R 2 (memAlloc), tuner's pick" raw.both 2
+row allreduce.R1.oneshot "chorus allreduce -R 1, peer_oneshot (READ)" raw.both 2
+row allreduce.R1.twoshot "chorus allreduce -R 1, peer_twoshot (READ)" raw.both 2
+row allreduce.R1.ring "chorus allreduce -R 1, ring (rendezvous)" raw.both 2
 exit $status

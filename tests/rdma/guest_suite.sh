@@ -108,6 +108,22 @@ fi
 # cost minutes in the emulated guest).
 part onesided.np2.oneshot.memalloc 300 "$RUN" -n 2 --timeout 280 "$BUILD/perf/chorus-perf" \
   -R 2 -A allreduce:peer_oneshot -d all -o all -b 32K -e 32K -n 1 -w 0 -c 1 -T 0
+# Dispatch: memAlloc buffers over ib take the copy path (with its zero-copy rendezvous),
+# not a one-sided all-reduce (RDMA READ), which was measured slower there (perf/README.md,
+# verbs; Tuner::Reach::Network); over shm the same call runs peer_oneshot. The 256 KiB
+# all-reduce's algorithm is read from the TRACE line each call logs.
+rm -f /mnt/dispatch.np2.memalloc.log
+part dispatch.np2.memalloc 120 env CHORUS_DEBUG=TRACE "$RUN" -n 2 --timeout 100 \
+  "$BUILD/perf/chorus-perf" -t allreduce -R 2 -b 256K -e 256K -n 1 -w 0 -c 1 -T 0
+if [ -f /mnt/dispatch.np2.memalloc.log ]; then
+  picks=$(grep -o '(65536 x float sum, [a-z_0-9]*)' /mnt/dispatch.np2.memalloc.log |
+    sed 's/.*, //; s/)//' | sort -u | tr '\n' ' ')
+  case "$picks" in
+    ''|*peer_*) echo "FAIL dispatch.memalloc: 256 KiB all-reduce on memAlloc buffers ran: ${picks:-nothing}"
+      status=1 ;;
+    *) echo "PASS dispatch.memalloc (256 KiB all-reduce on memAlloc buffers: $picks)" ;;
+  esac
+fi
 part onesided.kill.np3.victim1 90 \
   "$BUILD/tests/multiproc/chorus_kill_test" --transport ib --ranks 3 --victim 1 \
   --buffers registered --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40

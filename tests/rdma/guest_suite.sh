@@ -130,7 +130,8 @@ part onesided.kill.np3.victim1 90 \
 # Zero-copy rendezvous (RDMA WRITE with immediate from the sender's registered buffer
 # straight into the receiver's): a low threshold (1 KiB) so that the 1023-element cases of
 # every type take it; a sample (--every 14) of sendRecv, allReduce (ring: its all-gather
-# steps) and allGather, every type and op, in and out of place, checked element by
+# steps, and out of place its reduce-scatter steps, whose data lands in the output and is
+# folded there) and allGather, every type and op, in and out of place, checked element by
 # element; then a rank killed while ring all-reduces of registered buffers move by
 # rendezvous.
 part rndv.np2.registered 200 env CHORUS_IB_RNDV_BYTES=1K "$RUN" -n 2 --timeout 180 "$COLL" \

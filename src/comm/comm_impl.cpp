@@ -468,6 +468,15 @@ const char* CommImpl::algorithmFor(Collective collective, size_t count, DataType
       .name;
 }
 
+Tuner::Reach CommImpl::reach(const std::pair<LocalRegion, LocalRegion>& regions) const {
+  // Only shm's PeerMemory maps or copies on this host; ib reads over the network (RDMA
+  // READ), memAlloc's memfd and huge pages or not.
+  if (std::string_view(transport_->name()) != "shm") return Tuner::Reach::Network;
+  if (regions.first.fd >= 0 && regions.second.fd >= 0) return Tuner::Reach::Mapped;
+  return regions.first.hugePages && regions.second.hugePages ? Tuner::Reach::CmaHugePages
+                                                             : Tuner::Reach::Cma;
+}
+
 const Algorithm* CommImpl::stagedFor(Collective collective, size_t count, DataType type) const {
   // Measured (and tested by the tuner's choice) over shm only; ib's one-sided reads on one
   // node were never timed against its copy path for this schedule, so ib keeps copying.
@@ -591,9 +600,7 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
           "them (registerBuffer) on every rank" +
           (transport_->peerMemory() ? "" : std::string(", over a transport that can (shm, ib)")));
   } else if (!forced && bytes >= Tuner::kOneSidedMinBytes && (regions = exposableBuffers(call))) {
-    const bool mapped = regions->first.fd >= 0 && regions->second.fd >= 0;
-    const bool huge = regions->first.hugePages && regions->second.hugePages;
-    oneSided = tuner_->chooseOneSided(call.collective, call.count, call.type, mapped, huge,
+    oneSided = tuner_->chooseOneSided(call.collective, call.count, call.type, reach(*regions),
                                       [&](const Algorithm& a) { return !algorithms_.excluded(a); });
   }
   // Buffers peers cannot read in place, or registered ones they would read by CMA on

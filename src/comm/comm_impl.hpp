@@ -102,6 +102,8 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   // The staged one-sided algorithm for a call on buffers peers cannot read in place, or
   // nullptr (the copy path's choice stands).
   const Algorithm* stagedFor(Collective collective, size_t count, DataType type) const;
+  // How peers would reach these (input, output) registrations in place (the tuner's input).
+  Tuner::Reach reach(const std::pair<LocalRegion, LocalRegion>& regions) const;
   // The algorithm that runs when `chosen` is picked: a hierarchical one without a usable
   // layout (one node, unequal nodes) is the flat ring its builder falls back to, and is
   // named so.

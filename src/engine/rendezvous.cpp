@@ -1,8 +1,12 @@
-// Send and Recv steps of large messages over a channel with a rendezvous
+// Send, Recv and RecvReduce steps of large messages over a channel with a rendezvous
 // (transport.hpp's DirectTransfer, engine/rendezvous.hpp's offer): the sender announces the
 // message in the stream; when both buffers are registered the data goes straight from the
-// sender's buffer into the receiver's, else through the stream as for any message.
+// sender's buffer into the receiver's (a RecvReduce's lands in its destination and is
+// folded there, when its local range is apart: rendezvous_reduce.hpp), else through the stream
+// as for any message.
 #include "engine/engine.hpp"
+#include "engine/rendezvous_reduce.hpp"
+#include "kernels/reduce.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -103,8 +107,18 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
       return false;
     }
     p.rendezvous = RendezvousState::Answering;
-    // Which answer, until it is sent (1: accept); `readElements` is free in a Recv.
-    p.readElements = detail::receiverAccepts(*offer, region != nullptr, reducing) ? 1 : 0;
+    // Which answer, until it is sent (1: accept); `readElements` is free until then.
+    bool accept;
+    if (reducing) {  // folds in its destination when its local range is apart and written
+      accept = detail::receiverFoldsInDestination(
+          *offer, region != nullptr,
+          detail::apart(reinterpret_cast<uintptr_t>(detail::resolve(op, step.dst)),
+                        reinterpret_cast<uintptr_t>(detail::resolve(op, step.src)), dataBytes),
+          allowedElements(op, index) >= step.dst.count);
+    } else {
+      accept = detail::receiverAccepts(*offer, region != nullptr, false);
+    }
+    p.readElements = accept ? 1 : 0;
   }
   if (p.rendezvous == RendezvousState::Answering) {
     const bool accept = p.readElements == 1;
@@ -116,6 +130,12 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
     if (!accept) return false;
   }
   if (!rv->landed()) return true;
+  if (reducing) {  // the peer's data is in the destination: dst = local OP dst
+    std::byte* dst = detail::resolve(op, step.dst);
+    kernels::reduce(op.type, op.op, dst, detail::resolve(op, step.src), dst, step.dst.count);
+    if (step.finalize && op.op == RedOp::Avg && config_.nranks > 1)
+      kernels::divide(op.type, dst, dst, step.dst.count, config_.nranks);
+  }
   p.bytes = dataBytes;
   p.elements = step.dst.count;
   completeStep(op, index);

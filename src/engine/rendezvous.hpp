@@ -32,8 +32,9 @@ enum class RendezvousState : uint8_t {
 inline bool announced(size_t bytes, size_t minBytes) { return minBytes > 0 && bytes >= minBytes; }
 
 // The receiver accepts (the data lands straight in its destination) only when both
-// ends are registered and the step only stores: a RecvReduce folds into its destination,
-// so its data has to land elsewhere first and keeps the stream.
+// ends are registered and the step only stores (a Recv). A RecvReduce decides by
+// receiverFoldsInDestination (rendezvous_reduce.hpp): out of place it may land in its
+// destination and be folded there; `reducing` here always keeps the stream.
 inline bool receiverAccepts(const RendezvousOffer& offer, bool destinationRegistered,
                             bool reducing) {
   return offer.registered && destinationRegistered && !reducing;

@@ -147,13 +147,19 @@ size_t oneSidedFromBytes(Collective collective, int nranks) {
 }  // namespace
 
 const Algorithm* Tuner::chooseOneSided(Collective collective, size_t count, DataType type,
-                                       bool mapped, bool hugePages,
+                                       Reach reach,
                                        const std::function<bool(const Algorithm&)>& allowed) const {
   const size_t bytes = count * sizeOf(type);
   if (bytes < kOneSidedMinBytes || nranks_ < 2 || inter_) return nullptr;
   // CMA on 4 KiB pages (registered malloc memory) measured no faster than the copy path at
   // 16 and 64 MiB, np 4 (perf/README.md, one-sided): keep copying there.
-  if (!mapped && !hugePages) return nullptr;
+  if (reach == Reach::Cma) return nullptr;
+  // Verbs (RDMA READ, each call's expose and done records through the Channel): the
+  // one-sided all-reduces ran at 0.4-0.75x of the copy path on malloc buffers and at
+  // 0.8-1.0x of it on the same registered buffers (rendezvous), never clearly faster:
+  // 256 KiB at np 2 in the Soft-RoCE guest (perf/README.md, verbs; the only size
+  // measured). Keep copying; CHORUS_ALGO still forces them.
+  if (reach == Reach::Network) return nullptr;
   if (bufferBytes(collective, bytes, nranks_) < oneSidedFromBytes(collective, nranks_))
     return nullptr;
   // Which one-sided schedule: the replay the copy path's choice uses.

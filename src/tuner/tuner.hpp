@@ -45,15 +45,20 @@ class Tuner {
   // predicted time of every candidate.
   const Algorithm& choose(Collective collective, size_t count, DataType type,
                           std::span<const Algorithm* const> candidates, bool log);
+  // How the peers would reach a call's buffers in place.
+  enum class Reach {
+    Mapped,        // mapped into their address space (shm: memAlloc's memfd)
+    Cma,           // copied by CMA from 4 KiB pages (shm: registered malloc memory)
+    CmaHugePages,  // copied by CMA from huge pages
+    Network,       // read over the network (verbs: RDMA READ into a landing buffer)
+  };
   // The one-sided algorithm (Algorithm::oneSided) to run instead of the copy path when
   // every rank's buffers can be read in place, or nullptr where reading in place was
-  // measured not to beat the copy path (perf/README.md, one-sided). Among the one-sided
-  // algorithms of the collective that `allowed` admits (not excluded by CHORUS_ALGO), the
-  // cost model's replay (predictMicros, as choose()) picks the fastest. `mapped`: the peers
-  // map the buffers (memAlloc); else they read them by CMA, which pays only on huge pages
-  // (`hugePages`).
-  const Algorithm* chooseOneSided(Collective collective, size_t count, DataType type, bool mapped,
-                                  bool hugePages,
+  // measured not to beat the copy path (perf/README.md, one-sided; verbs). Among the
+  // one-sided algorithms of the collective that `allowed` admits (not excluded by
+  // CHORUS_ALGO), the cost model's replay (predictMicros, as choose()) picks the fastest.
+  // CMA pays only on huge pages; over the network never (so far).
+  const Algorithm* chooseOneSided(Collective collective, size_t count, DataType type, Reach reach,
                                   const std::function<bool(const Algorithm&)>& allowed) const;
   // The staged one-sided algorithm (Algorithm::staged) to run instead of the copy path on
   // buffers peers cannot read in place, over a transport whose PeerMemory maps (shm), or

@@ -108,13 +108,30 @@ fi
 # cost minutes in the emulated guest).
 part onesided.np2.oneshot.memalloc 300 "$RUN" -n 2 --timeout 280 "$BUILD/perf/chorus-perf" \
   -R 2 -A allreduce:peer_oneshot -d all -o all -b 32K -e 32K -n 1 -w 0 -c 1 -T 0
+# Dispatch: memAlloc buffers over ib take the copy path (with its zero-copy rendezvous),
+# not a one-sided all-reduce (RDMA READ), which was measured slower there (perf/README.md,
+# verbs; Tuner::Reach::Network); over shm the same call runs peer_oneshot. The 256 KiB
+# all-reduce's algorithm is read from the TRACE line each call logs.
+rm -f /mnt/dispatch.np2.memalloc.log
+part dispatch.np2.memalloc 120 env CHORUS_DEBUG=TRACE "$RUN" -n 2 --timeout 100 \
+  "$BUILD/perf/chorus-perf" -t allreduce -R 2 -b 256K -e 256K -n 1 -w 0 -c 1 -T 0
+if [ -f /mnt/dispatch.np2.memalloc.log ]; then
+  picks=$(grep -o '(65536 x float sum, [a-z_0-9]*)' /mnt/dispatch.np2.memalloc.log |
+    sed 's/.*, //; s/)//' | sort -u | tr '\n' ' ')
+  case "$picks" in
+    ''|*peer_*) echo "FAIL dispatch.memalloc: 256 KiB all-reduce on memAlloc buffers ran: ${picks:-nothing}"
+      status=1 ;;
+    *) echo "PASS dispatch.memalloc (256 KiB all-reduce on memAlloc buffers: $picks)" ;;
+  esac
+fi
 part onesided.kill.np3.victim1 90 \
   "$BUILD/tests/multiproc/chorus_kill_test" --transport ib --ranks 3 --victim 1 \
   --buffers registered --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40
 # Zero-copy rendezvous (RDMA WRITE with immediate from the sender's registered buffer
 # straight into the receiver's): a low threshold (1 KiB) so that the 1023-element cases of
 # every type take it; a sample (--every 14) of sendRecv, allReduce (ring: its all-gather
-# steps) and allGather, every type and op, in and out of place, checked element by
+# steps, and out of place its reduce-scatter steps, whose data lands in the output and is
+# folded there) and allGather, every type and op, in and out of place, checked element by
 # element; then a rank killed while ring all-reduces of registered buffers move by
 # rendezvous.
 part rndv.np2.registered 200 env CHORUS_IB_RNDV_BYTES=1K "$RUN" -n 2 --timeout 180 "$COLL" \

@@ -1,6 +1,7 @@
 // The engine's side of the zero-copy rendezvous (src/engine/rendezvous.hpp): which
 // messages are announced, the offer's wire format, and when the receiver accepts.
 #include "engine/rendezvous.hpp"
+#include "engine/rendezvous_reduce.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +9,10 @@
 #include <cstring>
 
 using chorus::detail::announced;
+using chorus::detail::apart;
 using chorus::detail::parseOffer;
 using chorus::detail::receiverAccepts;
+using chorus::detail::receiverFoldsInDestination;
 using chorus::detail::RendezvousOffer;
 
 TEST(Rendezvous, AnnouncedFromTheThresholdOn) {
@@ -52,12 +55,24 @@ TEST(Rendezvous, OfferOfAnotherSizeOrNoOfferIsRefused) {
 }
 
 // Straight into the destination only when both buffers are registered and the step
-// stores: a RecvReduce keeps the stream.
-TEST(Rendezvous, ReceiverAcceptsOnlyRegisteredToRegisteredStores) {
+// stores (receiverAccepts); a RecvReduce only when it can fold there: its local range
+// apart from the destination and all written (receiverFoldsInDestination).
+TEST(Rendezvous, ReceiverAcceptsOnlyRegisteredToRegistered) {
   RendezvousOffer reg, unreg;
   reg.registered = 1;
   EXPECT_TRUE(receiverAccepts(reg, true, false));
   EXPECT_FALSE(receiverAccepts(reg, false, false));
   EXPECT_FALSE(receiverAccepts(reg, true, true));
   EXPECT_FALSE(receiverAccepts(unreg, true, false));
+  EXPECT_TRUE(receiverFoldsInDestination(reg, true, true, true));
+  EXPECT_FALSE(receiverFoldsInDestination(reg, true, false, true));  // in place
+  EXPECT_FALSE(receiverFoldsInDestination(reg, true, true, false));  // local still written
+  EXPECT_FALSE(receiverFoldsInDestination(reg, false, true, true));
+  EXPECT_FALSE(receiverFoldsInDestination(unreg, true, true, true));
+  // Overlap: a byte shared is enough to fold in place.
+  EXPECT_TRUE(apart(0, 64, 64));
+  EXPECT_TRUE(apart(64, 0, 64));
+  EXPECT_FALSE(apart(0, 63, 64));
+  EXPECT_FALSE(apart(63, 0, 64));
+  EXPECT_FALSE(apart(0, 0, 64));
 }

@@ -183,16 +183,8 @@ const Algorithm* Tuner::chooseStaged(Collective collective, size_t count, DataTy
   //   np 8: 16 KiB 0.57x, 64 KiB 1.32x (0.656 vs 0.498; 1.16x the best copy algorithm),
   //         256 KiB 1.86x, 1 MiB 1.08x (1.5-3x at 1-2 MiB in the README's runs): from
   //         64 KiB, and so for np > 4 in general.
-  //   np 4 again, unpinned (as perf/tuner_accuracy.sh runs, no chrt; 2026-12-03, -K 7,
-  //         load 3-12): staged against the best copy algorithm at 256 KiB in 9 runs 0.50
-  //         0.53 0.95 0.67 0.59 0.61 0.97 0.71 0.69 (median 0.67; the copy path's own pick,
-  //         rhd, within 10% of the best in 6 of the first 8), at 512 KiB 1.00, 1 MiB 1.17,
-  //         2 MiB 0.98-1.01 in 6 of 9 runs (0.73-0.89 in 3): from 512 KiB at np 4. The
-  //         64 KiB above came from runs under chrt -f 1, where a rank keeps its core through
-  //         the staged round's hand-overs.
   const size_t fromBytes = nranks_ == 2   ? size_t{64} << 20
                            : nranks_ == 3 ? size_t{256} << 10
-                           : nranks_ == 4 ? size_t{512} << 10
                                           : size_t{64} << 10;
   if (collective != Collective::AllReduce || nranks_ < 2 || inter_ ||
       count * sizeOf(type) < fromBytes)

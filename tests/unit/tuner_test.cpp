@@ -265,8 +265,8 @@ TEST(Tuner, OneSidedOnlyWhereItWasMeasuredToPay) {
 }
 
 // The staged path (Tuner::chooseStaged) for buffers peers cannot read in place: all-reduce
-// only, from 512 KiB at np 4, 64 KiB at np > 4, 256 KiB at np 3 and 64 MiB at np 2 (where it was
-// measured to pay), never what CHORUS_ALGO excluded; chooseOneSided never picks it for buffers read
+// only, from 64 KiB at np >= 4, 256 KiB at np 3 and 64 MiB at np 2 (where it was measured
+// to pay), never what CHORUS_ALGO excluded; chooseOneSided never picks it for buffers read
 // in place.
 TEST(Tuner, StagedOnlyWhereItWasMeasuredToPay) {
   auto any = [](const Algorithm&) { return true; };
@@ -275,13 +275,11 @@ TEST(Tuner, StagedOnlyWhereItWasMeasuredToPay) {
   const size_t mib = (size_t{1} << 20) / 4;  // floats
   Tuner four(4, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
   const size_t kib = 1024 / 4;  // floats
-  // np 4: from 512 KiB (unpinned runs: 0.67 of the best copy algorithm at 256 KiB).
-  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 256 * kib, f32, any)), "copy");
-  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 512 * kib - 1, f32, any)), "copy");
-  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 512 * kib, f32, any)), "peer_staged");
-  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 256 * kib, DataType::Float64, any)),
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 64 * kib - 1, f32, any)), "copy");
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 64 * kib, f32, any)), "peer_staged");
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 32 * kib, DataType::Float64, any)),
             "peer_staged");
-  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 128 * kib, DataType::Float64, any)),
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 16 * kib, DataType::Float64, any)),
             "copy");
   Tuner three(3, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
   EXPECT_EQ(name(three.chooseStaged(Collective::AllReduce, 256 * kib - 1, f32, any)), "copy");

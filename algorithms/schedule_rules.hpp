@@ -21,6 +21,8 @@
 // 5. The wire. A message's bytes are padded to a multiple of kStreamAlign in its queue's
 //    stream (every message starts aligned), and the first message of a call on each queue
 //    carries the call's fingerprint (kCallHeaderBytes, the engine's WireHeader) ahead of it.
+//    An Expose's message is its record (kExposeRecordBytes: where the range lives), whatever
+//    the range's size: the reader moves the range's bytes itself.
 // 6. Fold chains (an executor's freedom, not a constraint). A PeerReduce followed by
 //    steps that each fold one more source into the same range (foldsIntoPrevious) may run
 //    as one multi-source pass (kernels::reduceMany) over the elements every step of the
@@ -104,6 +106,8 @@ inline std::vector<bool> foldsIntoPrevious(const Schedule& schedule) {
 // call's first message on its queue (QueueOrder's Place::message == 0).
 inline constexpr size_t kStreamAlign = 8;
 inline constexpr size_t kCallHeaderBytes = 32;
+// Rule 5: an Expose's message, the engine's ExposeRecord.
+inline constexpr size_t kExposeRecordBytes = 64;
 inline size_t wireBytes(size_t dataBytes, bool firstOfCall) {
   return (dataBytes + kStreamAlign - 1) / kStreamAlign * kStreamAlign +
          (firstOfCall ? kCallHeaderBytes : 0);

@@ -8,7 +8,9 @@
 # (they run the flat ring there: extra noisy copies of it). The tuner's figures (the probe
 # at CHORUS_DEBUG=INFO) are printed above each table. Exits 1 on a failed run or a
 # wrong element; the targets (within 10% at 7 of 8 sizes, never below 0.8) are reported,
-# not enforced (timing on a shared machine).
+# not enforced (timing on a shared machine). The last column, copies, is the noise floor of
+# the run at that size: min/max busbw over the ring and hier* columns, which on one node
+# run the same schedule (a pick/best below it is within what the run can resolve).
 #   perf/tuner_accuracy.sh [-p "2 4"] [-K REPS] [-b MIN] [-e MAX] [-f F] [-B BUILD] [-L LOGDIR]
 #                          [-- chorus-perf args]
 # -L LOGDIR: only print the tables of an earlier run's logs (LOGDIR/npN.log).
@@ -36,13 +38,17 @@ for np in $ranks; do
     exit 1
   fi
   grep -E "tuning probe round trips|tuning \(" "$log" | sed 's/ reduce\.int8.*//; s/^/#   /' | head -3
-  printf "# %5s %10s %10s %10s %10s %10s %9s %9s\n" np size best busbw pick busbw auto/best pick/best
+  printf "# %5s %10s %10s %10s %10s %10s %9s %9s %7s\n" np size best busbw pick busbw auto/best pick/best copies
   awk -v np="$np" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
     /^ +size / { for (i = 2; i <= NF; ++i) name[i] = $i; n = NF; next }
     /^ +[0-9]/ {
-      best = 0; bi = 0; autov = 0
+      best = 0; bi = 0; autov = 0; cmin = 0; cmax = 0
       for (i = 2; i <= n - 2; ++i) {
         v = $i; sub(/\*$/, "", v); v += 0
+        if (name[i] == "ring" || name[i] ~ /^hier/) {
+          if (cmax == 0 || v > cmax) cmax = v
+          if (cmin == 0 || v < cmin) cmin = v
+        }
         if (name[i] == "auto") { autov = v; continue }
         if (name[i] ~ /^hier/) continue
         if (v > best) { best = v; bi = i }
@@ -51,7 +57,7 @@ for np in $ranks; do
       picked = autov
       for (i = 2; i <= n - 2; ++i) if (name[i] == $(n - 1)) { picked = $i; sub(/\*$/, "", picked); picked += 0 }
       q = best > 0 ? picked / best : 0
-      printf "  np %d %10s %10s %10.4g %10s %10.4g %9.2f %9.2f\n", np, $1, name[bi], best, $(n - 1), autov, r, q
+      printf "  np %d %10s %10s %10.4g %10s %10.4g %9.2f %9.2f %7.2f\n", np, $1, name[bi], best, $(n - 1), autov, r, q, (cmax > 0 ? cmin / cmax : 0)
       rows++; within += r >= 0.9; withinq += q >= 0.9
       if (rows == 1 || r < worst) worst = r
       if (rows == 1 || q < worstq) worstq = q

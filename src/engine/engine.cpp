@@ -45,7 +45,7 @@ struct ExposeRecord {
   uint64_t bytes;  // of the range, checked against the reader's step
   std::byte blob[PeerMemory::kMaxBlob];
 };
-static_assert(sizeof(ExposeRecord) % kStreamAlign == 0 && sizeof(ExposeRecord) <= 64);
+static_assert(sizeof(ExposeRecord) == rules::kExposeRecordBytes);  // rule 5: the replay prices it
 
 }  // namespace
 

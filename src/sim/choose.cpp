@@ -43,7 +43,13 @@ double busyLowerBound(const Schedule& schedule, int rank, int nranks, size_t ele
         cpu += bytes / net.reduceBytesPerUs();
         break;
       case StepKind::Copy:
+      case StepKind::PeerRead:  // the reader moves the bytes (its Expose's record: left out)
         cpu += bytes / net.copyBytesPerUs();
+        break;
+      case StepKind::PeerReduce:
+        cpu += bytes / net.reduceBytesPerUs();
+        break;
+      case StepKind::Expose:
         break;
     }
   }

@@ -277,9 +277,12 @@ class Replay {
 
   double bytes(const Node& n) const { return static_cast<double>(n.count * elementSize_); }
   // What a message puts on the wire: padded, with the call's header on its queue's first
-  // message (rule 5). A send to oneself is a copy of the data.
+  // message (rule 5); an Expose's is its record, not the range it describes. A send to
+  // oneself is a copy of the data.
   double wireBytes(const Node& n) const {
-    return static_cast<double>(rules::wireBytes(n.count * elementSize_, n.firstOfCall));
+    const size_t data =
+        n.kind == StepKind::Expose ? rules::kExposeRecordBytes : n.count * elementSize_;
+    return static_cast<double>(rules::wireBytes(data, n.firstOfCall));
   }
   bool selfMessage(const Node& n) const { return n.peer == n.rank; }
 

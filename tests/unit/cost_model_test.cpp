@@ -186,6 +186,26 @@ TEST(CostModel, PipelinedChainPaysBytesOnce) {
   EXPECT_NEAR(replaySchedules(schedules, 4, wireOnly()).micros, expected, 1e-6 * expected);
 }
 
+// Rule 5: an Expose's message is its record (kExposeRecordBytes), whatever the range it
+// describes; the reader moves the range at the local copy rate. Priced as the range's bytes
+// on the wire (as the replay did before), 4 MiB over this link would add 4194 us.
+TEST(CostModel, ExposeCostsItsRecordNotTheRange) {
+  using namespace steps;
+  const size_t count = 1 << 20;  // 4 MiB of 4-byte elements
+  const double copyRate = 20000;
+  std::vector<Schedule> schedules(2);
+  expose(schedules[1], 0, in(0, count));
+  peerRead(schedules[0], 1, out(0, count));
+  LinkModel link{kAlpha, kBeta, kFree, copyRate};
+  link.overheadUs = 1;  // (with none, the replay gives the Expose no resource to hold)
+  const double record =
+      static_cast<double>(rules::wireBytes(rules::kExposeRecordBytes, true)) / kBeta;
+  // The read starts a latency after the record went out; the record's overhead and wire
+  // time are within the tolerance.
+  const double expected = kAlpha + count * 4.0 / copyRate;
+  EXPECT_NEAR(replaySchedules(schedules, 4, link).micros, expected, link.overheadUs + record);
+}
+
 TEST(CostModel, DeadlockAndUnmatchedReceiveAreInfinite) {
   using namespace steps;
   std::vector<Schedule> crossed(2);

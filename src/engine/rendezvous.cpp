@@ -108,16 +108,15 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
     }
     p.rendezvous = RendezvousState::Answering;
     // Which answer, until it is sent (1: accept); `readElements` is free until then.
-    bool accept;
-    if (reducing) {  // folds in its destination when its local range is apart and written
-      accept = detail::receiverFoldsInDestination(
-          *offer, region != nullptr,
-          detail::apart(reinterpret_cast<uintptr_t>(detail::resolve(op, step.dst)),
-                        reinterpret_cast<uintptr_t>(detail::resolve(op, step.src)), dataBytes),
-          allowedElements(op, index) >= step.dst.count);
-    } else {
-      accept = detail::receiverAccepts(*offer, region != nullptr, false);
-    }
+    const bool accept =
+        reducing  // folds in its destination when its local range is apart and written
+            ? detail::receiverFoldsInDestination(
+                  *offer, region != nullptr,
+                  detail::apart(reinterpret_cast<uintptr_t>(detail::resolve(op, step.dst)),
+                                reinterpret_cast<uintptr_t>(detail::resolve(op, step.src)),
+                                dataBytes),
+                  allowedElements(op, index) >= step.dst.count)
+            : detail::receiverAccepts(*offer, region != nullptr);
     p.readElements = accept ? 1 : 0;
   }
   if (p.rendezvous == RendezvousState::Answering) {

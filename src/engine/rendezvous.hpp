@@ -31,13 +31,11 @@ enum class RendezvousState : uint8_t {
 // Whether a message of `bytes` is announced with an offer (both ends decide alike).
 inline bool announced(size_t bytes, size_t minBytes) { return minBytes > 0 && bytes >= minBytes; }
 
-// The receiver accepts (the data lands straight in its destination) only when both
-// ends are registered and the step only stores (a Recv). A RecvReduce decides by
-// receiverFoldsInDestination (rendezvous_reduce.hpp): out of place it may land in its
-// destination and be folded there; `reducing` here always keeps the stream.
-inline bool receiverAccepts(const RendezvousOffer& offer, bool destinationRegistered,
-                            bool reducing) {
-  return offer.registered && destinationRegistered && !reducing;
+// A Recv accepts (the data lands straight in its destination) only when both ends are
+// registered. A RecvReduce folds into its destination and decides by
+// receiverFoldsInDestination (rendezvous_reduce.hpp), which asks this and more.
+inline bool receiverAccepts(const RendezvousOffer& offer, bool destinationRegistered) {
+  return offer.registered && destinationRegistered;
 }
 
 // The offer in `raw`, when it is one and announces `bytes`; nullopt otherwise.

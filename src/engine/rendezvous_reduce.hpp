@@ -23,7 +23,7 @@ inline bool apart(uintptr_t a, uintptr_t b, size_t bytes) {
 // counts as handled; otherwise its data keeps the stream.
 inline bool receiverFoldsInDestination(const RendezvousOffer& offer, bool destinationRegistered,
                                        bool localApart, bool localWritten) {
-  return offer.registered && destinationRegistered && localApart && localWritten;
+  return receiverAccepts(offer, destinationRegistered) && localApart && localWritten;
 }
 
 }  // namespace chorus::detail

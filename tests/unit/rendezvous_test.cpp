@@ -60,10 +60,11 @@ TEST(Rendezvous, OfferOfAnotherSizeOrNoOfferIsRefused) {
 TEST(Rendezvous, ReceiverAcceptsOnlyRegisteredToRegistered) {
   RendezvousOffer reg, unreg;
   reg.registered = 1;
-  EXPECT_TRUE(receiverAccepts(reg, true, false));
-  EXPECT_FALSE(receiverAccepts(reg, false, false));
-  EXPECT_FALSE(receiverAccepts(reg, true, true));
-  EXPECT_FALSE(receiverAccepts(unreg, true, false));
+  EXPECT_TRUE(receiverAccepts(reg, true));
+  EXPECT_FALSE(receiverAccepts(reg, false));
+  EXPECT_FALSE(
+      receiverFoldsInDestination(reg, true, false, false));  // a reduction that cannot fold
+  EXPECT_FALSE(receiverAccepts(unreg, true));
   EXPECT_TRUE(receiverFoldsInDestination(reg, true, true, true));
   EXPECT_FALSE(receiverFoldsInDestination(reg, true, false, true));  // in place
   EXPECT_FALSE(receiverFoldsInDestination(reg, true, true, false));  // local still written

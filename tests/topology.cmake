@@ -23,6 +23,14 @@ if(TARGET chorus_collectives_test AND TARGET chorus-topo)
     set_tests_properties(topology.bed.collectives.${_name} PROPERTIES
       LABELS topology TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
   endforeach()
+  # Between the nodes over ucx, one UCX worker per NIC: correct, and both NICs carry the
+  # bytes. About 10 s.
+  if(CHORUS_WITH_UCX AND CHORUS_UCX_SOURCES)
+    add_test(NAME topology.bed.collectives.2x2.ucx
+             COMMAND ${_bed} ucx 2 2 1gbit ${PROJECT_BINARY_DIR} --quick)
+    set_tests_properties(topology.bed.collectives.2x2.ucx PROPERTIES
+      LABELS "topology;ucx" TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
+  endif()
   add_test(NAME topology.bed.cleanup COMMAND ${_bed} cleanup ${PROJECT_BINARY_DIR})
   set_tests_properties(topology.bed.cleanup PROPERTIES
     LABELS topology TIMEOUT 120 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)

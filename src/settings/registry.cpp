@@ -110,6 +110,10 @@ const std::vector<Spec> kSpecs = {
     {"CHORUS_UCX_WINDOW", Integer, "8", "UCX blocks in flight per peer", 2, 1024},
     {"CHORUS_UCX_PATHS", Integer, "1", "UCX endpoints per peer (striped by the path scheduler)", 1,
      64},
+    {"CHORUS_UCX_NET_DEVICES", List, "",
+     "one UCX worker per device, each a rail: `rail0,rail1`, `mlx5_0:1,mlx5_1:1` (`+` joins "
+     "devices one worker shares); `auto`: one per interface CHORUS_SOCKET_IFNAME selects",
+     0, 0, "", "", Scope::Library, false, "one worker, UCX's choice (UCX_NET_DEVICES)"},
     {"CHORUS_UCX_ERR_MODE", Enum, "peer",
      "`peer`: dead peers detected (over tcp); `none`: also shared memory", 0, 0, "peer|none"},
     {"CHORUS_UCX_PROGRESS_THREAD", Boolean, "1", "a thread drives UCX progress between calls"},

@@ -5,15 +5,19 @@
 #include "transports/ucx/ucx_record.hpp"
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace chorus::ucx;
   const RecordSettings ours{256 << 10, 8, 4, true};
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
   chorus::fuzz::expectOnlyChorusErrors([&] {
-    std::string address = decodeRecord(bytes, 3, 0, ours);
-    if (address.empty()) __builtin_trap();
-    auto again = encodeRecord(ours, address);
+    std::vector<std::string> addresses = decodeRecord(bytes, 3, 0, ours);
+    if (addresses.empty()) __builtin_trap();
+    for (const std::string& a : addresses)
+      if (a.empty()) __builtin_trap();
+    auto again = encodeRecord(ours, addresses);
     if (again.size() != size || std::memcmp(again.data(), data, size) != 0) __builtin_trap();
   });
   return 0;

@@ -54,9 +54,10 @@ chorus_ucx_test(ucx.collectives.np3.tiny_window 300
 set_tests_properties(ucx.collectives.np3.tiny_window
   PROPERTIES ENVIRONMENT "CHORUS_UCX_WINDOW=2;CHORUS_UCX_BLOCK=4096")
 
-# Striping over two endpoints per peer (CHORUS_UCX_PATHS=2): all-reduce, all-gather and
-# send/recv at np=2, every type and op on exact inputs, and both endpoints carrying each
-# channel's bytes (the per-endpoint counters the channels log). About 2 s.
+# Striping over two endpoints per peer, to one worker (CHORUS_UCX_PATHS=2) and one on each
+# of two workers (CHORUS_UCX_NET_DEVICES=lo,lo): all-reduce, all-gather and send/recv at
+# np=2, every type and op on exact inputs, and both endpoints carrying each channel's bytes
+# (the per-endpoint counters the channels log). About 5 s.
 chorus_ucx_test(ucx.collectives.np2.paths2 120
   sh ${CMAKE_CURRENT_SOURCE_DIR}/ucx_paths_test.sh ${_run} $<TARGET_FILE:chorus_collectives_test>)
 

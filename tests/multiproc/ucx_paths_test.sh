@@ -1,7 +1,10 @@
 #!/bin/sh
 # ucx_paths_test.sh CHORUS_RUN COLLECTIVES_TEST: the UCX transport striped over two
-# endpoints per peer (CHORUS_UCX_PATHS=2; 4 KiB pieces and a window of 4, so every
-# collective is cut into many pieces and the credits turn over often). Passes only if
+# endpoints per peer, in two ways: two endpoints to the peer's one worker
+# (CHORUS_UCX_PATHS=2), and one endpoint on each of two workers, each a rail with its own
+# receives (CHORUS_UCX_NET_DEVICES=lo,lo: both on loopback here, but the same code as one
+# worker per NIC). 4 KiB pieces and a window of 4, so every collective is cut into many
+# pieces and the credits turn over often. Passes only if, in each way,
 #  - every rank of the np=2 run of all-reduce, all-gather and send/recv (--quick: every
 #    type and op, exact inputs, results checked by each rank) exited 0, and
 #  - each channel's per-endpoint counters (logged at INFO as it closes: "ucx rank R -> P
@@ -11,7 +14,11 @@ run=$1
 coll=$2
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-CHORUS_UCX_PATHS=2 CHORUS_UCX_BLOCK=4096 CHORUS_UCX_WINDOW=4 CHORUS_DEBUG=INFO \
+
+# check VAR=VALUE...: one run with those settings, checked as above.
+check() {
+echo "ucx_paths_test.sh: $*"
+env "$@" CHORUS_UCX_BLOCK=4096 CHORUS_UCX_WINDOW=4 CHORUS_DEBUG=INFO \
   "$run" -n 2 --timeout 100 "$coll" --transport ucx --quick \
   --only allReduce,allGather,sendRecv >"$out" 2>&1
 rc=$?
@@ -48,5 +55,9 @@ grep "CHORUS INFO ucx rank" "$out" | awk '
     }
     if (channels != 2) { print "FAIL: " channels " channels reported, expected 2"; bad = 1 }
     exit bad
-  }' || { echo "ucx_paths_test.sh: FAIL"; exit 1; }
-echo "ucx_paths_test.sh: both endpoints carried each channel's bytes"
+  }' || { echo "ucx_paths_test.sh: FAIL ($*)"; exit 1; }
+echo "ucx_paths_test.sh: both endpoints carried each channel's bytes ($*)"
+}
+
+check CHORUS_UCX_PATHS=2
+check CHORUS_UCX_PATHS=1 CHORUS_UCX_NET_DEVICES=lo,lo

@@ -6,6 +6,10 @@
 #       and N local ranks (chorus-topo --cluster, and the communicator's "N local ranks"),
 #       the NICs must carry the bed's speed (topology file), and the collectives suite must
 #       pass over tcp.
+#   bed_test.sh ucx K N RATE BUILD_DIR [suite args...]
+#       the collectives suite between the nodes over ucx with one UCX worker per NIC
+#       (CHORUS_UCX_NET_DEVICES=auto): it must pass, and each NIC must carry at least a
+#       quarter of the bytes the nodes send (the kernel's counters): both are rails.
 #   bed_test.sh cleanup BUILD_DIR
 #       the bed is removed after a failing rank, a timeout and an interrupt.
 #
@@ -62,6 +66,43 @@ collectives() {
   echo "bed_test: OK: $k nodes x $n ranks, suite $((SECONDS - t0)) s"
 }
 
+# Bytes the nodes of bed $id sent on rail $1 (the node end of each veth).
+rail_sent() {
+  local total=0 v i
+  for ((i = 0; i < $2; ++i)); do
+    v=$(ip netns exec "${id}n$i" cat "/sys/class/net/rail$1/statistics/tx_bytes") || return 1
+    total=$((total + v))
+  done
+  echo "$total"
+}
+
+ucx_rails() {
+  local k=$1 n=$2 rate=$3 build=$4
+  shift 4
+  id=$("$bed" up "$k" 2 "$rate")
+  local rc=$?
+  ((rc == 77)) && exit 77
+  ((rc == 0)) || fail "netns_bed.sh up $k 2 $rate: status $rc"
+  echo "bed $id: $k nodes x 2 NICs at $rate, $n ranks per node, ucx"
+  local a0 a1 b0 b1
+  a0=$(rail_sent 0 "$k") && a1=$(rail_sent 1 "$k") || fail "cannot read the NIC counters"
+  local t0=$SECONDS
+  "$bed" run -b "$id" -n "$n" -t 200 -e CHORUS_NET=ucx -e CHORUS_UCX_NET_DEVICES=auto \
+    -e CHORUS_DEBUG=INFO -- "$build/tests/multiproc/chorus_collectives_test" --transport ucx \
+    "$@" >"$log" 2>&1
+  rc=$?
+  grep -E "FAIL|passed|rank 0 time|Error|error" "$log" | grep -v "CHORUS INFO" | head -40
+  ((rc == 0)) || fail "collectives suite over ucx: status $rc"
+  grep -q "^\[0\] [0-9]* passed, 0 failed" "$log" || fail "no '0 failed' line from rank 0"
+  grep -q "ready: transport ucx" "$log" || fail "the ranks did not use ucx"
+  b0=$(rail_sent 0 "$k") && b1=$(rail_sent 1 "$k") || fail "cannot read the NIC counters"
+  local r0=$((b0 - a0)) r1=$((b1 - a1))
+  echo "bed_test: rail0 carried $((r0 >> 20)) MiB, rail1 $((r1 >> 20)) MiB"
+  ((r0 + r1 > 32 << 20)) || fail "only $(((r0 + r1) >> 20)) MiB crossed the NICs"
+  ((4 * r0 >= r0 + r1 && 4 * r1 >= r0 + r1)) || fail "a NIC carried less than a quarter"
+  echo "bed_test: OK: $k nodes x $n ranks over ucx on both NICs, suite $((SECONDS - t0)) s"
+}
+
 # The bed's id, from run's "netns_bed: bed ID: ..." line.
 bed_of() { sed -n 's/^netns_bed: bed \(cb[0-9a-f]\{6\}\):.*/\1/p' "$log" | head -1; }
 gone() { [[ -n $1 && -z $(ip netns list | grep "^$1") && ! -e $state/$1 ]]; }
@@ -101,6 +142,7 @@ cleanup() {
 
 case ${1:-} in
   collectives) shift; collectives "$@" ;;
+  ucx) shift; ucx_rails "$@" ;;
   cleanup) cleanup ;;
-  *) sed -n '2,11p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,15p' "$0" >&2; exit 2 ;;
 esac

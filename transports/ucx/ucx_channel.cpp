@@ -10,32 +10,58 @@ namespace chorus::ucx {
 namespace {
 
 // Tag layout: bit 63 marks a credit, bits 40..62 the sending rank, bits 34..39 the path
-// (endpoint) a piece went on, bits 0..33 the piece sequence (modulo 2^34; at most
-// `window` pieces are ever outstanding). A data receive matches every path.
-constexpr int kSeqBits = 34;
+// (endpoint) a piece went on, bits 17..33 the piece's stream sequence and bits 0..16 its
+// rail sequence (both modulo 2^17; at most `window` <= 1024 pieces are ever outstanding, so
+// the receiver recovers the stream sequence from the window it expects). A data receive
+// matches the rank and the rail sequence, whatever the path and stream sequence.
+constexpr int kSeqBits = 17;
 constexpr int kPathBits = 6;
-constexpr int kRankShift = kSeqBits + kPathBits;
+constexpr int kPathShift = 2 * kSeqBits;
+constexpr int kRankShift = kPathShift + kPathBits;
 constexpr uint64_t kSeqMask = (uint64_t{1} << kSeqBits) - 1;
-constexpr uint64_t kPathMask = ((uint64_t{1} << kPathBits) - 1) << kSeqBits;
+constexpr uint64_t kPathMask = ((uint64_t{1} << kPathBits) - 1) << kPathShift;
+constexpr uint64_t kStreamSeqMask = kSeqMask << kSeqBits;
 constexpr uint64_t kCreditFlag = uint64_t{1} << 63;
 constexpr ucp_tag_t kExact = ~ucp_tag_t{0};
-constexpr ucp_tag_t kAnyPath = ~kPathMask;
+constexpr ucp_tag_t kRailSeqOnly = ~(kPathMask | kStreamSeqMask);
+static_assert(kRankShift + 23 == 63, "23 bits of rank (the transport's limit) below the flag");
+static_assert((uint64_t{1} << kSeqBits) > 1024, "the largest window fits the sequence fields");
 
-ucp_tag_t dataTag(int sender, int path, uint64_t seq) {
-  return (static_cast<uint64_t>(sender) << kRankShift) | (static_cast<uint64_t>(path) << kSeqBits) |
-         (seq & kSeqMask);
+ucp_tag_t dataTag(int sender, int path, uint64_t railSeq, uint64_t streamSeq) {
+  return (static_cast<uint64_t>(sender) << kRankShift) |
+         (static_cast<uint64_t>(path) << kPathShift) | ((streamSeq & kSeqMask) << kSeqBits) |
+         (railSeq & kSeqMask);
 }
-int tagPath(ucp_tag_t tag) { return static_cast<int>((tag & kPathMask) >> kSeqBits); }
+int tagPath(ucp_tag_t tag) { return static_cast<int>((tag & kPathMask) >> kPathShift); }
+uint64_t tagStreamSeq(ucp_tag_t tag) { return (tag & kStreamSeqMask) >> kSeqBits; }
 ucp_tag_t creditTag(int sender) {
   return kCreditFlag | (static_cast<uint64_t>(sender) << kRankShift);
 }
 
 constexpr int kCreditIn = 2;  // creditSlots_[kCreditIn] is the posted credit receive
 
-std::vector<std::string> pathNames(int paths) {
+// "ep<k>" with one unnamed device, else "<device>:<k>" ("<device>@<rail>:<k>" where two
+// rails have the same device, "ucx<rail>:<k>" for an unnamed one).
+std::vector<std::string> pathNames(std::span<const Device> devices, int rails, int pathsPerRail) {
   std::vector<std::string> names;
-  for (int p = 0; p < paths; ++p) names.push_back("ep" + std::to_string(p));
+  const bool plain = rails == 1 && devices[0].name.empty();
+  for (int r = 0; r < rails; ++r) {
+    const std::string& device = devices[static_cast<size_t>(r)].name;
+    int same = 0;
+    for (int q = 0; q < rails; ++q) same += devices[static_cast<size_t>(q)].name == device;
+    std::string rail = device.empty() ? "ucx" + std::to_string(r)
+                       : same > 1     ? device + "@" + std::to_string(r)
+                                      : device;
+    for (int k = 0; k < pathsPerRail; ++k)
+      names.push_back(plain ? "ep" + std::to_string(k) : rail + ":" + std::to_string(k));
+  }
   return names;
+}
+
+int railsFor(std::span<const Device> devices, const std::vector<std::string>& peerAddresses) {
+  if (devices.empty() || peerAddresses.empty())
+    throwInvalid("ucx: a channel needs a device on both sides");
+  return static_cast<int>(std::min(devices.size(), peerAddresses.size()));
 }
 
 }  // namespace
@@ -54,39 +80,54 @@ UcxConfig UcxConfig::fromEnv() {
   return c;
 }
 
-UcxChannel::UcxChannel(const Context& context, Worker& worker, Progress& progress, int rank,
-                       int peer, const std::string& peerAddress, const UcxConfig& config)
-    : worker_(worker.get()),
-      progress_(progress),
+UcxChannel::UcxChannel(std::span<const Device> devices, Progress& progress, int rank, int peer,
+                       const std::vector<std::string>& peerAddresses, const UcxConfig& config)
+    : progress_(progress),
       rank_(rank),
       peer_(peer),
       block_(config.block),
       window_(static_cast<uint64_t>(config.window)),
       peerErrors_(config.peerErrors),
-      closeRequests_(static_cast<size_t>(config.paths), nullptr),
-      sendMemory_(context, config.block * window_),
-      recvMemory_(context, config.block * window_),
+      pathsPerRail_(config.paths),
       sendSlots_(window_),
-      recvSlots_(window_),
+      arrived_(window_, nullptr),
       creditSlots_(3),
-      links_(static_cast<size_t>(config.paths)),
-      stats_(stripe::registerChannel("ucx", rank, peer, pathNames(config.paths))),
-      scheduler_(config.paths),
-      assembly_(config.paths, config.block),
+      links_(static_cast<size_t>(railsFor(devices, peerAddresses) * config.paths)),
+      stats_(stripe::registerChannel(
+          "ucx", rank, peer, pathNames(devices, railsFor(devices, peerAddresses), config.paths))),
+      scheduler_(static_cast<int>(links_.size())),
+      assembly_(static_cast<int>(links_.size()), config.block),
       granted_(window_) {
-  for (auto* slots : {&sendSlots_, &recvSlots_, &creditSlots_})
+  const int rails = railsFor(devices, peerAddresses);
+  if (links_.size() > (size_t{1} << kPathBits))
+    throwInvalid("ucx: at most " + std::to_string(1 << kPathBits) +
+                 " endpoints per peer (devices x CHORUS_UCX_PATHS)");
+  closeRequests_.assign(links_.size(), nullptr);
+  rails_.resize(static_cast<size_t>(rails));
+  for (int r = 0; r < rails; ++r) {
+    const Device& d = devices[static_cast<size_t>(r)];
+    Rail& rail = rails_[static_cast<size_t>(r)];
+    rail.worker = d.worker->get();
+    rail.sendMemory = std::make_unique<MappedMemory>(*d.context, config.block * window_);
+    rail.recvMemory = std::make_unique<MappedMemory>(*d.context, config.block * window_);
+    rail.recvSlots.resize(window_);
+  }
+  for (Rail& rail : rails_)
+    for (Slot& s : rail.recvSlots) s.owner = this;
+  for (auto* slots : {&sendSlots_, &creditSlots_})
     for (Slot& s : *slots) s.owner = this;
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  params.address = reinterpret_cast<const ucp_address_t*>(peerAddress.data());
   params.err_mode = peerErrors_ ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
   params.err_handler.cb = &UcxChannel::onEndpointError;
   params.err_handler.arg = this;
   // Each endpoint to the same worker is its own set of UCT connections: a path.
-  for (int p = 0; p < config.paths; ++p) {
+  for (size_t p = 0; p < links_.size(); ++p) {
+    const size_t r = p / static_cast<size_t>(pathsPerRail_);
+    params.address = reinterpret_cast<const ucp_address_t*>(peerAddresses[r].data());
     ucp_ep_h ep = nullptr;
-    ucs_status_t status = ucp_ep_create(worker_, &params, &ep);
+    ucs_status_t status = ucp_ep_create(rails_[r].worker, &params, &ep);
     if (status != UCS_OK) {
       closeEndpoint();
       throwStatus("endpoint " + std::to_string(p) + " to rank " + std::to_string(peer), status);
@@ -94,13 +135,14 @@ UcxChannel::UcxChannel(const Context& context, Worker& worker, Progress& progres
     eps_.push_back(ep);
   }
   // Nothing below throws: a failure is recorded and raised by the next trySend/peek.
-  for (uint64_t seq = 0; seq < window_; ++seq) postReceive(seq);
+  for (int r = 0; r < rails; ++r)
+    for (uint64_t seq = 0; seq < window_; ++seq) postReceive(r, seq);
   postCreditReceive();
 }
 
 void UcxChannel::progressLocked() {
   progress_.engineActive();
-  ucp_worker_progress(worker_);
+  for (Rail& rail : rails_) ucp_worker_progress(rail.worker);
   flushCredit();
 }
 
@@ -116,21 +158,23 @@ size_t UcxChannel::trySend(const void* data, size_t bytes) {
     if (slot.busy) break;  // the piece sent window pieces ago is still going out
     const size_t n = std::min(block_, bytes - sent);
     const int path = pickPath(n, now);
-    std::byte* buffer = sendBuffer(sendSeq_);
+    Rail& rail = rails_[static_cast<size_t>(path / pathsPerRail_)];
+    std::byte* buffer = rail.sendMemory->data() + (sendSeq_ % window_) * block_;
     std::memcpy(buffer, from + sent, n);
     ucp_request_param_t param{};
     param.op_attr_mask =
         UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMH;
     param.cb.send = &UcxChannel::onSent;
     param.user_data = &slot;
-    param.memh = sendMemory_.handle();
+    param.memh = rail.sendMemory->handle();
     slot.path = path;
     slot.length = n;
     slot.posted = now;
     links_[path].inFlight += n;
     scheduler_.onWritten(path, n);
     ucs_status_ptr_t request =
-        ucp_tag_send_nbx(eps_[path], buffer, n, dataTag(rank_, path, sendSeq_), &param);
+        ucp_tag_send_nbx(eps_[static_cast<size_t>(path)], buffer, n,
+                         dataTag(rank_, path, rail.sent++, sendSeq_), &param);
     if (UCS_PTR_IS_ERR(request)) {
       fail("send to", UCS_PTR_STATUS(request));
       throw PeerError(peer_, failure_);
@@ -152,8 +196,8 @@ std::span<const std::byte> UcxChannel::peek() {
   std::lock_guard lock(progress_.mutex());
   progressLocked();
   if (head_ < placed_) {
-    const Slot& slot = recvSlots_[head_ % window_];
-    return {recvBuffer(head_) + slot.offset, slot.length - slot.offset};
+    const Slot& slot = *arrived_[head_ % window_];
+    return {recvBuffer(slot) + slot.offset, slot.length - slot.offset};
   }
   if (!failure_.empty()) throw PeerError(peer_, failure_);
   return {};
@@ -162,16 +206,21 @@ std::span<const std::byte> UcxChannel::peek() {
 void UcxChannel::consume(size_t bytes) {
   std::lock_guard lock(progress_.mutex());
   if (bytes == 0) return;
-  Slot& slot = recvSlots_[head_ % window_];
-  if (head_ >= placed_ || bytes > slot.length - slot.offset)
+  if (head_ >= placed_)
+    throwInvalid("ucx: consume(" + std::to_string(bytes) + ") beyond the received data");
+  Slot& slot = *arrived_[head_ % window_];
+  if (bytes > slot.length - slot.offset)
     throwInvalid("ucx: consume(" + std::to_string(bytes) + ") beyond the received data");
   slot.offset += bytes;
   consumed_ += bytes;
   if (slot.offset < slot.length) return;
+  // Consumption is in stream order, so each rail's pieces go in rail order too: the slot
+  // takes the rail sequence a window later.
+  arrived_[head_ % window_] = nullptr;
   slot.length = slot.offset = 0;
   slot.path = -1;
   ++head_;
-  postReceive(head_ + window_ - 1);
+  postReceive(slot.rail, slot.railSeq + window_);
   flushCredit();
 }
 
@@ -247,52 +296,74 @@ void UcxChannel::reportDrained(Clock::time_point now) {
   }
 }
 
-// Tag matching has put each piece in its slot; the pieces enter the assembly in sequence
-// order (the order the sender cut them), each on the path its tag names.
+// Tag matching has put each piece in a slot of its rail and arrived() has recorded it by
+// stream sequence; the pieces enter the assembly in sequence order (the order the sender
+// cut them), each on the path its tag names.
 void UcxChannel::placeArrived() {
   while (placed_ < head_ + window_ && failure_.empty()) {
-    const Slot& slot = recvSlots_[placed_ % window_];
-    if (slot.busy || slot.path < 0) return;  // not arrived yet
+    const Slot* slot = arrived_[placed_ % window_];
+    if (slot == nullptr || slot->seq != placed_) return;  // not arrived yet
     const uint64_t begin = assembly_.contiguous();
     const char* why =
-        slot.path >= assembly_.paths()
-            ? "a piece on an endpoint the channel does not have"
-            : assembly_.place(slot.path, begin, slot.length, consumed_ + window_ * block_);
+        assembly_.place(slot->path, begin, slot->length, consumed_ + window_ * block_);
     if (why)
       return failWith("rank " + std::to_string(peer_) + " sent " + why + " (" +
-                      std::to_string(slot.length) + " bytes at stream offset " +
-                      std::to_string(begin) + " on endpoint " + std::to_string(slot.path) + ")");
-    stats_->paths[slot.path].received.fetch_add(slot.length, std::memory_order_relaxed);
+                      std::to_string(slot->length) + " bytes at stream offset " +
+                      std::to_string(begin) + " on endpoint " + std::to_string(slot->path) + ")");
+    stats_->paths[slot->path].received.fetch_add(slot->length, std::memory_order_relaxed);
     ++placed_;
   }
 }
 
-void UcxChannel::postReceive(uint64_t seq) {
-  post(recvSlots_[seq % window_], recvBuffer(seq), block_, dataTag(peer_, 0, seq), kAnyPath, true);
+// Runs in a receive's completion callback: records where the piece goes, posts nothing.
+// The sender sends sequence s only below (what we consumed) + window, and we have not
+// consumed it: s is the one sequence in [head_, head_ + window) with the tag's low bits.
+void UcxChannel::arrived(Slot& slot, ucp_tag_t tag) {
+  slot.path = tagPath(tag);
+  slot.seq = head_ + ((tagStreamSeq(tag) - head_) & kSeqMask);
+  const std::string where =
+      " (rail " + std::to_string(slot.rail) + ", stream sequence " + std::to_string(slot.seq) + ")";
+  if (slot.path >= assembly_.paths() || slot.path / pathsPerRail_ != slot.rail)
+    return failWith("rank " + std::to_string(peer_) + " sent a piece on endpoint " +
+                    std::to_string(slot.path) + ", which is not on the rail it arrived on" + where);
+  if (slot.seq >= head_ + window_ || arrived_[slot.seq % window_] != nullptr)
+    return failWith("rank " + std::to_string(peer_) + " sent a piece outside its credit or twice" +
+                    where);
+  arrived_[slot.seq % window_] = &slot;
+}
+
+void UcxChannel::postReceive(int rail, uint64_t railSeq) {
+  Rail& r = rails_[static_cast<size_t>(rail)];
+  Slot& slot = r.recvSlots[railSeq % window_];
+  slot.rail = rail;
+  slot.railSeq = railSeq;
+  post(slot, r.worker, r.recvMemory->data() + (railSeq % window_) * block_, block_,
+       dataTag(peer_, 0, railSeq, 0), kRailSeqOnly, r.recvMemory->handle());
 }
 
 void UcxChannel::postCreditReceive() {
   Slot& slot = creditSlots_[kCreditIn];
-  post(slot, &slot.credit, sizeof(slot.credit), creditTag(peer_), kExact, false);
+  post(slot, rails_[0].worker, &slot.credit, sizeof(slot.credit), creditTag(peer_), kExact,
+       nullptr);
 }
 
 // Immediate completion is turned off: UCX then reports every receive through onReceived,
 // possibly before ucp_tag_recv_nbx returns (some UCX versions leave recv_info unset on
 // the immediate path, which would lose the length).
-void UcxChannel::post(Slot& slot, void* buffer, size_t bytes, ucp_tag_t tag, ucp_tag_t mask,
-                      bool registered) {
+void UcxChannel::post(Slot& slot, ucp_worker_h worker, void* buffer, size_t bytes, ucp_tag_t tag,
+                      ucp_tag_t mask, ucp_mem_h memh) {
   ucp_request_param_t param{};
   param.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-  if (registered) {
+  if (memh != nullptr) {
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
-    param.memh = recvMemory_.handle();
+    param.memh = memh;
   }
   param.cb.recv = &UcxChannel::onReceived;
   param.user_data = &slot;
   slot.busy = true;
   slot.path = -1;
-  ucs_status_ptr_t request = ucp_tag_recv_nbx(worker_, buffer, bytes, tag, mask, &param);
+  ucs_status_ptr_t request = ucp_tag_recv_nbx(worker, buffer, bytes, tag, mask, &param);
   if (UCS_PTR_IS_ERR(request)) {
     slot.busy = false;
     fail("receive from", UCS_PTR_STATUS(request));
@@ -318,7 +389,8 @@ void UcxChannel::onReceived(void* request, ucs_status_t status, const ucp_tag_re
   slot->request = nullptr;
   if (status == UCS_OK) {
     slot->length = info->length;
-    slot->path = tagPath(info->sender_tag);
+    if (slot->rail >= 0)  // a piece (not a credit)
+      slot->owner->arrived(*slot, info->sender_tag);
   } else if (status != UCS_ERR_CANCELED) {
     slot->owner->fail("receive from", status);
   }
@@ -344,9 +416,10 @@ void UcxChannel::failWith(const std::string& why) {
 }
 
 void UcxChannel::cancelReceives() {
-  for (Slot& s : recvSlots_)
-    if (s.request) ucp_request_cancel(worker_, s.request);
-  if (void* r = creditSlots_[kCreditIn].request) ucp_request_cancel(worker_, r);
+  for (Rail& rail : rails_)
+    for (Slot& s : rail.recvSlots)
+      if (s.request) ucp_request_cancel(rail.worker, s.request);
+  if (void* r = creditSlots_[kCreditIn].request) ucp_request_cancel(rails_[0].worker, r);
 }
 
 void UcxChannel::closeEndpoint() {
@@ -367,8 +440,11 @@ void UcxChannel::closeEndpoint() {
 }
 
 bool UcxChannel::idle() {
-  for (const auto* slots : {&sendSlots_, &recvSlots_, &creditSlots_})
+  for (const auto* slots : {&sendSlots_, &creditSlots_})
     for (const Slot& s : *slots)
+      if (s.busy) return false;
+  for (const Rail& rail : rails_)
+    for (const Slot& s : rail.recvSlots)
       if (s.busy) return false;
   for (void*& request : closeRequests_) {
     if (!request) continue;
@@ -379,12 +455,9 @@ bool UcxChannel::idle() {
   return true;
 }
 
-std::byte* UcxChannel::sendBuffer(uint64_t seq) const {
-  return sendMemory_.data() + (seq % window_) * block_;
-}
-
-std::byte* UcxChannel::recvBuffer(uint64_t seq) const {
-  return recvMemory_.data() + (seq % window_) * block_;
+std::byte* UcxChannel::recvBuffer(const Slot& slot) const {
+  return rails_[static_cast<size_t>(slot.rail)].recvMemory->data() +
+         (slot.railSeq % window_) * block_;
 }
 
 }  // namespace chorus::ucx

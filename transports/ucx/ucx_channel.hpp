@@ -1,25 +1,33 @@
 // One peer's byte stream over UCP tagged messages, striped over several endpoints
 // through src/striping as tcp and verbs are (docs/verbs_striping.md).
 //
-// - Paths: CHORUS_UCX_PATHS endpoints to the peer's worker (each its own UCP endpoint,
-//   so its own connection on UCX's tcp transport). The sender cuts the stream into
-//   pieces of at most config.block bytes, copies each into a registered staging slot and
-//   sends it with the tag (rank, path, piece sequence) on the endpoint that
+// - Rails and paths: one rail per device the transport has a worker for
+//   (CHORUS_UCX_NET_DEVICES; a pair uses as many as the side with fewer has), and
+//   CHORUS_UCX_PATHS endpoints per rail, from this rank's worker on that device to the
+//   peer's worker on its device of the same index (each endpoint its own UCP endpoint, so
+//   its own connection on UCX's tcp transport). A path is one endpoint. The sender cuts
+//   the stream into pieces of at most config.block bytes, copies each into a staging slot
+//   registered with the path's context and sends it on the path that
 //   stripe::PathScheduler picks: the one that would finish it soonest from its backlog
 //   (bytes whose send has not completed) and its drain rate, timed from the send
-//   completions (PathScheduler::onDrained, as verbs). A slow endpoint gets fewer pieces.
-// - The receiver keeps receives posted for the next config.window pieces, each into its
-//   own registered slot, matching (rank, sequence) whatever the path: tag matching lands
-//   each piece in its slot in whatever order the paths deliver. Pieces are then placed,
-//   in sequence order, in a stripe::StreamAssembly (paths = endpoints), which checks each
-//   (length, window, order on its path) and gives the contiguous prefix peek() hands out.
-//   A piece the assembly refuses fails the channel.
+//   completions (PathScheduler::onDrained, as verbs). A slow endpoint or NIC gets fewer
+//   pieces.
+// - A piece's tag carries (rank, path, stream sequence, rail sequence): the rail sequence
+//   counts the pieces sent on that rail. A receive is posted on one worker, so each rail
+//   keeps receives posted for its next config.window rail sequences, each into its own
+//   registered slot, matching whatever the path on the rail; tag matching lands each piece
+//   in its slot in whatever order the paths deliver, and the stream sequence in its tag
+//   says where it goes. Pieces are then placed, in sequence order, in a
+//   stripe::StreamAssembly (paths = endpoints), which checks each (length, window, order
+//   on its path) and gives the contiguous prefix peek() hands out. A piece the assembly
+//   refuses fails the channel.
 // - Credits per stream, not per path: the sender sends piece s only when s < (pieces the
 //   receiver consumed) + window, so neither side ever holds more than window pieces per
-//   peer and UCX never buffers unexpected data. The receiver reports what it consumed on
-//   a separate credit tag (endpoint 0) every window/2 pieces.
-// - Per-endpoint bytes, weights and rates go to stripe::ChannelStats ("ep1"), logged at
-//   INFO as the channel closes.
+//   peer (on any one rail, at most those: each rail's posted receives cover them) and UCX
+//   never buffers unexpected data. The receiver reports what it consumed on a separate
+//   credit tag (rail 0's first endpoint) every window/2 pieces.
+// - Per-endpoint bytes, weights and rates go to stripe::ChannelStats ("ep1", or
+//   "DEVICE:1" with named devices), logged at INFO as the channel closes.
 // trySend/peek/consume take progress.mutex(), which the progress thread holds too.
 #pragma once
 
@@ -33,6 +41,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,10 +60,18 @@ struct UcxConfig {
   static UcxConfig fromEnv();
 };
 
+// One of the transport's devices: its context and worker (both outlive the channels).
+struct Device {
+  std::string name;  // the NET_DEVICES value it was made with; empty: UCX's choice
+  const Context* context = nullptr;
+  Worker* worker = nullptr;
+};
+
 class UcxChannel final : public Channel {
  public:
-  UcxChannel(const Context& context, Worker& worker, Progress& progress, int rank, int peer,
-             const std::string& peerAddress, const UcxConfig& config);
+  // peerAddresses: the peer's worker address per device (its record's order).
+  UcxChannel(std::span<const Device> devices, Progress& progress, int rank, int peer,
+             const std::vector<std::string>& peerAddresses, const UcxConfig& config);
   ~UcxChannel() override = default;
   UcxChannel(const UcxChannel&) = delete;
   UcxChannel& operator=(const UcxChannel&) = delete;
@@ -79,10 +96,22 @@ class UcxChannel final : public Channel {
     void* request = nullptr;     // outstanding UCP request, null when none
     bool busy = false;           // posted and not completed
     int path = -1;               // send: the endpoint it went on; receive: the one it came on
+    int rail = -1;               // receive: the rail it is posted on
+    uint64_t railSeq = 0;        // receive: the rail sequence it is posted for
+    uint64_t seq = 0;            // receive: the stream sequence of the piece that arrived
     size_t length = 0;           // send: bytes sent; receive: bytes that arrived (0: not yet)
     size_t offset = 0;           // receive: bytes consumed so far
     Clock::time_point posted{};  // send: when it was handed to UCX
     uint64_t credit = 0;         // credit slots: the consumed-piece count on the wire
+  };
+  // One device's worker, with this channel's staging memory registered with its context
+  // and the receives posted on it.
+  struct Rail {
+    ucp_worker_h worker = nullptr;
+    std::unique_ptr<MappedMemory> sendMemory;  // window slots, indexed by stream sequence
+    std::unique_ptr<MappedMemory> recvMemory;  // window slots, indexed by rail sequence
+    std::vector<Slot> recvSlots;               // indexed by rail sequence % window
+    uint64_t sent = 0;                         // pieces sent on this rail
   };
   // One endpoint's send-side accounting for the scheduler.
   struct Link {
@@ -97,31 +126,31 @@ class UcxChannel final : public Channel {
   static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
 
   void progressLocked();
+  void arrived(Slot& slot, ucp_tag_t tag);
   int pickPath(size_t bytes, Clock::time_point now);
   void sendDone(Slot& slot);
   void reportDrained(Clock::time_point now);
   void placeArrived();
-  void postReceive(uint64_t seq);
+  void postReceive(int rail, uint64_t railSeq);
   void postCreditReceive();
-  void post(Slot& slot, void* buffer, size_t bytes, ucp_tag_t tag, ucp_tag_t mask, bool registered);
+  void post(Slot& slot, ucp_worker_h worker, void* buffer, size_t bytes, ucp_tag_t tag,
+            ucp_tag_t mask, ucp_mem_h memh);
   void fail(const std::string& what, ucs_status_t status);
   void failWith(const std::string& why);
-  std::byte* sendBuffer(uint64_t seq) const;
-  std::byte* recvBuffer(uint64_t seq) const;
+  std::byte* recvBuffer(const Slot& slot) const;
 
-  ucp_worker_h worker_;
   Progress& progress_;
   int rank_;
   int peer_;
   size_t block_;
   uint64_t window_;
   bool peerErrors_;
-  std::vector<ucp_ep_h> eps_;  // one per path; null once closed
+  int pathsPerRail_;
+  std::vector<Rail> rails_;    // filled once, before any receive is posted: slots stay put
+  std::vector<ucp_ep_h> eps_;  // one per path (path p on rail p / pathsPerRail_); null once closed
   std::vector<void*> closeRequests_;
-  MappedMemory sendMemory_;
-  MappedMemory recvMemory_;
-  std::vector<Slot> sendSlots_;
-  std::vector<Slot> recvSlots_;
+  std::vector<Slot> sendSlots_;    // indexed by stream sequence % window
+  std::vector<Slot*> arrived_;     // the slot holding stream sequence s at s % window, or null
   std::vector<Slot> creditSlots_;  // [0..1] outgoing credits, [2] the posted credit receive
   std::vector<Link> links_;        // one per path
   std::shared_ptr<stripe::ChannelStats> stats_;  // one path per endpoint

@@ -7,7 +7,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <ctime>
 
 namespace chorus::ucx {
 namespace {
@@ -26,8 +28,8 @@ constexpr int kBackOffMs = 1;
 
 }  // namespace
 
-Progress::Progress(Worker& worker, std::function<void()> afterProgress)
-    : worker_(worker), afterProgress_(std::move(afterProgress)) {
+Progress::Progress(std::vector<Worker*> workers, std::function<void()> afterProgress)
+    : workers_(std::move(workers)), afterProgress_(std::move(afterProgress)) {
   stopFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stopFd_ < 0) throwSystemError("ucx: eventfd");
 }
@@ -55,9 +57,31 @@ bool Progress::drain() {
   // hang under SCHED_FIFO with two endpoints per peer, docs/verbs_striping.md) must not
   // keep a caller from its deadline. Left-over events make ucp_worker_arm say BUSY, so the
   // caller comes back for them.
-  for (int calls = 0; calls < kMostProgressPerDrain && worker_.progress(); ++calls) any = true;
+  for (Worker* worker : workers_)
+    for (int calls = 0; calls < kMostProgressPerDrain && worker->progress(); ++calls) any = true;
   if (any) afterProgress_();
   return any;
+}
+
+ucs_status_t Progress::arm() {
+  for (Worker* worker : workers_) {
+    ucs_status_t status = ucp_worker_arm(worker->get());
+    if (status != UCS_OK) return status;
+  }
+  return UCS_OK;
+}
+
+bool Progress::sleep(std::chrono::nanoseconds timeout, int stopFd) const noexcept {
+  std::vector<pollfd> fds;
+  fds.reserve(workers_.size() + 1);
+  if (stopFd >= 0) fds.push_back({stopFd, POLLIN, 0});
+  for (const Worker* worker : workers_) fds.push_back({worker->eventFd(), POLLIN, 0});
+  const auto ns = std::max<int64_t>(0, timeout.count());
+  timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+  // An error (EINTR; the others cannot happen with these arguments) ends the sleep early:
+  // every caller loops to its own deadline.
+  if (::ppoll(fds.data(), fds.size(), &ts, nullptr) < 0) return false;
+  return stopFd >= 0 && (fds[0].revents & POLLIN) != 0;
 }
 
 void Progress::run() {
@@ -66,10 +90,10 @@ void Progress::run() {
     auto away = Clock::time_point(Clock::duration(engineUntil_.load(std::memory_order_relaxed))) +
                 kHandOver;
     auto now = Clock::now();
-    pollfd fds[2] = {{stopFd_, POLLIN, 0}, {worker_.eventFd(), POLLIN, 0}};
+    pollfd stop{stopFd_, POLLIN, 0};
     if (now < away) {  // the engine is driving: wait for it to leave (or for stop)
       auto ms = std::chrono::ceil<std::chrono::milliseconds>(away - now).count();
-      ::poll(fds, 1, static_cast<int>(ms));
+      ::poll(&stop, 1, static_cast<int>(ms));
       continue;
     }
     ucs_status_t status;
@@ -77,7 +101,7 @@ void Progress::run() {
     {
       std::lock_guard lock(mutex_);
       progressed = drain();
-      status = ucp_worker_arm(worker_.get());
+      status = arm();
     }
     // The worker's fd can stay readable while ucp_worker_progress finds nothing to do (an
     // event that UCX's own async thread handles). Polling it again at once is a busy loop,
@@ -88,7 +112,7 @@ void Progress::run() {
     // block on the stop fd alone for a moment.
     emptyWakes = progressed ? 0 : emptyWakes + 1;
     if (emptyWakes > kMostEmptyWakes) {
-      ::poll(fds, 1, kBackOffMs);
+      ::poll(&stop, 1, kBackOffMs);
       emptyWakes = 0;
       continue;
     }
@@ -96,8 +120,10 @@ void Progress::run() {
     // Any other error: the engine's next call reports it; keep the thread alive but slow.
     if (status == UCS_ERR_BUSY)
       sched_yield();
+    else if (status == UCS_OK)
+      sleep(std::chrono::milliseconds(kSleepMs), stopFd_);
     else
-      ::poll(fds, status == UCS_OK ? 2 : 1, kSleepMs);
+      ::poll(&stop, 1, kSleepMs);
   }
 }
 

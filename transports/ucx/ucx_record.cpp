@@ -7,7 +7,7 @@
 namespace chorus::ucx {
 namespace {
 
-constexpr uint64_t kMagic = 0x3178637553524843ull;  // "CHRSucx1"
+constexpr uint64_t kMagic = 0x3278637553524843ull;  // "CHRSucx2"
 
 struct Header {
   uint64_t magic;
@@ -16,8 +16,10 @@ struct Header {
   int32_t nranks;
   int32_t peerErrors;
   int32_t paths;
+  int32_t devices;
+  int32_t reserved;
 };
-static_assert(sizeof(Header) == 32);
+static_assert(sizeof(Header) == 40);
 
 std::string describe(int nranks, uint64_t block, int window, bool peerErrors, int paths) {
   return "nranks=" + std::to_string(nranks) + " CHORUS_UCX_BLOCK=" + std::to_string(block) +
@@ -28,28 +30,58 @@ std::string describe(int nranks, uint64_t block, int window, bool peerErrors, in
 
 }  // namespace
 
-std::vector<std::byte> encodeRecord(const RecordSettings& ours, std::string_view workerAddress) {
-  Header h{kMagic, ours.block, ours.window, ours.nranks, ours.peerErrors ? 1 : 0, ours.paths};
-  std::vector<std::byte> out(sizeof(h) + workerAddress.size());
+std::vector<std::byte> encodeRecord(const RecordSettings& ours,
+                                    std::span<const std::string> workerAddresses) {
+  Header h{kMagic,
+           ours.block,
+           ours.window,
+           ours.nranks,
+           ours.peerErrors ? 1 : 0,
+           ours.paths,
+           static_cast<int32_t>(workerAddresses.size()),
+           0};
+  std::vector<std::byte> out(sizeof(h));
   std::memcpy(out.data(), &h, sizeof(h));
-  if (!workerAddress.empty())
-    std::memcpy(out.data() + sizeof(h), workerAddress.data(), workerAddress.size());
+  for (const std::string& address : workerAddresses) {
+    const auto length = static_cast<uint32_t>(address.size());
+    const size_t at = out.size();
+    out.resize(at + sizeof(length) + address.size());
+    std::memcpy(out.data() + at, &length, sizeof(length));
+    if (!address.empty()) std::memcpy(out.data() + at + sizeof(length), address.data(), length);
+  }
   return out;
 }
 
-std::string decodeRecord(std::span<const std::byte> record, int peer, int rank,
-                         const RecordSettings& ours) {
+std::vector<std::string> decodeRecord(std::span<const std::byte> record, int peer, int rank,
+                                      const RecordSettings& ours) {
+  auto bad = [&](const char* why) {
+    return Error(Result::InternalError, std::string("ucx: bad worker address record from rank ") +
+                                            std::to_string(peer) + " (" + why + ")");
+  };
   Header h{};
   if (record.size() > sizeof(h)) std::memcpy(&h, record.data(), sizeof(h));
-  if (h.magic != kMagic || h.paths < 1 || h.paths > 64 || (h.peerErrors != 0 && h.peerErrors != 1))
-    throw Error(Result::InternalError, "ucx: bad worker address from rank " + std::to_string(peer));
+  if (h.magic != kMagic || h.paths < 1 || h.paths > 64 ||
+      (h.peerErrors != 0 && h.peerErrors != 1) || h.devices < 1 || h.devices > kMostDevices ||
+      h.reserved != 0)
+    throw bad("header");
   std::string theirs = describe(h.nranks, h.block, h.window, h.peerErrors != 0, h.paths);
   std::string mine = describe(ours.nranks, ours.block, ours.window, ours.peerErrors, ours.paths);
   if (theirs != mine)
     throw Error(Result::InvalidUsage, "ucx: rank " + std::to_string(peer) + " uses " + theirs +
                                           " but rank " + std::to_string(rank) + " uses " + mine);
-  return std::string(reinterpret_cast<const char*>(record.data()) + sizeof(h),
-                     record.size() - sizeof(h));
+  std::vector<std::string> addresses;
+  size_t at = sizeof(h);
+  for (int d = 0; d < h.devices; ++d) {
+    uint32_t length = 0;
+    if (record.size() - at < sizeof(length)) throw bad("truncated");
+    std::memcpy(&length, record.data() + at, sizeof(length));
+    at += sizeof(length);
+    if (length == 0 || record.size() - at < length) throw bad("address length");
+    addresses.emplace_back(reinterpret_cast<const char*>(record.data()) + at, length);
+    at += length;
+  }
+  if (at != record.size()) throw bad("bytes after the last address");
+  return addresses;
 }
 
 }  // namespace chorus::ucx

@@ -1,6 +1,7 @@
 // The ucx transport's connection record, apart from UCX so that it can be fuzzed
 // (tests/fuzz/ucx_record_fuzz.cpp): what each rank publishes under "ucx/<rank>" in the
-// store, its settings followed by its UCP worker address.
+// store, its settings followed by the address of each of its UCP workers (one per device,
+// CHORUS_UCX_NET_DEVICES).
 #pragma once
 
 #include <cstddef>
@@ -22,13 +23,20 @@ struct RecordSettings {
   int paths = 1;            // CHORUS_UCX_PATHS
 };
 
-// magic[8] | block u64 | window i32 | nranks i32 | peerErrors i32 | paths i32 | address:
-// the fields as laid out in memory (both ends are the same build).
-std::vector<std::byte> encodeRecord(const RecordSettings& ours, std::string_view workerAddress);
-// The worker address in rank `peer`'s record. Throws Error(InternalError) for a record
-// that is not one (bad magic or reserved field, no address), Error(InvalidUsage) naming
-// both ranks' settings when they differ from `ours`.
-std::string decodeRecord(std::span<const std::byte> record, int peer, int rank,
-                         const RecordSettings& ours);
+// Most workers (devices) a rank publishes.
+inline constexpr int kMostDevices = 64;
+
+// magic[8] | block u64 | window i32 | nranks i32 | peerErrors i32 | paths i32 | devices i32 |
+// reserved i32 (0) | devices x (length u32 | address): the fields as laid out in memory
+// (both ends are the same build). Ranks may differ in their device count (a pair uses the
+// smaller), not in the settings above.
+std::vector<std::byte> encodeRecord(const RecordSettings& ours,
+                                    std::span<const std::string> workerAddresses);
+// The worker addresses in rank `peer`'s record, one per device (at least one). Throws
+// Error(InternalError) for a record that is not one (bad magic or reserved field, no or
+// empty address, bytes left over), Error(InvalidUsage) naming both ranks' settings when
+// they differ from `ours`.
+std::vector<std::string> decodeRecord(std::span<const std::byte> record, int peer, int rank,
+                                      const RecordSettings& ours);
 
 }  // namespace chorus::ucx

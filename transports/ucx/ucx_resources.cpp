@@ -10,10 +10,17 @@ void throwStatus(const std::string& what, ucs_status_t status) {
   throw Error(Result::SystemError, "ucx: " + what + ": " + ucs_status_string(status));
 }
 
-Context::Context(int estimatedEndpoints) {
+Context::Context(int estimatedEndpoints, const std::string& netDevices) {
   ucp_config_t* config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
   if (status != UCS_OK) throwStatus("reading the UCX configuration", status);
+  if (!netDevices.empty()) {
+    status = ucp_config_modify(config, "NET_DEVICES", netDevices.c_str());
+    if (status != UCS_OK) {
+      ucp_config_release(config);
+      throwStatus("NET_DEVICES='" + netDevices + "'", status);
+    }
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS |
                       UCP_PARAM_FIELD_MT_WORKERS_SHARED;

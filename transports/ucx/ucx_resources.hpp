@@ -1,6 +1,6 @@
-// RAII owners of the UCP objects the UCX transport uses: the context (features: tag
-// matching and wake-up), one worker (serialized: one engine thread drives it), and
-// memory mapped through ucp_mem_map for the staging buffers.
+// RAII owners of the UCP objects the UCX transport uses: a context (features: tag
+// matching and wake-up) and a worker (serialized: one engine thread drives it) per device
+// (CHORUS_UCX_NET_DEVICES), and memory mapped through ucp_mem_map for the staging buffers.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -15,7 +15,9 @@ namespace chorus::ucx {
 
 class Context {
  public:
-  explicit Context(int estimatedEndpoints);
+  // netDevices: UCX's NET_DEVICES for this context (e.g. "rail0" or "mlx5_0:1"); empty:
+  // UCX's configuration (UCX_NET_DEVICES or all devices).
+  Context(int estimatedEndpoints, const std::string& netDevices);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

@@ -1,9 +1,12 @@
-// The UCX transport: one UCP context and worker per communicator, a UcxChannel per peer
-// (CHORUS_UCX_PATHS endpoints to its worker, striped: ucx_channel.hpp; worker addresses
-// exchanged through the store), a wait that sleeps on the worker's event fd
-// (ucp_worker_arm + poll) until the deadline, and a progress thread for the time the
-// engine is away (ucx_progress.hpp).
+// The UCX transport: per communicator one UCP context and worker per device
+// (CHORUS_UCX_NET_DEVICES: each context limited to one NIC, so each NIC is a rail the
+// striping layer steers between, as verbs rails are; default one worker on UCX's own
+// choice), a UcxChannel per peer (CHORUS_UCX_PATHS endpoints per rail, striped:
+// ucx_channel.hpp; worker addresses exchanged through the store), a wait that sleeps on
+// the workers' event fds (ucp_worker_arm + poll) until the deadline, and a progress thread
+// for the time the engine is away (ucx_progress.hpp).
 #include "errors.hpp"
+#include "net/socket.hpp"
 #include "settings/settings.hpp"
 #include "store/store.hpp"
 #include "transports/transport.hpp"
@@ -31,31 +34,68 @@ constexpr int kMaxRanks = 1 << 23;  // the rank field of a tag
 constexpr auto kWaitSlice = std::chrono::milliseconds(10);
 constexpr auto kCloseTime = std::chrono::seconds(2);
 
+// CHORUS_UCX_NET_DEVICES: the NET_DEVICES value of each worker's context. Empty: one
+// worker, UCX's choice. `auto`: one per interface CHORUS_SOCKET_IFNAME selects (the NICs
+// tcp stripes over; UCX's tcp transport knows them by name), or UCX's choice when that
+// finds fewer than two. Otherwise a comma-separated list (UCX names, e.g. `mlx5_0:1`);
+// `+` joins devices that one worker shares (`mlx5_0:1+mlx5_1:1`, as UCX's own comma).
+std::vector<std::string> netDevices() {
+  const std::string spec = settings::text("CHORUS_UCX_NET_DEVICES");
+  std::vector<std::string> devices;
+  if (spec == "auto") {
+    for (const net::Interface& i : net::findInterfaces(settings::text("CHORUS_SOCKET_IFNAME")))
+      if (std::find(devices.begin(), devices.end(), i.name) == devices.end())
+        devices.push_back(i.name);
+    if (devices.size() < 2) devices.clear();
+  } else {
+    size_t at = 0;
+    while (at <= spec.size() && !spec.empty()) {
+      size_t comma = std::min(spec.find(',', at), spec.size());
+      std::string name = spec.substr(at, comma - at);
+      std::replace(name.begin(), name.end(), '+', ',');
+      if (name.empty()) throwInvalid("CHORUS_UCX_NET_DEVICES='" + spec + "': an empty device name");
+      devices.push_back(name);
+      at = comma + 1;
+    }
+  }
+  if (devices.empty()) devices.emplace_back();
+  if (devices.size() > static_cast<size_t>(ucx::kMostDevices))
+    throwInvalid("CHORUS_UCX_NET_DEVICES: at most " + std::to_string(ucx::kMostDevices) +
+                 " devices");
+  return devices;
+}
+
 class UcxTransport final : public Transport {
  public:
   explicit UcxTransport(const TransportContext& ctx)
-      : rank_(ctx.rank),
-        nranks_(ctx.nranks),
-        config_(ucx::UcxConfig::fromEnv()),
-        context_(std::max(1, ctx.nranks - 1) * config_.paths),
-        worker_(context_),
-        progress_(worker_, [this] {
-          for (auto& c : channels_) {
-            if (c) c->flushCredit();
-          }
-        }) {
+      : rank_(ctx.rank), nranks_(ctx.nranks), config_(ucx::UcxConfig::fromEnv()) {
     if (nranks_ > kMaxRanks) throwInvalid("ucx: at most 2^23 ranks");
+    const std::vector<std::string> names = netDevices();
+    std::vector<ucx::Worker*> workers;
+    for (const std::string& name : names) {
+      contexts_.push_back(
+          std::make_unique<ucx::Context>(std::max(1, ctx.nranks - 1) * config_.paths, name));
+      workers_.push_back(std::make_unique<ucx::Worker>(*contexts_.back()));
+      devices_.push_back({name, contexts_.back().get(), workers_.back().get()});
+      workers.push_back(workers_.back().get());
+    }
+    progress_ = std::make_unique<ucx::Progress>(std::move(workers), [this] {
+      for (auto& c : channels_) {
+        if (c) c->flushCredit();
+      }
+    });
     channels_.resize(nranks_);
     if (nranks_ == 1) return;
     if (ctx.store == nullptr) throwInvalid("ucx: no store to rendezvous through");
-    ctx.store->set("ucx/" + std::to_string(rank_),
-                   ucx::encodeRecord(settings(), worker_.address()));
+    std::vector<std::string> addresses;
+    for (const auto& worker : workers_) addresses.push_back(worker->address());
+    ctx.store->set("ucx/" + std::to_string(rank_), ucx::encodeRecord(settings(), addresses));
     try {
       for (int p = 0; p < nranks_; ++p) {
         if (p == rank_) continue;
-        std::string address = peerAddress(ctx, p);
-        channels_[p] = std::make_unique<ucx::UcxChannel>(context_, worker_, progress_, rank_, p,
-                                                         address, config_);
+        std::vector<std::string> theirs = peerAddresses(ctx, p);
+        channels_[p] =
+            std::make_unique<ucx::UcxChannel>(devices_, *progress_, rank_, p, theirs, config_);
       }
     } catch (...) {
       close();
@@ -63,7 +103,7 @@ class UcxTransport final : public Transport {
     }
     // CHORUS_UCX_PROGRESS_THREAD=0 turns the thread off (to measure without it); bytes
     // then move only while the engine calls in.
-    if (settings::boolean("CHORUS_UCX_PROGRESS_THREAD")) progress_.start();
+    if (settings::boolean("CHORUS_UCX_PROGRESS_THREAD")) progress_->start();
   }
 
   ~UcxTransport() override { close(); }
@@ -83,16 +123,16 @@ class UcxTransport final : public Transport {
 
   void wait(uint64_t, Deadline deadline) override {
     const Deadline until = std::min(deadline, Clock::now() + kWaitSlice);
-    progress_.engineActive(until);  // the progress thread stays out meanwhile
+    progress_->engineActive(until);  // the progress thread stays out meanwhile
     ucs_status_t status = UCS_ERR_BUSY;
     {
-      std::lock_guard lock(progress_.mutex());
-      if (!progress_.drain()) status = ucp_worker_arm(worker_.get());
+      std::lock_guard lock(progress_->mutex());
+      if (!progress_->drain()) status = progress_->arm();
     }
     if (status == UCS_OK) {
-      sleep(until);
-      std::lock_guard lock(progress_.mutex());
-      progress_.drain();
+      progress_->sleep(std::max(until - Clock::now(), Clock::duration::zero()));
+      std::lock_guard lock(progress_->mutex());
+      progress_->drain();
     } else if (status != UCS_ERR_BUSY) {
       ucx::throwStatus("ucp_worker_arm", status);
     }
@@ -103,7 +143,7 @@ class UcxTransport final : public Transport {
   }
 
  private:
-  std::string peerAddress(const TransportContext& ctx, int peer) {
+  std::vector<std::string> peerAddresses(const TransportContext& ctx, int peer) {
     std::vector<std::byte> value;
     try {
       value = ctx.store->get("ucx/" + std::to_string(peer), ctx.deadline);
@@ -119,18 +159,10 @@ class UcxTransport final : public Transport {
     return {config_.block, config_.window, nranks_, config_.peerErrors, config_.paths};
   }
 
-  void sleep(Deadline until) {
-    auto left = std::max(until - Clock::now(), Clock::duration::zero());
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
-    timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
-    pollfd fd{worker_.eventFd(), POLLIN, 0};
-    if (::ppoll(&fd, 1, &ts, nullptr) < 0 && errno != EINTR) throwSystemError("ucx: poll");
-  }
-
   // Cancels every receive, force-closes every endpoint (outstanding sends complete as
   // cancelled) and progresses until UCX has let go of our buffers, for at most kCloseTime.
   void close() noexcept {
-    progress_.stop();
+    if (progress_) progress_->stop();
     for (auto& c : channels_) {
       if (c) c->cancelReceives();
     }
@@ -142,19 +174,22 @@ class UcxTransport final : public Transport {
       bool idle =
           std::all_of(channels_.begin(), channels_.end(), [](auto& c) { return !c || c->idle(); });
       if (idle || Clock::now() >= until) break;
-      if (!worker_.progress()) sched_yield();
+      bool any = false;
+      for (auto& worker : workers_) any = worker->progress() || any;
+      if (!any) sched_yield();
     }
   }
 
   int rank_;
   int nranks_;
   ucx::UcxConfig config_;
-  // Destroyed in reverse: the worker before the channels' registered memory, so no UCP
-  // request can outlive the buffers it points into; the context last.
-  ucx::Context context_;
+  // Destroyed in reverse: the workers before the channels' registered memory, so no UCP
+  // request can outlive the buffers it points into; the contexts last.
+  std::vector<std::unique_ptr<ucx::Context>> contexts_;
   std::vector<std::unique_ptr<ucx::UcxChannel>> channels_;  // null for this rank
-  ucx::Worker worker_;
-  ucx::Progress progress_;  // stopped first: it uses the worker and the channels
+  std::vector<std::unique_ptr<ucx::Worker>> workers_;
+  std::vector<ucx::Device> devices_;
+  std::unique_ptr<ucx::Progress> progress_;  // stopped first: it uses the workers and channels
 };
 
 }  // namespace

@@ -89,3 +89,8 @@ foreach(_case "4;2;peer" "4;0;peer" "3;1;peer" "5;4;peer" "4;2;none")
     $<TARGET_FILE:chorus_kill_test> --transport ucx --ranks ${_n} --victim ${_victim})
   set_tests_properties(${_name} PROPERTIES RUN_SERIAL TRUE ENVIRONMENT CHORUS_UCX_ERR_MODE=${_mode})
 endforeach()
+# The same with two workers per rank (two rails): the dead peer's endpoints on both fail.
+chorus_ucx_test(ucx.kill.np4.victim2.two_workers 120
+  $<TARGET_FILE:chorus_kill_test> --transport ucx --ranks 4 --victim 2)
+set_tests_properties(ucx.kill.np4.victim2.two_workers
+  PROPERTIES RUN_SERIAL TRUE ENVIRONMENT CHORUS_UCX_NET_DEVICES=lo,lo)

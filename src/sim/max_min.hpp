@@ -16,4 +16,17 @@ namespace chorus::sim {
 std::vector<double> maxMinRates(std::span<const int> links, std::span<const size_t> begin,
                                 std::span<const double> capacity);
 
+// The flows as a fluid, started together: transfer t carries bytes[t] over its flows (the
+// f with transferOf[f] == t: its QPs, striped adaptively, so its rate is their rates'
+// sum), the flows share the links max-min fairly, and whenever transfers finish the others'
+// shares are solved again (progressive filling at every completion): a flow that shared a
+// link with one that ended speeds up. Returns every transfer's finish time (us): 0 for one
+// of no bytes, +infinity for one that gets no rate. Transfers finishing within a relative
+// 1e-9 of each other finish together. One flow a transfer and equal bytes left: the shares
+// hold to the end (max-min's allocation stays max-min fair as the fastest flows leave), so
+// the last solve is the last: bytes / maxMinRates.
+std::vector<double> maxMinFinish(std::span<const int> links, std::span<const size_t> begin,
+                                 std::span<const double> capacity, std::span<const int> transferOf,
+                                 std::span<const double> bytes);
+
 }  // namespace chorus::sim

@@ -63,6 +63,8 @@ std::vector<double> maxMinFinish(std::span<const int> links, std::span<const siz
                                  std::span<const double> capacity, std::span<const int> transferOf,
                                  std::span<const double> bytes) {
   constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  constexpr int kSolves = kFluidSolves;
+  constexpr double kTogether = kFluidTogether;
   const size_t flows = begin.empty() ? 0 : begin.size() - 1, transfers = bytes.size();
   std::vector<double> finish(transfers, 0), left(bytes.begin(), bytes.end()), rate(transfers);
   std::vector<int> flowsOf(transfers, 0);
@@ -76,6 +78,7 @@ std::vector<double> maxMinFinish(std::span<const int> links, std::span<const siz
   std::vector<size_t> subBegin;
   std::vector<char> running(transfers, 0);
   double now = 0;
+  int solves = 0;
   while (!active.empty()) {
     subLinks.clear();
     subBegin.assign(1, 0);
@@ -90,6 +93,9 @@ std::vector<double> maxMinFinish(std::span<const int> links, std::span<const siz
     }
     for (size_t i = 0; i < active.size(); ++i) rate[transferOf[active[i]]] += share[i];
     // The next completion; with one flow a transfer and equal bytes left, the last one.
+    // After kSolves solves the rest keep their shares to the end (a bound on the cost: a
+    // full replay's step of 100,000 flows may have as many distinct shares).
+    const bool last = ++solves >= kSolves;
     double step = kInfinity, first = -1;
     bool equal = single;
     for (const int f : active) {
@@ -105,7 +111,7 @@ std::vector<double> maxMinFinish(std::span<const int> links, std::span<const siz
       if (!running[t]) continue;
       running[t] = 0;
       const double need = rate[t] > 0 ? left[t] / rate[t] : kInfinity;
-      if (equal || need == kInfinity || need <= step * (1 + 1e-9)) {
+      if (equal || last || need == kInfinity || need <= step * (1 + kTogether)) {
         finish[t] = now + need;
         left[t] = 0;
       } else {

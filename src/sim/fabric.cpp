@@ -111,6 +111,7 @@ const std::map<std::string, Setter>& setters() {
     add("host_load", &Fabric::hostLoad);
     add("transport_gbps", &Fabric::transportGBps);
     add("seed", &Fabric::seed);
+    add("fluid", &Fabric::fluid);
     t["name"] = [](Fabric& f, const std::string& v) {
       f.name = v;
       return !v.empty();

@@ -64,6 +64,10 @@ struct Fabric {
   // 0: the transport costs no CPU (GPUs: RDMA and NVLink copy engines).
   double transportGBps = 0;
   unsigned seed = 1;  // ECMP hash seed
+  // How a step's flows share the links (sim/fabric_network.hpp): 1 (fluid): max-min fair
+  // shares solved again whenever a flow ends, so the others speed up; 0: each flow keeps
+  // its first max-min share for its whole message (the model before).
+  bool fluid = true;
 
   int gpus() const { return nodes * gpusPerNode; }
   // The share of its copy and reduce rates each rank gets (hostCores).

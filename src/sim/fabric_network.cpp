@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <queue>
 
 namespace chorus::sim {
@@ -123,12 +125,16 @@ std::vector<FabricNetwork::FlowRate> FabricNetwork::shareLinks(std::span<const F
   // Sub-flows (one per QP between nodes) and the links they cross, densely numbered.
   std::vector<Path> subs;
   std::vector<int> owner;
+  // Whether the fluid can differ from the first shares: messages of different sizes.
+  bool dynamic = false, sized = false;
   for (size_t i = 0; i < flows.size(); ++i) {
     const Flow& fl = flows[i];
     if (fl.from < 0 || fl.to < 0 || fl.from >= gpus_ || fl.to >= gpus_ || fl.from == fl.to)
       throwInvalid("fabric flow " + std::to_string(fl.from) + " -> " + std::to_string(fl.to) +
                    " outside the fabric's " + std::to_string(gpus_) + " GPUs");
     const bool sameNode = fl.from / fabric_.gpusPerNode == fl.to / fabric_.gpusPerNode;
+    dynamic = dynamic || fl.bytes != flows[0].bytes;
+    sized = sized || fl.bytes > 0;
     for (int q = 0; q < (sameNode ? 1 : fabric_.qps); ++q) {
       subs.push_back(pathOf(fl.from, fl.to, q));
       owner.push_back(static_cast<int>(i));
@@ -140,12 +146,24 @@ std::vector<FabricNetwork::FlowRate> FabricNetwork::shareLinks(std::span<const F
     links.insert(links.end(), p.links, p.links + p.count);
     begin.push_back(links.size());
   }
-  const std::vector<double> rate = maxMinRates(links, begin, capacity_);
   std::vector<FlowRate> result(flows.size(), {0, 0});
-  for (size_t s = 0; s < subs.size(); ++s) {
-    result[owner[s]].bytesPerUs += rate[s];
+  for (size_t s = 0; s < subs.size(); ++s)
     result[owner[s]].latencyUs = std::max(result[owner[s]].latencyUs, subs[s].latencyUs);
+  if (fabric_.fluid && dynamic && sized) {
+    // As a fluid: each message's bytes over its QPs, shares solved again as messages end;
+    // its rate is what it averaged (bytes / finish). With one size (or none given) the
+    // first shares hold to the end (sim/max_min.hpp): one solve. (Not quite with QPs: a
+    // message's QPs may speed up as other messages' end; one solve there too.)
+    std::vector<double> bytes(flows.size());
+    for (size_t i = 0; i < flows.size(); ++i) bytes[i] = flows[i].bytes;
+    const std::vector<double> finish = maxMinFinish(links, begin, capacity_, owner, bytes);
+    for (size_t i = 0; i < flows.size(); ++i)
+      result[i].bytesPerUs =
+          finish[i] > 0 ? bytes[i] / finish[i] : std::numeric_limits<double>::infinity();
+    return result;
   }
+  const std::vector<double> rate = maxMinRates(links, begin, capacity_);
+  for (size_t s = 0; s < subs.size(); ++s) result[owner[s]].bytesPerUs += rate[s];
   return result;
 }
 
@@ -197,10 +215,36 @@ uint64_t FabricNetwork::classKey(int from, int to) const {
 std::shared_ptr<const FabricNetwork::ClassTable> FabricNetwork::solve(const Traffic& traffic,
                                                                       int ordinal) {
   std::vector<Flow> reps = traffic.ordinals[ordinal];
+  // Sizes within kSizeTolerance below a larger one count as that one (its bytes; each
+  // message then takes its own bytes at the rate found): a ring step's chunks of c and
+  // c + 1 elements are one size, so the step is one solve, and one pattern for every such
+  // step. Groups from the largest size down; the replayed flows carry every size there is.
+  if (fabric_.fluid) {
+    std::vector<double> sizes;
+    for (const Flow& f : reps) sizes.push_back(f.bytes);
+    std::sort(sizes.begin(), sizes.end(), std::greater<>());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    std::vector<double> group(sizes.size());
+    for (size_t i = 0; i < sizes.size(); ++i)
+      group[i] = i > 0 && sizes[i] >= group[i - 1] * (1 - kSizeTolerance) ? group[i - 1] : sizes[i];
+    for (Flow& f : reps) {
+      const auto at = std::lower_bound(sizes.begin(), sizes.end(), f.bytes, std::greater<>());
+      f.bytes = group[at - sizes.begin()];
+    }
+    if (group.size() <= 1 || group.back() == group.front())
+      for (Flow& f : reps) f.bytes = 0;  // one size: the first shares hold, whatever it is
+  }
   std::sort(reps.begin(), reps.end());
   std::vector<int64_t> key = {traffic.nranks, traffic.replayedRanks,
                               static_cast<int64_t>(traffic.symmetry)};
-  for (const Flow& f : reps) key.push_back(int64_t(f.from) << 32 | uint32_t(f.to));
+  for (const Flow& f : reps) {
+    key.push_back(int64_t(f.from) << 32 | uint32_t(f.to));
+    if (f.bytes > 0) {  // fluid shares depend on the bytes
+      int64_t bits;
+      std::memcpy(&bits, &f.bytes, sizeof bits);
+      key.push_back(bits);
+    }
+  }
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   // Every rank's flow: the replayed ranks' and their shifted (turned) copies, in one order.
   std::vector<Flow> flows;
@@ -214,11 +258,12 @@ std::shared_ptr<const FabricNetwork::ClassTable> FabricNetwork::solve(const Traf
     if (turn) {
       const int k = m * unit_, G = traffic.perNode;
       for (const Flow& f : reps)
-        flows.push_back({rotateLocal(f.from, k, G), rotateLocal(f.to, k, G)});
+        flows.push_back({rotateLocal(f.from, k, G), rotateLocal(f.to, k, G), f.bytes});
       continue;
     }
     const int shift = m * traffic.replayedRanks;
-    for (const Flow& f : reps) flows.push_back({f.from + shift, wrapRank(f.to + shift, nranks_)});
+    for (const Flow& f : reps)
+      flows.push_back({f.from + shift, wrapRank(f.to + shift, nranks_), f.bytes});
   }
   std::sort(flows.begin(), flows.end());
   const std::vector<FlowRate> rates = shareLinks(flows);

@@ -5,8 +5,13 @@
 //   NIC's plus one hop per switch on the path.
 // - Sharing: the messages with the same send ordinal (every rank's k-th message: one step
 //   of the collective) are the flows of that step. They share every link max-min fairly
-//   (progressive filling). ECMP hashes each flow (each of its `qps` sub-flows when a
-//   transfer is striped) onto one of the equal-cost uplinks, so flows collide.
+//   (progressive filling), as a fluid (Fabric::fluid, the default): the messages start
+//   together, each with its bytes, and whenever some end the others' shares are solved
+//   again, so a message that shared a link with a shorter one speeds up when it ends; a
+//   message's rate is what it averaged (bytes / its finish). Sizes within kSizeTolerance
+//   count as one, and with one size the first shares hold to the end (one solve). ECMP hashes each
+//   flow (each of its `qps` sub-flows when a transfer is striped) onto one of the equal-cost
+//   uplinks, so flows collide.
 // - A step's flows of one class (the same node distance and local-index distance, from a
 //   GPU whose local index is the same modulo the rotation unit: the same transfer shifted
 //   by whole nodes, or turned within the nodes by whole NICs) run at the class's slowest
@@ -43,6 +48,10 @@ LinkClasses tunerLinks(const Fabric& fabric);
 class FabricNetwork final : public NetworkModel {
  public:
   explicit FabricNetwork(Fabric fabric);
+
+  // Message sizes of one step within this fraction below a larger one are taken as that
+  // one by the fluid solve (Fabric::fluid).
+  static constexpr double kSizeTolerance = 1.0 / 64;
 
   const Fabric& fabric() const { return fabric_; }
   int ports() const override { return 2; }  // 0: NVLink, 1: the NIC

@@ -39,6 +39,9 @@ struct NicPlace {
 
 struct Flow {
   int from, to;
+  // The message's wire bytes (what a fluid flow model times, FabricNetwork's); 0: not
+  // given (the flows then keep their first max-min shares).
+  double bytes = 0;
   auto operator<=>(const Flow&) const = default;
 };
 

@@ -330,7 +330,7 @@ class Replay {
         if (n.ordinal < 0) continue;
         if (traffic.ordinals.size() <= static_cast<size_t>(n.ordinal))
           traffic.ordinals.resize(n.ordinal + 1);
-        traffic.ordinals[n.ordinal].push_back({n.rank, n.peer});
+        traffic.ordinals[n.ordinal].push_back({n.rank, n.peer, wireBytes(n)});
       }
       net_.prepare(traffic);
     }

@@ -1,7 +1,9 @@
 // The fabric model: max-min fair sharing on hand-worked cases, ECMP collisions and what
 // striping over more QPs does to them, oversubscription, fabric files, and the published
 // single-node figure (8x H100 ring all-reduce ~370 GB/s busbw with NVLink at 450 GB/s).
+#include "algorithms/steps.hpp"
 #include "sim/fabric_network.hpp"
+#include "sim/max_min.hpp"
 #include "sim/simulate.hpp"
 
 #include <gtest/gtest.h>
@@ -41,6 +43,67 @@ TEST(SimFabric, MaxMinSharesTheBottleneckFairly) {
   Fabric slow = star(2);
   slow.pcieGBps = 20;
   EXPECT_DOUBLE_EQ(FabricNetwork(slow).shareLinks(std::vector<Flow>{{0, 1}})[0].bytesPerUs, 20000);
+}
+
+// Flows as a fluid (Fabric::fluid): shares are solved again whenever a message ends, so
+// the one left on a shared link speeds up. One link of 100 B/us: a 200-byte and a 100-byte
+// transfer each get 50; the short one ends at 2 us, and the long one's last 100 bytes run
+// alone at 100: it ends at 3 us (its first share to the end would give 4). Striped: a
+// 400-byte transfer over two flows (links 0 and 1) beside a 100-byte one on link 0 runs at
+// 50 + 100 until 2 us, then 200: 2.5 us (3.33... at its first rates). Equal bytes: the first
+// shares hold.
+TEST(SimFabric, FluidFlowSpeedsUpWhenItsSharerEnds) {
+  const double capacity[] = {100, 100};
+  {
+    const int links[] = {0, 0};
+    const size_t begin[] = {0, 1, 2};
+    const int transfer[] = {0, 1};
+    const double bytes[] = {200, 100};
+    const std::vector<double> t = maxMinFinish(links, begin, capacity, transfer, bytes);
+    ASSERT_EQ(t.size(), 2u);
+    EXPECT_DOUBLE_EQ(t[0], 3);
+    EXPECT_DOUBLE_EQ(t[1], 2);
+    const double same[] = {100, 100};
+    EXPECT_EQ(maxMinFinish(links, begin, capacity, transfer, same), (std::vector<double>{2, 2}));
+  }
+  {
+    const int links[] = {0, 1, 0};
+    const size_t begin[] = {0, 1, 2, 3};
+    const int transfer[] = {0, 0, 1};
+    const double bytes[] = {400, 100};
+    const std::vector<double> t = maxMinFinish(links, begin, capacity, transfer, bytes);
+    EXPECT_DOUBLE_EQ(t[0], 2.5);
+    EXPECT_DOUBLE_EQ(t[1], 2);
+  }
+}
+
+// The same on the fabric and in the replay: nodes 0 and 2 send 2 MB and 1 MB into node 1
+// at once (one step, one NIC down): 25,000 B/us each until the 1 MB message ends (40 us),
+// then the 2 MB one's last MB alone at 50,000: it ends at 60 us, not 80. With fluid 0
+// (each message keeps its first share) 80.
+TEST(SimFabric, FluidFlowSpeedsUpOnTheFabricAndInTheReplay) {
+  using namespace steps;
+  for (bool fluid : {true, false}) {
+    Fabric f = star(4);
+    f.fluid = fluid;
+    FabricNetwork net(f);
+    auto rates = net.shareLinks(std::vector<Flow>{{0, 1, 2e6}, {2, 1, 1e6}, {3, 0, 1e6}});
+    EXPECT_DOUBLE_EQ(rates[0].bytesPerUs, fluid ? kNic * 2 / 3 : kNic / 2);
+    EXPECT_DOUBLE_EQ(rates[1].bytesPerUs, kNic / 2);
+    EXPECT_DOUBLE_EQ(rates[2].bytesPerUs, kNic);
+    std::vector<Schedule> s(4);
+    send(s[0], 1, in(0, 2000000));
+    send(s[2], 1, in(0, 1000000));
+    recv(s[1], 0, out(0, 2000000));
+    recv(s[1], 2, out(2000000, 1000000));
+    const ReplayResult r = replay(s, 1, net);
+    ASSERT_FALSE(r.deadlock);
+    // Wire: 2,000,032 bytes (with the call's header); latency NIC 4 + one switch 0.5;
+    // overhead 0.2 at each end; within 0.5 us (the receives' own terms: their last slice).
+    const double wire = fluid ? 1000032 / (kNic / 2) + 1000000 / kNic : 2000032 / (kNic / 2);
+    EXPECT_NEAR(r.micros, wire + f.nicLatencyUs + f.hopLatencyUs + 2 * f.overheadUs, 0.5)
+        << "fluid " << fluid;
+  }
 }
 
 // Two leaves of 8 one-GPU nodes: 8 uplinks per leaf at the NIC rate. Leaf 0's nodes send

@@ -9,8 +9,10 @@
 // So a yield that took kLongYield or more ends the yielding for the rest of that wait (it
 // sleeps, under the same deadline), and the next kFirstSkip waits that would yield sleep at
 // once; a wait that yields again (a probe) and meets another long yield doubles that count
-// (up to kMaxSkip), one whose yields all came back quickly halves it. Pure arithmetic on
-// given durations: no clock.
+// (up to kMaxSkip); after kShortProbes probes in a row whose yields all came back quickly
+// it halves (below kFirstSkip: every wait yields again). The asymmetry is the costs': a
+// long yield loses up to a tick (~4 ms), sleeping where a yield would have been short
+// loses the futex wake-up (~30 us). Pure arithmetic on given durations: no clock.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +28,7 @@ class YieldPolicy {
   static constexpr Duration kLongYield{std::chrono::milliseconds(1)};
   static constexpr int kFirstSkip = 8;
   static constexpr int kMaxSkip = 1024;
+  static constexpr int kShortProbes = 4;
 
   // `adaptive` false: every wait yields and nothing is learnt (the policy before).
   explicit YieldPolicy(bool adaptive = true) : adaptive_(adaptive) {}
@@ -42,11 +45,16 @@ class YieldPolicy {
     if (!adaptive_ || took < kLongYield) return true;
     skip_ = skip_ == 0 ? kFirstSkip : std::min(kMaxSkip, 2 * skip_);
     skipLeft_ = skip_;
+    shortProbes_ = 0;
     return false;
   }
   // A wait that yielded ended (answered, or out of yielding time) without a long yield.
   void yieldsWereShort() {
-    skip_ = skip_ / 2 < kFirstSkip ? 0 : skip_ / 2;
+    if (skip_ == 0) return;
+    if (++shortProbes_ == kShortProbes) {
+      skip_ = skip_ / 2 < kFirstSkip ? 0 : skip_ / 2;
+      shortProbes_ = 0;
+    }
     skipLeft_ = skip_;
   }
 
@@ -57,6 +65,7 @@ class YieldPolicy {
   bool adaptive_;
   int skip_ = 0;
   int skipLeft_ = 0;
+  int shortProbes_ = 0;  // probes in a row whose yields were all short
 };
 
 }  // namespace chorus

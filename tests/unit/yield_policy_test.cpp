@@ -1,8 +1,8 @@
 // Whether a waiting rank polls with sched_yield (src/engine/yield_policy.hpp): yields that
 // come back quickly keep it yielding; one that took a tick ends this wait's yielding and
 // makes the next kFirstSkip waits sleep at once; a probe that meets another long yield
-// doubles that, up to kMaxSkip; a probe with short yields halves it. Pure arithmetic on
-// given durations: no clock.
+// doubles that, up to kMaxSkip; kShortProbes probes in a row with short yields halve it. Pure
+// arithmetic on given durations: no clock.
 #include "engine/yield_policy.hpp"
 
 #include <gtest/gtest.h>
@@ -43,6 +43,26 @@ TEST(YieldPolicy, ATickLongYieldEndsTheWaitsYieldingAndSkipsTheNextWaits) {
   EXPECT_EQ(policy.skipLeft(), 0);
 }
 
+TEST(YieldPolicy, ALongProbeAfterShortOnesStillDoubles) {
+  YieldPolicy policy;
+  policy.yielded(4ms);
+  sleepsBeforeNextYield(policy);  // skip 8
+  for (int probe = 1; probe < YieldPolicy::kShortProbes; ++probe) {
+    policy.yieldsWereShort();
+    sleepsBeforeNextYield(policy);
+  }
+  EXPECT_FALSE(policy.yielded(4ms));  // the run of short probes is broken: 16, and it restarts
+  EXPECT_EQ(policy.skip(), 16);
+  sleepsBeforeNextYield(policy);
+  for (int probe = 1; probe < YieldPolicy::kShortProbes; ++probe) {
+    policy.yieldsWereShort();
+    EXPECT_EQ(policy.skip(), 16);
+    sleepsBeforeNextYield(policy);
+  }
+  policy.yieldsWereShort();
+  EXPECT_EQ(policy.skip(), 8);
+}
+
 TEST(YieldPolicy, RepeatedLongProbesDoubleTheSkipUpToTheMost) {
   YieldPolicy policy;
   int expected = YieldPolicy::kFirstSkip;
@@ -64,12 +84,21 @@ TEST(YieldPolicy, ShortProbesHalveTheSkipBackToYieldingEveryWait) {
     sleepsBeforeNextYield(policy);
   }
   ASSERT_EQ(policy.skip(), 64);
-  // The computing thread went away: each probe's yields come back quickly.
+  // The computing thread went away: each probe's yields come back quickly. The skip
+  // stays until kShortProbes of them in a row, then halves.
+  int skip = 64;
   for (int expected : {32, 16, 8, 0}) {
+    for (int probe = 1; probe < YieldPolicy::kShortProbes; ++probe) {
+      EXPECT_TRUE(policy.yielded(5us));
+      policy.yieldsWereShort();
+      EXPECT_EQ(policy.skip(), skip);
+      EXPECT_EQ(sleepsBeforeNextYield(policy), skip);
+    }
     EXPECT_TRUE(policy.yielded(5us));
     policy.yieldsWereShort();
     EXPECT_EQ(policy.skip(), expected);
     EXPECT_EQ(sleepsBeforeNextYield(policy), expected);
+    skip = expected;
   }
   for (int wait = 0; wait < 10; ++wait) EXPECT_TRUE(policy.startYielding());
 }

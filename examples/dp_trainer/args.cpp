@@ -52,7 +52,10 @@ communication
                             to a computing thread gets the core back only at the next tick
                             (about 4 ms here), one that sleeps within 30 us of its wake-up,
                             so polling starves the bucket all-reduces during backward
-                            (perf/trainer/README.md, ninth pass)
+                            (perf/trainer/README.md, ninth pass). The library now
+                            stops yielding after a yield that took a tick
+                            (CHORUS_YIELD_ADAPT), which recovers most but not all of
+                            this (tenth pass), so the default stays 0
   --no-deterministic        let the tuner choose algorithms (default: CHORUS_DETERMINISTIC)
   --timeout-s N             deadline for any collective (120)
 checkpoints

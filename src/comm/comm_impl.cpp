@@ -215,6 +215,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   // the rank sleeps on a futex and stops costing anything.
   config.spin = std::chrono::microseconds(
       settings::integer("CHORUS_SPIN_US", config.yieldWhileSpinning ? 200 : 50));
+  config.adaptiveYield = settings::boolean("CHORUS_YIELD_ADAPT");
   config.pauseSpin = std::chrono::microseconds(
       config.yieldWhileSpinning ? 0 : settings::integer("CHORUS_PAUSE_SPIN_US", 20));
   config.sliceBytes = std::max<size_t>(kMinSliceBytes, settings::integer("CHORUS_SLICE_BYTES"));

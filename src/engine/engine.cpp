@@ -819,8 +819,16 @@ bool Engine::waitFor(OpState& op, Deadline deadline) {
   // ... and is still within the spin budget (none when ranks outnumber cores: yield at once)
   bool pausing = spinBudget_.budget() > SpinBudget::Duration::zero();
   int pollsSinceClock = 0;  // while pausing, the clock is read every kPollsPerClockRead polls
+  // This spell's yielding phase: not reached yet, yielding, or over (it sleeps when idle).
+  enum class Yield { NotYet, On, Off } yield = Yield::NotYet;
+  auto endYielding = [&] {
+    if (yield == Yield::On) yieldPolicy_.yieldsWereShort();
+    yield = Yield::Off;
+  };
   auto restart = [&] {
     if (!idle) return;  // no idle poll since the spell began: it goes on (no clock read)
+    endYielding();
+    yield = Yield::NotYet;
     if (spinStart == kUnread) {
       spinBudget_.answered(SpinBudget::Duration::zero());  // within a few polls
     } else {
@@ -862,15 +870,20 @@ bool Engine::waitFor(OpState& op, Deadline deadline) {
       spinBudget_.expired();
       pausing = false;
     }
-    if (now - spinStart < config_.spin) {
+    if (yield == Yield::NotYet && now - spinStart < config_.spin)
+      yield = yieldPolicy_.startYielding() ? Yield::On : Yield::Off;
+    if (yield == Yield::On && now - spinStart < config_.spin) {
       // Poll by handing the core over: with other processes on the cores, a peer that has
       // not answered is probably waiting for one (np=2, 8 B all-reduce on a loaded
       // machine: 7.7 us median yielding at once, 13.6 us after 1 us of pause, 20 us after
       // 5 us, 120-240 us pausing throughout); with nothing else to run sched_yield
-      // returns at once.
+      // returns at once. A yield that took a tick went to a thread that computes: the
+      // policy ends the yielding (src/engine/yield_policy.hpp).
       sched_yield();
+      if (!yieldPolicy_.yielded(Clock::now() - now)) yield = Yield::Off;
       continue;
     }
+    endYielding();
     uint64_t token = transport_.prepareWait();
     if (poll() || op.done) {
       restart();

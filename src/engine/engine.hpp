@@ -8,6 +8,7 @@
 #include "engine/op_state.hpp"
 #include "engine/slice.hpp"
 #include "engine/spin_budget.hpp"
+#include "engine/yield_policy.hpp"
 #include "errors.hpp"
 #include "transports/transport.hpp"
 
@@ -35,7 +36,9 @@ struct EngineConfig {
   // SpinBudget learns how much pays); the rest polls with sched_yield. Zero when ranks
   // outnumber cores.
   std::chrono::microseconds pauseSpin{0};
-  bool yieldWhileSpinning = false;          // more ranks than cores (the comm spins longer then)
+  bool yieldWhileSpinning = false;  // more ranks than cores (the comm spins longer then)
+  // A yield that takes a tick ends the yielding for a while (YieldPolicy); false: always yield.
+  bool adaptiveYield = true;
   size_t sliceBytes = kPipelineSliceBytes;  // most bytes one step moves per pass
   // Ops whose bytes x ranks reach this copy peers' ranges of at least
   // kernels::kStreamingCopyFromBytes into the output with streaming stores.
@@ -141,6 +144,7 @@ class Engine {
   LoopbackChannel loopback_;
   EngineConfig config_;
   SpinBudget spinBudget_{config_.pauseSpin};
+  YieldPolicy yieldPolicy_{config_.adaptiveYield};
   std::vector<std::deque<StepRef>> sendQueue_, recvQueue_;  // per peer, issue order
   std::vector<StepRef> localSteps_;
   std::deque<detail::OpState*> mailboxOps_;  // issue order; only the first one moves

@@ -61,6 +61,11 @@ const std::vector<Spec> kSpecs = {
      "most microseconds of CHORUS_SPIN_US that poll without a "
      "system call (learnt from the waits before; the rest polls with sched_yield)",
      0, 10'000'000, "", "", Scope::Library, false, "20 (0 when ranks outnumber cores)"},
+    {"CHORUS_YIELD_ADAPT", Boolean, "1",
+     "`1`: a wait whose sched_yield took a millisecond or more (the core went to a thread "
+     "that computes, for a scheduler tick) stops yielding and sleeps, and the next waits "
+     "sleep at once for a while (8 waits, doubling while it recurs); `0`: always poll "
+     "with sched_yield for CHORUS_SPIN_US"},
     {"CHORUS_BIND_CORE", Boolean, "1",
      "`1`: where ranks outnumber cores, bind the thread that creates the communicator (and "
      "so every thread it starts later) to one core, its local rank modulo the cores, unless "

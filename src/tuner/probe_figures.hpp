@@ -31,7 +31,11 @@ struct ProbeTimes {
 // ping-pong's burst gives the per-message overhead o between two running ranks; a step to
 // several peers pays more where ranks outnumber cores (each message waits for its sender
 // to get a core), which only the exchange sees: o is the larger of the two solutions, and
-// L what the ping-pong leaves for it. Unmeasured times (one = 0) leave `start` as it is.
+// L what the ping-pong leaves for it. The bandwidth comes from the fastest rounds (oneBest,
+// largeBest; the medians where those were not recorded): a round's waits for a core are
+// the messages' cost, already in o and L, and a 256 KiB median that stalled once in a
+// probe of a few rounds would charge every byte of every algorithm with them.
+// Unmeasured times (one = 0) leave `start` as it is.
 LinkModel linkFromProbe(const ProbeTimes& t, LinkModel start);
 
 // The CPU cost per byte of a transport that copies through the kernel (tcp), from figures

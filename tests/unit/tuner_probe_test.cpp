@@ -264,6 +264,46 @@ TEST(CpuSends, AStalledRoundTripIsNoSlowerThanTheBurst) {
         << bytes;
 }
 
+// Two probes whose 256 KiB round trips stalled while the 8 B ones did not (np 4 on 2
+// cores, perf/README.md, the tuner's pick; 2026-12-03 09:54 UTC, load 0.07: 256 KiB median
+// 2103.6 us, best 728.7; 06:11 UTC, load 3.5-9: 2255.9 us, best 244.7). From the medians the
+// rate came out at 250 and 233 B/us and the tuner picked rhd, twoshot at 4 KiB, where rd
+// measured 0.98-1.00 of the best and the picks 0.60 and 0.71 of it. The rate from the
+// fastest rounds gives rd there; o and L stay the medians'.
+TEST(CpuSends, AStalledLargeRoundTripDoesNotSetTheBandwidth) {
+  struct Probe {
+    double one, oneBest, burstTrip, large, largeBest, exchange, copy, reduce;
+  };
+  for (const Probe& p : {Probe{6.64, 6.18, 11.84, 2103.6, 728.7, 9.45, 2.111e4, 1.318e4},
+                         Probe{6.40, 5.02, 12.07, 2255.9, 244.7, 7.19, 1.962e4, 1.471e4}}) {
+    ProbeTimes t;
+    t.one = p.one;
+    t.oneBest = p.oneBest;
+    t.burst = 8;
+    t.burstTrip = p.burstTrip;
+    t.large = p.large;
+    t.largeBest = p.largeBest;
+    t.exchangeRanks = 4;
+    t.exchange = p.exchange;
+    LinkModel link = defaultLinkModel(LinkClass::Shm);
+    link.copyBytesPerUs = p.copy;
+    link.reduceBytesPerUs = p.reduce;
+    link = linkFromProbe(t, link);
+    EXPECT_NEAR(link.bytesPerUs, ((256 << 10) - 8) / ((p.largeBest - p.oneBest) / 2), 1e-6);
+    EXPECT_NEAR(link.overheadUs, (p.exchange - p.one / 2) / 4, 1e-9);  // the medians'
+    Tuning tuning = defaultTuning(LinkClass::Shm);
+    tuning.model = link;
+    Tuner tuner(4, tuning, Tuner::Mode::Model);
+    std::vector<const Algorithm*> all;
+    for (const Algorithm& a : allAlgorithms())
+      if (a.collective == Collective::AllReduce && !a.oneSided) all.push_back(&a);
+    for (size_t bytes : {size_t{512}, size_t{4} << 10})
+      EXPECT_STREQ(
+          tuner.choose(Collective::AllReduce, bytes / 4, DataType::Float32, all, false).name, "rd")
+          << p.large << " " << bytes;
+  }
+}
+
 TEST(PipelineSlice, OneConstantForTheEngineTheSettingAndTheModel) {
   const settings::Spec* spec = settings::find("CHORUS_SLICE_BYTES");
   ASSERT_NE(spec, nullptr);

@@ -216,6 +216,7 @@ void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {
     nextSequence_ = 0;  // the probe's sends are not the user's collectives
     if (rank_ == 0) {
       measureLocalRates(tuning, coreShare);
+      sendsAtCopyRate(tuning.model);  // shm: a send is the rank's copy into the FIFO
       tuning.ranks = localRanks;
       tuning.source = "probe";
       logf(LogLevel::Info, "tuning probe took %.1f ms",

@@ -37,6 +37,10 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
   return link;
 }
 
+void sendsAtCopyRate(LinkModel& link) {
+  if (link.cpuSends) link.bytesPerUs = std::max(link.bytesPerUs, link.copyBytesPerUs);
+}
+
 void transportFromProbe(LinkClass transport, const ProbeTimes& t, double coreShare,
                         LinkModel& within, LinkModel* between) {
   double rate = 0;

@@ -15,7 +15,10 @@ namespace {
 
 constexpr size_t kSmallProbe = 8;
 constexpr size_t kLargeProbe = 256 << 10;
-constexpr int kSmallRounds = 16, kLargeRounds = 4;  // after one warm-up round each
+// After one warm-up round each. The large rounds give the bandwidth from their fastest
+// (linkFromProbe): 12 of ~0.3-0.7 ms, so that a few ms of another tenant on a core leave
+// some rounds untouched (4 rounds stalled together in some probes).
+constexpr int kSmallRounds = 16, kLargeRounds = 12;
 
 // The median round: what a collective typically pays. The best round is the luckiest
 // moment, where ranks sharing cores happened to run together; with more ranks than cores
@@ -186,7 +189,11 @@ void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {
     tuning.model = linkFromProbe(times, tuning.model);
     const double coreShare = std::min(1.0, static_cast<double>(cores) / localRanks);
     if (severalNodes) {
-      inter = linkFromProbe(probeTimes(rankAt(node ^ 1, local)), tuning.model);
+      // The medians between nodes (largeBest unset): the fastest-round rate is measured
+      // within a node only (shm's stalled rounds); a shaper's burst would inflate it there.
+      ProbeTimes across = probeTimes(rankAt(node ^ 1, local));
+      across.largeBest = 0;
+      inter = linkFromProbe(across, tuning.model);
       // A short probe fits in a rate limiter's burst (or a switch's buffers): the NICs'
       // line rate, when known, bounds what it measured. tcp's ranks share the interface the
       // transport picks, one per node: every local index with a partner on node ^ 1 probed
@@ -209,6 +216,7 @@ void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {
     nextSequence_ = 0;  // the probe's sends are not the user's collectives
     if (rank_ == 0) {
       measureLocalRates(tuning, coreShare);
+      sendsAtCopyRate(tuning.model);  // shm: a send is the rank's copy into the FIFO
       tuning.ranks = localRanks;
       tuning.source = "probe";
       logf(LogLevel::Info, "tuning probe took %.1f ms",

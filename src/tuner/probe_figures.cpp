@@ -25,9 +25,20 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
     link.overheadUs = std::max(link.overheadUs, (t.exchange - halfTrip) / (2 * (p - 2)));
   }
   link.latencyUs = std::max(0.05, halfTrip - 2 * link.overheadUs);
+  // The per-byte rate from the fastest rounds where they were recorded: the waits for a core
+  // are a message's (in o and L above, from the medians), not its bytes'. The 256 KiB
+  // round's median stalled in some probes while the 8 B rounds did not (np 4 on 2 cores:
+  // 2104 us against a best of 729, 2256 against 245), which put the rate at 230-250 B/us
+  // and the tuner on twoshot or rhd at 4 KiB, where rd ran 1.4-1.7x faster.
+  const bool fastest = t.oneBest > 0 && t.largeBest > 0;
+  const double small = fastest ? t.oneBest : one, large = fastest ? t.largeBest : t.large;
   link.bytesPerUs =
-      static_cast<double>(t.largeBytes - t.smallBytes) / std::max((t.large - one) / 2, 0.01);
+      static_cast<double>(t.largeBytes - t.smallBytes) / std::max((large - small) / 2, 0.01);
   return link;
+}
+
+void sendsAtCopyRate(LinkModel& link) {
+  if (link.cpuSends) link.bytesPerUs = std::max(link.bytesPerUs, link.copyBytesPerUs);
 }
 
 void transportFromProbe(LinkClass transport, const ProbeTimes& t, double coreShare,

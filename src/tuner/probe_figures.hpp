@@ -31,8 +31,24 @@ struct ProbeTimes {
 // ping-pong's burst gives the per-message overhead o between two running ranks; a step to
 // several peers pays more where ranks outnumber cores (each message waits for its sender
 // to get a core), which only the exchange sees: o is the larger of the two solutions, and
-// L what the ping-pong leaves for it. Unmeasured times (one = 0) leave `start` as it is.
+// L what the ping-pong leaves for it. The bandwidth comes from the fastest rounds (oneBest,
+// largeBest; the medians where those were not recorded): a round's waits for a core are
+// the messages' cost, already in o and L, and a 256 KiB median that stalled once in a
+// probe of a few rounds would charge every byte of every algorithm with them.
+// Unmeasured times (one = 0) leave `start` as it is.
 LinkModel linkFromProbe(const ProbeTimes& t, LinkModel start);
+
+// A link whose sends are the rank's own copies (cpuSends: shm's progress thread copies each
+// message into the peer's FIFO, the receiver reduces or copies it out in its step) moves a
+// step's bytes at the rank's copy rate, so that is its wire rate (bytesPerUs raised to
+// copyBytesPerUs, the local rate at the node's core share; measureLocalRates). The 256 KiB
+// ping-pong measured 3-25x less (np 4 on 2 cores: best rounds 231-739 us, 0.7-2.3 GB/s a
+// way; medians to 0.19 GB/s): one rank of the pair waits while the other copies, and each
+// round waits for both to get a core again, where a collective's ranks copy at once. With
+// the ping-pong's rate the model put rhd before rd at np 4, 32 KiB (rhd 212 us predicted,
+// 23.5 measured idle; rd 17.7 measured, the best); with the copy rate it predicts ring 23.7,
+// twoshot 23.8, rd 14.5, rhd 17.2 (measured 23.7, 24.0, 17.7, 23.5). Other links unchanged.
+void sendsAtCopyRate(LinkModel& link);
 
 // The CPU cost per byte of a transport that copies through the kernel (tcp), from figures
 // the probe already has: within a node tcp runs over loopback, where no wire limits the

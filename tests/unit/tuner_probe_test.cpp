@@ -264,6 +264,104 @@ TEST(CpuSends, AStalledRoundTripIsNoSlowerThanTheBurst) {
         << bytes;
 }
 
+// Two probes whose 256 KiB round trips stalled while the 8 B ones did not (np 4 on 2
+// cores, perf/README.md, the tuner's pick; 2026-12-03 09:54 UTC, load 0.07: 256 KiB median
+// 2103.6 us, best 728.7; 06:11 UTC, load 3.5-9: 2255.9 us, best 244.7). From the medians the
+// rate came out at 250 and 233 B/us and the tuner picked rhd, twoshot at 4 KiB, where rd
+// measured 0.98-1.00 of the best and the picks 0.60 and 0.71 of it. The rate from the
+// fastest rounds gives rd there; o and L stay the medians'.
+TEST(CpuSends, AStalledLargeRoundTripDoesNotSetTheBandwidth) {
+  struct Probe {
+    double one, oneBest, burstTrip, large, largeBest, exchange, copy, reduce;
+  };
+  for (const Probe& p : {Probe{6.64, 6.18, 11.84, 2103.6, 728.7, 9.45, 2.111e4, 1.318e4},
+                         Probe{6.40, 5.02, 12.07, 2255.9, 244.7, 7.19, 1.962e4, 1.471e4}}) {
+    ProbeTimes t;
+    t.one = p.one;
+    t.oneBest = p.oneBest;
+    t.burst = 8;
+    t.burstTrip = p.burstTrip;
+    t.large = p.large;
+    t.largeBest = p.largeBest;
+    t.exchangeRanks = 4;
+    t.exchange = p.exchange;
+    LinkModel link = defaultLinkModel(LinkClass::Shm);
+    link.copyBytesPerUs = p.copy;
+    link.reduceBytesPerUs = p.reduce;
+    link = linkFromProbe(t, link);
+    EXPECT_NEAR(link.bytesPerUs, ((256 << 10) - 8) / ((p.largeBest - p.oneBest) / 2), 1e-6);
+    EXPECT_NEAR(link.overheadUs, (p.exchange - p.one / 2) / 4, 1e-9);  // the medians'
+    Tuning tuning = defaultTuning(LinkClass::Shm);
+    tuning.model = link;
+    Tuner tuner(4, tuning, Tuner::Mode::Model);
+    std::vector<const Algorithm*> all;
+    for (const Algorithm& a : allAlgorithms())
+      if (a.collective == Collective::AllReduce && !a.oneSided) all.push_back(&a);
+    for (size_t bytes : {size_t{512}, size_t{4} << 10})
+      EXPECT_STREQ(
+          tuner.choose(Collective::AllReduce, bytes / 4, DataType::Float32, all, false).name, "rd")
+          << p.large << " " << bytes;
+  }
+}
+
+// shm's sends at the rank's copy rate (sendsAtCopyRate). The idle np 4 probe above
+// (09:54 UTC, load 0.07; the 256 KiB rate from its fastest round, 725 B/us; copy and reduce
+// at half a core) put rhd before rd at 32 KiB, where rd measured 17.7 us and the best, rhd
+// 23.5 us (0.75 of rd; in 12 np 4 runs at load 0.07-12 rd's median share of the best at
+// 32 KiB 0.93, rhd's 0.87). With the copy rate as the wire rate rd is picked there, and the
+// predictions come near the measured times; np 2's picks (rd to 128 KiB, ring from 512 KiB)
+// stay as they were.
+TEST(CpuSends, ShmSendsMoveTheirBytesAtTheCopyRate) {
+  ProbeTimes t;
+  t.one = 6.64;
+  t.oneBest = 6.18;
+  t.burst = 8;
+  t.burstTrip = 11.84;
+  t.large = 2103.6;
+  t.largeBest = 728.7;
+  t.exchangeRanks = 4;
+  t.exchange = 9.45;
+  LinkModel probed = defaultLinkModel(LinkClass::Shm);
+  probed.copyBytesPerUs = 2.111e4;
+  probed.reduceBytesPerUs = 1.318e4;
+  probed = linkFromProbe(t, probed);
+  LinkModel link = probed;
+  sendsAtCopyRate(link);
+  EXPECT_EQ(link.bytesPerUs, 2.111e4);
+  std::vector<const Algorithm*> all;
+  for (const Algorithm& a : allAlgorithms())
+    if (a.collective == Collective::AllReduce && !a.oneSided) all.push_back(&a);
+  auto pick = [&](int nranks, const LinkModel& m, size_t bytes) {
+    Tuning tuning = defaultTuning(LinkClass::Shm);
+    tuning.model = m;
+    Tuner tuner(nranks, tuning, Tuner::Mode::Model);
+    return std::string(
+        tuner.choose(Collective::AllReduce, bytes / 4, DataType::Float32, all, false).name);
+  };
+  for (size_t bytes : {size_t{512}, size_t{4} << 10, size_t{32} << 10})
+    EXPECT_EQ(pick(4, link, bytes), "rd") << bytes;
+  // Measured idle at 32 KiB: ring 23.7 us, twoshot 24.0, rd 17.7, rhd 23.5.
+  EXPECT_NEAR(predict("ring", 4, 32 << 10, link), 23.7, 0.3 * 23.7);
+  EXPECT_NEAR(predict("twoshot", 4, 32 << 10, link), 24.0, 0.3 * 24.0);
+  EXPECT_NEAR(predict("rd", 4, 32 << 10, link), 17.7, 0.3 * 17.7);
+  // A link whose sends leave from a port (tcp, verbs) keeps its probed rate.
+  LinkModel port = probed;
+  port.cpuSends = false;
+  sendsAtCopyRate(port);
+  EXPECT_EQ(port.bytesPerUs, probed.bytesPerUs);
+  // np 2 (its probe of 2026-12-03 08:46 UTC: L 2.53 us, o 0.90 us, 832 B/us; a core each).
+  LinkModel two = defaultLinkModel(LinkClass::Shm);
+  two.latencyUs = 2.53;
+  two.overheadUs = 0.90;
+  two.bytesPerUs = 832;
+  two.copyBytesPerUs = 4.2e4;
+  two.reduceBytesPerUs = 2.6e4;
+  LinkModel twoCopy = two;
+  sendsAtCopyRate(twoCopy);
+  for (size_t bytes = 512; bytes <= (size_t{16} << 20); bytes *= 8)
+    EXPECT_EQ(pick(2, twoCopy, bytes), pick(2, two, bytes)) << bytes;
+}
+
 TEST(PipelineSlice, OneConstantForTheEngineTheSettingAndTheModel) {
   const settings::Spec* spec = settings::find("CHORUS_SLICE_BYTES");
   ASSERT_NE(spec, nullptr);

@@ -105,6 +105,39 @@ std::optional<RendezvousOffer> Engine::takeOffer(OpState& op, int index, Channel
   return offer;
 }
 
+// Receiver, from the step's first pass on, before the call's fingerprint from the peer is
+// in (the first message of each call carries one; waiting for it would leave the answer
+// no head start there): numbers the transfer and, when the destination will take any
+// registered source (receiverClearsToSend), sends the answer at once. A peer running
+// another call is still caught by the fingerprint; the most it could write first is the
+// size this rank offered, into this call's destination.
+void Engine::recvClearToSend(OpState& op, int index, Channel& channel, bool& moved) {
+  auto& p = op.progress[index];
+  if (p.rendezvous != RendezvousState::Undecided && p.rendezvous != RendezvousState::ClearToSend)
+    return;
+  const Step& step = op.schedule->steps[index];
+  const size_t dataBytes = step.dst.count * op.elementSize;
+  DirectTransfer* rv = rendezvousFor(p, channel, dataBytes);
+  if (!rv) return;
+  const LocalRegion* region = detail::regionOf(op, step.dst);
+  if (p.rendezvous == RendezvousState::Undecided) {  // the step's first pass
+    rv->receiving();
+    const bool reducing = step.kind == StepKind::RecvReduce;
+    const bool clear = detail::receiverClearsToSend(
+        region != nullptr, reducing,
+        reducing &&
+            detail::apart(reinterpret_cast<uintptr_t>(detail::resolve(op, step.dst)),
+                          reinterpret_cast<uintptr_t>(detail::resolve(op, step.src)), dataBytes),
+        allowedElements(op, index) >= step.dst.count);
+    p.rendezvous = clear ? RendezvousState::ClearToSend : RendezvousState::Reading;
+  }
+  if (p.rendezvous == RendezvousState::ClearToSend &&
+      rv->offer(region, detail::resolve(op, step.dst), dataBytes)) {
+    moved = true;
+    p.rendezvous = RendezvousState::Cleared;
+  }
+}
+
 bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& moved) {
   auto& p = op.progress[index];
   const Step& step = op.schedule->steps[index];
@@ -117,18 +150,8 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
     return detail::apart(reinterpret_cast<uintptr_t>(detail::resolve(op, step.dst)),
                          reinterpret_cast<uintptr_t>(detail::resolve(op, step.src)), dataBytes);
   };
-  if (p.rendezvous == RendezvousState::Undecided) {  // the step's first pass
-    rv->receiving();
-    const bool clear =
-        detail::receiverClearsToSend(region != nullptr, reducing, reducing && localApart(),
-                                     allowedElements(op, index) >= step.dst.count);
-    p.rendezvous = clear ? RendezvousState::ClearToSend : RendezvousState::Reading;
-  }
-  if (p.rendezvous == RendezvousState::ClearToSend) {
-    if (!rv->offer(region, detail::resolve(op, step.dst), dataBytes)) return true;
-    moved = true;
-    p.rendezvous = RendezvousState::Cleared;
-  }
+  recvClearToSend(op, index, channel, moved);
+  if (p.rendezvous == RendezvousState::ClearToSend) return true;  // not sent yet
   if (p.rendezvous == RendezvousState::Cleared) {
     const auto offer = takeOffer(op, index, channel, moved);
     if (!offer) return true;

@@ -9,7 +9,10 @@
 # Env: BYTES (message size, default 4194304), ITERS (default 10), ROUNDS (default 3): every
 # measurement runs ROUNDS times, the raw and Chorus runs alternating round by round; the
 # table gives medians and each Chorus line's ratio to its raw reference. RUN_TIMEOUT
-# (default 300 s) bounds each chorus-perf run.
+# (default 300 s) bounds each chorus-perf run. KEYS (shell patterns separated by spaces,
+# default *): only the measurements whose key (the table's: raw.both, sendrecv.R1,
+# allreduce.R1.ring, ...) matches one run. With BUILD_B, odd rounds run A first and even
+# rounds B first, so neither build always runs right after the raw reference.
 # Soft-RoCE under TCG emulation is a correctness bed: absolute numbers are tiny; the
 # ratio chorus/raw is what this measures. Needs perftest on the host (apt-get install perftest).
 set -u
@@ -23,15 +26,21 @@ if [ "${1:-}" != --guest ]; then
   command -v ib_write_bw >/dev/null || { echo "rdma_vs_raw: install perftest first" >&2; exit 2; }
   exec bash "$here/tests/rdma/softroce.sh" "$here/tests/rdma/guest_suite.sh" \
     BUILD="$build" BUILD_B="$build_b" SRC="$here" SUITE=perf BYTES="$BYTES" ITERS="$ITERS" \
-    ROUNDS="${ROUNDS:-3}" RUN_TIMEOUT="${RUN_TIMEOUT:-300}"
+    ROUNDS="${ROUNDS:-3}" RUN_TIMEOUT="${RUN_TIMEOUT:-300}" KEYS="${KEYS:-*}"
 fi
+set -f  # KEYS holds patterns, not file names
 BUILD=$2
 BUILD_B=${BUILD_B:-}
 ROUNDS=${ROUNDS:-3}
 ADDR=10.77.0.1
 OUT=/tmp/rdma_vs_raw; rm -rf "$OUT"; mkdir -p "$OUT"
+wanted() {  # wanted KEY: KEY matches one of KEYS' patterns
+  for pattern in ${KEYS:-*}; do case "$1" in $pattern) return 0 ;; esac; done
+  return 1
+}
 raw() {  # raw KEY ARGS...: one ib_write_bw pair; appends its average in MB/s (1e6 B/s)
   key=$1; shift
+  wanted "$key" || return 0
   # the server too has a limit: a client that gave up must not leave `wait` hanging
   timeout 320 ib_write_bw -d rxe0 -x 1 -F -s "$BYTES" -n "$ITERS" "$@" > /tmp/raw-server.log 2>&1 &
   sleep 1
@@ -45,6 +54,12 @@ raw() {  # raw KEY ARGS...: one ib_write_bw pair; appends its average in MB/s (1
 }
 chorus() {  # chorus KEY COLLECTIVE [chorus-perf args]: on BUILD, then (as KEY.b) on BUILD_B
   k=$1; shift
+  wanted "$k" || return 0
+  if [ -n "$BUILD_B" ] && [ $((r % 2)) = 0 ]; then  # even rounds: B first
+    chorus_on "$BUILD_B" "$k.b" "$@" || return 1
+    chorus_on "$BUILD" "$k" "$@"
+    return
+  fi
   chorus_on "$BUILD" "$k" "$@" || return 1
   [ -z "$BUILD_B" ] || chorus_on "$BUILD_B" "$k.b" "$@"
 }

@@ -41,15 +41,28 @@ class Channel {
 // source is registered. When it is, the receiver answers out of band of the stream:
 // offer() with the registered destination (the sender then puts the data straight from its
 // buffer into it: RDMA WRITE with immediate, no staging copy on either side) or offer()
-// with none (the data follows in the stream as usual). One transfer at a time in each
-// direction, in the order of the steps. Calls never block: false/None/0 mean "not yet",
-// and the engine polls again under its deadline. Each call throws PeerError naming the
-// peer once the connection failed.
+// with none (the data follows in the stream as usual). Clear to send: a receiver that
+// will take any registered source (its destination registered and free to be written)
+// answers with its destination as soon as its step begins, before the offer arrived, so
+// the sender can write as soon as its offer is out; if the offer then says the source is
+// not registered, the receiver withdraw()s and the data follows in the stream (the sender
+// drops that answer). One transfer at a time in each direction, in the order of the steps;
+// both ends number them (sending(), receiving()) so an answer is matched to its transfer.
+// Calls never block: false/None/0 mean "not yet", and the engine polls again under its
+// deadline. Each call throws PeerError naming the peer once the connection failed.
 class DirectTransfer {
  public:
   virtual ~DirectTransfer() = default;
   // Messages of at least this many bytes are announced (the same on both ends).
   virtual size_t minBytes() const = 0;
+  // Sender: a transfer is announced (its offer goes out now); answer() and put() are
+  // about it until the next. Receiver: a step taking an announced transfer begins, before
+  // offer() (which may come before or after its RendezvousOffer is read).
+  virtual void sending() = 0;
+  virtual void receiving() = 0;
+  // Receiver, after an offer() with a destination sent before the RendezvousOffer was
+  // read: that offer says the data keeps the stream; forgets the destination.
+  virtual void withdraw() = 0;
   // Receiver: answers the peer's announced transfer with [data, data + bytes) of
   // `region` as its destination, or refuses it (region null). false: no room to send
   // the answer yet.

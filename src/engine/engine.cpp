@@ -270,6 +270,7 @@ bool Engine::advanceRecv(OpState& op, int index) {
   std::byte* dst = resolve(op, step.dst);
   const std::byte* local = reducing ? resolve(op, step.src) : nullptr;
   bool moved = false;
+  recvClearToSend(op, index, channel, moved);  // before the fingerprint: a head start
   if ((p.withHeader || (p.headerBytes > 0 && p.headerBytes < sizeof(WireHeader))) &&
       !receiveHeader(op, p, channel, step.peer, moved))
     return moved;

@@ -106,6 +106,9 @@ class Engine {
   DirectTransfer* rendezvousFor(detail::StepProgress& p, Channel& channel, size_t bytes);
   bool sendRendezvous(detail::OpState& op, int index, Channel& channel, bool& moved);
   bool recvRendezvous(detail::OpState& op, int index, Channel& channel, bool& moved);
+  void recvClearToSend(detail::OpState& op, int index, Channel& channel, bool& moved);
+  std::optional<detail::RendezvousOffer> takeOffer(detail::OpState& op, int index, Channel& channel,
+                                                   bool& moved);
   bool advanceExpose(detail::OpState& op, int index);
   bool advancePeerRead(detail::OpState& op, int index);  // PeerRead and PeerReduce
   // Schedule rule 6: the steps after PeerReduce `index` that fold into the same pass over

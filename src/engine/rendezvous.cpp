@@ -3,7 +3,8 @@
 // message in the stream; when both buffers are registered the data goes straight from the
 // sender's buffer into the receiver's (a RecvReduce's lands in its destination and is
 // folded there, when its local range is apart: rendezvous_reduce.hpp), else through the stream
-// as for any message.
+// as for any message. A receiver that will take any registered source answers as its step
+// begins, without waiting for the offer (clear to send: receiverClearsToSend).
 #include "engine/engine.hpp"
 #include "engine/rendezvous_reduce.hpp"
 #include "kernels/reduce.hpp"
@@ -49,6 +50,7 @@ bool Engine::sendRendezvous(OpState& op, int index, Channel& channel, bool& move
       p.recordBytes += static_cast<uint8_t>(taken);
       moved = true;
     }
+    rv->sending();  // the transfer's number; its answer may be here already (clear to send)
     p.rendezvous = region ? RendezvousState::Answering : RendezvousState::Stream;
     if (!region) return false;
   }
@@ -77,6 +79,65 @@ bool Engine::sendRendezvous(OpState& op, int index, Channel& channel, bool& move
   return true;
 }
 
+// The offer in the stream, once all of it is in (nullopt until then); throws when the
+// peer announced no such message.
+std::optional<RendezvousOffer> Engine::takeOffer(OpState& op, int index, Channel& channel,
+                                                 bool& moved) {
+  auto& p = op.progress[index];
+  const Step& step = op.schedule->steps[index];
+  const size_t dataBytes = step.dst.count * op.elementSize;
+  while (p.recordBytes < sizeof(RendezvousOffer)) {
+    std::span<const std::byte> incoming = channel.peek();
+    if (incoming.empty()) return std::nullopt;
+    const size_t used = std::min(incoming.size(), sizeof(RendezvousOffer) - p.recordBytes);
+    std::memcpy(p.record.data() + p.recordBytes, incoming.data(), used);
+    channel.consume(used);
+    p.recordBytes += static_cast<uint8_t>(used);
+    moved = true;
+  }
+  const auto offer = detail::parseOffer(p.record.data(), dataBytes);
+  if (!offer)
+    throw Error(Result::InvalidUsage,
+                op.describe() + ": rank " + std::to_string(step.peer) + " did not announce the " +
+                    std::to_string(dataBytes) +
+                    "-byte message this rank receives (the ranks run different schedules "
+                    "or settings)");
+  return offer;
+}
+
+// Receiver, from the step's first pass on, before the call's fingerprint from the peer is
+// in (the first message of each call carries one; waiting for it would leave the answer
+// no head start there): numbers the transfer and, when the destination will take any
+// registered source (receiverClearsToSend), sends the answer at once. A peer running
+// another call is still caught by the fingerprint; the most it could write first is the
+// size this rank offered, into this call's destination.
+void Engine::recvClearToSend(OpState& op, int index, Channel& channel, bool& moved) {
+  auto& p = op.progress[index];
+  if (p.rendezvous != RendezvousState::Undecided && p.rendezvous != RendezvousState::ClearToSend)
+    return;
+  const Step& step = op.schedule->steps[index];
+  const size_t dataBytes = step.dst.count * op.elementSize;
+  DirectTransfer* rv = rendezvousFor(p, channel, dataBytes);
+  if (!rv) return;
+  const LocalRegion* region = detail::regionOf(op, step.dst);
+  if (p.rendezvous == RendezvousState::Undecided) {  // the step's first pass
+    rv->receiving();
+    const bool reducing = step.kind == StepKind::RecvReduce;
+    const bool clear = detail::receiverClearsToSend(
+        region != nullptr, reducing,
+        reducing &&
+            detail::apart(reinterpret_cast<uintptr_t>(detail::resolve(op, step.dst)),
+                          reinterpret_cast<uintptr_t>(detail::resolve(op, step.src)), dataBytes),
+        allowedElements(op, index) >= step.dst.count);
+    p.rendezvous = clear ? RendezvousState::ClearToSend : RendezvousState::Reading;
+  }
+  if (p.rendezvous == RendezvousState::ClearToSend &&
+      rv->offer(region, detail::resolve(op, step.dst), dataBytes)) {
+    moved = true;
+    p.rendezvous = RendezvousState::Cleared;
+  }
+}
+
 bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& moved) {
   auto& p = op.progress[index];
   const Step& step = op.schedule->steps[index];
@@ -85,23 +146,25 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
   if (!rv) return false;
   const bool reducing = step.kind == StepKind::RecvReduce;
   const LocalRegion* region = detail::regionOf(op, step.dst);
-  if (p.rendezvous == RendezvousState::Undecided) {
-    while (p.recordBytes < sizeof(RendezvousOffer)) {
-      std::span<const std::byte> incoming = channel.peek();
-      if (incoming.empty()) return true;
-      const size_t used = std::min(incoming.size(), sizeof(RendezvousOffer) - p.recordBytes);
-      std::memcpy(p.record.data() + p.recordBytes, incoming.data(), used);
-      channel.consume(used);
-      p.recordBytes += static_cast<uint8_t>(used);
-      moved = true;
+  const auto localApart = [&] {
+    return detail::apart(reinterpret_cast<uintptr_t>(detail::resolve(op, step.dst)),
+                         reinterpret_cast<uintptr_t>(detail::resolve(op, step.src)), dataBytes);
+  };
+  recvClearToSend(op, index, channel, moved);
+  if (p.rendezvous == RendezvousState::ClearToSend) return true;  // not sent yet
+  if (p.rendezvous == RendezvousState::Cleared) {
+    const auto offer = takeOffer(op, index, channel, moved);
+    if (!offer) return true;
+    if (!offer->registered) {  // the data keeps the stream; the sender drops the answer
+      rv->withdraw();
+      p.rendezvous = RendezvousState::Stream;
+      return false;
     }
-    const auto offer = detail::parseOffer(p.record.data(), dataBytes);
-    if (!offer)
-      throw Error(Result::InvalidUsage,
-                  op.describe() + ": rank " + std::to_string(step.peer) + " did not announce the " +
-                      std::to_string(dataBytes) +
-                      "-byte message this rank receives (the ranks run different schedules "
-                      "or settings)");
+    p.rendezvous = RendezvousState::Direct;
+  }
+  if (p.rendezvous == RendezvousState::Reading) {
+    const auto offer = takeOffer(op, index, channel, moved);
+    if (!offer) return true;
     if (!offer->registered) {
       p.rendezvous = RendezvousState::Stream;
       return false;
@@ -110,12 +173,8 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
     // Which answer, until it is sent (1: accept); `readElements` is free until then.
     const bool accept =
         reducing  // folds in its destination when its local range is apart and written
-            ? detail::receiverFoldsInDestination(
-                  *offer, region != nullptr,
-                  detail::apart(reinterpret_cast<uintptr_t>(detail::resolve(op, step.dst)),
-                                reinterpret_cast<uintptr_t>(detail::resolve(op, step.src)),
-                                dataBytes),
-                  allowedElements(op, index) >= step.dst.count)
+            ? detail::receiverFoldsInDestination(*offer, region != nullptr, localApart(),
+                                                 allowedElements(op, index) >= step.dst.count)
             : detail::receiverAccepts(*offer, region != nullptr);
     p.readElements = accept ? 1 : 0;
   }

@@ -22,10 +22,13 @@ static_assert(sizeof(RendezvousOffer) == 16);
 
 // A Send or Recv step's place in the protocol (StepProgress::rendezvous).
 enum class RendezvousState : uint8_t {
-  Undecided,  // the offer is not all sent / taken yet
-  Stream,     // the data goes through the stream as usual (small, unregistered, refused)
-  Answering,  // sender: waits for the answer; receiver: has to send it
-  Direct,     // sender: puts into the peer's buffer; receiver: waits for it to land
+  Undecided,    // sender: the offer is not all sent yet; receiver: the step's first pass
+  Stream,       // the data goes through the stream as usual (small, unregistered, refused)
+  Reading,      // receiver: takes the offer, then answers it
+  ClearToSend,  // receiver: answers with its destination before the offer (has to send it)
+  Cleared,      // receiver: answered so; takes the offer (it says direct or stream)
+  Answering,    // sender: waits for the answer; receiver: has to send it
+  Direct,       // sender: puts into the peer's buffer; receiver: waits for it to land
 };
 
 // Whether a message of `bytes` is announced with an offer (both ends decide alike).

@@ -26,4 +26,15 @@ inline bool receiverFoldsInDestination(const RendezvousOffer& offer, bool destin
   return receiverAccepts(offer, destinationRegistered) && localApart && localWritten;
 }
 
+// Clear to send: the receiver answers with its destination as soon as its step begins,
+// before the offer arrives, when it would take any registered source: its destination
+// is registered and free to be written now (the step's `after` allows every element), and
+// a RecvReduce's local range lies apart from it (allowed also means that range is all
+// written: receiverFoldsInDestination's conditions but the sender's). Otherwise the
+// receiver reads the offer first and answers it, as before.
+inline bool receiverClearsToSend(bool destinationRegistered, bool reducing, bool localApart,
+                                 bool allAllowed) {
+  return destinationRegistered && allAllowed && (!reducing || localApart);
+}
+
 }  // namespace chorus::detail

@@ -134,8 +134,9 @@ TEST(IbPeerInfo, RendezvousThresholdRoundTrips) {
   EXPECT_EQ(PeerInfo::decode(p.encode(), 0).rendezvous, 65536u);
 }
 
-// The receiver's answer: 56 bytes "ANS2", rails, address, size, one rkey per rail;
-// anything else in a control slot is not taken for one. A zero address is a refusal.
+// The receiver's answer: 64 bytes "ANS3", rails, address, size, one rkey per rail, the
+// transfer's number; anything else in a control slot is not taken for one. A zero
+// address is a refusal.
 TEST(IbRendezvous, AnswerWireFormat) {
   chorus::ib::RendezvousAnswer a;
   a.rails = 2;
@@ -143,13 +144,16 @@ TEST(IbRendezvous, AnswerWireFormat) {
   a.rkey[1] = 0x55667788;
   a.addr = 0x7f0000001000;
   a.bytes = 4 << 20;
-  std::byte raw[56];
+  a.transfer = 0x0102;
+  std::byte raw[64];
   std::memcpy(raw, &a, sizeof a);
   EXPECT_EQ(static_cast<char>(raw[0]), 'A');
-  EXPECT_EQ(static_cast<char>(raw[3]), '2');
+  EXPECT_EQ(static_cast<char>(raw[3]), '3');
   EXPECT_EQ(static_cast<uint8_t>(raw[4]), 2);
   EXPECT_EQ(static_cast<uint8_t>(raw[24]), 0x44);
   EXPECT_EQ(static_cast<uint8_t>(raw[28]), 0x88);
+  EXPECT_EQ(static_cast<uint8_t>(raw[56]), 0x02);
+  EXPECT_EQ(static_cast<uint8_t>(raw[57]), 0x01);
   auto back = chorus::ib::parseAnswer(raw, sizeof raw);
   ASSERT_TRUE(back.has_value());
   EXPECT_TRUE(back->accepted());
@@ -158,7 +162,13 @@ TEST(IbRendezvous, AnswerWireFormat) {
   EXPECT_EQ(back->rkey[0], a.rkey[0]);
   EXPECT_EQ(back->rkey[1], a.rkey[1]);
   EXPECT_EQ(back->bytes, a.bytes);
-  EXPECT_FALSE(chorus::ib::parseAnswer(raw, 55).has_value());
+  EXPECT_EQ(back->transfer, a.transfer);
+  EXPECT_FALSE(chorus::ib::parseAnswer(raw, 63).has_value());
+  EXPECT_FALSE(chorus::ib::parseAnswer(raw, 56).has_value());  // the old 56-byte answer
+  raw[56] = std::byte{0};
+  raw[57] = std::byte{0};  // transfer 0: none is numbered so
+  EXPECT_FALSE(chorus::ib::parseAnswer(raw, sizeof raw).has_value());
+  raw[56] = std::byte{1};
   raw[4] = std::byte{0};  // accepted with no keys
   EXPECT_FALSE(chorus::ib::parseAnswer(raw, sizeof raw).has_value());
   raw[4] = std::byte{9};  // more keys than a slot holds
@@ -167,6 +177,35 @@ TEST(IbRendezvous, AnswerWireFormat) {
   raw[0] = std::byte{0};
   EXPECT_FALSE(chorus::ib::parseAnswer(raw, sizeof raw).has_value());
   EXPECT_FALSE(chorus::ib::RendezvousAnswer{}.accepted());
+}
+
+// Clear to send: the receiver answered transfers 1 and 2 before their offers, 1's offer
+// then said "stream" (the sender never asked), so the sender, now at transfer 2, drops
+// 1's answer and takes 2's; an answer to a later transfer than the sender's is an error.
+TEST(IbRendezvous, AnswersMatchTheirTransfer) {
+  using namespace chorus::ib;
+  auto answer = [](uint64_t transfer, uint64_t addr) {
+    RendezvousAnswer a;
+    a.transfer = transfer;
+    a.addr = addr;
+    a.rails = 1;
+    return a;
+  };
+  std::deque<RendezvousAnswer> answers;
+  EXPECT_EQ(matchAnswer(answers, 1), AnswerMatch::None);
+  answers.push_back(answer(1, 0x1000));
+  answers.push_back(answer(2, 0x2000));
+  EXPECT_EQ(matchAnswer(answers, 2), AnswerMatch::Found);
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers.front().addr, 0x2000u);
+  EXPECT_EQ(matchAnswer(answers, 2), AnswerMatch::Found);  // taken only by putDone
+  answers.pop_front();
+  answers.push_back(answer(3, 0x3000));  // stale for a sender at 4: dropped
+  EXPECT_EQ(matchAnswer(answers, 4), AnswerMatch::None);
+  EXPECT_TRUE(answers.empty());
+  answers.push_back(answer(6, 0x6000));
+  EXPECT_EQ(matchAnswer(answers, 5), AnswerMatch::Ahead);
+  EXPECT_EQ(answers.size(), 1u);
 }
 
 // A piece's immediate has the top bit; a stream block's never does (its ring offset is

@@ -14,6 +14,12 @@
 //      landing buffer) and straight into a buffer the reader exposes;
 //      a read beyond the exposed range is refused; a record with a wrong rkey fails the
 //      read with PeerError naming the peer (remote access error), not a hang.
+//   6. The rendezvous' clear to send between two connected channels: the receiver answers
+//      transfer 1 before its offer, the sender then streams it (its source unregistered:
+//      it never asks for the answer) and the receiver withdraws; transfer 2, answered
+//      before its offer too, must land in transfer 2's destination (the sender dropped
+//      1's answer), exact, with 1's destination untouched; transfer 3 takes the old path
+//      (the offer first, then the answer).
 // Exit 0 when every check passes; each failed check prints a FAIL line.
 #include "errors.hpp"
 #include "memory/shared_memory.hpp"
@@ -27,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -295,6 +302,67 @@ void peerMemoryChecks(chorus::ib::IbDevice& dev) {
   check(named, "a read with a wrong rkey gives PeerError naming the peer");
 }
 
+// Polls `done` until it holds; false at the deadline (30 s).
+template <class F>
+bool pollUntil(F done) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < until)
+    if (done()) return true;
+  return false;
+}
+
+void rendezvousChecks(chorus::ib::IbDevice& dev) {
+  chorus::ib::IbConfig cfg = chorus::ib::IbConfig::fromEnv();
+  cfg.qps = 2;
+  cfg.block = 4096;
+  cfg.ring = 64 << 10;
+  cfg.rendezvous = 1024;
+  auto a = std::make_unique<chorus::ib::IbChannel>(0, 1, std::vector<chorus::ib::IbDevice*>{&dev},
+                                                   cfg, std::vector<ibv_comp_channel*>{nullptr});
+  auto b = std::make_unique<chorus::ib::IbChannel>(1, 0, std::vector<chorus::ib::IbDevice*>{&dev},
+                                                   cfg, std::vector<ibv_comp_channel*>{nullptr});
+  a->connect(b->localInfo());
+  b->connect(a->localInfo());
+  using Answer = chorus::DirectTransfer::Answer;
+  const size_t bytes = 40000;  // 10 pieces of at most a block, over 2 QPs
+  std::vector<uint32_t> source(bytes / 4);
+  for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<uint32_t>(i * 2654435761u + 3);
+  const auto* src = reinterpret_cast<const std::byte*>(source.data());
+  const chorus::LocalRegion srcRegion{src, bytes};
+  std::vector<std::byte> dst1(bytes, std::byte{0x5a}), dst2(bytes, std::byte{0x5a}),
+      dst3(bytes, std::byte{0x5a});
+  const chorus::LocalRegion dst1Region{dst1.data(), bytes}, dst2Region{dst2.data(), bytes},
+      dst3Region{dst3.data(), bytes};
+  // Transfer 1: cleared to send before its offer; the offer says "stream".
+  b->receiving();
+  bool cleared = pollUntil([&] { return b->offer(&dst1Region, dst1.data(), bytes); });
+  a->sending();  // its offer goes out unregistered: the sender never asks for the answer
+  b->withdraw();
+  // Transfer 2: cleared to send before its offer, then sent directly.
+  b->receiving();
+  cleared = cleared && pollUntil([&] { return b->offer(&dst2Region, dst2.data(), bytes); });
+  a->sending();
+  Answer answer = Answer::None;
+  bool put = cleared && pollUntil([&] { return (answer = a->answer()) != Answer::None; }) &&
+             answer == Answer::Accepted &&
+             pollUntil([&] { return a->put(srcRegion, src, 0, bytes) == bytes; }) &&
+             pollUntil([&] { return a->putDone(bytes); }) && pollUntil([&] { return b->landed(); });
+  check(put && std::memcmp(dst2.data(), src, bytes) == 0 &&
+            std::all_of(dst1.begin(), dst1.end(), [](std::byte x) { return x == std::byte{0x5a}; }),
+        "clear to send: transfer 2 lands exact in its own destination after transfer 1 "
+        "(cleared, then streamed) was withdrawn");
+  // Transfer 3: the offer first, then the answer (the old order).
+  a->sending();
+  b->receiving();
+  put = pollUntil([&] { return b->offer(&dst3Region, dst3.data(), bytes); }) &&
+        pollUntil([&] { return (answer = a->answer()) != Answer::None; }) &&
+        answer == Answer::Accepted &&
+        pollUntil([&] { return a->put(srcRegion, src, 0, bytes) == bytes; }) &&
+        pollUntil([&] { return a->putDone(bytes); }) && pollUntil([&] { return b->landed(); });
+  check(put && std::memcmp(dst3.data(), src, bytes) == 0,
+        "answer after the offer: transfer 3 lands exact");
+}
+
 }  // namespace
 
 int main() {
@@ -308,6 +376,7 @@ int main() {
     cacheChecks(*dev);
     channelChecks(*dev);
     peerMemoryChecks(*dev);
+    rendezvousChecks(*dev);
   } catch (const std::exception& e) {
     std::printf("FAIL %s\n", e.what());
     ++gFailures;

@@ -12,6 +12,7 @@ using chorus::detail::announced;
 using chorus::detail::apart;
 using chorus::detail::parseOffer;
 using chorus::detail::receiverAccepts;
+using chorus::detail::receiverClearsToSend;
 using chorus::detail::receiverFoldsInDestination;
 using chorus::detail::RendezvousOffer;
 
@@ -76,4 +77,17 @@ TEST(Rendezvous, ReceiverAcceptsOnlyRegisteredToRegistered) {
   EXPECT_FALSE(apart(0, 63, 64));
   EXPECT_FALSE(apart(63, 0, 64));
   EXPECT_FALSE(apart(0, 0, 64));
+}
+
+// Clear to send (before the offer): only a registered destination free to be written
+// (every element allowed); a RecvReduce's local range also apart from it (in place it
+// waits for the offer, which it then refuses).
+TEST(Rendezvous, ReceiverClearsToSendOnlyWhenItWouldTakeAnyRegisteredSource) {
+  EXPECT_TRUE(receiverClearsToSend(true, false, false, true));  // Recv: apart is moot
+  EXPECT_FALSE(receiverClearsToSend(false, false, false, true));
+  EXPECT_FALSE(receiverClearsToSend(true, false, false, false));  // not free yet
+  EXPECT_TRUE(receiverClearsToSend(true, true, true, true));
+  EXPECT_FALSE(receiverClearsToSend(true, true, false, true));  // in place
+  EXPECT_FALSE(receiverClearsToSend(true, true, true, false));  // local still written
+  EXPECT_FALSE(receiverClearsToSend(false, true, true, true));
 }

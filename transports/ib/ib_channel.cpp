@@ -460,6 +460,7 @@ bool IbChannel::offer(const LocalRegion* region, std::byte* data, size_t bytes) 
   if (links_[0].outstanding >= config_.sendDepth) return false;
   RendezvousAnswer a;
   a.bytes = bytes;
+  a.transfer = recvTransfer_;
   if (region) {
     // On every rail's device, so that the pieces may come over any rail.
     landTargets_.clear();
@@ -507,10 +508,22 @@ bool IbChannel::landed() {
   return false;
 }
 
+void IbChannel::withdraw() {
+  landing_ = false;
+  landTargets_.clear();
+}
+
 DirectTransfer::Answer IbChannel::answer() {
   progress();
   throwIfFailed();
-  if (answers_.empty()) return Answer::None;
+  const AnswerMatch match = matchAnswer(answers_, sendTransfer_);
+  if (match == AnswerMatch::None) return Answer::None;
+  if (match == AnswerMatch::Ahead) {
+    fail("rank " + std::to_string(peer_) + " answered rendezvous transfer " +
+         std::to_string(answers_.front().transfer) + " while this rank sends transfer " +
+         std::to_string(sendTransfer_));
+    throwIfFailed();
+  }
   if (answers_.front().accepted()) return Answer::Accepted;
   answers_.pop_front();
   return Answer::Refused;
@@ -519,7 +532,8 @@ DirectTransfer::Answer IbChannel::answer() {
 size_t IbChannel::put(const LocalRegion& region, const std::byte* data, size_t from, size_t to) {
   progress();
   throwIfFailed();
-  if (answers_.empty() || !answers_.front().accepted())
+  if (answers_.empty() || !answers_.front().accepted() ||
+      answers_.front().transfer != sendTransfer_)
     throw Error(Result::InternalError, "ib: a rendezvous put to rank " + std::to_string(peer_) +
                                            " without an accepted answer");
   const RendezvousAnswer& a = answers_.front();

@@ -38,7 +38,8 @@
 //   registers its source on every rail too and RDMA-WRITEs WITH_IMM pieces of at most
 //   `block` bytes, each on the QP the same scheduler picks (so over every rail), each
 //   immediate marked as a piece; the receiver counts their lengths. No staging ring, no
-//   receive ring, no copy on either side.
+//   receive ring, no copy on either side. The answer carries the transfer's number, so
+//   the receiver may send it before the offer arrived (clear to send; matchAnswer).
 // Not thread-safe: one engine thread drives a transport.
 #pragma once
 
@@ -83,6 +84,9 @@ class IbChannel final : public Channel, public DirectTransfer {
   DirectTransfer* directTransfer() override { return config_.rendezvous > 0 ? this : nullptr; }
 
   size_t minBytes() const override { return config_.rendezvous; }
+  void sending() override { ++sendTransfer_; }
+  void receiving() override { ++recvTransfer_; }
+  void withdraw() override;
   bool offer(const LocalRegion* region, std::byte* data, size_t bytes) override;
   bool landed() override;
   Answer answer() override;
@@ -177,6 +181,8 @@ class IbChannel final : public Channel, public DirectTransfer {
   // Rendezvous. control_: QP 0's receive slots (answers land there), then send slots.
   BufferPool::Buffer control_;
   uint64_t answersSent_ = 0;
+  uint64_t sendTransfer_ = 0;                  // the transfer this side sends now (numbered from 1)
+  uint64_t recvTransfer_ = 0;                  // the transfer this side receives now
   std::deque<RendezvousAnswer> answers_;       // the peer's answers, oldest first
   std::vector<RegCache::Handle> putSources_;   // sender: the source's registration per rail
   size_t putPosted_ = 0;                       // bytes of the transfer posted

@@ -35,9 +35,7 @@ double nicBytesPerUs() {
   try {
     const topo::Topology t = topo::detect();
     const std::string spec = settings::text("CHORUS_SOCKET_IFNAME");
-    std::vector<std::string> names;  // each once (an interface has several addresses)
-    for (const net::Interface& i : net::findInterfaces(spec))
-      if (std::find(names.begin(), names.end(), i.name) == names.end()) names.push_back(i.name);
+    std::vector<std::string> names = net::findInterfaceNames(spec);
     if (spec.empty() && names.size() > 1) names.resize(1);  // the transport uses the first
     double mbps = 0;
     for (const std::string& name : names)

@@ -203,6 +203,13 @@ std::vector<Interface> findInterfaces(const std::string& spec) {
   return found;
 }
 
+std::vector<std::string> findInterfaceNames(const std::string& spec) {
+  std::vector<std::string> names;
+  for (const Interface& i : findInterfaces(spec))
+    if (std::find(names.begin(), names.end(), i.name) == names.end()) names.push_back(i.name);
+  return names;
+}
+
 // --- Socket --------------------------------------------------------------------------
 
 Socket& Socket::operator=(Socket&& o) noexcept {

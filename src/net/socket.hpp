@@ -33,6 +33,9 @@ struct Interface {
 // excludes, `=` demands exact names; empty spec: every non-loopback interface that is up,
 // or loopback if that is all there is). IPv4 first.
 std::vector<Interface> findInterfaces(const std::string& spec);
+// The names of findInterfaces(spec), each once (an interface has several addresses), in
+// its order.
+std::vector<std::string> findInterfaceNames(const std::string& spec);
 
 class Socket {
  public:

@@ -27,14 +27,20 @@ log=$(mktemp /tmp/chorus-bed-test.XXXXXX)
 id=""
 trap '[[ -n $id ]] && "$bed" down "$id"; rm -f "$log"' EXIT
 
+# bring_up K RATE WHAT: a bed of K nodes x 2 NICs at RATE in $id (skip where none can be made).
+bring_up() {
+  id=$("$bed" up "$1" 2 "$2")
+  local rc=$?
+  ((rc == 77)) && exit 77
+  ((rc == 0)) || fail "netns_bed.sh up $1 2 $2: status $rc"
+  echo "bed $id: $1 nodes x 2 NICs at $2, $3"
+}
+
 collectives() {
   local k=$1 n=$2 rate=$3 build=$4
   shift 4
-  id=$("$bed" up "$k" 2 "$rate")
-  local rc=$?
-  ((rc == 77)) && exit 77
-  ((rc == 0)) || fail "netns_bed.sh up $k 2 $rate: status $rc"
-  echo "bed $id: $k nodes x 2 NICs at $rate, $n ranks per node"
+  bring_up "$k" "$rate" "$n ranks per node"
+  local rc
 
   # The NIC speed comes from the bed's topology file.
   local gbit=${rate%gbit}
@@ -79,11 +85,8 @@ rail_sent() {
 ucx_rails() {
   local k=$1 n=$2 rate=$3 build=$4
   shift 4
-  id=$("$bed" up "$k" 2 "$rate")
-  local rc=$?
-  ((rc == 77)) && exit 77
-  ((rc == 0)) || fail "netns_bed.sh up $k 2 $rate: status $rc"
-  echo "bed $id: $k nodes x 2 NICs at $rate, $n ranks per node, ucx"
+  bring_up "$k" "$rate" "$n ranks per node, ucx"
+  local rc
   local a0 a1 b0 b1
   a0=$(rail_sent 0 "$k") && a1=$(rail_sent 1 "$k") || fail "cannot read the NIC counters"
   local t0=$SECONDS

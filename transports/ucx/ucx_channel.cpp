@@ -94,11 +94,12 @@ UcxChannel::UcxChannel(std::span<const Device> devices, Progress& progress, int 
       creditSlots_(3),
       links_(static_cast<size_t>(railsFor(devices, peerAddresses) * config.paths)),
       stats_(stripe::registerChannel(
-          "ucx", rank, peer, pathNames(devices, railsFor(devices, peerAddresses), config.paths))),
+          "ucx", rank, peer,
+          pathNames(devices, static_cast<int>(links_.size()) / config.paths, config.paths))),
       scheduler_(static_cast<int>(links_.size())),
       assembly_(static_cast<int>(links_.size()), config.block),
       granted_(window_) {
-  const int rails = railsFor(devices, peerAddresses);
+  const int rails = static_cast<int>(links_.size()) / pathsPerRail_;
   if (links_.size() > (size_t{1} << kPathBits))
     throwInvalid("ucx: at most " + std::to_string(1 << kPathBits) +
                  " endpoints per peer (devices x CHORUS_UCX_PATHS)");
@@ -321,14 +322,16 @@ void UcxChannel::placeArrived() {
 void UcxChannel::arrived(Slot& slot, ucp_tag_t tag) {
   slot.path = tagPath(tag);
   slot.seq = head_ + ((tagStreamSeq(tag) - head_) & kSeqMask);
-  const std::string where =
-      " (rail " + std::to_string(slot.rail) + ", stream sequence " + std::to_string(slot.seq) + ")";
+  // The error's text is built only on a failure: this runs for every piece.
+  auto refuse = [&](const std::string& what) {
+    failWith("rank " + std::to_string(peer_) + " sent " + what + " (rail " +
+             std::to_string(slot.rail) + ", stream sequence " + std::to_string(slot.seq) + ")");
+  };
   if (slot.path >= assembly_.paths() || slot.path / pathsPerRail_ != slot.rail)
-    return failWith("rank " + std::to_string(peer_) + " sent a piece on endpoint " +
-                    std::to_string(slot.path) + ", which is not on the rail it arrived on" + where);
+    return refuse("a piece on endpoint " + std::to_string(slot.path) +
+                  ", which is not on the rail it arrived on");
   if (slot.seq >= head_ + window_ || arrived_[slot.seq % window_] != nullptr)
-    return failWith("rank " + std::to_string(peer_) + " sent a piece outside its credit or twice" +
-                    where);
+    return refuse("a piece outside its credit or twice");
   arrived_[slot.seq % window_] = &slot;
 }
 

@@ -1,6 +1,7 @@
 #include "transports/ucx/ucx_progress.hpp"
 
 #include "errors.hpp"
+#include "transports/ucx/ucx_record.hpp"
 
 #include <poll.h>
 #include <sched.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <ctime>
 
@@ -30,6 +32,8 @@ constexpr int kBackOffMs = 1;
 
 Progress::Progress(std::vector<Worker*> workers, std::function<void()> afterProgress)
     : workers_(std::move(workers)), afterProgress_(std::move(afterProgress)) {
+  if (workers_.size() > static_cast<size_t>(kMostDevices))  // sleep()'s poll set
+    throwInvalid("ucx: at most " + std::to_string(kMostDevices) + " workers");
   stopFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stopFd_ < 0) throwSystemError("ucx: eventfd");
 }
@@ -72,15 +76,17 @@ ucs_status_t Progress::arm() {
 }
 
 bool Progress::sleep(std::chrono::nanoseconds timeout, int stopFd) const noexcept {
-  std::vector<pollfd> fds;
-  fds.reserve(workers_.size() + 1);
-  if (stopFd >= 0) fds.push_back({stopFd, POLLIN, 0});
-  for (const Worker* worker : workers_) fds.push_back({worker->eventFd(), POLLIN, 0});
+  // On the stack: the engine's waits and the progress thread both sleep here, each with
+  // its own revents, and nothing is allocated on the way to a sleep.
+  std::array<pollfd, kMostDevices + 1> fds;
+  nfds_t n = 0;
+  if (stopFd >= 0) fds[n++] = {stopFd, POLLIN, 0};
+  for (const Worker* worker : workers_) fds[n++] = {worker->eventFd(), POLLIN, 0};
   const auto ns = std::max<int64_t>(0, timeout.count());
   timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
   // An error (EINTR; the others cannot happen with these arguments) ends the sleep early:
   // every caller loops to its own deadline.
-  if (::ppoll(fds.data(), fds.size(), &ts, nullptr) < 0) return false;
+  if (::ppoll(fds.data(), n, &ts, nullptr) < 0) return false;
   return stopFd >= 0 && (fds[0].revents & POLLIN) != 0;
 }
 

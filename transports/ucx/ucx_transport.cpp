@@ -43,9 +43,7 @@ std::vector<std::string> netDevices() {
   const std::string spec = settings::text("CHORUS_UCX_NET_DEVICES");
   std::vector<std::string> devices;
   if (spec == "auto") {
-    for (const net::Interface& i : net::findInterfaces(settings::text("CHORUS_SOCKET_IFNAME")))
-      if (std::find(devices.begin(), devices.end(), i.name) == devices.end())
-        devices.push_back(i.name);
+    devices = net::findInterfaceNames(settings::text("CHORUS_SOCKET_IFNAME"));
     if (devices.size() < 2) devices.clear();
   } else {
     size_t at = 0;

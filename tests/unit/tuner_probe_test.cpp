@@ -29,6 +29,39 @@ double predict(const char* name, int nranks, size_t bytes, const LinkModel& link
                        nullptr, slice);
 }
 
+// Every all-reduce of the copy path (the tuner's candidates for ordinary buffers).
+std::vector<const Algorithm*> copyPathAllReduces() {
+  std::vector<const Algorithm*> all;
+  for (const Algorithm& a : allAlgorithms())
+    if (a.collective == Collective::AllReduce && !a.oneSided) all.push_back(&a);
+  return all;
+}
+
+// A probe at np 4 as CHORUS_DEBUG=INFO prints it (medians and fastest rounds, us) with the
+// local copy and reduce rates (B/us), and the shm link solved from it.
+struct Np4Probe {
+  double one, oneBest, burstTrip, large, largeBest, exchange, copy, reduce;
+};
+LinkModel shmLinkFrom(const Np4Probe& p) {
+  ProbeTimes t;
+  t.one = p.one;
+  t.oneBest = p.oneBest;
+  t.burst = 8;
+  t.burstTrip = p.burstTrip;
+  t.large = p.large;
+  t.largeBest = p.largeBest;
+  t.exchangeRanks = 4;
+  t.exchange = p.exchange;
+  LinkModel link = defaultLinkModel(LinkClass::Shm);
+  link.copyBytesPerUs = p.copy;
+  link.reduceBytesPerUs = p.reduce;
+  return linkFromProbe(t, link);
+}
+// Two np 4 probes whose 256 KiB round trips stalled while the 8 B ones did not (perf/README.md,
+// the tuner's pick): 2026-12-03 09:54 UTC, load 0.07, and 06:11 UTC, load 3.5-9.
+constexpr Np4Probe kIdleStalledProbe{6.64, 6.18, 11.84, 2103.6, 728.7, 9.45, 2.111e4, 1.318e4};
+constexpr Np4Probe kLoadedStalledProbe{6.40, 5.02, 12.07, 2255.9, 244.7, 7.19, 1.962e4, 1.471e4};
+
 // Round trips of the shape the probe measured here at np 4 (CHORUS_DEBUG=INFO prints them;
 // 2 cores, load 20-40: 8 B 11.5-19.3 us, 8 x 8 B 24.8-41.2 us, 256 KiB ~900 us, exchange
 // 36.7-38.8 us), rounded to figures whose solution is exact: 8 B 6.0 us, 8 x 8 B 7.4 us,
@@ -153,9 +186,7 @@ TEST(ProbeFigures, CalibratedFiguresRankRdFirstAtFourKiB) {
       "copy_bytes_per_us=1.885e+04 reduce_bytes_per_us=1.178e+04");
   ASSERT_EQ(entries.size(), 1u);
   Tuner tuner(4, entries[0], Tuner::Mode::Model);
-  std::vector<const Algorithm*> all;
-  for (const Algorithm& a : allAlgorithms())
-    if (a.collective == Collective::AllReduce && !a.oneSided) all.push_back(&a);
+  const std::vector<const Algorithm*> all = copyPathAllReduces();
   EXPECT_STREQ(tuner.choose(Collective::AllReduce, 1024, DataType::Float32, all, false).name, "rd");
 }
 
@@ -217,9 +248,7 @@ TEST(CpuSends, ProbedFiguresAtFourRanksPutRdBeforeTwoshot) {
   tuning.model = link;
   tuning.ranks = 4;
   Tuner tuner(4, tuning, Tuner::Mode::Model);
-  std::vector<const Algorithm*> all;
-  for (const Algorithm& a : allAlgorithms())
-    if (a.collective == Collective::AllReduce && !a.oneSided) all.push_back(&a);
+  const std::vector<const Algorithm*> all = copyPathAllReduces();
   for (size_t bytes : {size_t{512}, size_t{4} << 10, size_t{32} << 10}) {
     EXPECT_STREQ(tuner.choose(Collective::AllReduce, bytes / 4, DataType::Float32, all, false).name,
                  "rd")
@@ -255,9 +284,7 @@ TEST(CpuSends, AStalledRoundTripIsNoSlowerThanTheBurst) {
   Tuning tuning = defaultTuning(LinkClass::Shm);
   tuning.model = link;
   Tuner tuner(4, tuning, Tuner::Mode::Model);
-  std::vector<const Algorithm*> all;
-  for (const Algorithm& a : allAlgorithms())
-    if (a.collective == Collective::AllReduce && !a.oneSided) all.push_back(&a);
+  const std::vector<const Algorithm*> all = copyPathAllReduces();
   for (size_t bytes : {size_t{512}, size_t{4} << 10, size_t{32} << 10})
     EXPECT_STREQ(tuner.choose(Collective::AllReduce, bytes / 4, DataType::Float32, all, false).name,
                  "rd")
@@ -271,32 +298,14 @@ TEST(CpuSends, AStalledRoundTripIsNoSlowerThanTheBurst) {
 // measured 0.98-1.00 of the best and the picks 0.60 and 0.71 of it. The rate from the
 // fastest rounds gives rd there; o and L stay the medians'.
 TEST(CpuSends, AStalledLargeRoundTripDoesNotSetTheBandwidth) {
-  struct Probe {
-    double one, oneBest, burstTrip, large, largeBest, exchange, copy, reduce;
-  };
-  for (const Probe& p : {Probe{6.64, 6.18, 11.84, 2103.6, 728.7, 9.45, 2.111e4, 1.318e4},
-                         Probe{6.40, 5.02, 12.07, 2255.9, 244.7, 7.19, 1.962e4, 1.471e4}}) {
-    ProbeTimes t;
-    t.one = p.one;
-    t.oneBest = p.oneBest;
-    t.burst = 8;
-    t.burstTrip = p.burstTrip;
-    t.large = p.large;
-    t.largeBest = p.largeBest;
-    t.exchangeRanks = 4;
-    t.exchange = p.exchange;
-    LinkModel link = defaultLinkModel(LinkClass::Shm);
-    link.copyBytesPerUs = p.copy;
-    link.reduceBytesPerUs = p.reduce;
-    link = linkFromProbe(t, link);
+  for (const Np4Probe& p : {kIdleStalledProbe, kLoadedStalledProbe}) {
+    const LinkModel link = shmLinkFrom(p);
     EXPECT_NEAR(link.bytesPerUs, ((256 << 10) - 8) / ((p.largeBest - p.oneBest) / 2), 1e-6);
     EXPECT_NEAR(link.overheadUs, (p.exchange - p.one / 2) / 4, 1e-9);  // the medians'
     Tuning tuning = defaultTuning(LinkClass::Shm);
     tuning.model = link;
     Tuner tuner(4, tuning, Tuner::Mode::Model);
-    std::vector<const Algorithm*> all;
-    for (const Algorithm& a : allAlgorithms())
-      if (a.collective == Collective::AllReduce && !a.oneSided) all.push_back(&a);
+    const std::vector<const Algorithm*> all = copyPathAllReduces();
     for (size_t bytes : {size_t{512}, size_t{4} << 10})
       EXPECT_STREQ(
           tuner.choose(Collective::AllReduce, bytes / 4, DataType::Float32, all, false).name, "rd")
@@ -312,25 +321,11 @@ TEST(CpuSends, AStalledLargeRoundTripDoesNotSetTheBandwidth) {
 // predictions come near the measured times; np 2's picks (rd to 128 KiB, ring from 512 KiB)
 // stay as they were.
 TEST(CpuSends, ShmSendsMoveTheirBytesAtTheCopyRate) {
-  ProbeTimes t;
-  t.one = 6.64;
-  t.oneBest = 6.18;
-  t.burst = 8;
-  t.burstTrip = 11.84;
-  t.large = 2103.6;
-  t.largeBest = 728.7;
-  t.exchangeRanks = 4;
-  t.exchange = 9.45;
-  LinkModel probed = defaultLinkModel(LinkClass::Shm);
-  probed.copyBytesPerUs = 2.111e4;
-  probed.reduceBytesPerUs = 1.318e4;
-  probed = linkFromProbe(t, probed);
+  const LinkModel probed = shmLinkFrom(kIdleStalledProbe);
   LinkModel link = probed;
   sendsAtCopyRate(link);
   EXPECT_EQ(link.bytesPerUs, 2.111e4);
-  std::vector<const Algorithm*> all;
-  for (const Algorithm& a : allAlgorithms())
-    if (a.collective == Collective::AllReduce && !a.oneSided) all.push_back(&a);
+  const std::vector<const Algorithm*> all = copyPathAllReduces();
   auto pick = [&](int nranks, const LinkModel& m, size_t bytes) {
     Tuning tuning = defaultTuning(LinkClass::Shm);
     tuning.model = m;
@@ -379,9 +374,7 @@ TEST(PipelineSlice, ReachesThePredictionAndTheTunersChoice) {
   EXPECT_EQ(predict("ring", 4, 16 << 20, link),
             predict("ring", 4, 16 << 20, link, kPipelineSliceBytes));
   // A size where the slice changes the best algorithm; the tuner follows its own slice.
-  std::vector<const Algorithm*> all;
-  for (const Algorithm& a : allAlgorithms())
-    if (a.collective == Collective::AllReduce && !a.oneSided) all.push_back(&a);
+  const std::vector<const Algorithm*> all = copyPathAllReduces();
   bool found = false;
   for (size_t bytes = 64 << 10; bytes <= (64u << 20) && !found; bytes *= 2) {
     const size_t count = bytes / 4;

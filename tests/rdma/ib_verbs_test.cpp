@@ -186,6 +186,21 @@ int communicatorChecks() {
   return failed;
 }
 
+// Rank 0's channel to rank 1 (a) and rank 1's to rank 0 (b) on one device, connected.
+struct ChannelPair {
+  std::unique_ptr<chorus::ib::IbChannel> a, b;
+};
+ChannelPair connectedPair(chorus::ib::IbDevice& dev, const chorus::ib::IbConfig& cfg) {
+  ChannelPair pair;
+  pair.a = std::make_unique<chorus::ib::IbChannel>(0, 1, std::vector<chorus::ib::IbDevice*>{&dev},
+                                                   cfg, std::vector<ibv_comp_channel*>{nullptr});
+  pair.b = std::make_unique<chorus::ib::IbChannel>(1, 0, std::vector<chorus::ib::IbDevice*>{&dev},
+                                                   cfg, std::vector<ibv_comp_channel*>{nullptr});
+  pair.a->connect(pair.b->localInfo());
+  pair.b->connect(pair.a->localInfo());
+  return pair;
+}
+
 void channelChecks(chorus::ib::IbDevice& dev) {
   chorus::ib::IbConfig cfg = chorus::ib::IbConfig::fromEnv();
   cfg.qps = 4;
@@ -193,12 +208,9 @@ void channelChecks(chorus::ib::IbDevice& dev) {
   cfg.ring = 64 << 10;
   cfg.timeout = 8;  // ~1 ms ack timeout, one retry: the loss is seen fast
   cfg.retryCnt = 1;
-  auto a = std::make_unique<chorus::ib::IbChannel>(0, 1, std::vector<chorus::ib::IbDevice*>{&dev},
-                                                   cfg, std::vector<ibv_comp_channel*>{nullptr});
-  auto b = std::make_unique<chorus::ib::IbChannel>(1, 0, std::vector<chorus::ib::IbDevice*>{&dev},
-                                                   cfg, std::vector<ibv_comp_channel*>{nullptr});
-  a->connect(b->localInfo());
-  b->connect(a->localInfo());
+  ChannelPair pair = connectedPair(dev, cfg);
+  auto& a = pair.a;
+  auto& b = pair.b;
   // 1 MiB of a counting pattern through a 64 KiB ring, in odd-sized pieces.
   std::vector<uint32_t> out(1 << 18), in(out.size());
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint32_t>(i * 2654435761u);
@@ -247,12 +259,9 @@ void peerMemoryChecks(chorus::ib::IbDevice& dev) {
   cfg.ring = 64 << 10;
   cfg.timeout = 8;
   cfg.retryCnt = 1;
-  auto a = std::make_unique<chorus::ib::IbChannel>(0, 1, std::vector<chorus::ib::IbDevice*>{&dev},
-                                                   cfg, std::vector<ibv_comp_channel*>{nullptr});
-  auto b = std::make_unique<chorus::ib::IbChannel>(1, 0, std::vector<chorus::ib::IbDevice*>{&dev},
-                                                   cfg, std::vector<ibv_comp_channel*>{nullptr});
-  a->connect(b->localInfo());
-  b->connect(a->localInfo());
+  ChannelPair pair = connectedPair(dev, cfg);
+  auto& a = pair.a;
+  auto& b = pair.b;
   // Rank 1 (b) exposes 512 KiB inside a 1 MiB registered buffer; rank 0 (a) reads from it.
   chorus::ib::IbPeerMemory reader({&dev}, 16 << 10,
                                   [&](int) -> chorus::ib::IbChannel& { return *a; });
@@ -317,12 +326,9 @@ void rendezvousChecks(chorus::ib::IbDevice& dev) {
   cfg.block = 4096;
   cfg.ring = 64 << 10;
   cfg.rendezvous = 1024;
-  auto a = std::make_unique<chorus::ib::IbChannel>(0, 1, std::vector<chorus::ib::IbDevice*>{&dev},
-                                                   cfg, std::vector<ibv_comp_channel*>{nullptr});
-  auto b = std::make_unique<chorus::ib::IbChannel>(1, 0, std::vector<chorus::ib::IbDevice*>{&dev},
-                                                   cfg, std::vector<ibv_comp_channel*>{nullptr});
-  a->connect(b->localInfo());
-  b->connect(a->localInfo());
+  ChannelPair pair = connectedPair(dev, cfg);
+  auto& a = pair.a;
+  auto& b = pair.b;
   using Answer = chorus::DirectTransfer::Answer;
   const size_t bytes = 40000;  // 10 pieces of at most a block, over 2 QPs
   std::vector<uint32_t> source(bytes / 4);

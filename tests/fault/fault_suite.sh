@@ -39,7 +39,23 @@ run_trial() {
   # the victim, never a survivor still counting down to its error.
   CHORUS_TRANSPORT=$transport CHORUS_TIMEOUT=$deadline CHORUS_RUN_GRACE=$((2 * deadline + 1)) \
     timeout 90 "$run" -n "$n" --timeout 60 "$trial" --seed "$tseed" --fault "$fault" \
-    --victim "$victim" --at "$at" --calls 6 >"$out" 2>&1
+    --victim "$victim" --at "$at" --calls 6 >"$out" 2>&1 &
+  local pid=$!
+  # A stopped victim never exits: chorus-run would keep the trial open for its whole grace
+  # period. Once every survivor has printed its result, the suite kills the stopped victim
+  # itself (only a process in state T running this trial's seed; survivors exit on their
+  # own, so a survivor that hangs on its way out still fails the trial as a HANG).
+  if [ "$fault" = stop ]; then
+    while kill -0 "$pid" 2>/dev/null; do
+      if [ "$(grep -ac "^rank [0-9]*: \(OK verified\|ERROR\)" "$out")" -ge $((n - 1)) ]; then
+        ps -eo pid=,stat=,args= | awk -v t="$trial" -v s="--seed $tseed --fault stop " \
+          '$2 ~ /^T/ && index($0, t) && index($0 " ", s) {print $1}' | xargs -r kill -KILL
+        break
+      fi
+      sleep 0.1
+    done
+  fi
+  wait "$pid"
   status=$?
   elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {print b - a}')
   if [ $status -eq 124 ] || grep -q "timeout of 60s expired" "$out"; then

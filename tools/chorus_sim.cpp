@@ -2,6 +2,7 @@
 // job's failures and checkpoints. Collective mode prints, per algorithm, chorus-perf's
 // table of simulated time and bandwidth, then per size the fastest simulated algorithm and
 // the tuner's choice at that scale. Job mode (--job) prints effective training time.
+#include "settings/settings.hpp"
 #include "sim/checkpoint.hpp"
 #include "sim/fabric_network.hpp"
 #include "sim/simulate.hpp"
@@ -70,15 +71,10 @@ size_t parseBytes(const char* text) {
   return static_cast<size_t>(v);
 }
 
+// The non-empty items of a comma-separated list.
 std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at <= text.size()) {
-    size_t comma = text.find(',', at);
-    if (comma == std::string::npos) comma = text.size();
-    if (comma > at) out.push_back(text.substr(at, comma - at));
-    at = comma + 1;
-  }
+  std::vector<std::string> out = chorus::settings::splitList(text);
+  std::erase(out, std::string());
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "comm/algorithm_choice.hpp"
 
+#include "settings/settings.hpp"
+
 #include <chorus/chorus.hpp>
 
 #include <algorithm>
@@ -43,10 +45,8 @@ void AlgorithmChoice::apply(std::string_view spec) {
   spec = trim(spec);
   if (spec.empty() || lower(spec) == "auto") return;
   auto next = *this;  // all or nothing: a bad spec changes nothing
-  while (!spec.empty()) {
-    size_t comma = spec.find(',');
-    std::string_view item = trim(spec.substr(0, comma));
-    spec = comma == std::string_view::npos ? std::string_view{} : spec.substr(comma + 1);
+  for (const std::string& entry : settings::splitList(spec)) {
+    std::string_view item = trim(entry);
     if (item.empty()) continue;
     std::string target;
     if (size_t colon = item.find(':'); colon != std::string_view::npos) {

@@ -63,11 +63,9 @@ FailureReport CommImpl::reportedFailure(int peer) {
   if (report.cause.empty()) return report;
   const std::string list =
       tryGet(*store_, "failed-ranks/" + std::to_string(peer), kQuickLook).value_or("");
-  for (size_t at = 0; at < list.size();) {
-    const size_t comma = std::min(list.find(',', at), list.size());
-    const int r = std::atoi(list.substr(at, comma - at).c_str());
+  for (const std::string& item : settings::splitList(list)) {
+    const int r = std::atoi(item.c_str());
     if (r >= 0 && r < nranks_) report.failedRanks.push_back(r);
-    at = comma + 1;
   }
   return report;
 }
@@ -114,12 +112,9 @@ std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<i
     } else if (stuck) {
       const size_t semi = stuck->find(';');
       summary += ". " + stuck->substr(semi == std::string::npos ? 0 : semi + 1);
-      std::string list = semi == std::string::npos ? "" : stuck->substr(0, semi);
-      for (size_t at = 0; at < list.size();) {  // follow what it waits for
-        size_t comma = list.find(',', at);
-        queue.push_back(std::atoi(list.substr(at, comma - at).c_str()));
-        at = comma == std::string::npos ? list.size() : comma + 1;
-      }
+      const std::string list = semi == std::string::npos ? "" : stuck->substr(0, semi);
+      for (const std::string& item : settings::splitList(list))  // follow what it waits for
+        queue.push_back(std::atoi(item.c_str()));
     } else {
       summary += ". rank " + r +
                  " is not waiting in any collective (stopped, busy elsewhere, or not making "

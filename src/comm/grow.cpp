@@ -19,6 +19,7 @@
 #include "comm/comm_impl.hpp"
 #include "errors.hpp"
 #include "log.hpp"
+#include "settings/settings.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -40,13 +41,10 @@ struct Member {
 std::vector<Member> parsePlan(const std::string& plan) {
   if (plan.starts_with("error:")) throw Error(Result::RemoteError, plan.substr(6));
   std::vector<Member> members;
-  for (size_t at = 0; at < plan.size();) {
-    const size_t comma = std::min(plan.find(',', at), plan.size());
-    const std::string item = plan.substr(at, comma - at);
+  for (const std::string& item : settings::splitList(plan)) {
     const size_t colon = item.find(':');
     if (colon == std::string::npos) throw Error(Result::InternalError, "grow: bad plan " + plan);
     members.push_back({std::stoi(item.substr(0, colon)), std::stoi(item.substr(colon + 1))});
-    at = comma + 1;
   }
   return members;
 }

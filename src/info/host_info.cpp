@@ -77,8 +77,8 @@ std::vector<Feature> transports() {
   try {
     const std::string spec = settings::text("CHORUS_SOCKET_IFNAME");
     std::string names;
-    for (const net::Interface& i : net::findInterfaces(spec))
-      if (names.find(i.name) == std::string::npos) names += (names.empty() ? "" : ", ") + i.name;
+    for (const std::string& name : net::findInterfaceNames(spec))
+      names += (names.empty() ? "" : ", ") + name;
     out.push_back({"tcp", !names.empty(),
                    names.empty() ? "no interface matches CHORUS_SOCKET_IFNAME='" + spec + "'"
                                  : "interfaces " + names});

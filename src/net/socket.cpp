@@ -1,6 +1,7 @@
 #include "net/socket.hpp"
 
 #include "errors.hpp"
+#include "settings/settings.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -69,15 +70,10 @@ struct IfSpec {
   explicit IfSpec(std::string s) {
     if (!s.empty() && s[0] == '^') exclude = true, s.erase(0, 1);
     if (!s.empty() && s[0] == '=') exact = true, s.erase(0, 1);
-    size_t pos = 0;
-    while (pos <= s.size()) {
-      size_t comma = s.find(',', pos);
-      if (comma == std::string::npos) comma = s.size();
-      std::string item = s.substr(pos, comma - pos);
+    for (std::string item : settings::splitList(s)) {
       if (auto colon = item.find(':'); colon != std::string::npos)
         item.resize(colon);  // "eth0:port"
       if (!item.empty()) names.push_back(item);
-      pos = comma + 1;
     }
   }
   bool matches(const std::string& name) const {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <strings.h>
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -243,6 +244,17 @@ std::string processName() {
   char host[256] = "?";
   ::gethostname(host, sizeof(host) - 1);
   return "host " + std::string(host) + ", pid " + std::to_string(::getpid());
+}
+
+std::vector<std::string> splitList(std::string_view text, char separator) {
+  std::vector<std::string> items;
+  if (text.empty()) return items;
+  for (size_t at = 0;;) {
+    const size_t end = std::min(text.find(separator, at), text.size());
+    items.emplace_back(text.substr(at, end - at));
+    if (end == text.size()) return items;
+    at = end + 1;
+  }
 }
 
 }  // namespace chorus::settings

@@ -81,6 +81,10 @@ std::string text(std::string_view name, const std::string& fallback);
 const char* cstr(std::string_view name);
 bool isSet(std::string_view name);
 
+// The items of a separated list, in order, empty ones kept ("a,,b" -> a, "", b; "a," -> a,
+// ""); an empty text is an empty list. Callers decide what an empty item means.
+std::vector<std::string> splitList(std::string_view text, char separator = ',');
+
 // Checks every library and launch setting of `env`; throws on the first bad one. The
 // process form also warns, once per process, about unknown CHORUS_* variables and about
 // aliases that lost to their Chorus name, and at CHORUS_DEBUG=INFO lists what differs

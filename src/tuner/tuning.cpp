@@ -1,6 +1,7 @@
 #include "tuner/tuning.hpp"
 
 #include "errors.hpp"
+#include "settings/settings.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -88,10 +89,7 @@ std::vector<Tuning> parseTuneFile(std::string_view text, std::string_view name) 
         bad(name, number, "expected key=value, got '" + word + "'");
       std::string key = word.substr(0, eq), text = word.substr(eq + 1);
       if (key == "best") {  // 8:oneshot,512:rd
-        for (size_t at = 0; at < text.size();) {
-          size_t comma = text.find(',', at);
-          std::string item =
-              text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+        for (const std::string& item : settings::splitList(text)) {
           size_t colon = item.find(':');
           char* stop = nullptr;
           const unsigned long long bytes =
@@ -100,7 +98,6 @@ std::vector<Tuning> parseTuneFile(std::string_view text, std::string_view name) 
               colon + 1 == item.size())
             bad(name, number, "'best' needs bytes:algorithm items, got '" + item + "'");
           t.measuredBest.emplace_back(bytes, item.substr(colon + 1));
-          at = comma == std::string::npos ? text.size() : comma + 1;
         }
         continue;
       }

@@ -100,6 +100,17 @@ TEST(Settings, EverySettingRejectsBadValuesNamingVariableValueAndWhatIsAccepted)
   EXPECT_GT(checked, 150);
 }
 
+TEST(Settings, SplitListKeepsEveryItemInOrderEmptyOnesToo) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(splitList(""), V{});
+  EXPECT_EQ(splitList("eth0"), V{"eth0"});
+  EXPECT_EQ(splitList("a,bb,c"), (V{"a", "bb", "c"}));
+  EXPECT_EQ(splitList("a,,b"), (V{"a", "", "b"}));
+  EXPECT_EQ(splitList(",a,"), (V{"", "a", ""}));
+  EXPECT_EQ(splitList(","), (V{"", ""}));
+  EXPECT_EQ(splitList("x+y;z", ';'), (V{"x+y", "z"}));
+}
+
 TEST(Settings, DefaultsAreValidAndEmptyMeansUnset) {
   EXPECT_EQ(errorFor({}), "");
   for (const Spec& s : all()) {

@@ -48,16 +48,12 @@ HcaFilter::HcaFilter(std::string_view spec) {
     exact_ = true;
     spec.remove_prefix(1);
   }
-  while (!spec.empty()) {
-    auto comma = spec.find(',');
-    std::string_view item = spec.substr(0, comma);
-    spec = comma == std::string_view::npos ? std::string_view{} : spec.substr(comma + 1);
+  for (const std::string& item : settings::splitList(spec)) {
     if (item.empty()) continue;
     Entry e;
     auto colon = item.find(':');
-    e.name = std::string(item.substr(0, colon));
-    if (colon != std::string_view::npos)
-      e.port = std::atoi(std::string(item.substr(colon + 1)).c_str());
+    e.name = item.substr(0, colon);
+    if (colon != std::string::npos) e.port = std::atoi(item.substr(colon + 1).c_str());
     entries_.push_back(std::move(e));
   }
 }

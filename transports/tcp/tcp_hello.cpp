@@ -1,5 +1,7 @@
 #include "transports/tcp/tcp_hello.hpp"
 
+#include "settings/settings.hpp"
+
 #include <charconv>
 #include <cstring>
 
@@ -21,13 +23,10 @@ std::optional<Hello> decodeHello(std::span<const uint8_t> context) {
 
 std::vector<Nic> parseNics(const std::string& text) {
   std::vector<Nic> nics;
-  for (size_t begin = 0; begin < text.size();) {
-    size_t end = std::min(text.find(',', begin), text.size());
-    std::string item = text.substr(begin, end - begin);
+  for (const std::string& item : settings::splitList(text)) {
     size_t eq = item.find('=');
     if (eq == std::string::npos) throwInvalid("tcp: bad address list '" + text + "' in the store");
     nics.push_back({item.substr(0, eq), item.substr(eq + 1)});
-    begin = end + 1;
   }
   if (nics.empty()) throwInvalid("tcp: empty address list in the store");
   return nics;

@@ -46,14 +46,10 @@ std::vector<std::string> netDevices() {
     devices = net::findInterfaceNames(settings::text("CHORUS_SOCKET_IFNAME"));
     if (devices.size() < 2) devices.clear();
   } else {
-    size_t at = 0;
-    while (at <= spec.size() && !spec.empty()) {
-      size_t comma = std::min(spec.find(',', at), spec.size());
-      std::string name = spec.substr(at, comma - at);
+    for (std::string name : settings::splitList(spec)) {
       std::replace(name.begin(), name.end(), '+', ',');
       if (name.empty()) throwInvalid("CHORUS_UCX_NET_DEVICES='" + spec + "': an empty device name");
       devices.push_back(name);
-      at = comma + 1;
     }
   }
   if (devices.empty()) devices.emplace_back();

@@ -59,6 +59,45 @@ std::vector<double> maxMinRates(std::span<const int> links, std::span<const size
   return rate;
 }
 
+namespace {
+
+// Numbers the connected components of the flows `active` (flows joined when they share a
+// link) into component[f], 0, 1, ...; returns how many.
+int componentsOf(std::span<const int> links, std::span<const size_t> begin, size_t nlinks,
+                 std::span<const int> active, std::vector<int>& component) {
+  std::vector<int> parent(nlinks, -1);  // union-find over links; -1: unused
+  auto root = [&](int l) {
+    while (parent[l] != l) l = parent[l] = parent[parent[l]];
+    return l;
+  };
+  for (const int f : active) {
+    int r = -1;
+    for (size_t k = begin[f]; k < begin[f + 1]; ++k) {
+      const int l = links[k];
+      if (parent[l] < 0) parent[l] = l;
+      const int q = root(l);
+      if (r < 0)
+        r = q;
+      else if (q != r)
+        parent[q] = r;
+    }
+  }
+  std::vector<int> number(nlinks, -1);
+  int count = 0;
+  for (const int f : active) {
+    if (begin[f] == begin[f + 1]) {  // on no link: a component of its own
+      component[f] = count++;
+      continue;
+    }
+    int& n = number[root(links[begin[f]])];
+    if (n < 0) n = count++;
+    component[f] = n;
+  }
+  return count;
+}
+
+}  // namespace
+
 std::vector<double> maxMinFinish(std::span<const int> links, std::span<const size_t> begin,
                                  std::span<const double> capacity, std::span<const int> transferOf,
                                  std::span<const double> bytes) {
@@ -74,24 +113,38 @@ std::vector<double> maxMinFinish(std::span<const int> links, std::span<const siz
   std::vector<int> active;
   for (size_t f = 0; f < flows; ++f)
     if (bytes[transferOf[f]] > 0) active.push_back(static_cast<int>(f));
+  // Max-min splits over the connected components of flows joined by shared links: when
+  // transfers end, only the flows of their components can change shares, so only those
+  // are solved again (a component may split as flows leave; solving the whole of it is
+  // still exact). component[f]: its component's number, from the links of the flows the
+  // first solve leaves running (numbered then: the first solve takes every flow).
+  std::vector<int> component(flows, 0);
+  std::vector<char> dirty(1, 1);
+  std::vector<double> flowShare(flows, 0);
+  std::vector<int> solved;
   std::vector<int> subLinks;
   std::vector<size_t> subBegin;
   std::vector<char> running(transfers, 0);
   double now = 0;
   int solves = 0;
   while (!active.empty()) {
+    solved.clear();
     subLinks.clear();
     subBegin.assign(1, 0);
     for (const int f : active) {
+      if (!dirty[component[f]]) continue;
+      solved.push_back(f);
       subLinks.insert(subLinks.end(), links.begin() + begin[f], links.begin() + begin[f + 1]);
       subBegin.push_back(subLinks.size());
     }
     const std::vector<double> share = maxMinRates(subLinks, subBegin, capacity);
+    for (size_t i = 0; i < solved.size(); ++i) flowShare[solved[i]] = share[i];
     for (const int f : active) {
       rate[transferOf[f]] = 0;
       running[transferOf[f]] = 1;
     }
-    for (size_t i = 0; i < active.size(); ++i) rate[transferOf[active[i]]] += share[i];
+    for (const int f : active) rate[transferOf[f]] += flowShare[f];
+    std::fill(dirty.begin(), dirty.end(), 0);
     // The next completion; with one flow a transfer and equal bytes left, the last one.
     // After kSolves solves the rest keep their shares to the end (a bound on the cost: a
     // full replay's step of 100,000 flows may have as many distinct shares).
@@ -105,7 +158,8 @@ std::vector<double> maxMinFinish(std::span<const int> links, std::span<const siz
       equal = equal && left[t] == first;
     }
     // Each running transfer once (running: not yet seen at this event): finished now, or
-    // its bytes left after the step; then its flows go or stay with it.
+    // its bytes left after the step; then its flows go or stay with it (a finished one's
+    // component is solved again).
     for (const int f : active) {
       const int t = transferOf[f];
       if (!running[t]) continue;
@@ -118,9 +172,16 @@ std::vector<double> maxMinFinish(std::span<const int> links, std::span<const siz
         left[t] -= rate[t] * step;
       }
     }
+    if (solves == 1 &&
+        std::any_of(active.begin(), active.end(), [&](int f) { return left[transferOf[f]] > 0; }))
+      dirty.assign(componentsOf(links, begin, capacity.size(), active, component), 0);
     size_t kept = 0;
-    for (const int f : active)
-      if (left[transferOf[f]] > 0) active[kept++] = f;
+    for (const int f : active) {
+      if (left[transferOf[f]] > 0)
+        active[kept++] = f;
+      else
+        dirty[component[f]] = 1;
+    }
     active.resize(kept);
     now += step;
   }

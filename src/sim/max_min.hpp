@@ -20,7 +20,9 @@ std::vector<double> maxMinRates(std::span<const int> links, std::span<const size
 // f with transferOf[f] == t: its QPs, striped adaptively, so its rate is their rates'
 // sum), the flows share the links max-min fairly, and whenever transfers finish the others'
 // shares are solved again (progressive filling at every completion): a flow that shared a
-// link with one that ended speeds up. Returns every transfer's finish time (us): 0 for one
+// link with one that ended speeds up. Only the connected components (flows joined by shared
+// links) where a transfer ended are solved again; max-min splits over them, so the others'
+// shares stand (exact). Returns every transfer's finish time (us): 0 for one
 // of no bytes, +infinity for one that gets no rate. One flow a transfer and equal bytes
 // left: the shares hold to the end (max-min's allocation stays max-min fair as the fastest
 // flows leave), so that solve is the last: bytes / maxMinRates. The bounds on its cost

@@ -77,6 +77,22 @@ TEST(SimFabric, FluidFlowSpeedsUpWhenItsSharerEnds) {
   }
 }
 
+// Shares are solved again only in the components (flows joined by shared links) where a
+// transfer ended; the others keep theirs. Links 0, 1, 2 of 100 B/us. Component A: 200 and
+// 100 bytes on link 0. Component B, a chain: 100 bytes on link 1, 300 on links 1 and 2,
+// 200 on link 2. At 2 us the 100-byte ones end (one in each); A's 200 alone ends at 3; B
+// keeps 50 and 50 through that (not solved again: nothing of B ended) until its 200 ends at
+// 4, then its 300 alone runs at 100 to 5.
+TEST(SimFabric, FluidSolvesAgainOnlyWhereATransferEnded) {
+  const double capacity[] = {100, 100, 100};
+  const int links[] = {0, 0, 1, 1, 2, 2};
+  const size_t begin[] = {0, 1, 2, 3, 5, 6};
+  const int transfer[] = {0, 1, 2, 3, 4};
+  const double bytes[] = {200, 100, 100, 300, 200};
+  EXPECT_EQ(maxMinFinish(links, begin, capacity, transfer, bytes),
+            (std::vector<double>{3, 2, 2, 5, 4}));
+}
+
 // The same on the fabric and in the replay: nodes 0 and 2 send 2 MB and 1 MB into node 1
 // at once (one step, one NIC down): 25,000 B/us each until the 1 MB message ends (40 us),
 // then the 2 MB one's last MB alone at 50,000: it ends at 60 us, not 80. With fluid 0

@@ -118,6 +118,7 @@ class Engine {
   bool sendHeader(detail::OpState& op, detail::StepProgress& p, Channel& channel, bool& moved);
   bool receiveHeader(detail::OpState& op, detail::StepProgress& p, Channel& channel, int peer,
                      bool& moved);
+  bool afterComplete(const detail::OpState& op, int index) const;
   size_t allowedElements(const detail::OpState& op, int index) const;
   void completeStep(detail::OpState& op, int index);
   void failAll(Result code, const std::string& cause, std::vector<int> failedRanks = {});

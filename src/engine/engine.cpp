@@ -255,6 +255,7 @@ bool Engine::advanceSend(OpState& op, int index) {
   Channel& channel = channelTo(step.peer);
   const std::byte* data = resolve(op, step.src);
   bool moved = false;
+  if (p.withHeader && p.headerBytes == 0) sendHeaderWithOffer(op, index, channel, moved);
   if (p.withHeader && !sendHeader(op, p, channel, moved)) return moved;
   if (sendRendezvous(op, index, channel, moved)) return moved;
   while (p.bytes < limit) {

@@ -105,6 +105,7 @@ class Engine {
   // goes through the stream.
   DirectTransfer* rendezvousFor(detail::StepProgress& p, Channel& channel, size_t bytes);
   bool sendRendezvous(detail::OpState& op, int index, Channel& channel, bool& moved);
+  void sendHeaderWithOffer(detail::OpState& op, int index, Channel& channel, bool& moved);
   bool recvRendezvous(detail::OpState& op, int index, Channel& channel, bool& moved);
   void recvClearToSend(detail::OpState& op, int index, Channel& channel, bool& moved);
   std::optional<detail::RendezvousOffer> takeOffer(detail::OpState& op, int index, Channel& channel,

@@ -30,7 +30,7 @@ Schedule pairwiseAllToAll(const CollectiveArgs& args) {
   }
   for (int k = 1; k < n; ++k) {
     const int peer = wrapRank(r - k, n);
-    recv(s, peer, out(block(peer), m), sentTo[peer]);
+    guarded(s, recv(s, peer, out(block(peer), m), sentTo[peer]));  // in place: block sent
   }
   return s;
 }

@@ -35,14 +35,17 @@ Schedule rdAllReduce(const CollectiveArgs& args) {
 
   // Every step covers the whole vector, so each one pipelines behind the one before:
   // a send behind the fold that produced its data, a fold behind the send that still
-  // reads the memory it overwrites (in-place, and the output is the accumulator).
+  // reads the memory it overwrites (a guard: in place, and from the second step on, where
+  // the output is the accumulator; the first fold out of place writes the output while
+  // its send reads the input, so it need not wait, and its rendezvous may clear to send).
   int last = -1;  // the step that last wrote the output; -1: the data is still the input
   if (folded) last = recvReduce(s, r + 1, in(0, count), out(0, count), /*finalize=*/false);
   for (int mask = 1; mask < pof2; mask <<= 1) {
     const int peer = fold.realRank(vrank ^ mask);
     const Range mine = last < 0 ? in(0, count) : out(0, count);
     int sent = send(s, peer, mine, last);
-    last = recvReduce(s, peer, mine, out(0, count), /*finalize=*/mask * 2 == pof2, sent);
+    last =
+        guarded(s, recvReduce(s, peer, mine, out(0, count), /*finalize=*/mask * 2 == pof2, sent));
   }
   if (folded) send(s, r + 1, out(0, count), last);
   return s;

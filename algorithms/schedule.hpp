@@ -71,6 +71,10 @@ struct Step {
   int after = -1;
   // Last reduction of these elements: Avg divides by nranks here.
   bool finalize = false;
+  // `after` is a Send that this step waits for only so as not to overwrite what the send
+  // still reads (in place); where the memory this step writes shares no byte with the
+  // send's source (out of place) the wait does not bind (schedule_rules.hpp rule 7).
+  bool guard = false;
 };
 
 struct Schedule {

@@ -32,6 +32,14 @@
 //    step inside the chain, and only the last finalizes). So results are bit-identical, and
 //    the checker, replay and simulator, which run the steps one by one, describe the same
 //    execution.
+// 7. Guards. A step marked `guard` waits for its `after` (a Send) only so as not to
+//    overwrite what the send still reads: in place, where input and output are one
+//    buffer. Where the memory the step writes shares no byte with the send's source (out
+//    of place), the guard does not bind and the step runs as if its `after` were complete
+//    (so a receiver's destination is free at once, and the zero-copy rendezvous may clear
+//    to send). Each executor says whether the memories meet (guardBinds): the engine from
+//    the resolved pointers, the checker from its stores (it proves every schedule both in
+//    place and out of place); the replay, which has no memory, times the binding case.
 #pragma once
 
 #include "algorithms/schedule.hpp"
@@ -68,6 +76,12 @@ inline size_t allowedElements(const Schedule& schedule, int index, size_t afterE
   if (step.after < 0 || afterComplete) return elementsOf(step);
   if (step.kind == StepKind::Expose) return 0;  // rule 4
   return pipelinesBehindAfter(schedule, step) ? afterElements : 0;
+}
+
+// Rule 7: whether the step's `after` binds, given whether the memory the step writes
+// shares a byte with what its `after` reads. An unbound guard counts as complete.
+inline bool guardBinds(const Step& step, bool writesWhatAfterReads) {
+  return !step.guard || writesWhatAfterReads;
 }
 
 // Rule 3: whether an empty step may complete, given whether its `after` is complete.

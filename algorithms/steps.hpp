@@ -58,11 +58,18 @@ inline bool emptyOrSingleRank(Schedule& s, int nranks, size_t count) {
   return true;
 }
 
+// Marks step `index`'s wait on its `after` (a Send) as a guard (schedule.hpp, rule 7):
+// needed only where the step writes what the send reads (in place).
+inline int guarded(Schedule& s, int index) {
+  s.steps[static_cast<size_t>(index)].guard = true;
+  return index;
+}
+
 // A rank that sits out (non-power-of-two fold): hands `given` to its partner and takes
-// `result` back; the receive waits for the send, as in-place they share memory.
+// `result` back; the receive waits for the send only in place, where they share memory.
 inline void handOver(Schedule& s, int partner, Range given, Range result) {
   int sent = send(s, partner, given);
-  recv(s, partner, result, sent);
+  guarded(s, recv(s, partner, result, sent));
 }
 
 }  // namespace chorus::steps

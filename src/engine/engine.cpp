@@ -184,11 +184,27 @@ void Engine::returnScratch(OpState& op) {
   op.scratch = nullptr;
 }
 
+// Rule 7: whether step `index`'s `after` is complete, or a guard that does not bind here
+// (the memory the step writes shares no byte with what its Send reads: out of place).
+bool Engine::afterComplete(const OpState& op, int index) const {
+  const Step& step = op.schedule->steps[index];
+  if (step.after < 0) return false;
+  if (op.progress[step.after].complete) return true;
+  if (!step.guard) return false;
+  const Range& read = op.schedule->steps[step.after].src;
+  const auto a = reinterpret_cast<uintptr_t>(detail::resolve(op, read));
+  const auto b = reinterpret_cast<uintptr_t>(detail::resolve(op, step.dst));
+  const size_t readBytes = read.count * op.elementSize,
+               writeBytes = step.dst.count * op.elementSize;
+  const bool shared = a < b + writeBytes && b < a + readBytes;
+  return !rules::guardBinds(step, shared);
+}
+
 size_t Engine::allowedElements(const OpState& op, int index) const {
   const int after = op.schedule->steps[index].after;
   if (after < 0) return rules::allowedElements(*op.schedule, index, 0, false);  // no `after`
   return rules::allowedElements(*op.schedule, index, op.progress[after].elements,
-                                op.progress[after].complete);
+                                afterComplete(op, index));
 }
 
 // The call's fingerprint ahead of the data; false until all of it is out.
@@ -239,6 +255,7 @@ bool Engine::advanceSend(OpState& op, int index) {
   Channel& channel = channelTo(step.peer);
   const std::byte* data = resolve(op, step.src);
   bool moved = false;
+  if (p.withHeader && p.headerBytes == 0) sendHeaderWithOffer(op, index, channel, moved);
   if (p.withHeader && !sendHeader(op, p, channel, moved)) return moved;
   if (sendRendezvous(op, index, channel, moved)) return moved;
   while (p.bytes < limit) {
@@ -527,8 +544,8 @@ void Engine::completeStep(OpState& op, int index) {
 bool Engine::advance(StepRef ref) {
   const Step& step = ref.op->schedule->steps[ref.step];
   // An empty step moves no data but still keeps its place in the order.
-  const bool afterComplete = step.after >= 0 && ref.op->progress[step.after].complete;
-  if (rules::elementsOf(step) == 0 && !rules::emptyStepMayComplete(step, afterComplete))
+  if (rules::elementsOf(step) == 0 &&
+      !rules::emptyStepMayComplete(step, afterComplete(*ref.op, ref.step)))
     return false;
   switch (step.kind) {
     case StepKind::Send:

@@ -105,6 +105,7 @@ class Engine {
   // goes through the stream.
   DirectTransfer* rendezvousFor(detail::StepProgress& p, Channel& channel, size_t bytes);
   bool sendRendezvous(detail::OpState& op, int index, Channel& channel, bool& moved);
+  void sendHeaderWithOffer(detail::OpState& op, int index, Channel& channel, bool& moved);
   bool recvRendezvous(detail::OpState& op, int index, Channel& channel, bool& moved);
   void recvClearToSend(detail::OpState& op, int index, Channel& channel, bool& moved);
   std::optional<detail::RendezvousOffer> takeOffer(detail::OpState& op, int index, Channel& channel,
@@ -118,6 +119,7 @@ class Engine {
   bool sendHeader(detail::OpState& op, detail::StepProgress& p, Channel& channel, bool& moved);
   bool receiveHeader(detail::OpState& op, detail::StepProgress& p, Channel& channel, int peer,
                      bool& moved);
+  bool afterComplete(const detail::OpState& op, int index) const;
   size_t allowedElements(const detail::OpState& op, int index) const;
   void completeStep(detail::OpState& op, int index);
   void failAll(Result code, const std::string& cause, std::vector<int> failedRanks = {});

@@ -7,9 +7,11 @@
 // begins, without waiting for the offer (clear to send: receiverClearsToSend).
 #include "engine/engine.hpp"
 #include "engine/rendezvous_reduce.hpp"
+#include "engine/wire_header.hpp"
 #include "kernels/reduce.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace chorus {
@@ -29,6 +31,41 @@ DirectTransfer* Engine::rendezvousFor(detail::StepProgress& p, Channel& channel,
   return rv;
 }
 
+namespace {
+// The sender's offer for step `index` (its source registered or not), into p.record.
+void writeOffer(OpState& op, int index) {
+  const Step& step = op.schedule->steps[index];
+  RendezvousOffer offer;
+  offer.registered = detail::regionOf(op, step.src) ? 1 : 0;
+  offer.bytes = step.src.count * op.elementSize;
+  std::memcpy(op.progress[index].record.data(), &offer, sizeof offer);
+}
+}  // namespace
+
+// A Send that announces its message and carries the call's fingerprint: both in one
+// trySend (one write, one completion on each side over verbs, instead of two). What does
+// not fit now goes on as usual: sendHeader the rest of the fingerprint, sendRendezvous
+// the rest of the offer.
+void Engine::sendHeaderWithOffer(OpState& op, int index, Channel& channel, bool& moved) {
+  auto& p = op.progress[index];
+  const Step& step = op.schedule->steps[index];
+  if (p.rendezvous != RendezvousState::Undecided || p.recordBytes != 0 ||
+      !rendezvousFor(p, channel, step.src.count * op.elementSize))
+    return;
+  const detail::WireHeader h = detail::headerOf(op);
+  std::memcpy(p.header.data(), &h, sizeof h);
+  writeOffer(op, index);
+  constexpr size_t kHeader = sizeof(detail::WireHeader);
+  std::array<std::byte, kHeader + sizeof(RendezvousOffer)> both;
+  std::memcpy(both.data(), p.header.data(), kHeader);
+  std::memcpy(both.data() + kHeader, p.record.data(), sizeof(RendezvousOffer));
+  const size_t taken = channel.trySend(both.data(), both.size());
+  if (taken == 0) return;
+  moved = true;
+  p.headerBytes = static_cast<uint8_t>(std::min(taken, kHeader));
+  p.recordBytes = static_cast<uint8_t>(taken - p.headerBytes);
+}
+
 bool Engine::sendRendezvous(OpState& op, int index, Channel& channel, bool& moved) {
   auto& p = op.progress[index];
   const Step& step = op.schedule->steps[index];
@@ -37,12 +74,7 @@ bool Engine::sendRendezvous(OpState& op, int index, Channel& channel, bool& move
   if (!rv) return false;
   const LocalRegion* region = detail::regionOf(op, step.src);
   if (p.rendezvous == RendezvousState::Undecided) {
-    if (p.recordBytes == 0) {
-      RendezvousOffer offer;
-      offer.registered = region ? 1 : 0;
-      offer.bytes = dataBytes;
-      std::memcpy(p.record.data(), &offer, sizeof offer);
-    }
+    if (p.recordBytes == 0) writeOffer(op, index);
     while (p.recordBytes < sizeof(RendezvousOffer)) {
       const size_t taken =
           channel.trySend(p.record.data() + p.recordBytes, sizeof(RendezvousOffer) - p.recordBytes);

@@ -132,14 +132,19 @@ part onesided.kill.np3.victim1 90 \
   --buffers registered --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40
 # Zero-copy rendezvous (RDMA WRITE with immediate from the sender's registered buffer
 # straight into the receiver's): a low threshold (1 KiB) so that the 1023-element cases of
-# every type take it; a sample (--every 14) of sendRecv, allReduce (ring: its all-gather
+# every type take it; a sample (--every 22) of sendRecv, allReduce (ring: its all-gather
 # steps, and out of place its reduce-scatter steps, whose data lands in the output and is
 # folded there) and allGather, every type and op, in and out of place, checked element by
 # element; then a rank killed while ring all-reduces of registered buffers move by
 # rendezvous.
 part rndv.np2.registered 200 env CHORUS_IB_RNDV_BYTES=1K "$RUN" -n 2 --timeout 180 "$COLL" \
-  --transport ib --buffers registered --algo allreduce:ring --every 14 \
+  --transport ib --buffers registered --algo allreduce:ring --every 22 \
   --only sendRecv,allReduce,allGather
+# rd (the tuner's pick on registered buffers at np 2): out of place its fold's guard does
+# not bind, so its receiver clears to send and the data lands in the output; in place the
+# guard holds (schedule_rules.hpp rule 7). A sparser sample: allReduce only.
+part rndv.np2.registered.rd 100 env CHORUS_IB_RNDV_BYTES=1K "$RUN" -n 2 --timeout 80 "$COLL" \
+  --transport ib --buffers registered --algo allreduce:rd --every 29 --only allReduce
 part rndv.kill.np3.victim1 90 env CHORUS_IB_RNDV_BYTES=16K \
   "$BUILD/tests/multiproc/chorus_kill_test" --transport ib --ranks 3 --victim 1 \
   --buffers registered --algo ring --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40

@@ -11,6 +11,17 @@
 
 using namespace chorus::ib;
 
+// Before sleeping, the receiver grants only when the sender may run short: past half the
+// ring written since the last grant (a sender out of room has written all of it).
+TEST(IbCredits, GrantBeforeSleepOnlyWhenTheSenderMayRunShort) {
+  using chorus::ib::grantBeforeSleep;
+  EXPECT_FALSE(grantBeforeSleep(0, 2 << 20));
+  EXPECT_FALSE(grantBeforeSleep(48, 2 << 20));  // a rendezvous' fingerprint and offer
+  EXPECT_FALSE(grantBeforeSleep(1 << 20, 2 << 20));
+  EXPECT_TRUE(grantBeforeSleep((1 << 20) + 1, 2 << 20));
+  EXPECT_TRUE(grantBeforeSleep(2 << 20, 2 << 20));  // out of room
+}
+
 TEST(IbHca, EmptyAllowsEverything) {
   HcaFilter f("");
   EXPECT_TRUE(f.allows("mlx5_0", 1));

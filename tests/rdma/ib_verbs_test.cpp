@@ -230,6 +230,33 @@ void channelChecks(chorus::ib::IbDevice& dev) {
   }
   check(got == total && in == out, "1 MiB striped over 4 QPs arrives complete and in order");
 
+  // Grants before a sleep only when the sender may be short of room (grantBeforeSleep):
+  // the receiver takes 10 KiB of a full ring (less than the ring/4 that consume() grants
+  // at) and then only sleeps (flushBeforeSleep) until 10 KiB more arrive; the sender,
+  // out of room, can send them only once that grant comes. (A pair of its own: this one
+  // stays full.)
+  {
+    ChannelPair full = connectedPair(dev, cfg);
+    auto& a = full.a;
+    auto& b = full.b;
+    const size_t ring = cfg.ring, step = 10 << 10;
+    size_t queued = 0, taken = 0;
+    auto by = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (queued < ring + step && std::chrono::steady_clock::now() < by) {
+      queued += a->trySend(src + queued % total, std::min<size_t>(ring + step - queued, 4096));
+      if (taken < step) {
+        auto span = b->peek();
+        const size_t n = std::min(span.size(), step - taken);
+        b->consume(n);
+        taken += n;
+      }
+      b->progress();
+      b->flushBeforeSleep();
+    }
+    check(queued == ring + step,
+          "a sender out of room gets the grant the receiver makes before it sleeps");
+  }
+
   b.reset();  // the peer vanishes
   bool named = false;
   until = std::chrono::steady_clock::now() + std::chrono::seconds(20);

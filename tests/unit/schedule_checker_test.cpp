@@ -111,6 +111,20 @@ Schedule mixedPeerTwoshot(const CollectiveArgs& args) {
   return s;
 }
 
+// Calls one-shot's first fold's wait on the sends a guard (rule 7): it writes scratch, which
+// no send reads, so the wait never binds; but the final copy, in place, relies on it (it
+// overwrites the input the sends still read).
+Schedule guardedOneshot(const CollectiveArgs& args) {
+  Schedule s = oneshotAllReduce(args);
+  for (Step& step : s.steps)
+    if (step.after >= 0 && s.steps[step.after].kind == StepKind::Send &&
+        step.kind != StepKind::Send) {
+      step.guard = true;
+      break;
+    }
+  return s;
+}
+
 std::string proveBroken(Collective collective, ScheduleBuilder build, const Case& c) {
   const Algorithm broken{"broken", collective, build, ""};
   return prove(broken, c);
@@ -152,6 +166,8 @@ TEST(Schedule, TheCheckerRejectsBrokenSchedules) {
        overwritingPeerOneshot, Case{3, 5, 0, true, 1}, "contributes twice"},
       {"one-sided: a stream message read in place", Collective::AllReduce, mixedPeerTwoshot,
        Case{3, 6, 0, false, 1}, "a stream message of"},
+      {"a guard that something later relies on, in place", Collective::AllReduce, guardedOneshot,
+       Case{2, 5, 0, true, kElementWise, 0}, "rank"},
   };
   for (const Broken& b : cases) {
     std::string error = proveBroken(b.collective, b.build, b.c);
@@ -170,13 +186,15 @@ TEST(Schedule, TheCheckerRejectsBadStepsBeforeRunning) {
                            {Buffer::Output, 0, 1}, 5,  false};
   static const Step kOverlap{StepKind::Copy,         -1, {Buffer::Output, 0, 2},
                              {Buffer::Output, 1, 2}, -1, false};
+  static const Step kGuard{
+      StepKind::Copy, -1, {Buffer::Input, 0, 1}, {Buffer::Output, 0, 1}, -1, false, /*guard=*/true};
   struct Bad {
     const Step* step;
     const char* says;
   };
-  for (Bad bad :
-       {Bad{&kSelf, "bad peer 0"}, Bad{&kOut, "out of bounds"}, Bad{&kInput, "writes its input"},
-        Bad{&kLater, "waits for a later step"}, Bad{&kOverlap, "overlap"}}) {
+  for (Bad bad : {Bad{&kSelf, "bad peer 0"}, Bad{&kOut, "out of bounds"},
+                  Bad{&kInput, "writes its input"}, Bad{&kLater, "waits for a later step"},
+                  Bad{&kOverlap, "overlap"}, Bad{&kGuard, "a guard that is not"}}) {
     static const Step* current;
     current = bad.step;
     ScheduleBuilder build = [](const CollectiveArgs& args) {

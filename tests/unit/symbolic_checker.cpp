@@ -262,6 +262,9 @@ class Run {
       if (uses && range->offset + range->count > sizeOf(s, range->buffer))
         return fail(r, i, "range out of bounds");
     if (writes && step.dst.buffer == Buffer::Input) return fail(r, i, "writes its input");
+    if (step.guard &&
+        (step.after < 0 || s.schedule.steps[step.after].kind != StepKind::Send || !writes))
+      return fail(r, i, "a guard that is not a writing step's wait on a send (rule 7)");
     if (reads && writes) {
       if (step.src.count != step.dst.count)
         return fail(r, i, "source and destination differ in size");
@@ -335,11 +338,27 @@ class Run {
     for (int id : m.acks) std::erase_if(open, [&](const Window& w) { return w.id == id; });
   }
 
+  // Whether step i's `after` counts as complete: it is, or it is a guard that does not
+  // bind here (rule 7: the memory step i writes shares no element with what its Send
+  // reads; out of place, input and output are separate stores).
+  bool afterDone(int r, int i) {
+    RankRun& s = ranks_[r];
+    const Step& step = s.schedule.steps[i];
+    if (step.after < 0) return false;
+    if (s.done[step.after]) return true;
+    const Range& read = s.schedule.steps[step.after].src;
+    auto [a, aBase] = resolve(s, read.buffer);
+    auto [b, bBase] = resolve(s, step.dst.buffer);
+    const size_t x = aBase + read.offset, y = bBase + step.dst.offset;
+    const bool shared = a == b && x < y + step.dst.count && y < x + read.count;
+    return !rules::guardBinds(step, shared);
+  }
+
   // Expose: once `after` is complete (all of it, rule 4), tell the peer where the range is.
   void advanceExpose(int r, int i) {
     RankRun& s = ranks_[r];
     const Step& step = s.schedule.steps[i];
-    const bool afterDone = step.after >= 0 && s.done[step.after];
+    const bool afterDone = this->afterDone(r, i);
     if (!rules::emptyStepMayComplete(step, afterDone) ||
         rules::allowedElements(s.schedule, i, step.after >= 0 ? s.progress[step.after] : 0,
                                afterDone) < step.src.count)
@@ -380,7 +399,7 @@ class Run {
       return;
     }
     applyAcks(r, message);
-    const bool afterDone = step.after >= 0 && s.done[step.after];
+    const bool afterDone = this->afterDone(r, i);
     const size_t from = s.progress[i];
     const size_t to = rules::allowedElements(
         s.schedule, i, step.after >= 0 ? s.progress[step.after] : 0, afterDone);
@@ -461,7 +480,7 @@ class Run {
     if (step.kind == StepKind::Expose) return advanceExpose(r, i);
     if (step.kind == StepKind::PeerRead || step.kind == StepKind::PeerReduce)
       return advancePeerRead(r, i);
-    const bool afterDone = step.after >= 0 && s.done[step.after];
+    const bool afterDone = this->afterDone(r, i);
     const size_t total = elementsOf(step);
     if (total == 0) {  // moves nothing, matches nothing, keeps its place
       if (rules::emptyStepMayComplete(step, afterDone)) progressed(r, i, 0);

@@ -215,6 +215,10 @@ void IbChannel::flushCredits() {
   if (failure_.empty()) granted_ = consumed_;
 }
 
+void IbChannel::flushBeforeSleep() {
+  if (grantBeforeSleep(received() - granted_, ring_)) flushCredits();
+}
+
 bool IbChannel::progress() {
   bool any = false;
   for (Rail& rail : rails_) any = progressRail(rail) || any;

@@ -8,7 +8,9 @@
 // - Receiver-driven flow control: the sender may have at most `ring` bytes not yet
 //   consumed by the receiver. The receiver grants space back with a zero-byte
 //   SEND_WITH_IMM (imm = bytes consumed since its last grant): every ring/4 consumed, and
-//   before the engine sleeps, so a grant never waits on more traffic.
+//   before the engine sleeps when the sender may run short of room (more than half the
+//   ring written since the last grant: grantBeforeSleep), so a grant never waits on
+//   traffic that cannot come.
 // - Striping through src/striping, as tcp does: every QP is a path. The stream is cut
 //   into writes of at most config.block bytes (never across a block boundary, so never
 //   across the ring's wrap); stripe::PathScheduler gives each write to the QP that would
@@ -109,6 +111,7 @@ class IbChannel final : public Channel, public DirectTransfer {
 
   bool progress();            // reaps completions; true if any
   void flushCredits();        // grants the sender what was consumed since the last grant
+  void flushBeforeSleep();    // flushCredits when the sender may run short (grantBeforeSleep)
   void arm();                 // next completion signals the completion channel
   void checkAsyncFailures();  // after the device reported QP or port events
   const std::string& failure() const { return failure_; }

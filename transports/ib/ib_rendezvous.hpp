@@ -58,6 +58,16 @@ inline AnswerMatch matchAnswer(std::deque<RendezvousAnswer>& answers, uint64_t t
   return answers.front().transfer == transfer ? AnswerMatch::Found : AnswerMatch::Ahead;
 }
 
+// Whether the receiver of a stream grants what it consumed before its engine sleeps, given
+// the bytes the peer wrote beyond the last grant (`written`, what arrived: received minus
+// granted) and the ring: only when the peer may run short of room, past half the ring. A
+// writer with room keeps writing, and each write that lands wakes the receiver, which
+// asks again; a writer out of room has written the whole ring since the last grant, past
+// the threshold. So no grant waits on traffic that cannot come, and a stream of small
+// messages (a rendezvous' offers) costs no grant, no work request and no wake-up of the
+// peer, at each sleep. (consume() still grants every ring/4 consumed.)
+inline bool grantBeforeSleep(uint64_t written, uint64_t ring) { return written > ring / 2; }
+
 // Immediate of a write: a stream block carries its offset in the receiver's ring (< 2 GiB,
 // the ring's bound; its length is the completion's byte_len), a rendezvous piece its
 // length with the top bit set.

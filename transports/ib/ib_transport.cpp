@@ -111,7 +111,7 @@ class IbTransport final : public Transport {
   // after this point wakes wait(); the engine's next pass sees those before it.
   uint64_t prepareWait() override {
     for (auto& c : channels_) {
-      if (c) c->flushCredits();
+      if (c) c->flushBeforeSleep();
     }
     for (auto& c : channels_) {
       if (c) c->arm();

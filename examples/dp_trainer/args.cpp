@@ -42,8 +42,8 @@ communication
                             bucket or a peer's message is ready (a warning if refused)
   --comm-nice N             the communication thread's nice relative to the training
                             thread's (default -10: about 9x its CPU weight, so that a
-                            bucket or a peer's message preempts backward at once; it sleeps
-                            otherwise; 0: the same; kept as is where lowering is refused)
+                            posted bucket or a peer's message runs ahead of backward; it
+                            sleeps otherwise; 0: the same; kept equal where refused)
   --bind-compute            where ranks outnumber cores, keep the training thread on the
                             core the library binds the rank to (CHORUS_BIND_CORE); default:
                             only the communication thread stays there, the training thread

@@ -197,9 +197,9 @@ int main(int argc, char** argv) {
     // The communication thread at a higher CPU weight than backward (--comm-nice, default
     // -10 relative): it sleeps on a futex whenever it has nothing to do (--spin-us 0), so
     // the weight costs compute nothing then, but when a bucket is posted or a peer's data
-    // arrives EEVDF lets it preempt backward at once instead of at the next tick; the
-    // transfer left after backward fell from 9 to 2.4 ms a step at np=4 (perf/trainer/
-    // README.md, eleventh pass). Lowering nice needs CAP_SYS_NICE (or RLIMIT_NICE); where
+    // arrives EEVDF runs it ahead of backward sooner; the transfer left after backward fell
+    // from 13.4 to 4.0 ms a step at np=4, samples/s 1.10x (perf/trainer/README.md,
+    // eleventh pass). Lowering nice needs CAP_SYS_NICE (or RLIMIT_NICE); where
     // it is refused the thread keeps the training thread's, and the report says which.
     const int trainingNice = getpriority(PRIO_PROCESS, 0);
     int commNice = trainingNice;

@@ -40,6 +40,10 @@ communication
   --comm-rt                 the communication thread (only it) at real-time priority
                             (SCHED_FIFO 1), so that it preempts backward as soon as a
                             bucket or a peer's message is ready (a warning if refused)
+  --comm-nice N             the communication thread's nice relative to the training
+                            thread's (default -10: about 9x its CPU weight, so that a
+                            posted bucket or a peer's message runs ahead of backward; it
+                            sleeps otherwise; 0: the same; kept equal where refused)
   --bind-compute            where ranks outnumber cores, keep the training thread on the
                             core the library binds the rank to (CHORUS_BIND_CORE); default:
                             only the communication thread stays there, the training thread
@@ -132,6 +136,7 @@ Args parseArgs(int argc, char** argv) {
       {"--bucket-mb", [&](auto& v) { a.bucketMb = number<double>("--bucket-mb", v); }},
       {"--max-in-flight", [&](auto& v) { a.maxInFlight = number<int>("--max-in-flight", v); }},
       {"--spin-us", [&](auto& v) { a.spinUs = number<int>("--spin-us", v); }},
+      {"--comm-nice", [&](auto& v) { a.commNice = number<int>("--comm-nice", v); }},
       {"--timeout-s", [&](auto& v) { a.timeoutS = number<int>("--timeout-s", v); }},
       {"--ckpt-dir", [&](auto& v) { a.ckptDir = v; }},
       {"--ckpt-every", [&](auto& v) { a.ckptEvery = number<int64_t>("--ckpt-every", v); }},

@@ -43,6 +43,8 @@ struct Args {
   bool stepPerBucket = false;      // optimizer on each bucket as soon as it is averaged
   int maxInFlight = 1;             // bucket all-reduces running at once
   bool commRealtime = false;       // the communication thread at SCHED_FIFO 1
+  int commNice = -10;              // the communication thread's nice, relative to the training
+                                   // thread's (0: the same)
   bool freeCompute = true;         // the training thread not bound to the library's core
   int spinUs = 0;                  // CHORUS_SPIN_US for the communicator unless set (-1: the
                                    // library's default)

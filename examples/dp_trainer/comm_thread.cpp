@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 namespace trainer {
 
@@ -54,6 +56,14 @@ bool CommThread::setRealtime() {
   sched_param param{};
   param.sched_priority = 1;
   return pthread_setschedparam(thread_.native_handle(), SCHED_FIFO, &param) == 0;
+}
+
+bool CommThread::setNice(int nice) {
+  bool ok = false;
+  run([&](chorus::Communicator&) {
+    ok = setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), nice) == 0;
+  });
+  return ok;
 }
 
 void CommThread::complete(size_t i, std::exception_ptr error) {

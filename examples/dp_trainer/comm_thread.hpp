@@ -46,6 +46,8 @@ class CommThread {
   // arrives, instead of waiting for a time slice. Returns false (and changes nothing) when
   // the system refuses (no CAP_SYS_NICE / RLIMIT_RTPRIO).
   bool setRealtime();
+  // Sets the communication thread's nice value (its CFS/EEVDF weight); false if refused.
+  bool setNice(int nice);
   // How many collectives started by start() may run at once (1: one after another).
   void setMaxInFlight(int n) { maxInFlight_ = n < 1 ? 1 : n; }
   // post() and wait for it.

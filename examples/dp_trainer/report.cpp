@@ -69,7 +69,8 @@ std::string RunReport::json() const {
     << ",\n  \"allreduce_hidden_fraction_ddp_definition\": " << hiddenFractionDdp
     << ",\n  \"allreduce_start_delay_seconds_per_step\": " << startDelaySeconds
     << ",\n  \"allreduce_algorithm\": \"" << algorithm << "\",\n  \"library_spin_us\": \""
-    << librarySpin << "\",\n  \"checkpoints\": {\"count\": " << checkpoints
+    << librarySpin << "\",\n  \"comm_thread_nice_relative\": " << commNice
+    << ",\n  \"checkpoints\": {\"count\": " << checkpoints
     << ", \"pause_seconds\": " << pausePerCheckpoint
     << ", \"write_seconds\": " << writePerCheckpoint << ", \"policy\": \"" << checkpointPolicy
     << "\"},\n  \"peak_gemm_flops\": " << peakFlops << ",\n  \"achieved_flops\": " << achievedFlops

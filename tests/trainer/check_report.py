@@ -10,9 +10,13 @@
    buckets' spans, so its hidden fraction is at least ours; the start delay is not negative.
 4. The communicator was created with CHORUS_SPIN_US=0 (chorus-train's default --spin-us:
    its communication thread sleeps at once instead of polling with sched_yield).
+5. The communication thread runs at chorus-train's default --comm-nice -10 relative to the
+   training thread where this process may lower its nice (0 where it may not), clamped
+   at -20.
 Exit 1 naming the first disagreement.
 """
 import json
+import os
 import re
 import subprocess
 import sys
@@ -63,6 +67,14 @@ def main():
     if report["library_spin_us"] != "0":
         fail(f"the communicator was created with CHORUS_SPIN_US={report['library_spin_us']}, "
              "not chorus-train's default 0")
+    base = os.getpriority(os.PRIO_PROCESS, 0)  # the ranks inherit this process's nice
+    may_lower = subprocess.run([sys.executable, "-c", "import os; os.nice(-1)"],
+                               capture_output=True).returncode == 0
+    want = max(-20, base - 10) - base if may_lower else 0
+    if report.get("comm_thread_nice_relative") != want:
+        fail(f"the communication thread's relative nice is "
+             f"{report.get('comm_thread_nice_relative')}, expected {want} (nice {base}, "
+             f"{'may' if may_lower else 'may not'} lower it)")
     print(f"check_report: {seen} bucket events agree with {listed}; exposed {exposed:.3f} ms = "
           f"waiting {wait:.3f} (trace {skew:.3f}) + transfer {transfer:.3f}")
 

@@ -478,14 +478,16 @@ Tuner::Reach CommImpl::reach(const std::pair<LocalRegion, LocalRegion>& regions)
                                                              : Tuner::Reach::Cma;
 }
 
-const Algorithm* CommImpl::stagedFor(Collective collective, size_t count, DataType type) const {
+const Algorithm* CommImpl::stagedFor(Collective collective, size_t count, DataType type,
+                                     bool log) const {
   // Measured (and tested by the tuner's choice) over shm only; ib's one-sided reads on one
   // node were never timed against its copy path for this schedule, so ib keeps copying.
   if (count * sizeOf(type) < Tuner::kOneSidedMinBytes || !transport_->peerMemory() ||
       std::string_view(transport_->name()) != "shm")
     return nullptr;
-  return tuner_->chooseStaged(collective, count, type,
-                              [&](const Algorithm& a) { return !algorithms_.excluded(a); });
+  return tuner_->chooseStaged(
+      collective, count, type, algorithms_.candidates(collective),
+      [&](const Algorithm& a) { return !algorithms_.excluded(a); }, log);
 }
 
 const Algorithm& CommImpl::runnable(const Algorithm& chosen) const {
@@ -606,7 +608,9 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   }
   // Buffers peers cannot read in place, or registered ones they would read by CMA on
   // 4 KiB pages (chooseOneSided declines those): staged through peer-mappable scratch.
-  if (!forced && !oneSided) oneSided = stagedFor(call.collective, call.count, call.type);
+  if (!forced && !oneSided)
+    oneSided = stagedFor(call.collective, call.count, call.type,
+                         rank_ == 0 && logLevel() >= LogLevel::Info);
   const Algorithm& algorithm =
       oneSided ? *oneSided
                : runnable(forced ? *forced

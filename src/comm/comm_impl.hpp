@@ -101,7 +101,8 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   const char* algorithmFor(Collective collective, size_t count, DataType type);
   // The staged one-sided algorithm for a call on buffers peers cannot read in place, or
   // nullptr (the copy path's choice stands).
-  const Algorithm* stagedFor(Collective collective, size_t count, DataType type) const;
+  const Algorithm* stagedFor(Collective collective, size_t count, DataType type,
+                             bool log = false) const;
   // How peers would reach these (input, output) registrations in place (the tuner's input).
   Tuner::Reach reach(const std::pair<LocalRegion, LocalRegion>& regions) const;
   // The algorithm that runs when `chosen` is picked: a hierarchical one without a usable

@@ -293,7 +293,7 @@ class Replay {
       case StepKind::Send:
         return selfMessage(n) ? b / net_.copyBytesPerUs() : n.cost.overheadUs + n.cost.wireUs;
       case StepKind::Recv:
-        return selfMessage(n) ? 0 : n.cost.overheadUs + transportCpu(n);
+        return selfMessage(n) ? 0 : n.cost.overheadUs + transportCpu(n) + copyOut(n);
       case StepKind::RecvReduce:
         return (selfMessage(n) ? 0 : n.cost.overheadUs + transportCpu(n)) +
                b / net_.reduceBytesPerUs();
@@ -304,12 +304,30 @@ class Replay {
       // One-sided: the message is only a description; the reader moves the bytes.
       case StepKind::Expose:
         return selfMessage(n) ? 0 : n.cost.overheadUs;
+      // The reader takes the Expose's record off the channel (a receive's overhead), then
+      // moves the bytes.
       case StepKind::PeerRead:
-        return b / net_.copyBytesPerUs();
+        return record(n) + b / net_.copyBytesPerUs();
       case StepKind::PeerReduce:
-        return b / net_.reduceBytesPerUs();
+        return record(n) + b / net_.reduceBytesPerUs();
     }
     return 0;
+  }
+  // An Expose and the peer's read of it exchange a record through the channel, whatever
+  // the range (an empty one says "done with yours"): the engine sends and takes it as a
+  // message (its overhead at each end).
+  bool exchangesRecord(const Node& n) const {
+    return (n.kind == StepKind::Expose || n.kind == StepKind::PeerRead ||
+            n.kind == StepKind::PeerReduce) &&
+           !selfMessage(n);
+  }
+  double record(const Node& n) const { return exchangesRecord(n) ? n.cost.overheadUs : 0; }
+  // A receive on a link whose sends are the sender's copies into the receiver's memory
+  // (MessageCost::onCpu: shm's FIFO) copies the bytes out again on the receiver's CPU (the
+  // engine's advanceRecv: memcpy from the channel's peek into the destination); a
+  // RecvReduce folds them straight from there, its reduce is the only pass.
+  double copyOut(const Node& n) const {
+    return n.cost.onCpu ? bytes(n) / net_.copyBytesPerUs() : 0;
   }
   // CPU time of the transport's copy of a message at one end (0 without such a cost).
   double transportCpu(const Node& n) const {
@@ -441,7 +459,7 @@ class Replay {
   // (ports + 1) r + 1 + k port k >= 1. -1: no resource (empty, or a plain receive).
   int cpuOf(int rank) const { return (ports_ + 1) * slotOf(rank) + 1; }
   int resourceOf(const Node& n) const {
-    if (n.count == 0 || ownCost(n) == 0) return -1;
+    if ((n.count == 0 && !exchangesRecord(n)) || ownCost(n) == 0) return -1;
     if (!isOutgoing(n.kind) || selfMessage(n) || n.cost.onCpu) return cpuOf(n.rank);
     return (ports_ + 1) * slotOf(n.rank) + (n.cost.port == 0 ? 0 : n.cost.port + 1);
   }

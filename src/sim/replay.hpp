@@ -15,7 +15,11 @@
 //   as the engine asks them). A message's wire bytes are the engine's: padded to 8 bytes,
 //   and the call's 32-byte header on the first message of each peer queue.
 // - RecvReduce and Reduce cost B / reduce rate, Copy B / copy rate, all on the rank's one
-//   CPU, serially (again a budget). A send to oneself is a copy.
+//   CPU, serially (again a budget). A send to oneself is a copy. Where the sender's CPU
+//   moves the bytes into the receiver's memory (MessageCost::onCpu: shm's FIFO) a Recv also
+//   copies them out, B / copy rate (a RecvReduce folds from there: its reduce is the pass).
+// - One-sided: an Expose costs its record's overhead at the sender and at the reader
+//   (PeerRead, PeerReduce: o, then B / copy or reduce rate), empty ranges included.
 // - A transport that moves bytes with the CPU (the network's transportBytesPerUs > 0: TCP)
 //   costs each message's wire bytes / that rate on the sender's CPU (from when its port
 //   starts sending) and again in the receive step on the receiver's CPU: a rank that sends

@@ -175,7 +175,46 @@ const Algorithm* Tuner::chooseOneSided(Collective collective, size_t count, Data
 }
 
 const Algorithm* Tuner::chooseStaged(Collective collective, size_t count, DataType type,
-                                     const std::function<bool(const Algorithm&)>& allowed) const {
+                                     std::span<const Algorithm* const> candidates,
+                                     const std::function<bool(const Algorithm&)>& allowed,
+                                     bool log) {
+  if (collective != Collective::AllReduce || nranks_ < 2 || inter_ || candidates.empty())
+    return nullptr;
+  if (mode_ == Mode::Static || nranks_ > kMaxReplayRanks)
+    return stagedByThreshold(collective, count, type, allowed);
+  const auto key = std::make_tuple(collective, count, type);
+  if (auto it = stagedChoices_.find(key); it != stagedChoices_.end()) return it->second;
+  if (stagedChoices_.size() >= 4096) stagedChoices_.clear();
+  const Algorithm* staged = nullptr;
+  for (const Algorithm& a : allAlgorithms())
+    if (a.collective == collective && a.staged && allowed(a)) {
+      staged = &a;
+      break;
+    }
+  const Algorithm* chosen = nullptr;
+  if (staged) {
+    // Both by the one replay: the schedule each would run, on this communicator's figures.
+    const Algorithm& copy = choose(collective, count, type, candidates, log);
+    const LinkModel link = tuning_.forType(type);
+    const double stagedUs = predictMicros(*staged, collective, nranks_, count, sizeOf(type), link,
+                                          layout_, nullptr, sliceBytes_);
+    const double copyUs = predictMicros(copy, collective, nranks_, count, sizeOf(type), link,
+                                        layout_, nullptr, sliceBytes_);
+    if (stagedUs < copyUs) chosen = staged;
+    if (log)
+      logf(LogLevel::Info,
+           "%s of %zu x %s on %d ranks, buffers peers cannot map: %s (%s %.1f us, copy path's "
+           "%s %.1f us; cost model, %s)",
+           toString(collective), count, toString(type), nranks_, chosen ? staged->name : copy.name,
+           staged->name, stagedUs, copy.name, copyUs, tuning_.source.c_str());
+  }
+  stagedChoices_.emplace(key, chosen);
+  return chosen;
+}
+
+const Algorithm* Tuner::stagedByThreshold(
+    Collective collective, size_t count, DataType type,
+    const std::function<bool(const Algorithm&)>& allowed) const {
   // All-reduce only, from where it measured faster than the copy path's own pick
   // (perf/README.md, staged; float sum, busbw GB/s, `chrt -f 1 perf/tuner_accuracy.sh -p NP
   // -b 16K -K 5`, load average 8-13 from other sessions, staged against the pick):

@@ -62,14 +62,23 @@ class Tuner {
                                   const std::function<bool(const Algorithm&)>& allowed) const;
   // The staged one-sided algorithm (Algorithm::staged) to run instead of the copy path on
   // buffers peers cannot read in place, over a transport whose PeerMemory maps (shm), or
-  // nullptr where it was not measured to beat the copy path (perf/README.md, staged).
+  // nullptr. Mode::Model (up to kMaxReplayRanks ranks, one node): where the replay
+  // (predictMicros, the schedule the engine runs) predicts it faster than the copy path's
+  // pick among `candidates` (choose()'s, timed by the same replay); cached per call shape
+  // like choose(), logged with both times when `log` is set. Mode::Static and beyond
+  // kMaxReplayRanks: the sizes it was measured to pay from (perf/README.md, staged).
   const Algorithm* chooseStaged(Collective collective, size_t count, DataType type,
-                                const std::function<bool(const Algorithm&)>& allowed) const;
+                                std::span<const Algorithm* const> candidates,
+                                const std::function<bool(const Algorithm&)>& allowed,
+                                bool log = false);
   // Below this many bytes no one-sided algorithm is chosen (callers skip the lookup).
   static constexpr size_t kOneSidedMinBytes = 64 << 10;
 
   // Forget cached choices (the candidates changed).
-  void reset() { choices_.clear(); }
+  void reset() {
+    choices_.clear();
+    stagedChoices_.clear();
+  }
 
   const Tuning& tuning() const { return tuning_; }
   const std::optional<LinkModel>& inter() const { return inter_; }
@@ -83,6 +92,9 @@ class Tuner {
                                 std::span<const Algorithm* const> candidates, std::string& why);
   const Algorithm* measuredChoice(Collective collective, size_t bytes,
                                   std::span<const Algorithm* const> candidates) const;
+  // chooseStaged's measured thresholds (Mode::Static, more than kMaxReplayRanks ranks).
+  const Algorithm* stagedByThreshold(Collective collective, size_t count, DataType type,
+                                     const std::function<bool(const Algorithm&)>& allowed) const;
 
   int nranks_;
   Tuning tuning_;
@@ -91,6 +103,7 @@ class Tuner {
   std::optional<LinkModel> inter_;
   size_t sliceBytes_;
   std::map<std::tuple<Collective, size_t, DataType>, const Algorithm*> choices_;
+  std::map<std::tuple<Collective, size_t, DataType>, const Algorithm*> stagedChoices_;
 };
 
 // CHORUS_TUNER: "model" (default) or "static"; throws Error(InvalidArgument) otherwise.

@@ -30,9 +30,10 @@ int main(int argc, char** argv) {
   options.deterministic = argc > 2 && std::string(argv[2]) == "options";
   chorus::Communicator comm = chorus::Communicator::initFromEnv(options);
   int bad = 0;
-  // Sizes the copy path's choice decides, except that from 64 KiB (the lowest staged
-  // threshold, Tuner::chooseStaged: np >= 4) shm may stage ordinary buffers through
-  // peer_staged, whatever the tune file says (the loop below checks that it runs so).
+  // Sizes the copy path's choice decides, except that from 64 KiB (Tuner::kOneSidedMinBytes:
+  // below it CommImpl::stagedFor never asks Tuner::chooseStaged) shm may stage ordinary
+  // buffers through peer_staged, whatever the tune file says (the loop below checks that it
+  // runs so).
   for (size_t count : {1ul, 64ul, 1000ul, 4096ul, 65536ul, 300000ul}) {
     const std::string got = comm.algorithmFor("allreduce", count, chorus::DataType::Float32);
     // Up to 256 B on shm (2..32 ranks) the mailbox runs, whatever the mode: no schedule,

@@ -357,6 +357,50 @@ TEST(CpuSends, ShmSendsMoveTheirBytesAtTheCopyRate) {
     EXPECT_EQ(pick(2, twoCopy, bytes), pick(2, two, bytes)) << bytes;
 }
 
+// The staged path (peer_staged, Tuner::chooseStaged) against the copy path, both by the
+// replay of the schedules the engine runs, on the idle np 4 probe above (copy rate as the
+// wire rate) and np 2's of 08:46 UTC. Measured at np 4 (perf/README.md, the tuner's pick;
+// staged's median share of the best fixed algorithm over 2-13 runs at load 0-12): 64 and
+// 128 KiB 0.50-0.69, 256 KiB 0.67 (rhd 0.94), 512 KiB 0.95-1.00 (3 of 3 within 10%), 2 MiB
+// 0.99, 16 MiB 1.00; at np 2 0.84-0.93 at 256 KiB-16 MiB. The threshold it replaces took
+// staged from 64 KiB at np 4. Two costs of the engine's the replay had left out decide it:
+// a receive on shm copies the bytes out of the FIFO (ring's and twoshot's all-gather half,
+// which staged's reads in place replace), and every Expose is a record through the channel
+// that both ends handle, empty ones ("done with yours") too (staged's 3 (n-1) a round).
+TEST(StagedPath, ChosenByTheReplayAgainstTheCopyPathsPick) {
+  LinkModel four = shmLinkFrom(kIdleStalledProbe);
+  sendsAtCopyRate(four);
+  LinkModel two = defaultLinkModel(LinkClass::Shm);
+  two.latencyUs = 2.53;
+  two.overheadUs = 0.90;
+  two.copyBytesPerUs = 4.2e4;
+  two.reduceBytesPerUs = 2.6e4;
+  sendsAtCopyRate(two);
+  const std::vector<const Algorithm*> all = copyPathAllReduces();
+  auto any = [](const Algorithm&) { return true; };
+  auto pick = [&](int nranks, const LinkModel& m, size_t bytes) {
+    Tuning tuning = defaultTuning(LinkClass::Shm);
+    tuning.model = m;
+    Tuner tuner(nranks, tuning, Tuner::Mode::Model);
+    const Algorithm* staged =
+        tuner.chooseStaged(Collective::AllReduce, bytes / 4, DataType::Float32, all, any);
+    return std::string(
+        staged
+            ? staged->name
+            : tuner.choose(Collective::AllReduce, bytes / 4, DataType::Float32, all, false).name);
+  };
+  const size_t kib = 1024, mib = kib * kib;
+  for (size_t bytes : {64 * kib, 128 * kib, 256 * kib})
+    EXPECT_NE(pick(4, four, bytes), "peer_staged") << bytes;
+  for (size_t bytes : {2 * mib, 16 * mib}) EXPECT_EQ(pick(4, four, bytes), "peer_staged") << bytes;
+  for (size_t bytes = 256 * kib; bytes <= 16 * mib; bytes *= 4)
+    EXPECT_NE(pick(2, two, bytes), "peer_staged") << bytes;
+  // The two costs: without them (their share of the time taken off again) staged came out
+  // ahead of every copy algorithm from 32 KiB at np 4.
+  EXPECT_GT(predict("peer_staged", 4, 32 * kib, four), 1.5 * predict("rd", 4, 32 * kib, four));
+  EXPECT_GT(predict("ring", 4, 16 * mib, four), 1.1 * predict("peer_staged", 4, 16 * mib, four));
+}
+
 TEST(PipelineSlice, OneConstantForTheEngineTheSettingAndTheModel) {
   const settings::Spec* spec = settings::find("CHORUS_SLICE_BYTES");
   ASSERT_NE(spec, nullptr);

@@ -284,42 +284,56 @@ TEST(Tuner, NoOneSidedOverTheNetwork) {
             nullptr);
 }
 
-// The staged path (Tuner::chooseStaged) for buffers peers cannot read in place: all-reduce
-// only, from 64 KiB at np >= 4, 256 KiB at np 3 and 64 MiB at np 2 (where it was measured
-// to pay), never what CHORUS_ALGO excluded; chooseOneSided never picks it for buffers read
-// in place.
+// The staged path (Tuner::chooseStaged) for buffers peers cannot read in place, static
+// thresholds (CHORUS_TUNER=static; the model's decision is tuner_probe_test's
+// StagedPath.*): all-reduce only, from 64 KiB at np >= 4, 256 KiB at np 3 and 64 MiB at
+// np 2 (where it was measured to pay), never what CHORUS_ALGO excluded; chooseOneSided never
+// picks it for buffers read in place.
 TEST(Tuner, StagedOnlyWhereItWasMeasuredToPay) {
   auto any = [](const Algorithm&) { return true; };
   auto name = [](const Algorithm* a) { return std::string(a ? a->name : "copy"); };
   const DataType f32 = DataType::Float32;
+  std::vector<const Algorithm*> copyPath;
+  for (const Algorithm& a : allAlgorithms())
+    if (a.collective == Collective::AllReduce && !a.oneSided) copyPath.push_back(&a);
   const size_t mib = (size_t{1} << 20) / 4;  // floats
-  Tuner four(4, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
+  Tuner four(4, defaultTuning(LinkClass::Shm), Tuner::Mode::Static);
   const size_t kib = 1024 / 4;  // floats
-  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 64 * kib - 1, f32, any)), "copy");
-  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 64 * kib, f32, any)), "peer_staged");
-  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 32 * kib, DataType::Float64, any)),
-            "peer_staged");
-  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 16 * kib, DataType::Float64, any)),
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 64 * kib - 1, f32, copyPath, any)),
             "copy");
-  Tuner three(3, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
-  EXPECT_EQ(name(three.chooseStaged(Collective::AllReduce, 256 * kib - 1, f32, any)), "copy");
-  EXPECT_EQ(name(three.chooseStaged(Collective::AllReduce, 256 * kib, f32, any)), "peer_staged");
-  Tuner eight(8, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
-  EXPECT_EQ(name(eight.chooseStaged(Collective::AllReduce, 64 * kib - 1, f32, any)), "copy");
-  EXPECT_EQ(name(eight.chooseStaged(Collective::AllReduce, 64 * kib, f32, any)), "peer_staged");
-  EXPECT_EQ(name(four.chooseStaged(Collective::AllGather, 64 * mib, f32, any)), "copy");
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 64 * kib, f32, copyPath, any)),
+            "peer_staged");
+  EXPECT_EQ(
+      name(four.chooseStaged(Collective::AllReduce, 32 * kib, DataType::Float64, copyPath, any)),
+      "peer_staged");
+  EXPECT_EQ(
+      name(four.chooseStaged(Collective::AllReduce, 16 * kib, DataType::Float64, copyPath, any)),
+      "copy");
+  Tuner three(3, defaultTuning(LinkClass::Shm), Tuner::Mode::Static);
+  EXPECT_EQ(name(three.chooseStaged(Collective::AllReduce, 256 * kib - 1, f32, copyPath, any)),
+            "copy");
+  EXPECT_EQ(name(three.chooseStaged(Collective::AllReduce, 256 * kib, f32, copyPath, any)),
+            "peer_staged");
+  Tuner eight(8, defaultTuning(LinkClass::Shm), Tuner::Mode::Static);
+  EXPECT_EQ(name(eight.chooseStaged(Collective::AllReduce, 64 * kib - 1, f32, copyPath, any)),
+            "copy");
+  EXPECT_EQ(name(eight.chooseStaged(Collective::AllReduce, 64 * kib, f32, copyPath, any)),
+            "peer_staged");
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllGather, 64 * mib, f32, copyPath, any)), "copy");
   auto notStaged = [](const Algorithm& a) { return !a.staged; };
-  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 64 * mib, f32, notStaged)), "copy");
+  EXPECT_EQ(name(four.chooseStaged(Collective::AllReduce, 64 * mib, f32, copyPath, notStaged)),
+            "copy");
   EXPECT_EQ(name(four.chooseOneSided(Collective::AllReduce, 64 * mib, f32, Tuner::Reach::Mapped,
                                      [](const Algorithm& a) {
                                        return a.staged || std::string(a.name) == "peer_staged";
                                      })),
             "copy");
-  Tuner two(2, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
-  EXPECT_EQ(name(two.chooseStaged(Collective::AllReduce, 32 * mib, f32, any)), "copy");
-  EXPECT_EQ(name(two.chooseStaged(Collective::AllReduce, 64 * mib, f32, any)), "peer_staged");
-  Tuner one(1, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
-  EXPECT_EQ(name(one.chooseStaged(Collective::AllReduce, 64 * mib, f32, any)), "copy");
+  Tuner two(2, defaultTuning(LinkClass::Shm), Tuner::Mode::Static);
+  EXPECT_EQ(name(two.chooseStaged(Collective::AllReduce, 32 * mib, f32, copyPath, any)), "copy");
+  EXPECT_EQ(name(two.chooseStaged(Collective::AllReduce, 64 * mib, f32, copyPath, any)),
+            "peer_staged");
+  Tuner one(1, defaultTuning(LinkClass::Shm), Tuner::Mode::Static);
+  EXPECT_EQ(name(one.chooseStaged(Collective::AllReduce, 64 * mib, f32, copyPath, any)), "copy");
 }
 
 // Every collective the one-sided path serves by itself: the pick is the one the replay

@@ -313,6 +313,33 @@ TEST(CpuSends, AStalledLargeRoundTripDoesNotSetTheBandwidth) {
   }
 }
 
+// An np 4 probe whose small rounds stalled in every round (2026-12-03 17:00 UTC, idle, load
+// 2.3; perf/tuner_accuracy.sh -p 4 -K 7): its 8 B round trip's best (483.27 us) above the
+// 256 KiB one's (39.3 us). Solved as it was: latency 222 us, 2.6e7 B/us, and the tuner took
+// oneshot at 32-256 KiB (0.54 and 0.36 of the best) and twoshot at 2-16 MiB. The defaults
+// stay instead.
+TEST(CpuSends, StalledSmallRoundTripsKeepTheDefaults) {
+  constexpr Np4Probe kStalledSmallProbe{500.67, 483.27, 598.83,  209.5,
+                                        39.3,   19.71,  1.913e4, 1.336e4};
+  const LinkModel link = shmLinkFrom(kStalledSmallProbe);
+  const LinkModel defaults = defaultLinkModel(LinkClass::Shm);
+  EXPECT_EQ(link.latencyUs, defaults.latencyUs);
+  EXPECT_EQ(link.overheadUs, defaults.overheadUs);
+  EXPECT_EQ(link.bytesPerUs, defaults.bytesPerUs);
+  Tuning tuning = defaultTuning(LinkClass::Shm);
+  tuning.model = link;
+  Tuner tuner(4, tuning, Tuner::Mode::Model);
+  const std::vector<const Algorithm*> all = copyPathAllReduces();
+  // That run's columns: oneshot 0.54 and 0.36 of the best at 32 and 256 KiB; the defaults'
+  // pick there, twoshot, 0.83 and 0.77.
+  for (size_t bytes : {size_t{32} << 10, size_t{256} << 10})
+    EXPECT_STREQ(tuner.choose(Collective::AllReduce, bytes / 4, DataType::Float32, all, false).name,
+                 "twoshot")
+        << bytes;
+  // A clean probe is still solved (the idle one above: the rate from its fastest rounds).
+  EXPECT_NE(shmLinkFrom(kIdleStalledProbe).latencyUs, defaults.latencyUs);
+}
+
 // shm's sends at the rank's copy rate (sendsAtCopyRate). The idle np 4 probe above
 // (09:54 UTC, load 0.07; the 256 KiB rate from its fastest round, 725 B/us; copy and reduce
 // at half a core) put rhd before rd at 32 KiB, where rd measured 17.7 us and the best, rhd

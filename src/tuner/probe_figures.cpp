@@ -4,6 +4,10 @@
 
 namespace chorus {
 
+bool smallRoundsStalled(const ProbeTimes& t) {
+  return t.oneBest > 0 && t.largeBest > 0 && t.oneBest >= t.largeBest;
+}
+
 LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
   if (t.one <= 0) return link;  // not measured (no partner)
   // A small round trip whose fastest round took longer than the large one's fastest stalled
@@ -11,7 +15,7 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
   // 599 us, 256 KiB best 39.3 us, against 4.8-6 us for 8 B in the others); solved as it was,
   // L = 222 us and 2.6e7 B/us put oneshot and twoshot at 32 KiB-16 MiB, 0.36-0.74 of the
   // best. No figure of the link can come from it: keep the defaults.
-  if (t.oneBest > 0 && t.largeBest > 0 && t.oneBest >= t.largeBest) return link;
+  if (smallRoundsStalled(t)) return link;
   // The burst sends `burst` messages where the round trip sends one, so in the model it
   // takes no less. A median round trip above the burst's was stalled waiting for cores,
   // not a figure of the link (np 4 on 2 cores: 687 us against the burst's 259 us, its
@@ -50,7 +54,7 @@ void sendsAtCopyRate(LinkModel& link) {
 void transportFromProbe(LinkClass transport, const ProbeTimes& t, double coreShare,
                         LinkModel& within, LinkModel* between) {
   double rate = 0;
-  if (transport == LinkClass::Tcp && t.one > 0) {
+  if (transport == LinkClass::Tcp && t.one > 0 && !smallRoundsStalled(t)) {
     const bool best = t.oneBest > 0 && t.largeBest > 0;
     const double one = best ? t.oneBest : t.one, large = best ? t.largeBest : t.large;
     rate = std::clamp(coreShare, 0.0, 1.0) * static_cast<double>(t.largeBytes - t.smallBytes) /

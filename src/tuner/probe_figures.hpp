@@ -36,6 +36,9 @@ struct ProbeTimes {
 // the messages' cost, already in o and L, and a 256 KiB median that stalled once in a
 // probe of a few rounds would charge every byte of every algorithm with them.
 // Unmeasured times (one = 0) leave `start` as it is.
+// Small rounds whose fastest took longer than the large rounds' fastest stalled in every
+// round: no figure of the link can come from them (linkFromProbe, transportFromProbe).
+bool smallRoundsStalled(const ProbeTimes& t);
 LinkModel linkFromProbe(const ProbeTimes& t, LinkModel start);
 
 // A link whose sends are the rank's own copies (cpuSends: shm's progress thread copies each

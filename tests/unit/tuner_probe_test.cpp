@@ -336,6 +336,12 @@ TEST(CpuSends, StalledSmallRoundTripsKeepTheDefaults) {
     EXPECT_STREQ(tuner.choose(Collective::AllReduce, bytes / 4, DataType::Float32, all, false).name,
                  "twoshot")
         << bytes;
+  // tcp's transport rate comes from the same rounds: left unmeasured, not bytes / 0.01 us.
+  ProbeTimes t;
+  t.one = 500.67, t.oneBest = 483.27, t.large = 209.5, t.largeBest = 39.3;
+  LinkModel within;
+  transportFromProbe(LinkClass::Tcp, t, 1, within, nullptr);
+  EXPECT_EQ(within.transportBytesPerUs, 0);
   // A clean probe is still solved (the idle one above: the rate from its fastest rounds).
   EXPECT_NE(shmLinkFrom(kIdleStalledProbe).latencyUs, defaults.latencyUs);
 }

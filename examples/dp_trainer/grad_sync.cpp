@@ -53,6 +53,8 @@ void GradSync::layerReady(int layer) {
   const Bucket b = buckets_[k];
   ready_[k] = Clock::now();
   if (inFlight_.empty()) firstReady_ = ready_[k];
+  // The bucket's readiness, always (the trace's analysis splits the waits by it).
+  timeline_.add(Timeline::kComm, "ready: bucket " + std::to_string(k), ready_[k], ready_[k]);
   float* data = grads_ + b.begin;
   char what[64];
   std::snprintf(what, sizeof what, "all-reduce bucket %d (%.2f MB", k, (b.end - b.begin) * 4 / 1e6);
@@ -89,9 +91,9 @@ double GradSync::finish(const std::function<void(const Bucket&)>& averaged) {
     f.get();  // rethrows the bucket's chorus::Error
     const auto end = Clock::now();
     waited += seconds(end - start);
-    waits_.emplace_back(start, end);
+    waits_.push_back({k, start, end});
     if (end - start > std::chrono::microseconds(20))
-      timeline_.add(Timeline::kMain, "wait for all-reduce", start, end);
+      timeline_.add(Timeline::kMain, "wait for all-reduce bucket " + std::to_string(k), start, end);
     if (averaged) averaged(buckets_[k]);
   }
   inFlight_.clear();
@@ -103,13 +105,26 @@ double GradSync::finish(const std::function<void(const Bucket&)>& averaged) {
   std::vector<std::pair<Clock::time_point, Clock::time_point>> spans = spans_;
   std::sort(spans.begin(), spans.end());
   allReduceSeconds_ = 0;
+  union_.clear();
   Clock::time_point covered{};
   for (const auto& [start, end] : spans) {
     const Clock::time_point from = std::max(start, covered);
-    if (end > from) allReduceSeconds_ += seconds(end - from);
+    if (end > from) {
+      allReduceSeconds_ += seconds(end - from);
+      union_.emplace_back(from, end);
+    }
     covered = std::max(covered, end);
   }
   return waited;
+}
+
+double GradSync::lastAllReduceSecondsWithin(Clock::time_point from, Clock::time_point to) const {
+  double inside = 0;
+  for (const auto& [start, end] : union_) {
+    const Clock::time_point a = std::max(start, from), b = std::min(end, to);
+    if (b > a) inside += seconds(b - a);
+  }
+  return inside;
 }
 
 std::string GradSync::algorithms() const {

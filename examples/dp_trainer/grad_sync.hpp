@@ -54,10 +54,17 @@ class GradSync {
   // Seconds the last step's buckets waited between being ready and their all-reduce
   // starting on the communication thread (its wake-up, or the bucket before it running).
   double lastStartDelaySeconds() const { return startDelaySeconds_; }
-  // The last step's waits after backward (finish()), start and end.
-  const std::vector<std::pair<Clock::time_point, Clock::time_point>>& lastWaits() const {
-    return waits_;
-  }
+  // Seconds of lastAllReduceSeconds() that fell inside [from, to) (this rank's backward:
+  // the all-reduce time hidden behind it, in the words).
+  double lastAllReduceSecondsWithin(Clock::time_point from, Clock::time_point to) const;
+  // The last step's waits after backward (finish()): the bucket waited for, start and end.
+  struct Wait {
+    int bucket = 0;
+    Clock::time_point start, end;
+  };
+  const std::vector<Wait>& lastWaits() const { return waits_; }
+  // When backward completed each bucket's gradients in the last step (by bucket).
+  const std::vector<Clock::time_point>& lastReady() const { return ready_; }
   // The algorithm each bucket's all-reduce ran last (Work::algorithm), comma-separated.
   std::string algorithms() const;
 
@@ -72,7 +79,9 @@ class GradSync {
   double allReduceSeconds_ = 0, envelopeSeconds_ = 0, startDelaySeconds_ = 0;
   Clock::time_point firstReady_{};
   std::vector<Clock::time_point> ready_;  // per bucket, when backward completed it
-  std::vector<std::pair<Clock::time_point, Clock::time_point>> spans_, waits_;
+  std::vector<std::pair<Clock::time_point, Clock::time_point>> spans_;
+  std::vector<std::pair<Clock::time_point, Clock::time_point>> union_;  // spans_ merged
+  std::vector<Wait> waits_;
   std::vector<std::string> algorithms_;
 };
 

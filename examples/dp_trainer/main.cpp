@@ -329,10 +329,18 @@ int main(int argc, char** argv) {
     std::vector<uint32_t> batchIdx;
     double tCompute = 0, tExposed = 0, tAllReduce = 0, tPause = 0, tWrite = 0;
     double tEnvelope = 0, tStartDelay = 0;  // DDP's all-reduce time; buckets waiting to start
-    // Per step: when this rank's backward ended, and its waits for all-reduce after it
-    // (steady-clock seconds), to split the exposed time at the end of the run.
+    double tHidden = 0;  // all-reduce time inside this rank's backward (the "hidden")
+    // Per step: when this rank's backward ended, when it completed each bucket, and its
+    // waits for all-reduce after it (steady-clock seconds), to split the exposed time at
+    // the end of the run.
+    const size_t nb = buckets.size();
     std::vector<double> backwardEnd(static_cast<size_t>(args.steps), 0);
-    std::vector<std::vector<std::pair<double, double>>> stepWaits(backwardEnd.size());
+    std::vector<double> bucketReady(backwardEnd.size() * nb, 0);  // [step * nb + bucket]
+    struct StepWait {
+      int bucket;
+      double start, end;
+    };
+    std::vector<std::vector<StepWait>> stepWaits(backwardEnd.size());
     auto at = [](Clock::time_point t) { return seconds(t.time_since_epoch()); };
     int checkpoints = 0;
     float loss = 0;
@@ -444,8 +452,11 @@ int main(int argc, char** argv) {
         continue;
       }
       backwardEnd[step] = at(t2);
+      for (size_t k = 0; k < nb; ++k)
+        bucketReady[static_cast<size_t>(step) * nb + k] = at(sync.lastReady()[k]);
       stepWaits[step].clear();
-      for (const auto& [w0, w1] : sync.lastWaits()) stepWaits[step].emplace_back(at(w0), at(w1));
+      for (const GradSync::Wait& w : sync.lastWaits())
+        stepWaits[step].push_back({w.bucket, at(w.start), at(w.end)});
       opt.commit();
       params.swap(nextParams);
       const auto t4 = Clock::now();
@@ -485,6 +496,7 @@ int main(int argc, char** argv) {
       tCompute += seconds(t1 - t0) + seconds(t2 - t1) + (seconds(t4 - t2) - exposed);
       tExposed += exposed;
       tAllReduce += sync.lastAllReduceSeconds();
+      tHidden += sync.lastAllReduceSecondsWithin(t1, t2);
       tEnvelope += sync.lastEnvelopeSeconds();
       tStartDelay += sync.lastStartDelaySeconds();
       tPause += pause;
@@ -510,22 +522,30 @@ int main(int argc, char** argv) {
     heldOut = task->evaluate(params.data());
     if (metrics) std::fclose(metrics);
 
-    // The exposed time split: the part of each wait before the slowest rank's backward of
-    // that step ended (B) is waiting for that rank's compute (its gradients are needed for
-    // the last bucket); the part after B is reduction not hidden. Needs one clock for all
-    // ranks: on several hosts the split is not made (-1).
+    // The exposed time split, each wait (for bucket k of step s) in three parts by two
+    // instants: R, when the last rank completed bucket k's gradients, and B, when the last
+    // rank's backward of step s ended (R <= B).
+    //   before R   waiting for a slower rank's backward: bucket k cannot be reduced before
+    //              every rank has produced it, whatever drives the communication;
+    //   R to B     all-reduce not hidden while a slower rank is still in its backward;
+    //   after B    all-reduce left after the last backward ended.
+    // Needs one clock for all ranks: on several hosts the split is not made (-1).
     ct.allReduce(backwardEnd.data(), backwardEnd.size(), chorus::RedOp::Max);
-    double tWaitSlowest = 0;
+    ct.allReduce(bucketReady.data(), bucketReady.size(), chorus::RedOp::Max);
+    double tWaitSlowest = 0, tAfterLast = 0;
     for (int64_t s = start; s < args.steps; ++s)
-      for (const auto& [w0, w1] : stepWaits[s])
-        tWaitSlowest += std::max(0.0, std::min(w1, backwardEnd[s]) - w0);
-    if (!oneHost) tWaitSlowest = -1;
+      for (const StepWait& w : stepWaits[s]) {
+        const double R = bucketReady[static_cast<size_t>(s) * nb + w.bucket];
+        tWaitSlowest += std::max(0.0, std::min(w.end, R) - w.start);
+        tAfterLast += std::max(0.0, w.end - std::max(w.start, backwardEnd[s]));
+      }
+    if (!oneHost) tWaitSlowest = tAfterLast = -1;
 
     // Per-step figures averaged over ranks.
     const double stepsRun = static_cast<double>(args.steps - start);
-    double sums[9] = {tCompute,    tExposed,     tAllReduce, tPause,     tWrite,
-                      loopSeconds, tWaitSlowest, tEnvelope,  tStartDelay};
-    ct.allReduce(sums, 9, chorus::RedOp::Avg);
+    double sums[11] = {tCompute,     tExposed,  tAllReduce,  tPause,     tWrite, loopSeconds,
+                       tWaitSlowest, tEnvelope, tStartDelay, tAfterLast, tHidden};
+    ct.allReduce(sums, 11, chorus::RedOp::Avg);
     if (lead) {
       RunReport r;
       r.nranks = nranks, r.attempt = attempt, r.steps = args.steps, r.startStep = start;
@@ -538,8 +558,10 @@ int main(int argc, char** argv) {
       r.exposedCommSeconds = sums[1] / n, r.allReduceSeconds = sums[2] / n;
       r.waitSlowestSeconds = oneHost ? sums[6] / n : -1;
       r.exposedTransferSeconds = oneHost ? (sums[1] - sums[6]) / n : -1;
+      r.exposedAfterLastSeconds = oneHost ? sums[9] / n : -1;
       r.checkpointPauseSeconds = sums[3] / n;
-      r.hiddenFraction = sums[2] > 0 ? std::clamp(1 - sums[1] / sums[2], 0.0, 1.0) : 0;
+      r.hiddenFraction = sums[2] > 0 ? std::clamp(sums[10] / sums[2], 0.0, 1.0) : 0;
+      r.hiddenFractionByExposed = sums[2] > 0 ? std::clamp(1 - sums[1] / sums[2], 0.0, 1.0) : 0;
       r.envelopeSeconds = sums[7] / n, r.startDelaySeconds = sums[8] / n;
       r.hiddenFractionDdp = sums[7] > 0 ? std::clamp(1 - sums[1] / sums[7], 0.0, 1.0) : 0;
       r.checkpoints = checkpoints;

@@ -5,6 +5,12 @@
 
 namespace trainer {
 
+namespace {
+const char* const kHiddenDefinition =
+    "of the time some all-reduce of the step ran on a rank (union of its buckets' spans), the "
+    "part inside that rank's own backward pass";
+}  // namespace
+
 void JobLog::startFresh(double now) {
   jobStart_ = now;
   lost_.clear();
@@ -62,9 +68,12 @@ std::string RunReport::json() const {
     << ", \"exposed_comm\": " << exposedCommSeconds
     << ", \"exposed_comm_waiting_for_slowest_backward\": " << waitSlowestSeconds
     << ", \"exposed_comm_transfer\": " << exposedTransferSeconds
+    << ", \"exposed_comm_after_last_backward\": " << exposedAfterLastSeconds
     << ", \"checkpoint_pause\": " << checkpointPauseSeconds
     << "},\n  \"allreduce_seconds_per_step\": " << allReduceSeconds
     << ",\n  \"allreduce_hidden_fraction\": " << hiddenFraction
+    << ",\n  \"allreduce_hidden_fraction_definition\": \"" << kHiddenDefinition << "\""
+    << ",\n  \"allreduce_hidden_fraction_one_minus_exposed\": " << hiddenFractionByExposed
     << ",\n  \"allreduce_envelope_seconds_per_step\": " << envelopeSeconds
     << ",\n  \"allreduce_hidden_fraction_ddp_definition\": " << hiddenFractionDdp
     << ",\n  \"allreduce_start_delay_seconds_per_step\": " << startDelaySeconds
@@ -107,21 +116,26 @@ void RunReport::printTable(FILE* out) const {
       "chorus-train: %d ranks, steps %lld..%lld, global batch %lld, %.0f parameters\n"
       "  samples/s           %10.1f\n"
       "  step time (ms)      %10.3f = compute %.3f + exposed comm %.3f + checkpoint pause %.3f\n"
-      "  all-reduce (ms)     %10.3f per step, %.1f%% hidden behind backward (%s)\n"
+      "  all-reduce (ms)     %10.3f per step (%s)\n"
+      "    hidden behind backward %5.1f%%  (%s)\n"
+      "    1 - exposed/all-reduce %5.1f%%  (the exposed time is the training thread's waits)\n"
       "  as DDP counts it    %10.3f per step, %.1f%% hidden (first bucket ready to last done)\n"
-      "  exposed comm (ms)   %10.3f = waiting for the slowest rank's backward %.3f + "
-      "transfer %.3f\n"
+      "  exposed comm (ms)   %10.3f = waiting for a slower rank's backward %.3f (before every "
+      "rank had the bucket)\n"
+      "                                 + all-reduce %.3f (of which after the last backward "
+      "ended %.3f)\n"
       "  checkpoints         %10d  pause %.3f ms, write %.3f ms each; %s\n"
       "  MFU                 %9.1f%%  (%.2f GFLOP/s of %.2f measured peak GEMM)\n"
       "  effective training  %9.1f%%  (useful %.2f s of %.2f s elapsed)\n",
       nranks, static_cast<long long>(startStep), static_cast<long long>(steps),
       static_cast<long long>(globalBatch), parameters, samplesPerSecond, stepSeconds * 1e3,
       computeSeconds * 1e3, exposedCommSeconds * 1e3, checkpointPauseSeconds * 1e3,
-      allReduceSeconds * 1e3, hiddenFraction * 100, algorithm.c_str(), envelopeSeconds * 1e3,
-      hiddenFractionDdp * 100, exposedCommSeconds * 1e3, waitSlowestSeconds * 1e3,
-      exposedTransferSeconds * 1e3, checkpoints, pausePerCheckpoint * 1e3, writePerCheckpoint * 1e3,
-      checkpointPolicy.c_str(), mfu * 100, achievedFlops / 1e9, peakFlops / 1e9,
-      effectiveTrainingTime * 100, usefulSeconds, elapsedSeconds);
+      allReduceSeconds * 1e3, algorithm.c_str(), hiddenFraction * 100, kHiddenDefinition,
+      hiddenFractionByExposed * 100, envelopeSeconds * 1e3, hiddenFractionDdp * 100,
+      exposedCommSeconds * 1e3, waitSlowestSeconds * 1e3, exposedTransferSeconds * 1e3,
+      exposedAfterLastSeconds * 1e3, checkpoints, pausePerCheckpoint * 1e3,
+      writePerCheckpoint * 1e3, checkpointPolicy.c_str(), mfu * 100, achievedFlops / 1e9,
+      peakFlops / 1e9, effectiveTrainingTime * 100, usefulSeconds, elapsedSeconds);
   for (const LostWork& l : lost)
     std::fprintf(
         out,

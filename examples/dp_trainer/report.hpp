@@ -62,10 +62,21 @@ struct RunReport {
   // per step, averaged over steps and ranks
   double stepSeconds = 0, computeSeconds = 0, exposedCommSeconds = 0, allReduceSeconds = 0,
          checkpointPauseSeconds = 0;
-  // exposedCommSeconds split (-1: ranks on several hosts, no shared clock): waiting for
-  // the slowest rank's backward of the step to end, and reduction left after it ended.
-  double waitSlowestSeconds = 0, exposedTransferSeconds = 0;
-  double hiddenFraction = 0;  // of all-reduce time, behind backward
+  // exposedCommSeconds split (-1: ranks on several hosts, no shared clock), each wait for a
+  // bucket by R (the last rank completed that bucket's gradients) and B (the last rank's
+  // backward of the step ended), R <= B: waitSlowest is the part before R (waiting for a
+  // slower rank's backward); exposedTransfer the rest (all-reduce not hidden), of which
+  // exposedAfterLast is the part after B (all-reduce after the last backward).
+  double waitSlowestSeconds = 0, exposedTransferSeconds = 0, exposedAfterLastSeconds = 0;
+  // The figure, the fraction of all-reduce time hidden behind backward: of the time
+  // some all-reduce of the step was running on a rank (the union of its buckets' spans,
+  // allReduceSeconds), the part inside that rank's own backward pass. Time after a rank's
+  // backward counts as not hidden, also while it waits for a slower rank.
+  double hiddenFraction = 0;
+  // The figure reported before (until 2026-12-03): 1 - exposed / all-reduce time, the
+  // exposed time being the training thread's waits (which also hold its wake-up after the
+  // last bucket, not all-reduce time).
+  double hiddenFractionByExposed = 0;
   // PyTorch DDP's definition (its logger's backward_comm_time and
   // backward_compute_comm_overlap_time): all-reduce time is the envelope from the first
   // bucket ready to the end of the wait for the last, gaps and queueing included; hidden is

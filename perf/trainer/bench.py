@@ -102,7 +102,11 @@ def main():
         text = run(["/usr/bin/python3", os.path.join(HERE, "overlap_trace.py"),
                     os.path.join(a.out, name, "trace.json")])
         ms = lambda key: float(text.split(key)[1].split(":")[1].split("ms")[0])
-        return {"skew_ms": ms("(skew)"), "tail_ms": ms("(tail)")}
+        return {"skew_ms": ms("(skew)"), "tail_ms": ms("(tail)"),
+                # the same figures for any build, from the trace: the issue's hidden fraction
+                # and how far apart the ranks' backward passes end (median over steps)
+                "hidden_trace": float(text.split("all-reduce span time):")[1].split()[0]),
+                "end_spread_ms": float(text.split("(skew of ends): median")[1].split("ms")[0])}
 
     variants = [("", [])] + ([("ab", a.ab.split())] if a.ab or a.ab_trainer else [])
     overlap = {}  # "np<N>[-ab]" -> [{hidden, exposed_ms, allreduce_ms, samples_per_second, load}]
@@ -124,13 +128,19 @@ def main():
                     key = f"np{n}" + (f"-{tag}" if tag else "")
                     load = os.getloadavg()[0]
                     r = train(n, key, flags, binary=a.ab_trainer if tag and a.ab_trainer else None)
+                    sec = r["step_seconds"]
                     overlap.setdefault(key, []).append(dict(
+                        # the issue's definition (see the README); builds before 2026-12-03
+                        # reported 1 - exposed / all-reduce under this key
                         hidden=r["allreduce_hidden_fraction"],
+                        hidden_1m_exposed=r.get("allreduce_hidden_fraction_one_minus_exposed",
+                                                r["allreduce_hidden_fraction"]),
                         hidden_ddp=r["allreduce_hidden_fraction_ddp_definition"],
                         start_delay_ms=1e3 * r["allreduce_start_delay_seconds_per_step"],
                         exposed_ms=1e3 * r["step_seconds"]["exposed_comm"],
-                        wait_slowest_ms=1e3 * r["step_seconds"]["exposed_comm_waiting_for_slowest_backward"],
-                        transfer_ms=1e3 * r["step_seconds"]["exposed_comm_transfer"],
+                        wait_slowest_ms=1e3 * sec["exposed_comm_waiting_for_slowest_backward"],
+                        transfer_ms=1e3 * sec["exposed_comm_transfer"],
+                        after_last_ms=1e3 * sec.get("exposed_comm_after_last_backward", float("nan")),
                         allreduce_ms=1e3 * r["allreduce_seconds_per_step"],
                         samples_per_second=r["samples_per_second"], load=load, cores_used=r["cores_used"],
                         **trace_split(key)))
@@ -203,8 +213,9 @@ def main():
         summary["curve_final_loss_chorus"] = ours[max(ours)]
         summary["curve_final_loss_ddp"] = theirs[max(theirs)]
     for key, runs in overlap.items():
-        for field in ("hidden", "hidden_ddp", "start_delay_ms", "exposed_ms", "wait_slowest_ms", "transfer_ms", "allreduce_ms",
-                      "samples_per_second", "skew_ms", "tail_ms"):
+        for field in ("hidden", "hidden_trace", "hidden_1m_exposed", "hidden_ddp", "start_delay_ms", "exposed_ms",
+                      "wait_slowest_ms", "transfer_ms", "after_last_ms", "allreduce_ms", "samples_per_second",
+                      "skew_ms", "tail_ms", "end_spread_ms"):
             summary[f"{key}_{field}"] = med([x[field] for x in runs])
         summary[f"{key}_load_min_max"] = f"{min(x['load'] for x in runs):.1f}-{max(x['load'] for x in runs):.1f}"
     summary["load_average"] = os.getloadavg()[0]

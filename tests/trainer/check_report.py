@@ -4,8 +4,11 @@
   check_report.py OUT_DIR OVERLAP_TRACE_PY
 1. Every "all-reduce bucket K (... MB, ALGO)" event names, on every rank, the algorithm
    report.json's allreduce_algorithm lists at K (both come from Work::algorithm).
-2. exposed_comm = waiting for the slowest rank's backward + transfer, and the waiting part
-   equals overlap_trace.py's skew recomputed from the trace's spans (every step).
+2. exposed_comm = waiting for a slower rank's backward + transfer (all-reduce not hidden),
+   the waiting part equals overlap_trace.py's figure recomputed from the trace (each wait
+   up to the moment every rank had completed the awaited bucket), and the part after the
+   last backward equals its tail; the hidden fraction (the part of the all-reduce spans
+   inside the rank's own backward) equals the trace's.
 3. DDP's definition of the all-reduce time (the envelope) is at least the union of the
    buckets' spans, so its hidden fraction is at least ours; the start delay is not negative.
 4. The communicator was created with CHORUS_SPIN_US=0 (chorus-train's default --spin-us:
@@ -50,11 +53,19 @@ def main():
         fail(f"split {wait:.4f} + {transfer:.4f} ms is not the exposed {exposed:.4f} ms")
     text = subprocess.run([sys.executable, overlap, out + "/trace.json", "--skip", "0"],
                           check=True, capture_output=True, text=True).stdout
-    skew = float(re.search(r"\(skew\): ([\d.]+) ms", text).group(1))
+    skew = float(re.search(r"the report's figure\): ([\d.]+) ms", text).group(1))
+    tail = float(re.search(r"\(tail\): ([\d.]+) ms", text).group(1))
+    after = 1e3 * s["exposed_comm_after_last_backward"]
     # The trace rounds to microseconds and leaves out waits under 20 us, one per bucket.
     tolerance = 0.01 + 0.021 * len(listed) + 0.02 * wait
     if abs(skew - wait) > tolerance:
-        fail(f"waiting for the slowest backward {wait:.4f} ms, the trace says {skew:.4f} ms")
+        fail(f"waiting for a slower rank's backward {wait:.4f} ms, the trace says {skew:.4f} ms")
+    if after > transfer + 1e-3 or abs(tail - after) > 0.01 + 0.021 * len(listed) + 0.02 * after:
+        fail(f"after the last backward {after:.4f} ms (of {transfer:.4f}), the trace says {tail:.4f}")
+    hidden_trace = float(re.search(r"all-reduce span time\): ([\d.]+)", text).group(1))
+    if abs(hidden_trace - report["allreduce_hidden_fraction"]) > 0.005:
+        fail(f"hidden fraction {report['allreduce_hidden_fraction']:.4f}, the trace's spans say "
+             f"{hidden_trace:.3f}")
     # PyTorch DDP's all-reduce time (first bucket ready to the end of the wait for the last)
     # contains every bucket's span, so its hidden fraction is never below ours.
     envelope, spans = report["allreduce_envelope_seconds_per_step"], report["allreduce_seconds_per_step"]

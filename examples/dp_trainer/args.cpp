@@ -45,10 +45,12 @@ communication
                             posted bucket or a peer's message runs ahead of backward; it
                             sleeps otherwise; 0: the same; kept equal where refused)
   --bind-compute            where ranks outnumber cores, keep the training thread on the
-                            core the library binds the rank to (CHORUS_BIND_CORE); default:
-                            only the communication thread stays there, the training thread
-                            may run on any core, so the kernel can even out the ranks'
-                            compute (perf/trainer/README.md, seventh pass)
+                            core the library binds the rank to (CHORUS_BIND_CORE: local
+                            rank mod cores, two ranks a core at 4 ranks on 2), with its
+                            communication thread (the default: the ranks' backward passes
+                            end closer together; perf/trainer/README.md, twelfth pass)
+  --free-compute            the training thread may run on any core (its launch affinity);
+                            only the communication thread stays on the library's core
   --spin-us N               the library's polling before a wait sleeps (CHORUS_SPIN_US) for
                             this job, unless the environment sets CHORUS_SPIN_US (default 0:
                             sleep at once; -1: the library's default, 200 us of sched_yield
@@ -166,6 +168,7 @@ Args parseArgs(int argc, char** argv) {
       {"--step-per-bucket", [&] { a.stepPerBucket = true; }},
       {"--comm-rt", [&] { a.commRealtime = true; }},
       {"--bind-compute", [&] { a.freeCompute = false; }},
+      {"--free-compute", [&] { a.freeCompute = true; }},
       {"--gpu", [&] { a.gpu = true; }},
       {"--no-resume", [&] { a.resume = false; }},
       {"--no-deterministic", [&] { a.deterministic = false; }},

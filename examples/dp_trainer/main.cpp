@@ -134,11 +134,13 @@ int main(int argc, char** argv) {
   // who admit it with grow() at a step's start and hand it their state.
   const bool newcomer = std::getenv("CHORUS_REJOIN") != nullptr;
   // The library binds the thread that creates the communicator (and the threads it starts
-  // later) to one core where ranks outnumber cores. That suits the communication thread
-  // (created next, it inherits the core), but a training thread tied to one core cannot be
-  // moved off it when that core is the busier one, and the ranks there fall behind the
-  // others, who then wait for them at the last bucket; so (unless --bind-compute) the
-  // training thread gets its launch affinity back once the communication thread exists.
+  // later) to one core where ranks outnumber cores (local rank mod cores). The training
+  // thread keeps that core by default: at 4 ranks on 2 cores each core then runs two
+  // ranks' compute, which the kernel shares evenly, and the ranks' backward passes end
+  // closer together than when the kernel moves the training threads between the cores
+  // (the twelfth pass in perf/trainer/README.md; the seventh, before the communication
+  // thread's higher weight, found the opposite). --free-compute gives the training thread
+  // its launch affinity back once the communication thread exists.
   cpu_set_t launchCores;
   const bool knowLaunchCores = sched_getaffinity(0, sizeof launchCores, &launchCores) == 0;
   // The library polls (200 us of sched_yield where ranks outnumber cores) before a wait

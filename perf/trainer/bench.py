@@ -12,8 +12,13 @@ Alternating runs, medians:
      loss curves compared step by step, samples/s ratio (of medians, and per pair)
   5. (--parts overlap) the hidden fraction at each of --ranks (default 2,4), alternating;
      with --ab "FLAGS" every rank count also runs with FLAGS added (A/B of one change);
-     each run's load average, the report's split of the exposed time (waiting for the
-     slowest rank's backward / transfer) and overlap_trace.py's skew/tail split are kept
+     each run's load average, the report's split of the exposed time (waiting for a
+     slower rank's backward / all-reduce not hidden / of it, after the last backward) and
+     overlap_trace.py's skew/tail split, its hidden fraction by the issue's definition
+     (hidden_trace: the same for any build) and the spread of the ranks' backward ends
+     (end_spread_ms) are kept. "hidden" is the report's allreduce_hidden_fraction: the
+     issue's definition since 2026-12-03, 1 - exposed / all-reduce time in older builds
+     (hidden_1m_exposed is that figure for every build)
 """
 import argparse
 import csv

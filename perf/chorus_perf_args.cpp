@@ -89,7 +89,8 @@ std::string usage(const ArgsSpec& spec) {
        "mode)\n";
   if (spec.algorithmFlag) {
     o << "  -A,--algorithm <spec>    Communicator::setAlgorithm(spec); auto = library's choice;\n"
-      << "                           each = every algorithm and auto, interleaved, one table\n"
+      << "                           each = every algorithm and auto, interleaved, one table;\n"
+      << "                           each=NAME,... (e.g. each=rd,auto): those only\n"
       << "  -K,--repeats <n>         with -A each: runs per algorithm and size, median (3)\n";
   }
   o << "  -R,--local_register <0>  buffers as nccl-tests' -R: 0 plain (mmap), 1 plain and\n"

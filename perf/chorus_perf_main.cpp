@@ -15,17 +15,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
-#include <string>
 
 namespace {
+
+// -A each, or each=NAME,...: the variants interleaved in one table (runVariants).
+bool isEach(std::string_view algorithm) {
+  return algorithm == "each" || algorithm.starts_with("each=");
+}
 
 class ChorusBackend : public perf::Backend {
  public:
   ChorusBackend(chorus::Communicator& comm, std::string algorithm, bool registered)
       : comm_(comm), algorithm_(std::move(algorithm)), registered_(registered) {
-    if (algorithm_ != "each" && algorithm_ != "auto") spec_ = algorithm_;
+    if (!isEach(algorithm_) && algorithm_ != "auto") spec_ = algorithm_;
   }
 
   int rank() const override { return comm_.rank(); }
@@ -95,11 +101,22 @@ class ChorusBackend : public perf::Backend {
   }
   std::string rankInfo() const override { return "transport " + comm_.transportName(); }
 
+  // -A each=NAME,...: those variants only (auto among them or not), in that order.
   // -A each: every algorithm of the collective that runs on these buffers (the one-sided
   // ones on registered or memAlloc buffers; staged ones on any, but not over tcp, which has
   // no access to peers' memory: forcing them there is an error), then the tuner.
   std::vector<std::string> variants() const override {
     std::vector<std::string> names;
+    if (algorithm_.starts_with("each=")) {
+      std::string_view list = std::string_view(algorithm_).substr(5);
+      while (!list.empty()) {
+        const size_t comma = list.find(',');
+        if (comma != 0) names.emplace_back(list.substr(0, comma));
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+      }
+      return names;
+    }
     const bool peerMemory = comm_.transportName() != "tcp";
     for (const chorus::Algorithm& a : chorus::allAlgorithms())
       if (a.collective == collective() && (a.staged ? peerMemory : registered_ || !a.oneSided))
@@ -201,7 +218,7 @@ int main(int argc, char** argv) {
   try {
     comm = chorus::Communicator::initFromEnv();
     rank = comm.rank();
-    const bool each = args.algorithm == "each";
+    const bool each = isEach(args.algorithm);
     if (!each && !args.algorithm.empty() && args.algorithm != "auto")
       comm.setAlgorithm(args.algorithm);
     ChorusBackend backend(comm, args.algorithm, args.registration != 0);

@@ -354,7 +354,10 @@ int runVariants(const Args& args, Backend& b, const std::string& program) {
       std::vector<std::vector<double>> runs(variants.size());
       for (int rep = 0; rep < args.repeats; ++rep) {
         for (size_t k = 0; k < variants.size(); ++k) {
-          const size_t v = (k + static_cast<size_t>(rep)) % variants.size();
+          // Rotated, and backwards in odd rounds: each variant follows two different ones
+          // (rotation alone always put the last fixed algorithm, peer_staged, before auto).
+          const size_t n = variants.size(), start = static_cast<size_t>(rep) % n;
+          const size_t v = rep % 2 == 0 ? (start + k) % n : (start + n - k) % n;
           b.select(variants[v]);
           Timing t = sweep.measure(c, l, false, seed);
           seed += static_cast<uint64_t>(args.check) + 1;

@@ -8,6 +8,16 @@ bool smallRoundsStalled(const ProbeTimes& t) {
   return t.oneBest > 0 && t.largeBest > 0 && t.oneBest >= t.largeBest;
 }
 
+ProbeTimes probeUntilSettled(const std::function<ProbeTimes()>& probe,
+                             const std::function<bool(const ProbeTimes&, int)>& stalledOnRank0,
+                             int retries, int* tries) {
+  ProbeTimes times = probe();
+  int ran = 1;
+  for (; ran <= retries && stalledOnRank0(times, ran - 1); ++ran) times = probe();
+  if (tries) *tries = ran;
+  return times;
+}
+
 LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
   if (t.one <= 0) return link;  // not measured (no partner)
   // A small round trip whose fastest round took longer than the large one's fastest stalled

@@ -5,6 +5,7 @@
 #include "tuner/link_model.hpp"
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 namespace chorus {
@@ -40,6 +41,21 @@ struct ProbeTimes {
 // round: no figure of the link can come from them (linkFromProbe, transportFromProbe).
 bool smallRoundsStalled(const ProbeTimes& t);
 LinkModel linkFromProbe(const ProbeTimes& t, LinkModel start);
+
+// How many times, at most, the probe's rounds run again after rank 0's small rounds stalled
+// (about one np 4 probe in 30 on 2 idle cores: a stall of the whole probe, ~0.5 ms per 8 B
+// round trip, not of the link). Each try costs a few ms at communicator creation.
+inline constexpr int kStalledProbeRetries = 2;
+
+// Runs `probe` (every rank's ping-pong, all pairs at once: collective over the node) and,
+// while `stalledOnRank0(times, attempt)` says so, again, at most `retries` more times. The
+// verdict must be rank 0's (its pair's times are the ones used) and the same on every rank,
+// so that all of them run the rounds again or none does: the communicator asks the store.
+// Returns the last try's times (still stalled after all tries: linkFromProbe keeps the
+// defaults); `tries` gets how many ran.
+ProbeTimes probeUntilSettled(const std::function<ProbeTimes()>& probe,
+                             const std::function<bool(const ProbeTimes&, int)>& stalledOnRank0,
+                             int retries, int* tries = nullptr);
 
 // A link whose sends are the rank's own copies (cpuSends: shm's progress thread copies each
 // message into the peer's FIFO, the receiver reduces or copies it out in its step) moves a

@@ -346,6 +346,51 @@ TEST(CpuSends, StalledSmallRoundTripsKeepTheDefaults) {
   EXPECT_NE(shmLinkFrom(kIdleStalledProbe).latencyUs, defaults.latencyUs);
 }
 
+// A stalled probe runs its rounds again (probeUntilSettled, as the communicator's setup
+// calls it with rank 0's verdict): the recorded stalled probe above, then the idle clean one,
+// gives the clean one's figures, not the defaults; a probe that stalls every time keeps the
+// defaults after 1 + kStalledProbeRetries tries; a clean one runs once.
+TEST(CpuSends, StalledProbeRunsAgain) {
+  auto timesOf = [](const Np4Probe& p) {
+    ProbeTimes t;
+    t.one = p.one, t.oneBest = p.oneBest, t.burst = 8, t.burstTrip = p.burstTrip;
+    t.large = p.large, t.largeBest = p.largeBest, t.exchangeRanks = 4, t.exchange = p.exchange;
+    return t;
+  };
+  constexpr Np4Probe kStalled{500.67, 483.27, 598.83, 209.5, 39.3, 19.71, 1.913e4, 1.336e4};
+  const LinkModel defaults = defaultLinkModel(LinkClass::Shm);
+  auto verdict = [](const ProbeTimes& t, int) { return smallRoundsStalled(t); };
+  // Stalled, then clean.
+  std::vector<ProbeTimes> runs = {timesOf(kStalled), timesOf(kIdleStalledProbe)};
+  size_t next = 0;
+  int tries = 0;
+  ProbeTimes settled =
+      probeUntilSettled([&] { return runs.at(next++); }, verdict, kStalledProbeRetries, &tries);
+  EXPECT_EQ(tries, 2);
+  EXPECT_FALSE(smallRoundsStalled(settled));
+  EXPECT_EQ(linkFromProbe(settled, defaults).latencyUs, shmLinkFrom(kIdleStalledProbe).latencyUs);
+  EXPECT_NE(linkFromProbe(settled, defaults).latencyUs, defaults.latencyUs);
+  // Stalled every time: as many tries as allowed, then the defaults.
+  next = 0;
+  runs.assign(1 + kStalledProbeRetries, timesOf(kStalled));
+  settled =
+      probeUntilSettled([&] { return runs.at(next++); }, verdict, kStalledProbeRetries, &tries);
+  EXPECT_EQ(tries, 1 + kStalledProbeRetries);
+  EXPECT_EQ(linkFromProbe(settled, defaults).latencyUs, defaults.latencyUs);
+  // Clean at once: one run, the verdict asked once (attempt 0).
+  next = 0;
+  runs.assign(1, timesOf(kIdleStalledProbe));
+  std::vector<int> asked;
+  settled = probeUntilSettled([&] { return runs.at(next++); },
+                              [&](const ProbeTimes& t, int attempt) {
+                                asked.push_back(attempt);
+                                return smallRoundsStalled(t);
+                              },
+                              kStalledProbeRetries, &tries);
+  EXPECT_EQ(tries, 1);
+  EXPECT_EQ(asked, std::vector<int>{0});
+}
+
 // shm's sends at the rank's copy rate (sendsAtCopyRate). The idle np 4 probe above
 // (09:54 UTC, load 0.07; the 256 KiB rate from its fastest round, 725 B/us; copy and reduce
 // at half a core) put rhd before rd at 32 KiB, where rd measured 17.7 us and the best, rhd

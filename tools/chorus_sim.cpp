@@ -2,6 +2,7 @@
 // job's failures and checkpoints. Collective mode prints, per algorithm, chorus-perf's
 // table of simulated time and bandwidth, then per size the fastest simulated algorithm and
 // the tuner's choice at that scale. Job mode (--job) prints effective training time.
+#include "engine/step_trace.hpp"
 #include "settings/settings.hpp"
 #include "sim/checkpoint.hpp"
 #include "sim/fabric_network.hpp"
@@ -41,6 +42,9 @@ void usage() {
       "  --no-tuner           leave out the tuner's choices (time the simulation alone)\n"
       "  --csv PATH           also write rows: "
       "collective,fabric,ranks,algorithm,bytes,us,busbw,best,tuner\n"
+      "  --timeline PREFIX    also write each call's replayed steps as Chrome-trace JSON,\n"
+      "                       PREFIX.ALGORITHM.BYTES.json (CHORUS_TRACE_STEPS's form; with\n"
+      "                       compression the replayed ranks only: add --full)\n"
       "jobs (failures and checkpoints):\n"
       "  --job --gpus G --gpu-mtbf-hours H | --job-mtbf-hours H  --wall-hours H\n"
       "        --interval-min M --save-s S [--async-s S] --restart-min M\n"
@@ -138,8 +142,38 @@ const char* tooCostly(const Algorithm& a, int n) {
   return nullptr;
 }
 
+// The replay's steps in CHORUS_TRACE_STEPS's form (engine/step_trace.hpp): call #0 of
+// every replayed rank, from 0 us, the call's span ending at the rank's last step.
+void writeTimeline(const std::string& path, const std::vector<StepTime>& timeline,
+                   Collective collective, const Algorithm& algorithm, size_t count) {
+  StepTraceWriter writer(path);
+  std::map<int, double> last;
+  std::vector<const StepTime*> order;  // by start: the local lanes go in time order
+  for (const StepTime& t : timeline) order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const StepTime* a, const StepTime* b) { return a->start < b->start; });
+  for (const StepTime* step : order) {
+    const StepTime& t = *step;
+    StepTraceWriter::StepEvent e;
+    e.rank = t.rank;
+    e.step = t.step;
+    e.kind = t.kind;
+    e.peer = t.peer;
+    e.bytes = t.bytes;
+    e.after = t.after;
+    e.start = t.start;
+    e.end = t.finish;
+    e.algorithm = algorithm.name;
+    writer.step(e);
+    last[t.rank] = std::max(last[t.rank], t.finish);
+  }
+  for (auto [rank, end] : last)
+    writer.call(rank, std::string(toString(collective)) + " " + algorithm.name, 0, 0, end, count,
+                true);
+}
+
 int collectives(int argc, char** argv) {
-  std::string fabricName = "dgx-h100", fabricFile, csvPath;
+  std::string fabricName = "dgx-h100", fabricFile, csvPath, timelinePrefix;
   int nodes = 0, gpus = 0, qps = 0;
   Collective collective = Collective::AllReduce;
   std::vector<std::string> only;
@@ -187,6 +221,8 @@ int collectives(int argc, char** argv) {
       withTuner = false;
     else if (a == "--csv")
       csvPath = next();
+    else if (a == "--timeline")
+      timelinePrefix = next();
     else if (a == "-h" || a == "--help") {
       usage();
       return 0;
@@ -265,7 +301,12 @@ int collectives(int argc, char** argv) {
       SimOptions options;
       options.compress = compress;
       options.layout = &layout;
+      std::vector<StepTime> timeline;
+      if (!timelinePrefix.empty()) options.timeline = &timeline;
       const SimResult r = simulate(*a, collective, n, count, 4, net, options);
+      if (!timelinePrefix.empty() && !r.tooLarge)
+        writeTimeline(timelinePrefix + "." + a->name + "." + std::to_string(bytes) + ".json",
+                      timeline, collective, *a, count);
       if (r.tooLarge) {
         std::printf("# %zu B: not replayed: not symmetric, %zu steps over the limit\n", bytes,
                     options.maxSteps);

@@ -220,6 +220,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
       config.yieldWhileSpinning ? 0 : settings::integer("CHORUS_PAUSE_SPIN_US", 20));
   config.sliceBytes = std::max<size_t>(kMinSliceBytes, settings::integer("CHORUS_SLICE_BYTES"));
   config.streamFromBytes = settings::integer("CHORUS_STREAM_FROM_BYTES");
+  config.tracePrefix = settings::text("CHORUS_TRACE_STEPS");
   TcpStoreClient* client = c->storeClient_.get();
   std::vector<int> parentRanks = parent ? parent->ranks : std::vector<int>{};
   c->parentRanks_ = parentRanks;

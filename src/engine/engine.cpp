@@ -74,6 +74,8 @@ Engine::Engine(Transport& transport, EngineConfig config)
       headerFrom_(config_.nranks, 0) {
   taken_.assign(config_.nranks, 1);
   lastProgress_ = lastPeerCheck_ = Clock::now();
+  if (!config_.tracePrefix.empty())
+    trace_ = std::make_unique<StepTrace>(config_.tracePrefix, config_.rank);
 }
 
 Engine::~Engine() = default;
@@ -102,6 +104,7 @@ void Engine::submit(std::shared_ptr<OpState> op) {
     exposesScratch |=
         step.kind == StepKind::Expose && step.src.buffer == Buffer::Scratch && step.src.count > 0;
   lendScratch(*op, exposesScratch);
+  if (trace_) trace_->submitted(*op);
   if (inFlight_.empty()) progressUnstamped_ = true;
   ++submitted_;
   for (int i = 0; i < static_cast<int>(schedule.steps.size()); ++i) {
@@ -541,7 +544,18 @@ void Engine::completeStep(OpState& op, int index) {
   }
 }
 
-bool Engine::advance(StepRef ref) {
+// The start of the step's first pass that moves anything is its start, the pass that
+// completes it its end (a fold chain's members complete on their own next pass, as in the engine).
+bool Engine::advanceTraced(StepRef ref) {
+  const bool unstarted = trace_->unstarted(*ref.op, ref.step);
+  const double before = unstarted ? StepTrace::now() : 0;
+  const bool moved = advanceStep(ref);
+  if (moved && unstarted) trace_->started(*ref.op, ref.step, before);
+  if (ref.op->progress[ref.step].complete) trace_->completed(*ref.op, ref.step);
+  return moved;
+}
+
+bool Engine::advanceStep(StepRef ref) {
   const Step& step = ref.op->schedule->steps[ref.step];
   // An empty step moves no data but still keeps its place in the order.
   if (rules::elementsOf(step) == 0 &&
@@ -777,6 +791,7 @@ void Engine::failAll(Result code, const std::string& cause, std::vector<int> fai
   std::sort(failedRanks.begin(), failedRanks.end());
   failedRanks.erase(std::unique(failedRanks.begin(), failedRanks.end()), failedRanks.end());
   failedRanks_ = std::move(failedRanks);
+  if (trace_) trace_->abandonAll();  // before the ops (the trace's keys) may go
   // What asyncError()'s reader gets: the collective and sequence number that failed too.
   failureCause_ = inFlight_.empty() ? cause : inFlight_.front()->describe() + ": " + cause;
   logf(LogLevel::Warn, "rank %d: %s", config_.rank, cause.c_str());

@@ -8,6 +8,7 @@
 #include "engine/op_state.hpp"
 #include "engine/slice.hpp"
 #include "engine/spin_budget.hpp"
+#include "engine/step_trace.hpp"
 #include "engine/yield_policy.hpp"
 #include "errors.hpp"
 #include "transports/transport.hpp"
@@ -58,6 +59,8 @@ struct EngineConfig {
   // so that a peer diagnosing its own stall meanwhile can follow the chain through this
   // rank; called with ("", {}) when progress resumes.
   std::function<void(const std::string& self, const std::vector<int>& peers)> waiting;
+  // CHORUS_TRACE_STEPS: where the per-step trace goes (engine/step_trace.hpp); empty: off.
+  std::string tracePrefix;
 };
 
 class Engine {
@@ -96,7 +99,14 @@ class Engine {
   bool refuseAfterFailure(detail::OpState& op);
   bool advanceMailbox();  // the oldest mailbox op; true if anything moved
   bool checkStrayCall(detail::OpState& op, int peer, std::byte* slot, size_t bytes);
-  bool advance(StepRef ref);
+  // One step's progress; with a trace on (one branch when off), through advanceTraced.
+  bool advance(StepRef ref) {
+    if (trace_) [[unlikely]]
+      return advanceTraced(ref);
+    return advanceStep(ref);
+  }
+  bool advanceStep(StepRef ref);
+  bool advanceTraced(StepRef ref);
   bool advanceSend(detail::OpState& op, int index);
   bool advanceRecv(detail::OpState& op, int index);
   bool advanceLocal(detail::OpState& op, int index);  // Copy and Reduce
@@ -188,6 +198,7 @@ class Engine {
   std::atomic<bool> abortRequested_{false};
   std::mutex abortMutex_;  // abort() may come from another thread
   std::string abortReason_;
+  std::unique_ptr<StepTrace> trace_;  // null unless EngineConfig::tracePrefix is set
 };
 
 }  // namespace chorus

@@ -83,6 +83,9 @@ const std::vector<Spec> kSpecs = {
     {"CHORUS_DEBUG_SUBSYS", List, "",
      "accepted for NCCL compatibility; Chorus does not filter its log by subsystem yet", 0, 0, "",
      "NCCL_DEBUG_SUBSYS"},
+    {"CHORUS_TRACE_STEPS", Path, "",
+     "path prefix: each rank writes every call's steps (kind, peer, bytes, start, end) as "
+     "Chrome-trace JSON to `PREFIX.rankR.json` (opens in Perfetto; `src/engine/step_trace.hpp`)"},
     {"CHORUS_COMM_ID", String, "",
      "`host:port`: `getUniqueId` (and `ncclGetUniqueId`) return the same id in every process, "
      "and rank 0 hosts the rendezvous there",

@@ -121,6 +121,7 @@ class Replay {
       return result;
     }
     for (size_t g = 0; g < nodes_.size(); ++g) nodes_[g].pending = pending_[g];
+    if (recordBegan_) began_.assign(nodes_.size(), 0);
     events_ = {};
     now_ = 0;
     free_.assign(static_cast<size_t>(ports_ + 1) * replayed_, 0);
@@ -206,6 +207,26 @@ class Replay {
   // Each shared NIC's banked burst when the last run's call ends at `end` (run's credits'
   // order):
   // what it banked after its last message plus what it refilled since, at most the bucket.
+  // The next runs also keep when each step took its resource (for timeline()).
+  void recordBegan() { recordBegan_ = true; }
+  void timeline(std::vector<StepTime>& out) const {
+    out.clear();
+    out.reserve(nodes_.size());
+    for (size_t g = 0; g < nodes_.size(); ++g) {
+      const Node& n = nodes_[g];
+      StepTime t;
+      t.rank = n.rank;
+      t.step = n.step;
+      t.kind = n.kind;
+      t.peer = n.peer;
+      t.bytes = n.count * elementSize_;
+      t.after = n.after >= 0 ? nodes_[n.after].step : -1;
+      t.start = g < began_.size() ? began_[g] : n.start;
+      t.finish = n.finish;
+      out.push_back(t);
+    }
+  }
+
   std::vector<double> creditsAt(double end) const {
     std::vector<double> credits;
     for (auto [free, credit] :
@@ -468,11 +489,13 @@ class Replay {
     const int resource = resourceOf(n);
     n.start = n.earliestStart;
     if (resource < 0) {
+      if (recordBegan_) began_[static_cast<size_t>(&n - nodes_.data())] = n.start;
       n.finish = std::max(n.earliestFinish, n.start);
       return;
     }
     double cost = ownCost(n);
     const double start = std::max(n.earliestStart, free_[resource]);
+    if (recordBegan_) began_[static_cast<size_t>(&n - nodes_.data())] = start;
     const bool message = isOutgoing(n.kind) && !selfMessage(n);
     // Shaped NICs (NetworkModel::nicBurstUs): each bucket banks its NIC's idle time, up to
     // the burst; a message through them takes what both hold (a byte passes the sender's
@@ -563,12 +586,15 @@ class Replay {
   double now_ = 0;                              // the time of the event being handled
   bool prepared_ = false, incomplete_ = false;  // prepare() done; some rank never added
   std::vector<int> pending_;                    // each step's dependencies, before a run
+  bool recordBegan_ = false;  // timeline asked for: began_[g] is when step g took its resource
+  std::vector<double> began_;
 };
 
 }  // namespace
 
 ReplayResult replay(std::span<const Schedule> schedules, size_t elementSize, NetworkModel& net,
-                    int nranks, size_t sliceBytes, Symmetry symmetry, int perNode) {
+                    int nranks, size_t sliceBytes, Symmetry symmetry, int perNode,
+                    std::vector<StepTime>* timeline) {
   const int replayed = static_cast<int>(schedules.size());
   if (nranks <= 0) nranks = replayed;
   // Rotate: whole nodes of perNode ranks, the same number u | perNode replayed in each.
@@ -592,16 +618,21 @@ ReplayResult replay(std::span<const Schedule> schedules, size_t elementSize, Net
   double sum = 0;
   Replay replay(nranks, replayed, elementSize, net, sliceBytes, symmetry, perNode);
   for (const Schedule& s : schedules) replay.addRank(s);
+  if (timeline) replay.recordBegan();
+  auto done = [&](const ReplayResult& result) {
+    if (timeline) replay.timeline(*timeline);
+    return result;
+  };
   for (int round = 0;; ++round) {
     ReplayResult result = replay.run(credits);
-    if (net.nicBurstUs() <= 0 || result.deadlock) return result;
+    if (net.nicBurstUs() <= 0 || result.deadlock) return done(result);
     std::vector<double> next = replay.creditsAt(result.micros);
-    if (next == credits) return result;
+    if (next == credits) return done(result);
     if (round >= kBurstWarmup) {
       sum += result.micros;
       if (round + 1 == kBurstWarmup + kBurstRounds) {
         result.micros = sum / kBurstRounds;
-        return result;
+        return done(result);
       }
     }
     credits = std::move(next);

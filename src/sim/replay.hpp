@@ -58,6 +58,7 @@
 
 #include <cstddef>
 #include <span>
+#include <vector>
 
 namespace chorus {
 
@@ -71,14 +72,31 @@ struct ReplayResult {
 
 namespace sim {
 
+// One replayed step's times (replay's `timeline`, when asked for): `start` is when it took
+// its resource (the rank's CPU or egress port; a step without one, e.g. a receive that only
+// waits for the bytes, when it could start), `finish` when it was done. With compression
+// only the replayed ranks' steps (rank: the real rank of each).
+struct StepTime {
+  int rank = 0;
+  int step = 0;  // its index in the rank's schedule
+  StepKind kind = StepKind::Copy;
+  int peer = -1;
+  size_t bytes = 0;
+  int after = -1;
+  double start = 0, finish = 0;
+};
+
 // Times schedules[r] (rank r's, r < schedules.size()) on `net`. nranks 0: one schedule per
 // rank. nranks > schedules.size(): compressed replay, schedules.size() must divide nranks
 // and the caller vouches for the symmetry (`symmetry` says which map).
 // With Symmetry::Rotate, schedules[s] is rank (s / u) G + s % u's (G = perNode ranks a
 // node, u = schedules.size() x G / nranks of them replayed a node).
+// `timeline`, when given, receives every replayed step's times in the call replay() reports
+// (the last one timed: with a shaper's bucket, a call in steady state).
 ReplayResult replay(std::span<const Schedule> schedules, size_t elementSize, NetworkModel& net,
                     int nranks = 0, size_t sliceBytes = kPipelineSliceBytes,
-                    Symmetry symmetry = Symmetry::Shift, int perNode = 0);
+                    Symmetry symmetry = Symmetry::Shift, int perNode = 0,
+                    std::vector<StepTime>* timeline = nullptr);
 
 }  // namespace sim
 }  // namespace chorus

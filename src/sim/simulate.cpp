@@ -158,7 +158,8 @@ SimResult simulate(const Algorithm& algorithm, Collective collective, int nranks
     return result;
   }
   static_cast<ReplayResult&>(result) =
-      replay(schedules, elementSize, net, nranks, options.sliceBytes, map, net.period(nranks));
+      replay(schedules, elementSize, net, nranks, options.sliceBytes, map, net.period(nranks),
+             options.timeline);
   result.period = g;
   result.symmetry = map;
   return result;

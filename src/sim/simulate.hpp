@@ -17,7 +17,8 @@ struct SimOptions {
   const Layout* layout = nullptr;  // given to the schedules (hierarchical algorithms)
   size_t sliceBytes = kPipelineSliceBytes;
   // Refuse (result.tooLarge) an uncompressible replay of more steps than this.
-  size_t maxSteps = size_t{24} << 20;  // ~3 GB of replay state
+  size_t maxSteps = size_t{24} << 20;         // ~3 GB of replay state
+  std::vector<StepTime>* timeline = nullptr;  // receives the replayed steps' times (replay())
 };
 
 struct SimResult : ReplayResult {

@@ -43,6 +43,43 @@ TEST(SimReplayRules, EmptyStepWaitsForItsAfter) {
   EXPECT_NEAR(replayed(s), 1000.032 + 10 + 0.040 + 10, 1e-9);
 }
 
+// The same call with its timeline asked for: the same time, and every step's times as
+// worked out above (rank 1's send holds its port 0..1000.032; rank 0's receive is done
+// 10 us later; the empty step completes with it; the 8 bytes leave then, 0.040 us, and
+// arrive 10 us later). What chorus-sim --timeline writes.
+TEST(SimReplayRules, TimelineHoldsEveryStepsTimes) {
+  std::vector<Schedule> s(3);
+  const int received = recv(s[0], 1, out(0, 1000000));
+  send(s[0], 2, out(0, 0), received);
+  send(s[0], 2, in(0, 8));
+  send(s[1], 0, in(0, 1000000));
+  recv(s[2], 0, out(0, 8));
+  LinkClassNetwork net(3, kLink);
+  std::vector<StepTime> timeline;
+  const ReplayResult r = replay(s, 1, net, 0, kPipelineSliceBytes, Symmetry::Shift, 0, &timeline);
+  EXPECT_NEAR(r.micros, replayed(s), 1e-12);
+  ASSERT_EQ(timeline.size(), 5u);
+  auto at = [&](int rank, int step) -> const StepTime& {
+    for (const StepTime& t : timeline)
+      if (t.rank == rank && t.step == step) return t;
+    ADD_FAILURE() << "no step " << step << " of rank " << rank;
+    return timeline.front();
+  };
+  EXPECT_EQ(at(1, 0).kind, StepKind::Send);
+  EXPECT_EQ(at(1, 0).peer, 0);
+  EXPECT_EQ(at(1, 0).bytes, 1000000u);
+  EXPECT_NEAR(at(1, 0).start, 0, 1e-9);
+  EXPECT_NEAR(at(1, 0).finish, 1000.032, 1e-9);
+  EXPECT_EQ(at(0, 0).kind, StepKind::Recv);
+  EXPECT_NEAR(at(0, 0).finish, 1000.032 + 10, 1e-9);
+  EXPECT_EQ(at(0, 1).after, 0);
+  EXPECT_NEAR(at(0, 1).finish, 1000.032 + 10, 1e-9);
+  EXPECT_NEAR(at(0, 2).start, 1000.032 + 10, 1e-9);
+  EXPECT_NEAR(at(0, 2).finish, 1000.032 + 10 + 0.040, 1e-9);
+  EXPECT_NEAR(at(2, 0).finish, r.micros, 1e-9);
+  EXPECT_NEAR(r.micros, 1000.032 + 10 + 0.040 + 10, 1e-9);
+}
+
 // Two 5-byte messages on one queue: 8 + 32 bytes, then 8 bytes, then the latency.
 TEST(SimReplayRules, MessagesArePaddedAndTheFirstCarriesTheCallHeader) {
   std::vector<Schedule> s(2);

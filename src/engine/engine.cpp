@@ -344,7 +344,15 @@ bool Engine::advanceLocal(OpState& op, int index) {
   if (step.kind == StepKind::Reduce) {
     kernels::reduce(op.type, op.op, dst, dst, src, n);
   } else if (src != dst) {
-    std::memcpy(dst, src, n * es);
+    // Into scratch lent from peer-mappable memory (the staged path's copy of its input):
+    // only peers read it, after their own copies, and on a call this large the slots of
+    // all ranks do not stay in the shared cache until then, so streaming stores save
+    // reading each destination line first (perf/README.md, staged copy-in).
+    if (step.dst.buffer == Buffer::Scratch && op.scratchRegion &&
+        op.count * es * config_.nranks >= config_.streamFromBytes)
+      kernels::copyStreaming(dst, src, n * es);
+    else
+      std::memcpy(dst, src, n * es);
   }
   if (step.finalize && op.op == RedOp::Avg && config_.nranks > 1)
     kernels::divide(op.type, dst, dst, n, config_.nranks);

@@ -38,6 +38,9 @@ struct Node {
   uint32_t lanes = 0;           // sends: sender's and receiver's lanes on their NICs
   double start = 0, finish = 0, earliestStart = 0, earliestFinish = 0;
   MessageCost cost;  // messages (sends and their receives)
+  // Folds one more source into the pass of the step before it (rule 6): the engine runs
+  // the chain as one multi-source pass, so this step adds one read stream, not a reduce.
+  bool chained = false;
 };
 
 class Replay {
@@ -66,11 +69,13 @@ class Replay {
     const int base = static_cast<int>(nodes_.size());
     sendBegin_.push_back(sends_.size());
     int ordinal = 0;
+    const std::vector<bool> folds = rules::foldsIntoPrevious(schedule);
     for (size_t i = 0; i < schedule.steps.size(); ++i) {
       const Step& s = schedule.steps[i];
       const int g = base + static_cast<int>(i);
       Node n;
       n.step = static_cast<int>(i);
+      n.chained = folds[i];
       n.kind = s.kind;
       n.rank = rank;
       n.peer = s.peer;
@@ -319,7 +324,7 @@ class Replay {
         return (selfMessage(n) ? 0 : n.cost.overheadUs + transportCpu(n)) +
                b / net_.reduceBytesPerUs();
       case StepKind::Reduce:
-        return b / net_.reduceBytesPerUs();
+        return fold(n, b);
       case StepKind::Copy:
         return b / net_.copyBytesPerUs();
       // One-sided: the message is only a description; the reader moves the bytes.
@@ -330,9 +335,17 @@ class Replay {
       case StepKind::PeerRead:
         return record(n) + b / net_.copyBytesPerUs();
       case StepKind::PeerReduce:
-        return record(n) + b / net_.reduceBytesPerUs();
+        return record(n) + fold(n, b);
     }
     return 0;
+  }
+  // A reduce of b bytes: a pass over three streams (two sources, the destination); a
+  // member of a fold chain (rule 6) adds one source stream to its head's pass. Priced one
+  // by one as pairwise reduces, peer_twoshot's fold of n sources cost as much as
+  // peer_ring's n - 1 separate folds, and the replay picked peer_ring for memAlloc buffers
+  // at np 4, which ran at 0.5-0.66x peer_twoshot there (perf/README.md, bw9).
+  double fold(const Node& n, double b) const {
+    return (n.chained ? b / 3 : b) / net_.reduceBytesPerUs();
   }
   // An Expose and the peer's read of it exchange a record through the channel, whatever
   // the range (an empty one says "done with yours"): the engine sends and takes it as a

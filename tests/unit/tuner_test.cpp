@@ -368,5 +368,31 @@ TEST(Tuner, OneSidedPickIsTheReplaysFastest) {
   }
 }
 
+// The engine folds a chain of PeerReduce steps (schedule rule 6) in one multi-source pass,
+// and the replay prices it so: at np 4 on shm's default figures peer_twoshot (one fold of
+// four sources, then reads) is predicted faster than peer_ring (three separate folds), as
+// it ran on memAlloc buffers here (perf/README.md, bw9: 2.91 against 1.92 GB/s at 16 MiB).
+// Priced as pairwise reduces the two tied and the pick went to peer_ring.
+TEST(Tuner, OneSidedFoldChainIsPricedAsOnePass) {
+  const Tuning tuning = defaultTuning(LinkClass::Shm);
+  const Algorithm* twoshot = findAlgorithm(Collective::AllReduce, "peer_twoshot");
+  const Algorithm* ring = findAlgorithm(Collective::AllReduce, "peer_ring");
+  ASSERT_NE(twoshot, nullptr);
+  ASSERT_NE(ring, nullptr);
+  Tuner tuner(4, tuning, Tuner::Mode::Model);
+  auto notStaged = [](const Algorithm& a) { return !a.staged; };
+  for (size_t count : {size_t{4} << 20, size_t{16} << 20}) {  // 16 and 64 MiB of float
+    const LinkModel link = tuning.forType(DataType::Float32);
+    const double twoshotUs =
+        predictMicros(*twoshot, Collective::AllReduce, 4, count, 4, link, nullptr);
+    const double ringUs = predictMicros(*ring, Collective::AllReduce, 4, count, 4, link, nullptr);
+    EXPECT_LT(twoshotUs, 0.9 * ringUs) << "count=" << count;
+    EXPECT_EQ(tuner.chooseOneSided(Collective::AllReduce, count, DataType::Float32,
+                                   Tuner::Reach::Mapped, notStaged),
+              twoshot)
+        << "count=" << count;
+  }
+}
+
 }  // namespace
 }  // namespace chorus

@@ -23,10 +23,10 @@ struct IbConfig {
   int timeout = 20;             // CHORUS_IB_TIMEOUT: ack timeout 4.096 us * 2^timeout
   int retryCnt = 7;             // CHORUS_IB_RETRY_CNT: transport retries
   size_t regCache = 256 << 20;  // CHORUS_IB_REG_CACHE: registered bytes kept when idle
-  size_t rendezvous = 64 << 10;    // CHORUS_IB_RNDV_BYTES: zero-copy from this size; 0: never
-  size_t rndvStreamed = 64 << 10;  // CHORUS_IB_RNDV_STREAMED: head and tail streamed instead
-  int sendDepth = 128;             // work requests per QP send queue
-  int recvDepth = 512;             // posted receives per QP
+  size_t rendezvous = 64 << 10;  // CHORUS_IB_RNDV_BYTES: zero-copy from this size; 0: never
+  size_t rndvStreamed = 0;       // CHORUS_IB_RNDV_STREAMED: head and tail streamed instead
+  int sendDepth = 128;           // work requests per QP send queue
+  int recvDepth = 512;           // posted receives per QP
   static IbConfig fromEnv();
 };
 

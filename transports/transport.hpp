@@ -55,6 +55,11 @@ class DirectTransfer {
   virtual ~DirectTransfer() = default;
   // Messages of at least this many bytes are announced (the same on both ends).
   virtual size_t minBytes() const = 0;
+  // Bytes of a registered message's head, and as many of its tail, that the sender may
+  // stream instead of writing (engine/rendezvous.hpp's streamedEnd bounds them; the offer
+  // says what it chose): the head goes while the answer travels, the tail while the
+  // last write completes. 0: every byte is written.
+  virtual size_t streamedEnds() const { return 0; }
   // Sender: a transfer is announced (its offer goes out now); answer() and put() are
   // about it until the next. Receiver: a step taking an announced transfer begins, before
   // offer() (which may come before or after its RendezvousOffer is read).
@@ -67,17 +72,19 @@ class DirectTransfer {
   // `region` as its destination, or refuses it (region null). false: no room to send
   // the answer yet.
   virtual bool offer(const LocalRegion* region, std::byte* data, size_t bytes) = 0;
-  // Receiver: true once all of the accepted transfer has landed (it is then forgotten).
-  virtual bool landed() = 0;
+  // Receiver: true once the `bytes` of the accepted transfer that the sender writes (its
+  // middle, without the streamed ends) have landed (it is then forgotten).
+  virtual bool landed(size_t bytes) = 0;
   // Sender: the peer's answer to this side's oldest announced transfer.
   enum class Answer { None, Accepted, Refused };
   virtual Answer answer() = 0;  // Refused is taken (forgotten) when returned
-  // Sender, after Accepted: posts writes of source bytes [from, to) of the transfer
-  // (`data` points at its first byte, inside `region`); returns the end of what is posted
-  // now (from while the queues are full).
+  // Sender, after Accepted: posts writes of source bytes [from, to) of the transfer to the
+  // same offsets of the destination (`data` points at its first byte, inside `region`);
+  // returns the end of what is posted now (from while the queues are full).
   virtual size_t put(const LocalRegion& region, const std::byte* data, size_t from, size_t to) = 0;
-  // Sender: true once every byte of the accepted transfer was posted and has completed
-  // (the peer has it; the source may be reused); the answer is then forgotten.
+  // Sender: true once the transfer's bytes up to `bytes` (the end of its written middle)
+  // were posted and have completed (the peer has them; the source may be reused); the
+  // answer is then forgotten.
   virtual bool putDone(size_t bytes) = 0;
 };
 

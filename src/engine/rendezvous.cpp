@@ -5,6 +5,7 @@
 // folded there, when its local range is apart: rendezvous_reduce.hpp), else through the stream
 // as for any message. A receiver that will take any registered source answers as its step
 // begins, without waiting for the offer (clear to send: receiverClearsToSend).
+#include "algorithms/schedule_rules.hpp"
 #include "engine/engine.hpp"
 #include "engine/rendezvous_reduce.hpp"
 #include "engine/wire_header.hpp"
@@ -32,13 +33,25 @@ DirectTransfer* Engine::rendezvousFor(detail::StepProgress& p, Channel& channel,
 }
 
 namespace {
-// The sender's offer for step `index` (its source registered or not), into p.record.
-void writeOffer(OpState& op, int index) {
+// The sender's offer for step `index` (its source registered or not, and the head and
+// tail it streams), into p.record.
+void writeOffer(OpState& op, int index, const DirectTransfer& rv) {
   const Step& step = op.schedule->steps[index];
   RendezvousOffer offer;
   offer.registered = detail::regionOf(op, step.src) ? 1 : 0;
   offer.bytes = step.src.count * op.elementSize;
+  if (offer.registered) {
+    offer.head = offer.tail = static_cast<uint32_t>(  // the stream stays aligned (rule 5)
+        detail::streamedEnd(offer.bytes, rv.streamedEnds(), rules::kStreamAlign));
+  }
   std::memcpy(op.progress[index].record.data(), &offer, sizeof offer);
+}
+
+// The offer a step sent or took (in p.record).
+RendezvousOffer offerIn(const detail::StepProgress& p) {
+  RendezvousOffer offer;
+  std::memcpy(&offer, p.record.data(), sizeof offer);
+  return offer;
 }
 }  // namespace
 
@@ -49,12 +62,12 @@ void writeOffer(OpState& op, int index) {
 void Engine::sendHeaderWithOffer(OpState& op, int index, Channel& channel, bool& moved) {
   auto& p = op.progress[index];
   const Step& step = op.schedule->steps[index];
-  if (p.rendezvous != RendezvousState::Undecided || p.recordBytes != 0 ||
-      !rendezvousFor(p, channel, step.src.count * op.elementSize))
-    return;
+  if (p.rendezvous != RendezvousState::Undecided || p.recordBytes != 0) return;
+  DirectTransfer* rv = rendezvousFor(p, channel, step.src.count * op.elementSize);
+  if (!rv) return;
   const detail::WireHeader h = detail::headerOf(op);
   std::memcpy(p.header.data(), &h, sizeof h);
-  writeOffer(op, index);
+  writeOffer(op, index, *rv);
   constexpr size_t kHeader = sizeof(detail::WireHeader);
   std::array<std::byte, kHeader + sizeof(RendezvousOffer)> both;
   std::memcpy(both.data(), p.header.data(), kHeader);
@@ -74,7 +87,7 @@ bool Engine::sendRendezvous(OpState& op, int index, Channel& channel, bool& move
   if (!rv) return false;
   const LocalRegion* region = detail::regionOf(op, step.src);
   if (p.rendezvous == RendezvousState::Undecided) {
-    if (p.recordBytes == 0) writeOffer(op, index);
+    if (p.recordBytes == 0) writeOffer(op, index, *rv);
     while (p.recordBytes < sizeof(RendezvousOffer)) {
       const size_t taken =
           channel.trySend(p.record.data() + p.recordBytes, sizeof(RendezvousOffer) - p.recordBytes);
@@ -86,24 +99,45 @@ bool Engine::sendRendezvous(OpState& op, int index, Channel& channel, bool& move
     p.rendezvous = region ? RendezvousState::Answering : RendezvousState::Stream;
     if (!region) return false;
   }
+  const RendezvousOffer offer = offerIn(p);
+  const std::byte* data = detail::resolve(op, step.src);
+  // What the schedule allows (the source may still be filling, element by element, from
+  // an earlier step of this op).
+  const size_t allowed = std::min(allowedElements(op, index), step.src.count) * op.elementSize;
+  // Streams source bytes [from + *done, to) (as far as allowed and the stream takes them).
+  const auto stream = [&](size_t from, size_t to, size_t& done) {
+    while (from + done < std::min(to, allowed)) {
+      const size_t taken = channel.trySend(data + from + done, std::min(to, allowed) - from - done);
+      if (taken == 0) break;
+      done += taken;
+      moved = true;
+    }
+    return from + done == to;
+  };
   if (p.rendezvous == RendezvousState::Answering) {
+    // The head goes through the stream while the answer travels (all of it, whatever the
+    // answer: the receiver reads it from the stream either way).
+    size_t head = p.bytes;
+    const bool headDone = stream(0, offer.head, head);
+    p.bytes = head;
+    if (!headDone) return true;
     const DirectTransfer::Answer answer = rv->answer();
     if (answer == DirectTransfer::Answer::None) return true;
     moved = true;
     p.rendezvous = answer == DirectTransfer::Answer::Accepted ? RendezvousState::Direct
                                                               : RendezvousState::Stream;
-    if (p.rendezvous == RendezvousState::Stream) return false;
+    if (p.rendezvous == RendezvousState::Stream) return false;  // the rest follows the head
   }
-  // Direct: put what the schedule allows (the source may still be filling, element by
-  // element, from an earlier step of this op), then wait for the writes to complete.
-  const std::byte* data = detail::resolve(op, step.src);
-  const size_t allowed = std::min(allowedElements(op, index), step.src.count) * op.elementSize;
-  if (p.bytes < allowed) {
-    const size_t posted = rv->put(*region, data, p.bytes, allowed);
+  // Direct: put the middle, stream the tail, then wait for the writes to complete.
+  const size_t middleEnd = dataBytes - offer.tail;
+  if (p.bytes < std::min(allowed, middleEnd)) {
+    const size_t posted = rv->put(*region, data, p.bytes, std::min(allowed, middleEnd));
     moved = moved || posted > p.bytes;
     p.bytes = posted;
   }
-  if (p.bytes == dataBytes && rv->putDone(dataBytes)) {
+  if (p.bytes < middleEnd || !stream(middleEnd, dataBytes, p.tailBytes)) return true;
+  if (rv->putDone(middleEnd)) {
+    p.bytes = dataBytes;
     p.elements = step.src.count;
     completeStep(op, index);
     moved = true;
@@ -127,7 +161,7 @@ std::optional<RendezvousOffer> Engine::takeOffer(OpState& op, int index, Channel
     p.recordBytes += static_cast<uint8_t>(used);
     moved = true;
   }
-  const auto offer = detail::parseOffer(p.record.data(), dataBytes);
+  const auto offer = detail::parseOffer(p.record.data(), dataBytes, rules::kStreamAlign);
   if (!offer)
     throw Error(Result::InvalidUsage,
                 op.describe() + ": rank " + std::to_string(step.peer) + " did not announce the " +
@@ -219,7 +253,24 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
     p.rendezvous = accept ? RendezvousState::Direct : RendezvousState::Stream;
     if (!accept) return false;
   }
-  if (!rv->landed()) return true;
+  // Direct: the head and the tail come through the stream (in that order; a RecvReduce
+  // lands them in its destination too and folds the whole at the end), the middle is
+  // written into the destination.
+  const RendezvousOffer offer = offerIn(p);
+  const size_t streamed = size_t{offer.head} + offer.tail;
+  while (p.bytes < streamed) {
+    if (allowedElements(op, index) < step.dst.count) return true;  // not free to write yet
+    std::span<const std::byte> incoming = channel.peek();
+    if (incoming.empty()) return true;
+    const bool inHead = p.bytes < offer.head;
+    const size_t at = inHead ? p.bytes : dataBytes - streamed + p.bytes;
+    const size_t used = std::min(incoming.size(), (inHead ? offer.head : streamed) - p.bytes);
+    std::memcpy(detail::resolve(op, step.dst) + at, incoming.data(), used);
+    channel.consume(used);
+    p.bytes += used;
+    moved = true;
+  }
+  if (!rv->landed(dataBytes - streamed)) return true;
   if (reducing) {  // the peer's data is in the destination: dst = local OP dst
     std::byte* dst = detail::resolve(op, step.dst);
     kernels::reduce(op.type, op.op, dst, detail::resolve(op, step.src), dst, step.dst.count);

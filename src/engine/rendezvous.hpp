@@ -10,15 +10,31 @@
 
 namespace chorus::detail {
 
-// 16 bytes in the stream, after the call's fingerprint and before the data (if any):
+// 24 bytes in the stream, after the call's fingerprint and before the data (if any):
 // a message of at least DirectTransfer::minBytes() on a channel that has a rendezvous.
+// A registered source streams its first `head` and last `tail` bytes (streamedEnd) and
+// writes only the middle [head, bytes - tail) into the receiver's buffer: the head goes
+// out while the answer travels, the tail while the last write's completion comes back.
+// In the stream the head follows the offer; the tail follows it once the middle is
+// posted (refused: the rest of the message follows the head, as any streamed message).
 struct RendezvousOffer {
-  static constexpr uint32_t kMagic = 0x31564452;  // "RDV1"
+  static constexpr uint32_t kMagic = 0x32564452;  // "RDV2"
   uint32_t magic = kMagic;
   uint32_t registered = 0;  // 1: the source is registered, the sender waits for an answer
   uint64_t bytes = 0;       // of the message, checked against the receiver's step
+  uint32_t head = 0;        // bytes streamed before the written middle (0 unless registered)
+  uint32_t tail = 0;        // bytes streamed after it
 };
-static_assert(sizeof(RendezvousOffer) == 16);
+static_assert(sizeof(RendezvousOffer) == 24);
+
+// The bytes of a registered message's head, and as many of its tail, that the sender
+// streams: `setting` (the transport's, e.g. CHORUS_IB_RNDV_STREAMED), at most a quarter of
+// the message (at least half of it goes zero-copy), in whole `align` units (the stream
+// stays aligned). 0: the whole message is written.
+inline size_t streamedEnd(size_t bytes, size_t setting, size_t align) {
+  const size_t e = setting < bytes / 4 ? setting : bytes / 4;
+  return align == 0 ? e : e / align * align;
+}
 
 // A Send or Recv step's place in the protocol (StepProgress::rendezvous).
 enum class RendezvousState : uint8_t {
@@ -41,11 +57,16 @@ inline bool receiverAccepts(const RendezvousOffer& offer, bool destinationRegist
   return offer.registered && destinationRegistered;
 }
 
-// The offer in `raw`, when it is one and announces `bytes`; nullopt otherwise.
-inline std::optional<RendezvousOffer> parseOffer(const std::byte* raw, uint64_t bytes) {
+// The offer in `raw`, when it is one and announces `bytes`, with streamed ends that fit
+// the message in whole `align` units (none unless registered); nullopt otherwise.
+inline std::optional<RendezvousOffer> parseOffer(const std::byte* raw, uint64_t bytes,
+                                                 size_t align) {
   RendezvousOffer o;
   std::memcpy(&o, raw, sizeof o);
   if (o.magic != RendezvousOffer::kMagic || o.registered > 1 || o.bytes != bytes)
+    return std::nullopt;
+  if ((!o.registered && (o.head || o.tail)) || uint64_t{o.head} + o.tail > bytes / 2 ||
+      (align && (o.head % align || o.tail % align)))
     return std::nullopt;
   return o;
 }

@@ -111,6 +111,11 @@ const std::vector<Spec> kSpecs = {
      4 * K, 2 * G - 1},
     {"CHORUS_IB_RNDV_BYTES", Size, "64K",
      "registered buffers: messages from this size go zero-copy by RDMA WRITE (0: never)", 0, G},
+    {"CHORUS_IB_RNDV_STREAMED", Size, "0",
+     "zero-copy messages: bytes of the head and of the tail streamed while the answer and the "
+     "last write's completion travel (at most a quarter of the message each; 0: none, the "
+     "default: measured slower in the Soft-RoCE guest)",
+     0, G},
     {"CHORUS_IB_REG_CACHE", Size, "256M", "registered user-buffer bytes kept when idle", 0,
      1024 * G},
     // --- UCX --------------------------------------------------------------------------------

@@ -379,7 +379,8 @@ void rendezvousChecks(chorus::ib::IbDevice& dev) {
   bool put = cleared && pollUntil([&] { return (answer = a->answer()) != Answer::None; }) &&
              answer == Answer::Accepted &&
              pollUntil([&] { return a->put(srcRegion, src, 0, bytes) == bytes; }) &&
-             pollUntil([&] { return a->putDone(bytes); }) && pollUntil([&] { return b->landed(); });
+             pollUntil([&] { return a->putDone(bytes); }) &&
+             pollUntil([&] { return b->landed(bytes); });
   check(put && std::memcmp(dst2.data(), src, bytes) == 0 &&
             std::all_of(dst1.begin(), dst1.end(), [](std::byte x) { return x == std::byte{0x5a}; }),
         "clear to send: transfer 2 lands exact in its own destination after transfer 1 "
@@ -391,7 +392,7 @@ void rendezvousChecks(chorus::ib::IbDevice& dev) {
         pollUntil([&] { return (answer = a->answer()) != Answer::None; }) &&
         answer == Answer::Accepted &&
         pollUntil([&] { return a->put(srcRegion, src, 0, bytes) == bytes; }) &&
-        pollUntil([&] { return a->putDone(bytes); }) && pollUntil([&] { return b->landed(); });
+        pollUntil([&] { return a->putDone(bytes); }) && pollUntil([&] { return b->landed(bytes); });
   check(put && std::memcmp(dst3.data(), src, bytes) == 0,
         "answer after the offer: transfer 3 lands exact");
 }

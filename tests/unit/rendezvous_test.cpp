@@ -23,36 +23,68 @@ TEST(Rendezvous, AnnouncedFromTheThresholdOn) {
   EXPECT_FALSE(announced(size_t{1} << 30, 0));  // 0: the channel never announces
 }
 
-// The offer's bytes, field by field: "RDV1", the registered flag, the size (little-endian
-// hosts at both ends, as the call's fingerprint).
+// The offer's bytes, field by field: "RDV2", the registered flag, the size, the streamed
+// head and tail (little-endian hosts at both ends, as the call's fingerprint).
 TEST(Rendezvous, OfferWireFormat) {
   RendezvousOffer o;
   o.registered = 1;
   o.bytes = 0x0102030405060708ull;
-  std::array<std::byte, 16> raw;
+  o.head = 0x10000;
+  o.tail = 0x2000;
+  std::array<std::byte, 24> raw;
   std::memcpy(raw.data(), &o, sizeof o);
-  const std::array<uint8_t, 16> want = {'R', 'D', 'V', '1', 1, 0, 0, 0, 8, 7, 6, 5, 4, 3, 2, 1};
+  const std::array<uint8_t, 24> want = {'R', 'D', 'V', '2', 1, 0, 0, 0, 8, 7,    6, 5,
+                                        4,   3,   2,   1,   0, 0, 1, 0, 0, 0x20, 0, 0};
   for (size_t i = 0; i < raw.size(); ++i) EXPECT_EQ(static_cast<uint8_t>(raw[i]), want[i]) << i;
-  auto back = parseOffer(raw.data(), o.bytes);
+  auto back = parseOffer(raw.data(), o.bytes, 8);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->registered, 1u);
   EXPECT_EQ(back->bytes, o.bytes);
+  EXPECT_EQ(back->head, 0x10000u);
+  EXPECT_EQ(back->tail, 0x2000u);
 }
 
 // A record that is no offer, or announces another size, is refused (the caller reports
-// the ranks' different schedules), never taken for a smaller or larger message.
+// the ranks' different schedules), never taken for a smaller or larger message; so are
+// streamed ends on an unregistered source, ends over half the message or out of alignment.
 TEST(Rendezvous, OfferOfAnotherSizeOrNoOfferIsRefused) {
   RendezvousOffer o;
   o.bytes = 1 << 20;
-  std::array<std::byte, 16> raw;
-  std::memcpy(raw.data(), &o, sizeof o);
-  EXPECT_TRUE(parseOffer(raw.data(), 1 << 20).has_value());
-  EXPECT_FALSE(parseOffer(raw.data(), (1 << 20) + 8).has_value());
+  std::array<std::byte, 24> raw;
+  const auto with = [&](const RendezvousOffer& x) {
+    std::memcpy(raw.data(), &x, sizeof x);
+    return parseOffer(raw.data(), 1 << 20, 8).has_value();
+  };
+  EXPECT_TRUE(with(o));
+  EXPECT_FALSE(parseOffer(raw.data(), (1 << 20) + 8, 8).has_value());
   raw[0] = std::byte{'X'};
-  EXPECT_FALSE(parseOffer(raw.data(), 1 << 20).has_value());
-  o.registered = 2;
-  std::memcpy(raw.data(), &o, sizeof o);
-  EXPECT_FALSE(parseOffer(raw.data(), 1 << 20).has_value());
+  EXPECT_FALSE(parseOffer(raw.data(), 1 << 20, 8).has_value());
+  RendezvousOffer bad = o;
+  bad.registered = 2;
+  EXPECT_FALSE(with(bad));
+  bad = o;
+  bad.head = 4096;  // streamed ends, but the source is not registered
+  EXPECT_FALSE(with(bad));
+  bad.registered = 1;
+  EXPECT_TRUE(with(bad));
+  bad.head = bad.tail = 1 << 18;  // half the message: still written in part
+  EXPECT_TRUE(with(bad));
+  bad.tail += 8;  // more than half
+  EXPECT_FALSE(with(bad));
+  bad.tail = 4100;  // not a whole number of 8-byte units
+  EXPECT_FALSE(with(bad));
+}
+
+// The streamed ends: the transport's setting, at most a quarter of the message, whole
+// alignment units; 0 where the setting is 0.
+TEST(Rendezvous, StreamedEndsAreAtMostAQuarterInWholeUnits) {
+  using chorus::detail::streamedEnd;
+  EXPECT_EQ(streamedEnd(256 << 10, 64 << 10, 4096), size_t{64} << 10);
+  EXPECT_EQ(streamedEnd(128 << 10, 64 << 10, 4096), size_t{32} << 10);
+  EXPECT_EQ(streamedEnd(64 << 10, 64 << 10, 4096), size_t{16} << 10);
+  EXPECT_EQ(streamedEnd(100000, 64 << 10, 4096), size_t{24576});  // 25000 -> 6 pages
+  EXPECT_EQ(streamedEnd(1 << 20, 0, 4096), 0u);
+  EXPECT_EQ(streamedEnd(1 << 20, 100, 8), 96u);
 }
 
 // Straight into the destination only when both buffers are registered and the step

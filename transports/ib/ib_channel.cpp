@@ -475,7 +475,6 @@ bool IbChannel::offer(const LocalRegion* region, std::byte* data, size_t bytes) 
     a.rails = static_cast<uint32_t>(putRails());
     a.addr = reinterpret_cast<uint64_t>(data);
     landing_ = true;
-    landExpected_ = bytes;
     landedBytes_ = 0;
   }
   // Send slots follow the receive slots; the one used sendDepth answers ago is done (QP 0
@@ -497,12 +496,13 @@ bool IbChannel::offer(const LocalRegion* region, std::byte* data, size_t bytes) 
   return true;
 }
 
-bool IbChannel::landed() {
+bool IbChannel::landed(size_t bytes) {
   progress();
-  if (landing_ && landedBytes_ >= landExpected_) {
-    if (landedBytes_ > landExpected_)
+  if (landing_ && landedBytes_ >= bytes) {
+    if (landedBytes_ > bytes)
       fail("rank " + std::to_string(peer_) + " wrote " + std::to_string(landedBytes_) +
-           " bytes into a " + std::to_string(landExpected_) + "-byte rendezvous destination");
+           " bytes into a rendezvous destination that expected " + std::to_string(bytes) +
+           " written (the rest streamed)");
     throwIfFailed();
     landing_ = false;
     landTargets_.clear();

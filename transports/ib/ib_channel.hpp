@@ -86,11 +86,12 @@ class IbChannel final : public Channel, public DirectTransfer {
   DirectTransfer* directTransfer() override { return config_.rendezvous > 0 ? this : nullptr; }
 
   size_t minBytes() const override { return config_.rendezvous; }
+  size_t streamedEnds() const override { return config_.rndvStreamed; }
   void sending() override { ++sendTransfer_; }
   void receiving() override { ++recvTransfer_; }
   void withdraw() override;
   bool offer(const LocalRegion* region, std::byte* data, size_t bytes) override;
-  bool landed() override;
+  bool landed(size_t bytes) override;
   Answer answer() override;
   size_t put(const LocalRegion& region, const std::byte* data, size_t from, size_t to) override;
   bool putDone(size_t bytes) override;
@@ -192,7 +193,7 @@ class IbChannel final : public Channel, public DirectTransfer {
   int putsInFlight_ = 0;                       // piece writes not completed
   std::vector<RegCache::Handle> landTargets_;  // receiver: the destination's, per rail
   bool landing_ = false;                       // an accepted transfer is on its way
-  uint64_t landExpected_ = 0, landedBytes_ = 0;
+  uint64_t landedBytes_ = 0;
   std::string failure_;
 };
 

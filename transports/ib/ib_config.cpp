@@ -35,6 +35,7 @@ IbConfig IbConfig::fromEnv() {
   c.ring = (ring + c.block - 1) / c.block * c.block;  // block boundaries meet the wrap
   if (c.ring >= (size_t{1} << 31)) throwInvalid("CHORUS_IB_BUFFER: the ring must be < 2 GiB");
   c.rendezvous = settings::bytes("CHORUS_IB_RNDV_BYTES");
+  c.rndvStreamed = settings::bytes("CHORUS_IB_RNDV_STREAMED");
   c.regCache = settings::bytes("CHORUS_IB_REG_CACHE");
   return c;
 }

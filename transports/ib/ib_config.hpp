@@ -24,8 +24,9 @@ struct IbConfig {
   int retryCnt = 7;             // CHORUS_IB_RETRY_CNT: transport retries
   size_t regCache = 256 << 20;  // CHORUS_IB_REG_CACHE: registered bytes kept when idle
   size_t rendezvous = 64 << 10;  // CHORUS_IB_RNDV_BYTES: zero-copy from this size; 0: never
-  int sendDepth = 128;          // work requests per QP send queue
-  int recvDepth = 512;          // posted receives per QP
+  size_t rndvStreamed = 0;       // CHORUS_IB_RNDV_STREAMED: head and tail streamed instead
+  int sendDepth = 128;           // work requests per QP send queue
+  int recvDepth = 512;           // posted receives per QP
   static IbConfig fromEnv();
 };
 

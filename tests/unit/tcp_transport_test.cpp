@@ -361,13 +361,15 @@ TEST(TcpTransport, WaitKeepsItsDeadline) {
       return;
     }
     // Nothing arrives for 300 ms: each wait ends at its deadline, not before, and not much
-    // after (50 ms of slack for a loaded 2-core machine).
+    // after (150 ms of slack: at load 5-10 on this 2-core machine a 50 ms bound failed once,
+    // with no change to tcp; a wait that slept a fixed poll period of a second or more, or
+    // until data came, still fails it).
     for (auto d : {0ms, 1ms, 50ms}) {
       auto deadline = deadlineIn(d);
       t.wait(t.prepareWait(), deadline);
       auto now = Clock::now();
       EXPECT_GE(now, deadline);
-      EXPECT_LT(now - deadline, chorus::test::within(50ms))
+      EXPECT_LT(now - deadline, chorus::test::within(150ms))
           << "wait overshot a " << d.count() << " ms deadline";
     }
     // Data wakes it up early.

@@ -104,18 +104,20 @@ double GradSync::finish(const std::function<void(const Bucket&)>& averaged) {
   // The union of the buckets' spans: with several in flight at once, time counted once.
   std::vector<std::pair<Clock::time_point, Clock::time_point>> spans = spans_;
   std::sort(spans.begin(), spans.end());
-  allReduceSeconds_ = 0;
   union_.clear();
   Clock::time_point covered{};
   for (const auto& [start, end] : spans) {
     const Clock::time_point from = std::max(start, covered);
-    if (end > from) {
-      allReduceSeconds_ += seconds(end - from);
-      union_.emplace_back(from, end);
-    }
+    if (end > from) union_.emplace_back(from, end);
     covered = std::max(covered, end);
   }
   return waited;
+}
+
+double GradSync::lastAllReduceSeconds() const {
+  double total = 0;
+  for (const auto& [start, end] : union_) total += seconds(end - start);
+  return total;
 }
 
 double GradSync::lastAllReduceSecondsWithin(Clock::time_point from, Clock::time_point to) const {

@@ -46,7 +46,7 @@ class GradSync {
   size_t started() const { return inFlight_.size(); }
   // Seconds some all-reduce of the last step was running (the union of the buckets'
   // spans from start to completion; their sum when they run one after another).
-  double lastAllReduceSeconds() const { return allReduceSeconds_; }
+  double lastAllReduceSeconds() const;
   // PyTorch DDP's measure of the same step (its logger's backward_comm_time): from the
   // first bucket being ready to the end of the wait for the last one, gaps between the
   // buckets and a bucket's time queued behind the one before included.
@@ -76,7 +76,7 @@ class GradSync {
   std::vector<int> pending_;
   std::vector<std::pair<int, std::future<void>>> inFlight_;  // bucket, its all-reduce
   float* grads_ = nullptr;
-  double allReduceSeconds_ = 0, envelopeSeconds_ = 0, startDelaySeconds_ = 0;
+  double envelopeSeconds_ = 0, startDelaySeconds_ = 0;
   Clock::time_point firstReady_{};
   std::vector<Clock::time_point> ready_;  // per bucket, when backward completed it
   std::vector<std::pair<Clock::time_point, Clock::time_point>> spans_;

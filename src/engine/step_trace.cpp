@@ -4,6 +4,7 @@
 #include "clock.hpp"
 #include "engine/op_state.hpp"
 #include "errors.hpp"
+#include "json_text.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -22,16 +23,6 @@ double nowUs() {
 constexpr int kCallTrack = 0, kFirstLocalTrack = 1, kFirstPeerTrack = 100;
 
 int peerTrack(StepKind kind, int peer) { return kFirstPeerTrack + 2 * peer + !isOutgoing(kind); }
-
-// Quoted for JSON (names are ours: only quotes and backslashes can need escaping).
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
 
 }  // namespace
 
@@ -88,7 +79,7 @@ void StepTraceWriter::nameTrack(int rank, int tid, const std::string& name) {
     line("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(rank) +
          ",\"args\":{\"name\":\"rank " + std::to_string(rank) + "\"}}");
   line("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(rank) +
-       ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":" + quoted(name) + "}}");
+       ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":" + jsonQuoted(name) + "}}");
   line("{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" + std::to_string(rank) +
        ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"sort_index\":" + std::to_string(tid) +
        "}}");
@@ -127,7 +118,7 @@ void StepTraceWriter::step(const StepEvent& e) {
                 "\"peer\":%d,\"bytes\":%zu,\"after\":%d,\"algo\":%s,\"done\":%d}}",
                 stepKindName(e.kind), e.rank, tid, e.start, std::max(0.0, e.end - e.start),
                 static_cast<unsigned long long>(e.seq), e.step, stepKindName(e.kind), e.peer,
-                e.bytes, e.after, quoted(e.algorithm).c_str(), e.done ? 1 : 0);
+                e.bytes, e.after, jsonQuoted(e.algorithm).c_str(), e.done ? 1 : 0);
   line(text);
 }
 
@@ -138,7 +129,7 @@ void StepTraceWriter::call(int rank, const std::string& name, uint64_t seq, doub
   std::snprintf(text, sizeof text,
                 "{\"ph\":\"X\",\"cat\":\"call\",\"name\":%s,\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
                 "\"dur\":%.3f,\"args\":{\"seq\":%llu,\"count\":%zu,\"done\":%d}}",
-                quoted(name).c_str(), rank, kCallTrack, start, std::max(0.0, end - start),
+                jsonQuoted(name).c_str(), rank, kCallTrack, start, std::max(0.0, end - start),
                 static_cast<unsigned long long>(seq), count, done ? 1 : 0);
   line(text);
 }

@@ -1,4 +1,5 @@
 // Topology as text for people and as JSON for programs (chorus-topo).
+#include "json_text.hpp"
 #include "topology/topology.hpp"
 
 #include <cstdio>
@@ -6,23 +7,6 @@
 
 namespace chorus::topo {
 namespace {
-
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += char(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += char(c);
-    }
-  }
-  return out + "\"";
-}
 
 std::string cpuList(const std::vector<int>& cpus) {
   std::string s;
@@ -78,44 +62,46 @@ std::string toText(const Topology& t) {
 
 std::string toJson(const Topology& t) {
   std::ostringstream o;
-  o << "{\n  \"hostname\": " << quote(t.hostname) << ",\n  \"packages\": " << t.packages
+  o << "{\n  \"hostname\": " << jsonQuoted(t.hostname) << ",\n  \"packages\": " << t.packages
     << ",\n  \"cores\": " << t.cores << ",\n  \"pus\": " << t.pus << ",\n  \"numa_nodes\": [";
   for (size_t i = 0; i < t.numaNodes.size(); ++i) {
     const NumaNode& n = t.numaNodes[i];
     o << (i ? "," : "") << "\n    {\"index\": " << n.index << ", \"package\": " << n.package
-      << ", \"cpus\": " << quote(cpuList(n.cpus)) << ", \"memory_bytes\": " << n.memoryBytes << "}";
+      << ", \"cpus\": " << jsonQuoted(cpuList(n.cpus)) << ", \"memory_bytes\": " << n.memoryBytes
+      << "}";
   }
   o << "\n  ],\n  \"pci_devices\": [";
   for (size_t i = 0; i < t.pciDevices.size(); ++i) {
     const PciDevice& d = t.pciDevices[i];
     char ids[32];
     std::snprintf(ids, sizeof(ids), "%04x", unsigned(d.classId));
-    o << (i ? "," : "") << "\n    {\"bus_id\": " << quote(d.busId) << ", \"class\": " << quote(ids);
+    o << (i ? "," : "") << "\n    {\"bus_id\": " << jsonQuoted(d.busId)
+      << ", \"class\": " << jsonQuoted(ids);
     std::snprintf(ids, sizeof(ids), "%04x:%04x", unsigned(d.vendor), unsigned(d.device));
-    o << ", \"id\": " << quote(ids) << ", \"numa\": " << d.numaNode << "}";
+    o << ", \"id\": " << jsonQuoted(ids) << ", \"numa\": " << d.numaNode << "}";
   }
   o << "\n  ],\n  \"nics\": [";
   for (size_t i = 0; i < t.nics.size(); ++i) {
     const Nic& n = t.nics[i];
-    o << (i ? "," : "") << "\n    {\"name\": " << quote(n.name)
-      << ", \"rdma_device\": " << quote(n.rdmaDevice) << ", \"pci\": " << quote(n.pciBusId)
-      << ", \"numa\": " << n.numaNode << ", \"speed_mbps\": " << n.speedMbps
-      << ", \"up\": " << (n.up ? "true" : "false") << "}";
+    o << (i ? "," : "") << "\n    {\"name\": " << jsonQuoted(n.name)
+      << ", \"rdma_device\": " << jsonQuoted(n.rdmaDevice)
+      << ", \"pci\": " << jsonQuoted(n.pciBusId) << ", \"numa\": " << n.numaNode
+      << ", \"speed_mbps\": " << n.speedMbps << ", \"up\": " << (n.up ? "true" : "false") << "}";
   }
   o << "\n  ],\n  \"gpus\": [";
   for (size_t i = 0; i < t.gpus.size(); ++i) {
     const Gpu& g = t.gpus[i];
-    o << (i ? "," : "") << "\n    {\"index\": " << g.index << ", \"name\": " << quote(g.name)
-      << ", \"pci\": " << quote(g.pciBusId) << ", \"numa\": " << g.numaNode << "}";
+    o << (i ? "," : "") << "\n    {\"index\": " << g.index << ", \"name\": " << jsonQuoted(g.name)
+      << ", \"pci\": " << jsonQuoted(g.pciBusId) << ", \"numa\": " << g.numaNode << "}";
   }
   o << "\n  ],\n  \"gpu_links\": [";
   for (size_t i = 0; i < t.gpuLinks.size(); ++i) {
     const GpuLink& l = t.gpuLinks[i];
     o << (i ? "," : "") << "\n    {\"a\": " << l.a << ", \"b\": " << l.b
-      << ", \"kind\": " << quote(l.kind) << ", \"gbytes_per_sec\": " << l.gbytesPerSec << "}";
+      << ", \"kind\": " << jsonQuoted(l.kind) << ", \"gbytes_per_sec\": " << l.gbytesPerSec << "}";
   }
   o << "\n  ],\n  \"sources\": [";
-  for (size_t i = 0; i < t.sources.size(); ++i) o << (i ? ", " : "") << quote(t.sources[i]);
+  for (size_t i = 0; i < t.sources.size(); ++i) o << (i ? ", " : "") << jsonQuoted(t.sources[i]);
   o << "]\n}\n";
   return o.str();
 }

@@ -33,13 +33,18 @@ double replayed(const std::vector<Schedule>& schedules, const LinkModel& link = 
 // Rank 0 forwards an empty step to rank 2 after a 1 MB receive from rank 1, then 8 bytes
 // in the same queue. The 8 bytes wait for the empty step, which waits for the receive:
 // (1e6 + 32 header) B / 1000 + 10 us, then (8 + 32) B / 1000 + 10 us.
-TEST(SimReplayRules, EmptyStepWaitsForItsAfter) {
+std::vector<Schedule> emptyStepAfterAReceive() {
   std::vector<Schedule> s(3);
   const int received = recv(s[0], 1, out(0, 1000000));
   send(s[0], 2, out(0, 0), received);
   send(s[0], 2, in(0, 8));
   send(s[1], 0, in(0, 1000000));
   recv(s[2], 0, out(0, 8));
+  return s;
+}
+
+TEST(SimReplayRules, EmptyStepWaitsForItsAfter) {
+  const std::vector<Schedule> s = emptyStepAfterAReceive();
   EXPECT_NEAR(replayed(s), 1000.032 + 10 + 0.040 + 10, 1e-9);
 }
 
@@ -48,12 +53,7 @@ TEST(SimReplayRules, EmptyStepWaitsForItsAfter) {
 // 10 us later; the empty step completes with it; the 8 bytes leave then, 0.040 us, and
 // arrive 10 us later). What chorus-sim --timeline writes.
 TEST(SimReplayRules, TimelineHoldsEveryStepsTimes) {
-  std::vector<Schedule> s(3);
-  const int received = recv(s[0], 1, out(0, 1000000));
-  send(s[0], 2, out(0, 0), received);
-  send(s[0], 2, in(0, 8));
-  send(s[1], 0, in(0, 1000000));
-  recv(s[2], 0, out(0, 8));
+  const std::vector<Schedule> s = emptyStepAfterAReceive();
   LinkClassNetwork net(3, kLink);
   std::vector<StepTime> timeline;
   const ReplayResult r = replay(s, 1, net, 0, kPipelineSliceBytes, Symmetry::Shift, 0, &timeline);

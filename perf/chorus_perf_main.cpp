@@ -108,13 +108,8 @@ class ChorusBackend : public perf::Backend {
   std::vector<std::string> variants() const override {
     std::vector<std::string> names;
     if (algorithm_.starts_with("each=")) {
-      std::string_view list = std::string_view(algorithm_).substr(5);
-      while (!list.empty()) {
-        const size_t comma = list.find(',');
-        if (comma != 0) names.emplace_back(list.substr(0, comma));
-        if (comma == std::string_view::npos) break;
-        list.remove_prefix(comma + 1);
-      }
+      for (std::string& name : chorus::settings::splitList(std::string_view(algorithm_).substr(5)))
+        if (!name.empty()) names.push_back(std::move(name));  // "each=rd,,auto": two
       return names;
     }
     const bool peerMemory = comm_.transportName() != "tcp";

@@ -51,6 +51,11 @@ communication
                             end closer together; perf/trainer/README.md, twelfth pass)
   --free-compute            the training thread may run on any core (its launch affinity);
                             only the communication thread stays on the library's core
+  --gemm-yield auto|on|off  after each GEMM (and each bucket of the optimizer) offer the core
+                            to another runnable thread of the job (sched_yield): the ranks
+                            that share a core take turns per GEMM instead of per scheduler
+                            tick, so their backward passes end together (auto, the
+                            default: on where one host's ranks outnumber its cores)
   --spin-us N               the library's polling before a wait sleeps (CHORUS_SPIN_US) for
                             this job, unless the environment sets CHORUS_SPIN_US (default 0:
                             sleep at once; -1: the library's default, 200 us of sched_yield
@@ -138,6 +143,11 @@ Args parseArgs(int argc, char** argv) {
       {"--bucket-mb", [&](auto& v) { a.bucketMb = number<double>("--bucket-mb", v); }},
       {"--max-in-flight", [&](auto& v) { a.maxInFlight = number<int>("--max-in-flight", v); }},
       {"--spin-us", [&](auto& v) { a.spinUs = number<int>("--spin-us", v); }},
+      {"--gemm-yield",
+       [&](auto& v) {
+         if (v != "auto" && v != "on" && v != "off") usage("--gemm-yield takes auto, on or off");
+         a.gemmYield = v;
+       }},
       {"--comm-nice", [&](auto& v) { a.commNice = number<int>("--comm-nice", v); }},
       {"--timeout-s", [&](auto& v) { a.timeoutS = number<int>("--timeout-s", v); }},
       {"--ckpt-dir", [&](auto& v) { a.ckptDir = v; }},

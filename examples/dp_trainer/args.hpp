@@ -45,6 +45,8 @@ struct Args {
   bool commRealtime = false;       // the communication thread at SCHED_FIFO 1
   int commNice = -10;              // the communication thread's nice, relative to the training
                                    // thread's (0: the same)
+  std::string gemmYield = "auto";  // sched_yield after each GEMM: on, off, auto (where one
+                                   // host's ranks outnumber its cores)
   bool freeCompute = false;        // the training thread not bound to the library's core
   int spinUs = 0;                  // CHORUS_SPIN_US for the communicator unless set (-1: the
                                    // library's default)

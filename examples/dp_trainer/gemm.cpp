@@ -1,13 +1,17 @@
 #include "gemm.hpp"
 
 #include <cblas.h>
+#include <sched.h>
 
 #include <stdexcept>
 
 namespace trainer::gemm {
 namespace {
 bool gpu = false;
-}
+bool yieldAfterEachCall = false;
+}  // namespace
+
+void setYieldAfterEachCall(bool on) { yieldAfterEachCall = on; }
 
 void useGpu() {
 #ifdef CHORUS_TRAINER_CUBLAS
@@ -28,6 +32,7 @@ void sgemm(bool transA, bool transB, int m, int n, int k, float alpha, const flo
 #endif
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
               m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (yieldAfterEachCall) sched_yield();
 }
 
 }  // namespace trainer::gemm

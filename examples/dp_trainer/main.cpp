@@ -195,6 +195,14 @@ int main(int argc, char** argv) {
     const bool oneHost = comm.layout().rfind("1 node", 0) == 0;
     CommThread ct(std::move(comm), std::chrono::seconds(args.timeoutS));
     if (args.freeCompute && knowLaunchCores) sched_setaffinity(0, sizeof launchCores, &launchCores);
+    // Where ranks outnumber cores, the ranks that share a core take turns at every GEMM and
+    // every optimizer bucket (--gemm-yield): without it they take turns at scheduler ticks
+    // (4 ms here), so one of a core's two ranks ends its backward up to a tick before the
+    // other and waits for it with its last bucket's all-reduce exposed.
+    const bool gemmYield =
+        args.gemmYield == "on" || (args.gemmYield == "auto" && oneHost && knowLaunchCores &&
+                                   nranks > CPU_COUNT(&launchCores));
+    trainer::gemm::setYieldAfterEachCall(gemmYield);
     ct.setMaxInFlight(args.maxInFlight);
     // The communication thread at a higher CPU weight than backward (--comm-nice, default
     // -10 relative): it sleeps on a futex whenever it has nothing to do (--spin-us 0), so
@@ -398,6 +406,7 @@ int main(int argc, char** argv) {
                       step);
         if (step - start < args.traceSteps)
           timeline.add(Timeline::kMain, "optimizer", begin, Clock::now());
+        if (gemmYield) sched_yield();
         if (failNow && stepped == args.failAfterBucket) die();
         ++stepped;
       };
@@ -582,6 +591,7 @@ int main(int argc, char** argv) {
       r.algorithm = sync.algorithms();
       r.librarySpin = librarySpin;
       r.commNice = commNice - trainingNice;
+      r.gemmYield = gemmYield;
       std::ofstream(args.out + "/report.json") << r.json();
       if (!args.quiet) r.printTable(stdout);
       if (!args.saveFinal.empty()) writeRaw(args.saveFinal, params);

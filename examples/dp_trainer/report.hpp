@@ -94,6 +94,7 @@ struct RunReport {
   double finalLoss = 0, heldOut = 0;
   std::string heldOutMetric = "accuracy";
   std::string algorithm;
+  bool gemmYield = false;   // the training thread yields after each GEMM (--gemm-yield)
   int commNice = 0;         // the communication thread's nice relative to the training thread's
   std::string librarySpin;  // CHORUS_SPIN_US as the communicator was created ("default": unset)
 

@@ -1,17 +1,15 @@
 #include "gemm.hpp"
 
+#include "core_turns.hpp"
+
 #include <cblas.h>
-#include <sched.h>
 
 #include <stdexcept>
 
 namespace trainer::gemm {
 namespace {
 bool gpu = false;
-bool yieldAfterEachCall = false;
-}  // namespace
-
-void setYieldAfterEachCall(bool on) { yieldAfterEachCall = on; }
+}
 
 void useGpu() {
 #ifdef CHORUS_TRAINER_CUBLAS
@@ -32,7 +30,7 @@ void sgemm(bool transA, bool transB, int m, int n, int k, float alpha, const flo
 #endif
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
               m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  if (yieldAfterEachCall) sched_yield();
+  core_turns::offer();
 }
 
 }  // namespace trainer::gemm

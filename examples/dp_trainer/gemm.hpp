@@ -11,11 +11,7 @@ void useGpu();
 const char* backend();  // "openblas" or "cublas"
 void sgemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
            const float* b, int ldb, float beta, float* c, int ldc);
-// After each sgemm, offer the core to another runnable thread (sched_yield). Where ranks
-// outnumber cores, the ranks sharing a core then take turns at every GEMM (0.1-3 ms)
-// instead of every scheduler tick, so they progress together and their backward passes end
-// closer together (perf/trainer/README.md, thirteenth pass). Off by default.
-void setYieldAfterEachCall(bool on);
+// Each call ends with core_turns::offer() (off unless enabled: --gemm-yield).
 
 #ifdef CHORUS_TRAINER_CUBLAS
 namespace cublas {  // gemm_cublas.cpp

@@ -4,6 +4,7 @@
 #include "args.hpp"
 #include "checkpoint.hpp"
 #include "comm_thread.hpp"
+#include "core_turns.hpp"
 #include "gemm.hpp"
 #include "grad_sync.hpp"
 #include "optimizer.hpp"
@@ -195,14 +196,12 @@ int main(int argc, char** argv) {
     const bool oneHost = comm.layout().rfind("1 node", 0) == 0;
     CommThread ct(std::move(comm), std::chrono::seconds(args.timeoutS));
     if (args.freeCompute && knowLaunchCores) sched_setaffinity(0, sizeof launchCores, &launchCores);
-    // Where ranks outnumber cores, the ranks that share a core take turns at every GEMM and
-    // every optimizer bucket (--gemm-yield): without it they take turns at scheduler ticks
-    // (4 ms here), so one of a core's two ranks ends its backward up to a tick before the
-    // other and waits for it with its last bucket's all-reduce exposed.
+    // Where ranks outnumber cores, the ranks sharing a core take turns at every GEMM and
+    // optimizer bucket instead of every tick (core_turns.hpp, --gemm-yield).
     const bool gemmYield =
         args.gemmYield == "on" || (args.gemmYield == "auto" && oneHost && knowLaunchCores &&
                                    nranks > CPU_COUNT(&launchCores));
-    trainer::gemm::setYieldAfterEachCall(gemmYield);
+    trainer::core_turns::enable(gemmYield);
     ct.setMaxInFlight(args.maxInFlight);
     // The communication thread at a higher CPU weight than backward (--comm-nice, default
     // -10 relative): it sleeps on a futex whenever it has nothing to do (--spin-us 0), so
@@ -406,7 +405,7 @@ int main(int argc, char** argv) {
                       step);
         if (step - start < args.traceSteps)
           timeline.add(Timeline::kMain, "optimizer", begin, Clock::now());
-        if (gemmYield) sched_yield();
+        trainer::core_turns::offer();
         if (failNow && stepped == args.failAfterBucket) die();
         ++stepped;
       };

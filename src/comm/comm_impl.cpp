@@ -352,7 +352,10 @@ void CommImpl::validate(const Call& call) const {
       total += call.counts[r];
     }
     myCount = call.counts[rank_];
-  } else if (call.count > (static_cast<size_t>(PTRDIFF_MAX) / es) / static_cast<size_t>(nranks_)) {
+  } else if (size_t total;
+             __builtin_mul_overflow(call.count, es * static_cast<size_t>(nranks_), &total) ||
+             total > static_cast<size_t>(PTRDIFF_MAX)) {
+    // As count > PTRDIFF_MAX / es / nranks, without two divisions on every call.
     throwInvalid(what() + "count " + std::to_string(call.count) + " too large");
   }
   if (call.count == 0) return;

@@ -587,7 +587,7 @@ bool Engine::advanceStep(StepRef ref) {
   return false;
 }
 
-bool Engine::progressPass() {
+bool Engine::progressPass(bool checkStrays) {
   bool moved = false;
   for (size_t i = 0; i < localSteps_.size();) {
     StepRef ref = localSteps_[i];
@@ -600,7 +600,7 @@ bool Engine::progressPass() {
     }
   }
   while (!mailboxOps_.empty()) {
-    const bool progressed = advanceMailbox();
+    const bool progressed = advanceMailbox(checkStrays);
     moved |= progressed;
     if (!progressed) break;
   }
@@ -637,7 +637,7 @@ bool Engine::poll(bool withClock, Clock::time_point* idleNow) {
     return false;
   }
   try {
-    bool moved = progressPass();
+    bool moved = progressPass(withClock);
     if (moved) {
       progressUnstamped_ = true;
       if (waitingNoted_) noteWaiting(false);

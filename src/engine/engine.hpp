@@ -93,11 +93,13 @@ class Engine {
     detail::OpState* op;
     int step;
   };
-  bool progressPass();
+  // `checkStrays`: also look for a peer that made another call while a mailbox op waits
+  // for it (checkStrayCall); poll() asks for that on the polls that read the clock.
+  bool progressPass(bool checkStrays);
   void submitMailbox(std::shared_ptr<detail::OpState> op);  // mailbox_allreduce.cpp
   // A call submitted after the communicator failed: completes it at once with the failure.
   bool refuseAfterFailure(detail::OpState& op);
-  bool advanceMailbox();  // the oldest mailbox op; true if anything moved
+  bool advanceMailbox(bool checkStrays);  // the oldest mailbox op; true if anything moved
   bool checkStrayCall(detail::OpState& op, int peer, std::byte* slot, size_t bytes);
   // One step's progress; with a trace on (one branch when off), through advanceTraced.
   bool advance(StepRef ref) {
@@ -136,7 +138,9 @@ class Engine {
   FailureReport rootCause(const PeerError& seen);
   FailureReport reportedBy(int rank);
   // poll(); without `withClock` it skips the clock and what hangs on it (peer checks, the
-  // stall deadline): waitFor's pauses read the clock every few polls only. An idle poll
+  // stall deadline) and the stray-call check of a waiting mailbox op (a peer's channel
+  // read per idle poll, half of such a poll): waitFor's pauses read the clock every few
+  // polls only, and its polls before a yield or a sleep always do. An idle poll
   // that read the clock (and checked the stall deadline with it) stores the time in
   // `*idleNow`, so that the caller need not read it again.
   bool poll(bool withClock, Clock::time_point* idleNow = nullptr);

@@ -134,7 +134,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   // tuner decides alike.
   // `sliceBytes`: the engine's (CHORUS_SLICE_BYTES), which the tuner's replay pipelines by.
   void setUpTuner(int localRanks, int cores, size_t sliceBytes);
-  ProbeTimes probeTimes(int peer);
+  ProbeTimes probeTimes(int peer, int largeRounds);
   double probeExchange(const std::vector<int>& ranks);
   // Failure reports through the store (failure_report.cpp): what this rank failed with,
   // what another rank reported before it died, and at a stall what the awaited peers

@@ -16,9 +16,10 @@ namespace {
 
 constexpr size_t kSmallProbe = 8;
 constexpr size_t kLargeProbe = 256 << 10;
-// After one warm-up round each. The large rounds give the bandwidth from their fastest
-// (linkFromProbe): 12 of ~0.3-0.7 ms, so that a few ms of another tenant on a core leave
-// some rounds untouched (4 rounds stalled together in some probes).
+// After one warm-up round each, per block (kProbeBlocks within a node). The large rounds
+// give the bandwidth from their fastest (linkFromProbe): 12 of ~0.3-0.7 ms in all (4 a
+// block within a node), so that a few ms of another tenant on a core leave some rounds
+// untouched (4 rounds stalled together in some probes).
 constexpr int kSmallRounds = 16, kLargeRounds = 12;
 
 // The median round: what a collective typically pays. The best round is the luckiest
@@ -57,7 +58,7 @@ double nicBytesPerUs() {
 //   8 x 8 B there, 1 x 8 B back:   2L + (8 + 3) o      -> o, the per-message overhead
 //   1 x 256 KiB each way:          2 (L + 2o + 256 KiB / bandwidth)
 // A few ms on shared memory, ~5-10 ms on loopback TCP.
-ProbeTimes CommImpl::probeTimes(int peer) {
+ProbeTimes CommImpl::probeTimes(int peer, int largeRounds) {
   ProbeTimes t;
   if (peer < 0 || peer == rank_) return t;
   std::vector<std::byte> out(kLargeProbe), in(kLargeProbe);
@@ -90,7 +91,7 @@ ProbeTimes CommImpl::probeTimes(int peer) {
   t.burst = 8;
   t.one = roundTrip(kSmallProbe, 1, kSmallRounds, &t.oneBest);
   t.burstTrip = roundTrip(kSmallProbe, t.burst, kSmallRounds / 2);
-  t.large = roundTrip(kLargeProbe, 1, kLargeRounds, &t.largeBest);
+  t.large = roundTrip(kLargeProbe, 1, largeRounds, &t.largeBest);
   return t;
 }
 
@@ -172,8 +173,33 @@ void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {
     // Small rounds that stalled on rank 0 (smallRoundsStalled) say nothing of the link:
     // every rank runs its rounds again, as rank 0 says through the store, a few times at most.
     int tries = 0;
+    // A step to several peers (one-shot, two-shot) waits on more ranks than the ping-pong
+    // does: time one (linkFromProbe weighs it).
+    const std::vector<int>& onNode = layout_.ranksOf(node);
+    std::vector<int> group;
+    for (int i : exchangeGroup(local, static_cast<int>(onNode.size()))) group.push_back(onNode[i]);
+    // Every rank runs the same blocks (the ping-pong and the exchange are collective over the
+    // node); rank 0's quietest block of each time is the one used (quietestOfBlocks).
+    auto probeBlocks = [&] {
+      std::vector<ProbeTimes> blocks;
+      for (int b = 0; b < kProbeBlocks; ++b) {
+        ProbeTimes t = probeTimes(rankAt(node, local ^ 1), kLargeRounds / kProbeBlocks);
+        if (group.size() > 2) {
+          t.exchangeRanks = static_cast<int>(group.size());
+          t.exchange = probeExchange(group);
+        }
+        blocks.push_back(t);
+      }
+      if (rank_ == 0)
+        for (const ProbeTimes& t : blocks)
+          logf(LogLevel::Info,
+               "tuning probe block (us): 8 B %.2f (best %.2f), 8 x 8 B %.2f, 256 KiB %.1f (best "
+               "%.1f), exchange %.2f",
+               t.one, t.oneBest, t.burstTrip, t.large, t.largeBest, t.exchange);
+      return quietestOfBlocks(blocks);
+    };
     ProbeTimes times = probeUntilSettled(
-        [&] { return probeTimes(rankAt(node, local ^ 1)); },
+        probeBlocks,
         [&](const ProbeTimes& t, int attempt) {
           const std::string key = "tune/stalled/" + std::to_string(attempt);
           if (rank_ == 0) {
@@ -191,15 +217,6 @@ void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {
                  "again";
         },
         kStalledProbeRetries, &tries);
-    // A step to several peers (one-shot, two-shot) waits on more ranks than the ping-pong
-    // does: time one (linkFromProbe weighs it).
-    const std::vector<int>& onNode = layout_.ranksOf(node);
-    std::vector<int> group;
-    for (int i : exchangeGroup(local, static_cast<int>(onNode.size()))) group.push_back(onNode[i]);
-    if (group.size() > 2) {
-      times.exchangeRanks = static_cast<int>(group.size());
-      times.exchange = probeExchange(group);
-    }
     if (rank_ == 0)
       logf(LogLevel::Info,
            "tuning probe round trips (us): 8 B %.2f (best %.2f), 8 x 8 B %.2f, 256 KiB %.1f "
@@ -211,7 +228,7 @@ void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {
     if (severalNodes) {
       // The medians between nodes (largeBest unset): the fastest-round rate is measured
       // within a node only (shm's stalled rounds); a shaper's burst would inflate it there.
-      ProbeTimes across = probeTimes(rankAt(node ^ 1, local));
+      ProbeTimes across = probeTimes(rankAt(node ^ 1, local), kLargeRounds);
       across.largeBest = 0;
       inter = linkFromProbe(across, tuning.model);
       // A short probe fits in a rate limiter's burst (or a switch's buffers): the NICs'

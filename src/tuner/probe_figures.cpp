@@ -18,6 +18,24 @@ ProbeTimes probeUntilSettled(const std::function<ProbeTimes()>& probe,
   return times;
 }
 
+ProbeTimes quietestOfBlocks(const std::vector<ProbeTimes>& blocks) {
+  if (blocks.empty()) return {};
+  ProbeTimes q = blocks.front();
+  // The smallest measured (> 0) time of each field: 0 is "not recorded".
+  auto least = [](double& into, double t) {
+    if (t > 0 && (into <= 0 || t < into)) into = t;
+  };
+  for (const ProbeTimes& b : blocks) {
+    least(q.one, b.one);
+    least(q.oneBest, b.oneBest);
+    least(q.burstTrip, b.burstTrip);
+    least(q.large, b.large);
+    least(q.largeBest, b.largeBest);
+    least(q.exchange, b.exchange);
+  }
+  return q;
+}
+
 LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
   if (t.one <= 0) return link;  // not measured (no partner)
   // A small round trip whose fastest round took longer than the large one's fastest stalled

@@ -57,6 +57,18 @@ ProbeTimes probeUntilSettled(const std::function<ProbeTimes()>& probe,
                              const std::function<bool(const ProbeTimes&, int)>& stalledOnRank0,
                              int retries, int* tries = nullptr);
 
+// The probe runs its rounds in kProbeBlocks blocks one after the other (each block: the
+// ping-pongs, then the exchange; the large rounds split among them), and takes the
+// quietest: per time, the smallest of the blocks' medians, and the fastest round of all.
+// A block's median is the typical round of that moment, waits for a core included (what
+// a collective pays; the fastest round alone undercharged each message); another tenant
+// holding a core for a few ms inflates every round of one block, which no statistic over
+// that block's consecutive rounds (a few us each) can see through. Two idle np 4 probes
+// on 2 cores gave an exchange of 12.1 and 30.5 us (o 2.1 and 6.9 us) and picked rd at
+// 256 KiB where the ring was the best (0.76).
+inline constexpr int kProbeBlocks = 3;
+ProbeTimes quietestOfBlocks(const std::vector<ProbeTimes>& blocks);
+
 // A link whose sends are the rank's own copies (cpuSends: shm's progress thread copies each
 // message into the peer's FIFO, the receiver reduces or copies it out in its step) moves a
 // step's bytes at the rank's copy rate, so that is its wire rate (bytesPerUs raised to

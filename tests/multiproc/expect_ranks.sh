@@ -1,20 +1,25 @@
 #!/bin/sh
-# expect_ranks.sh [--killed RANK] [--count N PATTERN]... [PATTERN]... -- chorus-run ARGS...
+# expect_ranks.sh [--killed RANK] [--count N PATTERN]... [--absent PATTERN]... [PATTERN]...
+#                 -- chorus-run ARGS...
 # Passes only if every rank exited as expected AND the output holds every pattern:
 #  - without --killed, chorus-run must exit 0, which it does only when every rank exited 0
 #    (each rank exits 0 only after checking its own result);
 #  - with --killed R, rank R must have died of SIGKILL and every other rank exited 0:
 #    chorus-run's summary is then exactly "1 of N ranks failed: R (SIGKILL)";
 #  - each PATTERN (grep -E) must occur at least once, "--count N PATTERN" N times or more
-#    (e.g. one line per rank), and no line may contain "FAIL".
+#    (e.g. one line per rank), no line may match an --absent PATTERN, and no line may
+#    contain "FAIL".
 killed=
 patterns=
 counts=
+absent=
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case "$1" in
     --killed) killed=$2; shift 2 ;;
     --count) counts="$counts$2	$3
 "; shift 3 ;;
+    --absent) absent="$absent$2
+"; shift 2 ;;
     *) patterns="$patterns$1
 "; shift ;;
   esac
@@ -42,6 +47,10 @@ echo "$counts" | while IFS='	' read -r n p; do
   [ -z "$n" ] && continue
   got=$(grep -Ec -- "$p" "$out")
   [ "$got" -ge "$n" ] || { echo "expect_ranks.sh: FAIL: $got lines match '$p', want >= $n"; exit 1; }
+done || status=1
+echo "$absent" | while IFS= read -r p; do
+  [ -z "$p" ] && continue
+  ! grep -Eq -- "$p" "$out" || { echo "expect_ranks.sh: FAIL: a line matches '$p'"; exit 1; }
 done || status=1
 if grep -v "^expect_ranks.sh" "$out" | grep -q "FAIL"; then fail "a line says FAIL"; fi
 rm -f "$out"

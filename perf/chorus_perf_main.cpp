@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -52,24 +53,25 @@ class ChorusBackend : public perf::Backend {
   void runOne(const perf::Call& c) {
     const auto type = static_cast<chorus::DataType>(c.type);  // same values as NCCL's
     const auto op = static_cast<chorus::RedOp>(c.op);
+    chorus::Work work;
     switch (c.coll) {
       case perf::Coll::AllReduce:
-        comm_.allReduce(c.send, c.recv, c.count, type, op).wait();
+        work = comm_.allReduce(c.send, c.recv, c.count, type, op);
         break;
       case perf::Coll::AllGather:
-        comm_.allGather(c.send, c.recv, c.count, type).wait();
+        work = comm_.allGather(c.send, c.recv, c.count, type);
         break;
       case perf::Coll::ReduceScatter:
-        comm_.reduceScatter(c.send, c.recv, c.count, type, op).wait();
+        work = comm_.reduceScatter(c.send, c.recv, c.count, type, op);
         break;
       case perf::Coll::Broadcast:
-        comm_.broadcast(c.send, c.recv, c.count, type, c.root).wait();
+        work = comm_.broadcast(c.send, c.recv, c.count, type, c.root);
         break;
       case perf::Coll::Reduce:
-        comm_.reduce(c.send, c.recv, c.count, type, op, c.root).wait();
+        work = comm_.reduce(c.send, c.recv, c.count, type, op, c.root);
         break;
       case perf::Coll::AllToAll:
-        comm_.allToAll(c.send, c.recv, c.count, type).wait();
+        work = comm_.allToAll(c.send, c.recv, c.count, type);
         break;
       case perf::Coll::SendRecv: {
         // Ring neighbour exchange: both posted before either is waited for.
@@ -78,9 +80,14 @@ class ChorusBackend : public perf::Backend {
         chorus::Work received = comm_.recv(c.recv, c.count, type, (rank() + n - 1) % n);
         sent.wait();
         received.wait();
-        break;
+        return;
       }
     }
+    work.wait();
+    // What the tuner ran on the benchmark's own buffers (with -R 1|2 a one-sided algorithm
+    // that algorithmFor, asked without buffers, does not name): picked() reports it.
+    if (tunerChooses() && (!registered_ || benchmarkBuffer(c.send) || benchmarkBuffer(c.recv)))
+      autoRan_[{c.count, static_cast<int>(c.type)}] = work.algorithm();
   }
 
   void* registerBuffer(void* data, size_t bytes) override {
@@ -123,7 +130,11 @@ class ChorusBackend : public perf::Backend {
     spec_ = lowerName() + ":" + variant;
     comm_.setAlgorithm(spec_);
   }
+  // What auto ran on these buffers when it has run at this size, else what the tuner would
+  // pick for ordinary buffers.
   std::string picked(const perf::Call& c) const override {
+    if (auto it = autoRan_.find({c.count, static_cast<int>(c.type)}); it != autoRan_.end())
+      return it->second;
     return comm_.algorithmFor(lowerName(), c.count, static_cast<chorus::DataType>(c.type));
   }
 
@@ -154,7 +165,9 @@ class ChorusBackend : public perf::Backend {
   std::string algorithm_;
   bool registered_ = false;  // -R 1 or 2: the one-sided algorithms can run
   std::string spec_;         // the algorithm forced for the benchmark's calls ("": none)
-  std::vector<std::pair<const char*, size_t>> buffers_;  // registered or allocated
+  std::vector<std::pair<const char*, size_t>> buffers_;    // registered or allocated
+  std::map<std::pair<size_t, int>, std::string> autoRan_;  // (count, type): auto's algorithm
+  bool tunerChooses() const { return spec_.empty() || spec_.ends_with(":auto"); }
   bool benchmarkBuffer(const void* p) const {
     for (auto [data, bytes] : buffers_)
       if (p >= data && static_cast<const char*>(p) < data + bytes) return true;

@@ -4,6 +4,7 @@
 #include "net/socket.hpp"
 #include "settings/settings.hpp"
 #include "topology/topology.hpp"
+#include "transports/shm/fifo_segment.hpp"
 #include "tuner/local_rates.hpp"
 
 #include <algorithm>
@@ -284,6 +285,10 @@ void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {
   tuning.source = text.substr(last + 1);
   inter.reset();
   if (entries.size() > 1) inter = entries[1].model;
+  // The FIFO a shm message crosses, as the transport sizes it (LinkModel::channelBytes): a
+  // larger message hands over once per FIFO-full.
+  if (link == LinkClass::Shm)
+    tuning.model.channelBytes = static_cast<double>(shm::FifoSizing::fromSettings(nranks_).full);
   tuner_ = std::make_unique<Tuner>(nranks_, tuning, mode, &layout_, inter, sliceBytes);
 }
 

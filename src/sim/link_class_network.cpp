@@ -2,6 +2,7 @@
 #include "sim/network.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace chorus::sim {
 
@@ -57,7 +58,12 @@ MessageCost LinkClassNetwork::message(int from, int to, int ordinal, double byte
   // The receiver takes the bytes at its port's rate, at most its node's NIC when shared.
   const bool nic = crosses && wantsTraffic();
   const double intake = nic ? std::min(l.bytesPerUs, l.nicBytesPerUs) : l.bytesPerUs;
-  return {crosses ? 1 : 0, l.latencyUs,    l.overheadUs,
+  // A message beyond the channel's capacity hands over about once per channel-full, each
+  // an overhead at both ends (LinkModel::channelBytes; rounded, so that the call's header
+  // and padding on a message of whole channel-fulls add none).
+  const double handOvers =
+      l.channelBytes > 0 ? std::max(1.0, std::round(bytes / l.channelBytes)) : 1.0;
+  return {crosses ? 1 : 0, l.latencyUs,    l.overheadUs * handOvers,
           bytes / rate,    bytes / intake, nic ? bytes / l.nicBytesPerUs : 0,
           l.cpuSends};
 }

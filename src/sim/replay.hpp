@@ -9,6 +9,8 @@
 //   through, never the sender. Buffering is unbounded: a send never waits for its receive.
 //   Where the sender's CPU moves the bytes (MessageCost::onCpu: shm's copy into the FIFO)
 //   the send holds the rank's CPU instead of a port, one after the other with its other work.
+//   A message's overhead at each end is the network's figure: over a link with a bounded
+//   channel (LinkModel::channelBytes, shm's FIFO) one o per channel-full, a hand-over each.
 // - Steps to the same peer in the same direction run in order (the engine's queues); the
 //   k-th send from a to b is the k-th receive at b from a. Empty steps cost nothing but
 //   complete only once their `after` has (the rules of algorithms/schedule_rules.hpp, asked

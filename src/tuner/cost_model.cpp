@@ -25,7 +25,8 @@ struct CacheKey {
   auto tie() const {
     auto fields = [](const LinkModel& m) {
       return std::tie(m.latencyUs, m.bytesPerUs, m.reduceBytesPerUs, m.copyBytesPerUs, m.overheadUs,
-                      m.transportBytesPerUs, m.nicBytesPerUs, m.cpuSends);
+                      m.transportBytesPerUs, m.nicBytesPerUs, m.cpuSends, m.nicBurstBytes,
+                      m.channelBytes);
     };
     return std::tuple_cat(
         std::tie(algorithm, collective, nranks, count, elementSize, sliceBytes, layout),

@@ -43,6 +43,13 @@ struct LinkModel {
   // test bed) of this many bytes: what the NIC banked while idle passes at once
   // (NetworkModel::nicBurstUs). 0: none; tunerLinks gives a fabric's (nic_burst_bytes).
   double nicBurstBytes = 0;
+  // Bytes a message crosses the link in at most (shm: the FIFO between two ranks,
+  // CHORUS_SHM_FIFO_BYTES's 1 MiB default); 0: unbounded. A larger message is a hand-over
+  // per channel-full: the sender fills the FIFO and waits for the receiver to drain it, so
+  // it costs overheadUs at each end per channel-full, as each of a one-sided schedule's
+  // records does (perf/README.md, bw11: charged once per message, rhd's 8 MiB sends paid
+  // one o where peer_staged's records for the same bytes paid 6).
+  double channelBytes = 0;
   bool operator==(const LinkModel&) const = default;
 };
 
@@ -57,7 +64,8 @@ inline constexpr std::array<LinkModel, 5> kDefaultLinks = {{
     //   4 KiB pages runs 6-9 GB/s; the ranks share 2 cores, so take the low end;
     //  12000 B/us: fused reduce reads two streams and writes one, ~2/3 of memcpy;
     //  19000 B/us: memcpy, DRAM-bound (18-20 GB/s).
-    {1.8, 6000, 12000, 19000, 0.5, 0, 0, true},
+    //  1 MiB: the FIFO's default size (CHORUS_SHM_FIFO_BYTES).
+    {1.8, 6000, 12000, 19000, 0.5, 0, 0, true, 0, 1 << 20},
     // Tcp (loopback or a 10G-class NIC): Gloo measured 270-390 us for an 8 B all-reduce
     //  (~10 steps) and 0.4-0.95 GB/s at 64 MiB: 25 us and 1 GB/s. Local work as shm.
     {25, 1000, 12000, 19000, 3},

@@ -511,6 +511,56 @@ TEST(StagedPath, ChosenByTheReplayAgainstTheCopyPathsPick) {
   EXPECT_GT(predict("ring", 4, 16 * mib, four), 1.1 * predict("peer_staged", 4, 16 * mib, four));
 }
 
+// Every hand-over between two ranks costs the probe's o at each end, whichever path makes
+// it: each of peer_staged's records (per round and rank 3 (n - 1) posted, as many taken:
+// 18 at np 4, 4 rounds at 16 MiB) and each FIFO-full of a copy-path message over shm (the
+// sender fills the 1 MiB FIFO and waits for the receiver to drain it; the replay had
+// charged a message one o whatever its size). Priced per record against per message, a
+// larger o (the probe's exchange: at np 4 on 2 cores mostly each message's wait for a
+// core) raised staged's 16 MiB price 72 o against rhd's 8 and the replay chose rhd where
+// staged measured 1.03-1.14x faster (perf/README.md, bw10, bw11). Counted by hand-overs:
+// rhd's sends are 8 + 4 + 4 + 8 MiB, 24 FIFO-fulls, each with an o at both ends (48).
+TEST(StagedPath, HandOversCostTheSameOnBothPaths) {
+  LinkModel idle = defaultLinkModel(LinkClass::Shm);
+  sendsAtCopyRate(idle);
+  idle.overheadUs = 0;
+  LinkModel slow = idle;
+  slow.overheadUs = 10;
+  const size_t mib = size_t{1} << 20;
+  // One message of 4 MiB is 4 FIFO-fulls: 3 hand-overs more than one of 1 MiB, each an o
+  // on the sender's CPU before its last byte leaves (the receiver's pipeline behind it).
+  const Algorithm* send = findAlgorithm(Collective::Send, "direct");
+  ASSERT_NE(send, nullptr);
+  auto message = [&](const LinkModel& m, size_t bytes) {
+    return predictMicros(*send, Collective::Send, 2, bytes, 1, m);
+  };
+  auto growth = [&](size_t bytes) { return message(slow, bytes) - message(idle, bytes); };
+  EXPECT_NEAR(growth(4 * mib) - growth(mib), 3 * slow.overheadUs, 0.5 * slow.overheadUs);
+  // 16 MiB at np 4: what o adds to each, in the ratio of their hand-overs (72 : 48).
+  const double staged =
+      predict("peer_staged", 4, 16 * mib, slow) - predict("peer_staged", 4, 16 * mib, idle);
+  const double rhd = predict("rhd", 4, 16 * mib, slow) - predict("rhd", 4, 16 * mib, idle);
+  EXPECT_NEAR(staged, 72 * slow.overheadUs, 8 * slow.overheadUs);
+  EXPECT_NEAR(rhd, 48 * slow.overheadUs, 8 * slow.overheadUs);
+  // The pick follows the probe's o: staged while its extra records cost less than the bytes
+  // it does not move (about 8 MiB of copies and 5 of reduce here, 45 o at 20 us), rhd once
+  // o is several times that (a loaded node's probe).
+  const std::vector<const Algorithm*> all = copyPathAllReduces();
+  auto any = [](const Algorithm&) { return true; };
+  auto pick = [&](double overheadUs) {
+    Tuning tuning = defaultTuning(LinkClass::Shm);
+    tuning.model = idle;
+    tuning.model.overheadUs = overheadUs;
+    Tuner tuner(4, tuning, Tuner::Mode::Model);
+    const Algorithm* chosen =
+        tuner.chooseStaged(Collective::AllReduce, 4 * mib, DataType::Float32, all, any);
+    return std::string(chosen ? chosen->name : "copy path");
+  };
+  EXPECT_EQ(pick(2), "peer_staged");
+  EXPECT_EQ(pick(20), "peer_staged");
+  EXPECT_EQ(pick(200), "copy path");
+}
+
 TEST(PipelineSlice, OneConstantForTheEngineTheSettingAndTheModel) {
   const settings::Spec* spec = settings::find("CHORUS_SLICE_BYTES");
   ASSERT_NE(spec, nullptr);

@@ -8,7 +8,9 @@
 # (they run the flat ring there: extra noisy copies of it). The tuner's figures (the probe
 # at CHORUS_DEBUG=INFO) are printed above each table. Exits 1 on a failed run or a
 # wrong element; the targets (within 10% at 7 of 8 sizes, never below 0.8) are reported,
-# not enforced (timing on a shared machine). The last column, copies, is the noise floor of
+# not enforced (timing on a shared machine). auto/pick: auto against its pick's own forced
+# column (the same schedule run twice: noise alone, see perf/README.md, tuner11; 1.00 for
+# the mailbox, which has no forced column). The last column, copies, is the noise floor of
 # the run at that size: min/max busbw over the ring and hier* columns, which on one node
 # run the same schedule (a pick/best below it is within what the run can resolve).
 #   perf/tuner_accuracy.sh [-p "2 4"] [-K REPS] [-b MIN] [-e MAX] [-f F] [-B BUILD] [-L LOGDIR]
@@ -20,7 +22,7 @@ while getopts "p:K:b:e:f:B:L:" opt; do
   case $opt in
     p) ranks=$OPTARG ;; K) reps=$OPTARG ;; b) minb=$OPTARG ;; e) maxb=$OPTARG ;;
     f) factor=$OPTARG ;; B) build=$OPTARG ;; L) logdir=$OPTARG ;;
-    *) sed -n '2,14p' "$0"; exit 2 ;;
+    *) sed -n '2,16p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -38,7 +40,7 @@ for np in $ranks; do
     exit 1
   fi
   grep -E "tuning probe round trips|tuning \(" "$log" | sed 's/ reduce\.int8.*//; s/^/#   /' | head -3
-  printf "# %5s %10s %10s %10s %10s %10s %9s %9s %7s\n" np size best busbw pick busbw auto/best pick/best copies
+  printf "# %5s %10s %10s %10s %10s %10s %9s %9s %9s %7s\n" np size best busbw pick busbw auto/best pick/best auto/pick copies
   awk -v np="$np" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
     /^ +size / { for (i = 2; i <= NF; ++i) name[i] = $i; n = NF; next }
     /^ +[0-9]/ {
@@ -57,7 +59,8 @@ for np in $ranks; do
       picked = autov
       for (i = 2; i <= n - 2; ++i) if (name[i] == $(n - 1)) { picked = $i; sub(/\*$/, "", picked); picked += 0 }
       q = best > 0 ? picked / best : 0
-      printf "  np %d %10s %10s %10.4g %10s %10.4g %9.2f %9.2f %7.2f\n", np, $1, name[bi], best, $(n - 1), autov, r, q, (cmax > 0 ? cmin / cmax : 0)
+      a = picked > 0 ? autov / picked : 0
+      printf "  np %d %10s %10s %10.4g %10s %10.4g %9.2f %9.2f %9.2f %7.2f\n", np, $1, name[bi], best, $(n - 1), autov, r, q, a, (cmax > 0 ? cmin / cmax : 0)
       rows++; within += r >= 0.9; withinq += q >= 0.9
       if (rows == 1 || r < worst) worst = r
       if (rows == 1 || q < worstq) worstq = q

@@ -59,7 +59,7 @@ communication
   --no-comm-warmup          skip the warm-up: by default every bucket's all-reduce runs once
                             before the first step (the same calls as a step, on the
                             gradient array), so that the library's set-up of each shape
-                            (peer_staged maps the peers' staging memory) is not paid in
+                            (peer_staged: its peer-mappable scratch) is not paid in
                             the first step's backward; the report says what it cost
   --spin-us N               the library's polling before a wait sleeps (CHORUS_SPIN_US) for
                             this job, unless the environment sets CHORUS_SPIN_US (default 0:

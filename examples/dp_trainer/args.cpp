@@ -56,6 +56,11 @@ communication
                             that share a core take turns per GEMM instead of per scheduler
                             tick, so their backward passes end together (auto, the
                             default: on where one host's ranks outnumber its cores)
+  --no-comm-warmup          skip the warm-up: by default every bucket's all-reduce runs once
+                            before the first step (the same calls as a step, on the
+                            gradient array), so that the library's set-up of each shape
+                            (peer_staged: its peer-mappable scratch) is not paid in
+                            the first step's backward; the report says what it cost
   --spin-us N               the library's polling before a wait sleeps (CHORUS_SPIN_US) for
                             this job, unless the environment sets CHORUS_SPIN_US (default 0:
                             sleep at once; -1: the library's default, 200 us of sched_yield
@@ -182,6 +187,7 @@ Args parseArgs(int argc, char** argv) {
       {"--gpu", [&] { a.gpu = true; }},
       {"--no-resume", [&] { a.resume = false; }},
       {"--no-deterministic", [&] { a.deterministic = false; }},
+      {"--no-comm-warmup", [&] { a.commWarmup = false; }},
       {"--quiet", [&] { a.quiet = true; }},
   };
   for (int i = 1; i < argc; ++i) {

@@ -47,6 +47,7 @@ struct Args {
                                    // thread's (0: the same)
   std::string gemmYield = "auto";  // sched_yield after each GEMM: on, off, auto (where one
                                    // host's ranks outnumber its cores)
+  bool commWarmup = true;          // every bucket's all-reduce once before the first step
   bool freeCompute = false;        // the training thread not bound to the library's core
   int spinUs = 0;                  // CHORUS_SPIN_US for the communicator unless set (-1: the
                                    // library's default)

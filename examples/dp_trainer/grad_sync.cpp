@@ -40,6 +40,26 @@ GradSync::GradSync(CommThread& comm, std::vector<Bucket> buckets, Timeline& time
   algorithms_.resize(buckets_.size());
 }
 
+namespace {
+chorus::Work reduceBucket(chorus::Communicator& c, float* grads, const Bucket& b) {
+  return c.allReduce(grads + b.begin, grads + b.begin, b.end - b.begin, chorus::DataType::Float32,
+                     chorus::RedOp::Avg);
+}
+}  // namespace
+
+double GradSync::warmUp(float* grads) {
+  const auto start = Clock::now();
+  comm_.run([&](chorus::Communicator& c) {
+    for (size_t k = 0; k < buckets_.size(); ++k) {
+      chorus::Work w = reduceBucket(c, grads, buckets_[k]);
+      comm_.await(w, "warm-up all-reduce of bucket " + std::to_string(k));
+    }
+  });
+  const auto end = Clock::now();
+  timeline_.add(Timeline::kMain, "warm-up all-reduces", start, end);
+  return seconds(end - start);
+}
+
 void GradSync::begin(float* grads) {
   grads_ = grads;
   pending_.clear();
@@ -55,24 +75,21 @@ void GradSync::layerReady(int layer) {
   if (inFlight_.empty()) firstReady_ = ready_[k];
   // The bucket's readiness, always (the trace's analysis splits the waits by it).
   timeline_.add(Timeline::kComm, "ready: bucket " + std::to_string(k), ready_[k], ready_[k]);
-  float* data = grads_ + b.begin;
+  float* grads = grads_;
   char what[64];
   std::snprintf(what, sizeof what, "all-reduce bucket %d (%.2f MB", k, (b.end - b.begin) * 4 / 1e6);
   inFlight_.emplace_back(
-      k, comm_.start(
-             [data, b](chorus::Communicator& c) {
-               return c.allReduce(data, data, b.end - b.begin, chorus::DataType::Float32,
-                                  chorus::RedOp::Avg);
-             },
-             [this, k, name = std::string(what)](chorus::Work& w, Clock::time_point start,
-                                                 Clock::time_point end) {
-               spans_[k] = {start, end};
-               algorithms_[k] = w.algorithm();  // what the engine ran, not what we asked
-               if (start - ready_[k] > std::chrono::microseconds(20))
-                 timeline_.add(Timeline::kComm, "queued: " + name + ")", ready_[k], start);
-               timeline_.add(Timeline::kComm, name + ", " + algorithms_[k] + ")", start, end);
-             },
-             std::string(what) + ")"));
+      k, comm_.start([grads, b](chorus::Communicator& c) { return reduceBucket(c, grads, b); },
+                     [this, k, name = std::string(what)](chorus::Work& w, Clock::time_point start,
+                                                         Clock::time_point end) {
+                       spans_[k] = {start, end};
+                       algorithms_[k] = w.algorithm();  // what the engine ran, not what we asked
+                       if (start - ready_[k] > std::chrono::microseconds(20))
+                         timeline_.add(Timeline::kComm, "queued: " + name + ")", ready_[k], start);
+                       timeline_.add(Timeline::kComm, name + ", " + algorithms_[k] + ")", start,
+                                     end);
+                     },
+                     std::string(what) + ")"));
 }
 
 void GradSync::abandon() {

@@ -30,6 +30,13 @@ class GradSync {
  public:
   GradSync(CommThread& comm, std::vector<Bucket> buckets, Timeline& timeline);
   const std::vector<Bucket>& buckets() const { return buckets_; }
+  // Before the first step: every bucket's all-reduce once, one after another, on `grads`
+  // (the flat array backward overwrites), the same calls as a step makes. The library's
+  // first call of a shape sets up what its algorithm needs (peer_staged: its peer-mappable
+  // scratch, allocated and then mapped by the peers); done here, that cost is not paid in
+  // the first step, while backward runs (perf/trainer/README.md, fourteenth pass). Returns
+  // the seconds it took.
+  double warmUp(float* grads);
   // Starts a step: `grads` is the flat array backward writes into.
   void begin(float* grads);
   // Called by backward when layer `layer`'s gradients are complete.

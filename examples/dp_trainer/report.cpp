@@ -80,6 +80,7 @@ std::string RunReport::json() const {
     << ",\n  \"allreduce_algorithm\": \"" << algorithm << "\",\n  \"library_spin_us\": \""
     << librarySpin << "\",\n  \"comm_thread_nice_relative\": " << commNice
     << ",\n  \"gemm_yield\": " << (gemmYield ? "true" : "false")
+    << ",\n  \"comm_warmup_seconds\": " << commWarmupSeconds
     << ",\n  \"checkpoints\": {\"count\": " << checkpoints
     << ", \"pause_seconds\": " << pausePerCheckpoint
     << ", \"write_seconds\": " << writePerCheckpoint << ", \"policy\": \"" << checkpointPolicy

@@ -100,8 +100,18 @@ def main():
                     pauses[name].append(e["dur"] / 1e3)
                 elif pauses[name]:
                     pauses[name][-1] += e["dur"] / 1e3
+        # Steady throughput: the global batch over rank 0's median step time from step 2 on
+        # (the report's samples/s is the whole loop, whose first steps carry the set-up that
+        # a warm-up before the loop moves out of it)
         with open(os.path.join(out, "report.json")) as f:
-            return dict(json.load(f), cores_used=cores)
+            report = json.load(f)
+        steady = float("nan")
+        if os.path.exists(os.path.join(out, "metrics.csv")):
+            with open(os.path.join(out, "metrics.csv")) as f:
+                times = [float(r["step_seconds"]) for r in csv.DictReader(f) if int(r["step"]) > 2]
+            if times:
+                steady = report["global_batch"] / statistics.median(times)
+        return dict(report, cores_used=cores, steady_samples_per_second=steady)
 
     def trace_split(name):  # overlap_trace.py's skew and tail, ms per rank-step
         text = run(["/usr/bin/python3", os.path.join(HERE, "overlap_trace.py"),
@@ -148,6 +158,10 @@ def main():
                         after_last_ms=1e3 * sec.get("exposed_comm_after_last_backward", float("nan")),
                         allreduce_ms=1e3 * r["allreduce_seconds_per_step"],
                         samples_per_second=r["samples_per_second"], load=load, cores_used=r["cores_used"],
+                        # the job's wall time from its start (start-up and warm-up included)
+                        elapsed_s=r["elapsed_seconds"],
+                        steady_samples_per_second=r["steady_samples_per_second"],
+                        warmup_ms=1e3 * r.get("comm_warmup_seconds", -1),
                         **trace_split(key)))
                     print(key, overlap[key][-1], flush=True)
         if "curve" in parts and rep == 0:  # a longer loss curve, smaller model
@@ -220,7 +234,8 @@ def main():
     for key, runs in overlap.items():
         for field in ("hidden", "hidden_trace", "hidden_1m_exposed", "hidden_ddp", "start_delay_ms", "exposed_ms",
                       "wait_slowest_ms", "transfer_ms", "after_last_ms", "allreduce_ms", "samples_per_second",
-                      "skew_ms", "tail_ms", "end_spread_ms"):
+                      "skew_ms", "tail_ms", "end_spread_ms", "elapsed_s", "warmup_ms",
+                      "steady_samples_per_second"):
             summary[f"{key}_{field}"] = med([x[field] for x in runs])
         summary[f"{key}_load_min_max"] = f"{min(x['load'] for x in runs):.1f}-{max(x['load'] for x in runs):.1f}"
     summary["load_average"] = os.getloadavg()[0]

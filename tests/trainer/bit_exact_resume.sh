@@ -3,7 +3,8 @@
 #   1. reference: 2 ranks, 24 steps, no failures, no checkpoints; its report checked
 #      against its trace; the same run with 3 bucket all-reduces in flight (and the
 #      library's polling set by the user, CHORUS_SPIN_US=200, and the training thread
-#      yielding after each GEMM, --gemm-yield on): same weights
+#      yielding after each GEMM, --gemm-yield on, and without the warm-up all-reduces
+#      before the first step, --no-comm-warmup): same weights
 #   2. rank 1 killed at step 7, rank 0 at step 15; chorus-run --max-restarts 3 relaunches,
 #      each launch resumes from the newest good checkpoint: final weights bit-identical
 #      (blocking saves: resumes at 4 and 12 exactly; asynchronous saves: wherever written)
@@ -30,13 +31,16 @@ python3 "$(dirname "$0")/check_report.py" "$work/ref" \
 # Several bucket all-reduces in flight at once: the same weights. Also the library's
 # polling as the user sets it (CHORUS_SPIN_US wins over chorus-train's --spin-us 0), and
 # the ranks taking turns at every GEMM (--gemm-yield on; auto, the reference's, is on only
-# where the ranks outnumber the cores).
+# where the ranks outnumber the cores), and no warm-up all-reduces before the first step
+# (the reference warms up: the warm-up must leave the training state as it was).
 CHORUS_SPIN_US=200 "$run" -n 2 --timeout 120 "$train" "${common[@]}" --max-in-flight 3 --gemm-yield on \
-  --out "$work/inflight" --save-final "$work/inflight.bin" >"$work/inflight.log" 2>&1 ||
+  --no-comm-warmup --out "$work/inflight" --save-final "$work/inflight.bin" >"$work/inflight.log" 2>&1 ||
   { cat "$work/inflight.log"; fail "--max-in-flight 3 failed"; }
-cmp "$work/ref.bin" "$work/inflight.bin" || fail "--max-in-flight 3: weights differ from the reference"
+cmp "$work/ref.bin" "$work/inflight.bin" || fail "--max-in-flight 3 (--no-comm-warmup, --gemm-yield on): weights differ from the reference"
 grep -q '"library_spin_us": "200"' "$work/inflight/report.json" || fail "CHORUS_SPIN_US=200 from the environment not used"
 grep -q '"gemm_yield": true' "$work/inflight/report.json" || fail "--gemm-yield on not used"
+grep -q '"comm_warmup_seconds": -1,' "$work/inflight/report.json" || fail "--no-comm-warmup not used"
+grep -q '"comm_warmup_seconds": [0-9]' "$work/ref/report.json" || fail "the reference did not warm up"
 auto=$([ 2 -gt "$(nproc)" ] && echo true || echo false)
 grep -q "\"gemm_yield\": $auto" "$work/ref/report.json" || fail "--gemm-yield auto: not $auto with 2 ranks on $(nproc) cores"
 

@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 
 namespace chorus::stripe {
@@ -21,6 +22,13 @@ class PathIo {
   // Bytes written to `path` that the far end has not acknowledged yet (queued or in
   // flight), or -1 when the transport cannot tell.
   virtual int64_t backlog(int path) = 0;
+  // Told after a read or write on `path` moved bytes of a chunk of `chunkBytes` (the
+  // size a sender writes or a receiver waits for). TCP takes large chunks out of
+  // delayed-ACK pingpong mode here (tcp_channel.cpp); the default does nothing.
+  virtual void transferred(int path, size_t chunkBytes) {
+    (void)path;
+    (void)chunkBytes;
+  }
 };
 
 }  // namespace chorus::stripe

@@ -55,10 +55,9 @@ void StripeReceiver::pull(int index) {
       if (inRing > 0) advance(index, inRing);
       p.stageEnd += got - inRing;
       size_t asked = direct + (wholeChunk ? iov[count - 1].iov_len : 0);
-      if (got < asked) {  // drained for now: place what came, spare the EAGAIN call
-        drainStage(index);
-        return;
-      }
+      drainStage(index);  // places what came, opening the chunk whose header it holds
+      io_.transferred(index, p.pieceBytes);
+      if (got < asked) return;  // drained for now: spare the EAGAIN call
     } else if (n == 0) {
       fail(p, -1);
     } else if (n != PathIo::kWouldBlock && n != -EINTR) {
@@ -86,6 +85,7 @@ void StripeReceiver::drainStage(int index) {
         return;
       }
       assembly_.open(index, h.offset, h.length);
+      p.pieceBytes = h.length;
       continue;
     }
     const uint64_t pos = assembly_.position(index);

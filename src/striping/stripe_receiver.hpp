@@ -49,6 +49,7 @@ class StripeReceiver {
     std::unique_ptr<std::byte[]> stage{new std::byte[kStage]};
     size_t stageBegin = 0, stageEnd = 0;  // bytes read ahead, not placed yet
     int error = 0;                        // errno once broken; -1: end of stream
+    size_t pieceBytes = 0;                // length of the chunk opened last
   };
   struct Free {
     void operator()(std::byte* p) const { std::free(p); }

@@ -83,6 +83,7 @@ size_t StripeSender::continueChunk(const std::byte* data, size_t bytes) {
   payloadLeft_ -= payload;
   sendPos_ += payload;
   scheduler_.onWritten(path, wrote);
+  io_.transferred(path, openHeader_.length);
   stats_->paths[path].sent.fetch_add(payload, std::memory_order_relaxed);
   if (payloadLeft_ == 0 && headerLeft_ == 0) {
     openPath_ = -1;

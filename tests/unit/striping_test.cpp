@@ -56,6 +56,8 @@ class FakePaths final : public PathIo {
   int64_t backlog(int p) override {
     return static_cast<int64_t>(send_[p].size() + recv_[p].size());
   }
+  void transferred(int, size_t chunkBytes) override { told.push_back(chunkBytes); }
+  std::vector<size_t> told;  // chunkBytes of every transferred() call, in order
 
   void tick() {
     for (size_t p = 0; p < send_.size(); ++p) {
@@ -164,6 +166,33 @@ TEST(Striping, SmallMessagesOnePath) {
   auto span = receiver.peek();
   ASSERT_EQ(span.size(), 8u);
   EXPECT_EQ(std::memcmp(span.data(), &value, 8), 0);
+}
+
+TEST(Striping, ReadsAndWritesNameTheChunkTheyMoved) {
+  // What TCP gates its delayed-ACK re-arm on (tcp_channel.cpp): a small message is told
+  // as small at both ends, a large one as its chunks.
+  FakePaths io(1, 1 << 20);
+  auto stats = registerChannel("fake", 0, 1, {"p"});
+  StripeSender sender(1, 1, 128 << 10, io, stats.get());
+  StripeReceiver receiver(1, 1, 1 << 20, io, stats.get());
+  uint64_t value = 7;
+  ASSERT_EQ(sender.send(&value, 8), 8u);
+  io.tick();
+  ASSERT_EQ(receiver.peek().size(), 8u);
+  receiver.consume(8);
+  EXPECT_EQ(io.told, (std::vector<size_t>{8, 8}));  // the write, then the read
+
+  io.told.clear();
+  auto message = randomBytes(200 << 10, 3);
+  ASSERT_EQ(sender.send(message.data(), message.size()), message.size());
+  for (int t = 0; t < 8; ++t) io.tick();
+  ASSERT_EQ(receiver.peek().size(), message.size());
+  ASSERT_GE(io.told.size(), 3u);
+  EXPECT_EQ(io.told[0], 128u << 10);  // the sender's two chunks
+  EXPECT_EQ(io.told[1], 72u << 10);
+  for (size_t i = 2; i < io.told.size(); ++i)  // the receiver's reads, each in one of them
+    EXPECT_TRUE(io.told[i] == 128u << 10 || io.told[i] == 72u << 10) << i << ": " << io.told[i];
+  EXPECT_EQ(io.told.back(), 72u << 10);
 }
 
 TEST(Striping, StalledPathDoesNotStopTheTransfer) {

@@ -42,8 +42,10 @@ class TcpChannel final : public Channel, private stripe::PathIo {
   ssize_t write(int path, const iovec* iov, int count) override;
   ssize_t read(int path, const iovec* iov, int count) override;
   int64_t backlog(int path) override;
+  void transferred(int path, size_t chunkBytes) override;
 
   std::vector<net::Socket> sockets_;
+  std::vector<size_t> quickAckBytes_;  // per socket: chunks this large leave pingpong mode
   std::shared_ptr<stripe::ChannelStats> stats_;
   stripe::StripeSender sender_;
   stripe::StripeReceiver receiver_;

@@ -164,7 +164,7 @@ std::vector<std::pair<int64_t, fs::path>> stepDirs(const std::string& dir) {
 }  // namespace
 
 Checkpointer::Checkpointer(std::string dir, int rank, int nranks, int keep, bool async,
-                           Timeline& timeline)
+                           Timeline& timeline, uint64_t stateFloats)
     : dir_(std::move(dir)),
       rank_(rank),
       nranks_(nranks),
@@ -172,6 +172,7 @@ Checkpointer::Checkpointer(std::string dir, int rank, int nranks, int keep, bool
       async_(async),
       timeline_(timeline) {
   fs::create_directories(dir_);
+  spare_.assign(stateFloats * (rank + 1) / nranks - stateFloats * rank / nranks, 0.0f);
   if (async_) writer_ = std::thread([this] { loop(); });
 }
 
@@ -187,9 +188,10 @@ double Checkpointer::save(const CheckpointMeta& meta, std::span<const float> par
   const uint64_t n = params.size() + optimizer.size();
   const Source source{params, optimizer, n * rank_ / nranks_, n * (rank_ + 1) / nranks_};
   if (!async_) {
-    Job job{meta, source.lo, {}};
+    Job job{meta, source.lo, std::move(spare_)};
     snapshot(source, job.slice);
     write(job);
+    spare_ = std::move(job.slice);  // reused by the next save, as the async path does
   } else {
     // No lock the writer takes: it runs at a low priority and, preempted while holding
     // one, would hold up training (the pause used to show such waits of tens of ms).

@@ -51,7 +51,11 @@ struct LoadedCheckpoint {
 
 class Checkpointer {
  public:
-  Checkpointer(std::string dir, int rank, int nranks, int keep, bool async, Timeline& timeline);
+  // `stateFloats`: the flat state's length (parameters then optimizer state). This rank's
+  // slice of it is allocated and touched here, so that no save pays the page faults of
+  // fresh snapshot memory (the first one did: 30-80 ms at 4 ranks, against 0.4 ms after).
+  Checkpointer(std::string dir, int rank, int nranks, int keep, bool async, Timeline& timeline,
+               uint64_t stateFloats);
   ~Checkpointer();  // waits for a write in progress
 
   // Snapshots this rank's slice of the flat state (`params` then `optimizer`) and writes
@@ -104,8 +108,9 @@ class Checkpointer {
   std::mutex mutex_;
   std::condition_variable changed_;  // drain() waits on it
   std::counting_semaphore<> wake_{0};
-  std::optional<Job> job_;    // waiting for or being written (the writer's while busy_)
-  std::vector<float> spare_;  // the last snapshot's memory, reused: no page faults in the pause
+  std::optional<Job> job_;  // waiting for or being written (the writer's while busy_)
+  std::vector<float>
+      spare_;  // snapshot memory, touched up front and reused: no page faults in a save
   std::atomic<bool> busy_{false}, stop_{false}, failed_{false};
   Source source_;
   std::atomic<bool> snapshotPending_{false};

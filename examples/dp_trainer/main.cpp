@@ -286,8 +286,9 @@ int main(int argc, char** argv) {
     }
 
     Timeline timeline(rank);
-    auto ckpt = std::make_unique<Checkpointer>(args.ckptDir, rank, nranks, args.ckptKeep,
-                                               !args.ckptBlocking, timeline);
+    auto ckpt =
+        std::make_unique<Checkpointer>(args.ckptDir, rank, nranks, args.ckptKeep,
+                                       !args.ckptBlocking, timeline, P + opt.state().size());
     GradSync sync(ct, buckets, timeline);
     // Every bucket shape's first all-reduce before the first step, as a real trainer warms
     // up, so that the library's set-up is not paid while the first backward runs; outside
@@ -374,7 +375,7 @@ int main(int argc, char** argv) {
         admit(joining);
         ckpt.reset();  // its shards were cut for the old ranks
         ckpt = std::make_unique<Checkpointer>(args.ckptDir, rank, nranks, args.ckptKeep,
-                                              !args.ckptBlocking, timeline);
+                                              !args.ckptBlocking, timeline, P + opt.state().size());
         if (lead && !metrics) metrics = std::fopen((args.out + "/metrics.csv").c_str(), "a");
         if (lead)
           std::fprintf(stderr, "chorus-train: grew from %d to %d ranks at step %lld in %.3f s\n",
@@ -444,7 +445,7 @@ int main(int argc, char** argv) {
         globalBatch = static_cast<int64_t>(args.batch) * nranks;
         ckpt.reset();  // its shards were cut for the old ranks
         ckpt = std::make_unique<Checkpointer>(args.ckptDir, rank, nranks, args.ckptKeep,
-                                              !args.ckptBlocking, timeline);
+                                              !args.ckptBlocking, timeline, P + opt.state().size());
         if (lead && !metrics) metrics = std::fopen((args.out + "/metrics.csv").c_str(), "a");
         if (lead)
           std::fprintf(stderr,

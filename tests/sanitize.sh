@@ -19,7 +19,7 @@ jobs=${CHORUS_SANITIZE_JOBS:-2}
 common=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1"
         "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" -DCHORUS_BUILD_PERF=OFF -DCHORUS_WITH_CUDA=OFF
         -DCHORUS_BUILD_PYTHON=OFF -DCHORUS_SANITIZER_TESTS=OFF -DCHORUS_MP_FULL_RANKS_SHM=0
-        -DCHORUS_MP_FULL_RANKS_TCP=0 -DCHORUS_MP_FULL_RANKS_UCX=0)
+        -DCHORUS_MP_FULL_RANKS_TCP=0 -DCHORUS_MP_FULL_RANKS_UCX=0 -DCHORUS_UNITY_LIBRARY=ON)
 targets=(chorus_unit_tests chorus_security_tests chorus_stranger_test chorus-run
          chorus_collectives_test chorus_kill_test chorus_mismatch_test chorus_recovery_test
          chorus_errors_test chorus_exit_helper chorus-info)

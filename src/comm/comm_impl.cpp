@@ -78,10 +78,6 @@ void bindToCore(int localRank) {
   }
 }
 
-std::string asString(const std::vector<std::byte>& bytes) {
-  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-}
-
 // Which ranks share a node: equal host identities, unless CHORUS_TOPO_FILE groups them
 // otherwise (node rules by rank or host), e.g. to describe a cluster or to try the
 // hierarchical algorithms on one machine.
@@ -112,7 +108,7 @@ Layout agreedLayout(Store& store, int rank, int nranks, const std::vector<std::s
   if (rank == 0) {
     store.set("layout", std::as_bytes(std::span(mine)));
   } else {
-    reference = asString(store.get("layout", deadline));
+    reference = storeText(store.get("layout", deadline));
   }
   const bool differs = reference != mine;
   const std::string detail = "rank " + std::to_string(rank) + " groups the ranks as \"" + mine +
@@ -125,7 +121,7 @@ Layout agreedLayout(Store& store, int rank, int nranks, const std::vector<std::s
     if (!layout) throw Error(Result::InvalidArgument, "CHORUS_TOPO_FILE: " + mine.substr(7));
     return *layout;
   }
-  const std::string example = differs ? detail : asString(store.get("layout/mismatch", deadline));
+  const std::string example = differs ? detail : storeText(store.get("layout/mismatch", deadline));
   // Rank 0 leaves (and its exit ends the store) only when the others have read all they
   // need: each acknowledges, the last one says so.
   if (rank != 0 && store.add("layout/read", 1) == nranks - 1) store.set("layout/read/done", {});
@@ -186,7 +182,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   int localRanks = 0, localRank = 0;
   std::vector<std::string> hosts;
   for (int r = 0; r < nranks; ++r) {
-    hosts.push_back(asString(store.get("host/" + std::to_string(r), deadline)));
+    hosts.push_back(storeText(store.get("host/" + std::to_string(r), deadline)));
     localRanks += hosts.back() == host;
     localRank += r < rank && hosts.back() == host;
   }

@@ -16,13 +16,9 @@
 namespace chorus::detail {
 namespace {
 
-std::string text(const std::vector<std::byte>& bytes) {
-  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-}
-
 std::optional<std::string> tryGet(Store& store, const std::string& key, Clock::duration wait) {
   try {
-    return text(store.get(key, Clock::now() + wait));
+    return storeText(store.get(key, Clock::now() + wait));
   } catch (const Error&) {
     return std::nullopt;
   }

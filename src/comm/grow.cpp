@@ -27,10 +27,6 @@
 namespace chorus::detail {
 namespace {
 
-std::string text(const std::vector<std::byte>& bytes) {
-  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-}
-
 std::span<const std::byte> bytes(const std::string& s) { return std::as_bytes(std::span(s)); }
 
 struct Member {
@@ -85,7 +81,7 @@ std::shared_ptr<CommImpl> CommImpl::grow(int newcomers) {
       for (int64_t n = first + 1; n <= first + newcomers; ++n) {
         std::string arrival;
         try {
-          arrival = text(job.get("grow/arrival/" + std::to_string(n), deadline));
+          arrival = storeText(job.get("grow/arrival/" + std::to_string(n), deadline));
         } catch (const Error& e) {
           if (e.code() != Result::Timeout) throw;
           throw Error(Result::Timeout,
@@ -124,10 +120,11 @@ std::shared_ptr<CommImpl> CommImpl::grow(int newcomers) {
     store_->set(mine, bytes(std::to_string(generation)));
     plan = std::to_string(generation);
   } else {
-    plan = text(store_->get(mine, deadline));
+    plan = storeText(store_->get(mine, deadline));
   }
   const std::string generation = plan;
-  const std::vector<Member> members = parsePlan(text(job.get("grow/plan/" + generation, deadline)));
+  const std::vector<Member> members =
+      parsePlan(storeText(job.get("grow/plan/" + generation, deadline)));
   const int self = parentRanks_.empty() ? rank_ : parentRanks_[rank_];
   Parent parent{{}, hostedStore_, claim_, "grow" + generation + "/", jobSize_};
   int rank = -1;
@@ -170,14 +167,14 @@ std::shared_ptr<CommImpl> CommImpl::join(const Rendezvous& rendezvous, int jobRa
   claim->set("grow/arrival/" + std::to_string(arrival), bytes(me));
   std::string generation;
   try {
-    generation = text(claim->get("grow/ticket/" + std::to_string(arrival), deadline));
+    generation = storeText(claim->get("grow/ticket/" + std::to_string(arrival), deadline));
   } catch (const Error& e) {
     if (e.code() != Result::Timeout) throw;
     throw Error(Result::Timeout, who + ": no communicator admitted it within " + seconds(timeout) +
                                      " (CHORUS_TIMEOUT): its members must call grow()");
   }
   const std::vector<Member> members =
-      parsePlan(text(claim->get("grow/plan/" + generation, deadline)));
+      parsePlan(storeText(claim->get("grow/plan/" + generation, deadline)));
   Parent parent{{}, nullptr, claim, "grow" + generation + "/", jobSize};
   int rank = -1;
   for (const Member& m : members) {

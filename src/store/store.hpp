@@ -35,6 +35,11 @@ class Store {
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
 };
 
+// A value read from the store as text (the values Chorus stores are text).
+inline std::string storeText(const std::vector<std::byte>& value) {
+  return std::string(reinterpret_cast<const char*>(value.data()), value.size());
+}
+
 // Prefixes every key, so that several communicators share one server.
 class PrefixStore : public Store {
  public:

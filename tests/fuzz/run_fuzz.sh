@@ -26,7 +26,7 @@ configure_and_build() {
     -DCMAKE_CXX_COMPILER="$cxx" \
     -DCMAKE_C_COMPILER="$cc" -DCHORUS_SANITIZE=address,undefined -DCHORUS_FUZZ=ON \
     -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link -DCHORUS_BUILD_PERF=OFF -DCHORUS_WITH_CUDA=OFF \
-    -DCHORUS_WITH_MPI=OFF -DCHORUS_WITH_UCX=OFF -DCHORUS_WITH_VERBS=OFF >"$build.configure.log" 2>&1 ||
+    -DCHORUS_WITH_MPI=OFF -DCHORUS_WITH_UCX=OFF -DCHORUS_WITH_VERBS=OFF -DCHORUS_UNITY_LIBRARY=ON >"$build.configure.log" 2>&1 ||
     { cat "$build.configure.log"; exit 1; }
   cmake --build "$build" -j"${CHORUS_FUZZ_JOBS:-2}" --target chorus_fuzzers
 }

@@ -246,7 +246,12 @@ TEST(TcpTransport, SingleRankHasNoChannels) {
 }
 
 // Rank `victim` destroys its transport after it has seen data from everyone; the others
-// must get PeerError naming it within a second, from whichever call meets it first.
+// must get PeerError naming it within two seconds, from whichever call meets it first.
+// (The error is there as soon as poll() reports the reset; what the bound also measures is
+// how long a survivor's thread waits for a core. At load 14-15 on 2 cores, from other
+// builds, survivors caught it 27-483 ms after the victim closed in 22 runs, and once in 15
+// more runs 1.10 s: a one-second bound failed there. A survivor that learnt of the death
+// from its wait's deadline (30 s) or a keep-alive still fails two seconds.)
 TEST(TcpTransport, PeerDiesMidStream) {
   Env env{{"CHORUS_SOCKET_IFNAME", "lo"}, {"CHORUS_TCP_STREAMS", "2"}};
   const int n = 3, victim = 2;
@@ -296,7 +301,7 @@ TEST(TcpTransport, PeerDiesMidStream) {
     EXPECT_EQ(blamed[r], victim) << "rank " << r << ": " << seen[r];
     EXPECT_NE(seen[r].find("rank 2"), std::string::npos) << seen[r];
     auto delay = Clock::duration(caughtAt[r] - diedAt.load());
-    EXPECT_LT(delay, chorus::test::within(1s)) << "rank " << r;
+    EXPECT_LT(delay, chorus::test::within(2s)) << "rank " << r;
   }
 }
 

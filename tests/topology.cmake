@@ -31,6 +31,10 @@ if(TARGET chorus_collectives_test AND TARGET chorus-topo)
     set_tests_properties(topology.bed.collectives.2x2.ucx PROPERTIES
       LABELS "topology;ucx" TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
   endif()
+  # Binding and yielding count the ranks on the machine, not on a node (namespace). A few s.
+  add_test(NAME topology.bed.bind.2x2 COMMAND ${_bed} bind 2 2 ${PROJECT_BINARY_DIR})
+  set_tests_properties(topology.bed.bind.2x2 PROPERTIES
+    LABELS topology TIMEOUT 120 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
   add_test(NAME topology.bed.cleanup COMMAND ${_bed} cleanup ${PROJECT_BINARY_DIR})
   set_tests_properties(topology.bed.cleanup PROPERTIES
     LABELS topology TIMEOUT 120 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)

@@ -45,6 +45,7 @@ bool tuned(Collective c) {
 
 // The cores this thread could run on before bindToCore bound it to one (0: not bound).
 thread_local int coresBeforeBinding = 0;
+thread_local int boundCore = -1;  // the core bindToCore bound this thread to
 
 // Cores this process may run on (taskset, cgroup cpusets), not the machine's total.
 int usableCores() {
@@ -54,28 +55,38 @@ int usableCores() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-// Where ranks outnumber cores, binds the calling thread to core `localRank` modulo the
-// cores, once, unless its affinity was narrowed already (taskset, a cpuset) or
-// CHORUS_BIND_CORE=0. A waiting rank hands its core over with sched_yield, which never
-// moves it to another core, and under SCHED_FIFO nothing else does either: ranks stay where
-// they started, 7 of 8 on one core of 2 seen, while the lone rank's core polls. np 8 on 2
-// cores, 8 B all-reduce, chrt -f 1, three alternating runs: 18.0 / 18.6 / 16.9 us bound
-// against 20.5 / 21.0 / 33.5 us unbound (perf/README.md, "Small all-reduce").
-void bindToCore(int localRank) {
-  if (coresBeforeBinding > 0 || !settings::boolean("CHORUS_BIND_CORE")) return;
+// The machine a host identity (bootstrap's hostIdentity: boot id/hostname/netns) is on:
+// its kernel's boot id. Shared memory and the topology go by host, but the cores are the
+// kernel's: the test bed's nodes are network namespaces on one machine, where 2x2 is 4
+// ranks on 2 cores while each node sees 2 ranks (and so bound and spun as if each had a
+// core). Not told apart: containers on one kernel with disjoint cpusets (counted as one).
+std::string machineOfHost(const std::string& host) { return host.substr(0, host.find('/')); }
+
+// Where the machine's ranks outnumber cores, binds the calling thread to core
+// `machineRank` modulo the cores, once, unless its affinity was narrowed already (taskset, a
+// cpuset) or CHORUS_BIND_CORE=0; returns the core it bound to, else -1. A waiting rank hands its
+// core over with sched_yield, which never moves it to another core, and under SCHED_FIFO nothing
+// else does either: ranks stay where they started, 7 of 8 on one core of 2 seen, while the lone
+// rank's core polls. np 8 on 2 cores, 8 B all-reduce, chrt -f 1, three alternating runs: 18.0
+// / 18.6 / 16.9 us bound against 20.5 / 21.0 / 33.5 us unbound (perf/README.md, "Small
+// all-reduce").
+int bindToCore(int machineRank) {
+  if (coresBeforeBinding > 0 || !settings::boolean("CHORUS_BIND_CORE")) return boundCore;
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return -1;
   const int allowed = CPU_COUNT(&set);
-  if (allowed < 2 || allowed != get_nprocs()) return;
-  int nth = localRank % allowed;
+  if (allowed < 2 || allowed != get_nprocs()) return -1;
+  int nth = machineRank % allowed;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (!CPU_ISSET(cpu, &set) || nth-- > 0) continue;
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(cpu, &one);
-    if (sched_setaffinity(0, sizeof(one), &one) == 0) coresBeforeBinding = allowed;
-    return;
+    if (sched_setaffinity(0, sizeof(one), &one) != 0) return -1;
+    coresBeforeBinding = allowed;
+    return boundCore = cpu;
   }
+  return -1;
 }
 
 // Which ranks share a node: equal host identities, unless CHORUS_TOPO_FILE groups them
@@ -179,14 +190,17 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
 
   const std::string host = hostIdentity();
   store.set("host/" + std::to_string(rank), std::as_bytes(std::span(host)));
-  int localRanks = 0, localRank = 0;
+  const std::string machine = machineOfHost(host);
+  int localRanks = 0, machineRanks = 0, machineRank = 0;
   std::vector<std::string> hosts;
   for (int r = 0; r < nranks; ++r) {
     hosts.push_back(storeText(store.get("host/" + std::to_string(r), deadline)));
     localRanks += hosts.back() == host;
-    localRank += r < rank && hosts.back() == host;
+    const bool sameMachine = machineOfHost(hosts.back()) == machine;
+    machineRanks += sameMachine;
+    machineRank += r < rank && sameMachine;
   }
-  if (localRanks > usableCores()) bindToCore(localRank);
+  const int core = machineRanks > usableCores() ? bindToCore(machineRank) : boundCore;
 
   // CHORUS_TRANSPORT forces one transport for every peer; otherwise shared memory when
   // every rank is on this host, else the network transport (CHORUS_NET: ib, ucx, tcp).
@@ -205,7 +219,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   config.nranks = nranks;
   config.timeout = c->timeout_;
   const int cores = usableCores();
-  config.yieldWhileSpinning = localRanks > cores;
+  config.yieldWhileSpinning = machineRanks > cores;
   // Oversubscribed ranks poll with sched_yield, which hands the core straight to a peer
   // with work; 200 us of that keeps small-message latency low (perf/compare.sh) before
   // the rank sleeps on a futex and stops costing anything.
@@ -266,9 +280,13 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   c->setUpTuner(localRanks, cores, config.sliceBytes);
   storeBarrier(store, "ready", nranks, deadline);
   c->ready_ = true;
-  logf(LogLevel::Info, "rank %d/%d ready: transport %s, %d local ranks, timeout %.1f s", rank,
-       nranks, c->transport_->name(), localRanks,
-       std::chrono::duration<double>(c->timeout_).count());
+  logf(LogLevel::Info,
+       "rank %d/%d ready: transport %s, %d local ranks, timeout %.1f s; %d ranks on this "
+       "machine, %d cores: %s, %s",
+       rank, nranks, c->transport_->name(), localRanks,
+       std::chrono::duration<double>(c->timeout_).count(), machineRanks, cores,
+       core >= 0 ? ("bound to core " + std::to_string(core)).c_str() : "not bound",
+       config.yieldWhileSpinning ? "yields while waiting" : "spins while waiting");
   return c;
 }
 

@@ -56,21 +56,25 @@ const std::vector<Spec> kSpecs = {
      "budget lasts, then at most half of what is left, never less than 64K",
      4 * K, G},
     {"CHORUS_SPIN_US", Integer, "", "microseconds of polling before sleeping on a futex or poll", 0,
-     10'000'000, "", "", Scope::Library, false, "50, or 200 when ranks outnumber cores"},
+     10'000'000, "", "", Scope::Library, false,
+     "50, or 200 when the machine's ranks outnumber its cores"},
     {"CHORUS_PAUSE_SPIN_US", Integer, "",
      "most microseconds of CHORUS_SPIN_US that poll without a "
      "system call (learnt from the waits before; the rest polls with sched_yield)",
-     0, 10'000'000, "", "", Scope::Library, false, "20 (0 when ranks outnumber cores)"},
+     0, 10'000'000, "", "", Scope::Library, false,
+     "20 (0 when the machine's ranks outnumber its cores)"},
     {"CHORUS_YIELD_ADAPT", Boolean, "1",
      "`1`: a wait whose sched_yield took a millisecond or more (the core went to a thread "
      "that computes, for a scheduler tick) stops yielding and sleeps, and the next waits "
      "sleep at once for a while (8 waits, doubling while it recurs); `0`: always poll "
      "with sched_yield for CHORUS_SPIN_US"},
     {"CHORUS_BIND_CORE", Boolean, "1",
-     "`1`: where ranks outnumber cores, bind the thread that creates the communicator (and "
-     "so every thread it starts later) to one core, its local rank modulo the cores, unless "
-     "its affinity was narrowed already; a program that computes on threads of its own "
-     "gives them their affinity back (chorus-train does)"},
+     "`1`: where the machine's ranks outnumber its cores (every rank on the same kernel, "
+     "whatever its network namespace or container), bind the thread that creates the "
+     "communicator (and so every thread it starts later) to one core, its rank among the "
+     "machine's ranks modulo the cores, unless its affinity was narrowed already; a "
+     "program that computes on threads of its own gives them their affinity back "
+     "(chorus-train does)"},
     {"CHORUS_SLICE_BYTES", Size, "256K", "most bytes one step moves per engine pass", 4 * K, G},
     {"CHORUS_STREAM_FROM_BYTES", Size, "64M",
      "one-sided copies into the output use streaming stores from this op size x ranks", 0,

@@ -24,10 +24,14 @@ sim=$1 root=$2
 # within before it: docs/sim.md, ninth session); ninth_nochrt_2/: 3x2 again (37 and 3 picks before).
 # The fluid flow shares (tenth session: shares solved again as a step's messages end) took
 # sim_vs_bed/ 3x2 26 -> 27 and nic_tuner/ 3x2 40 -> 41 (hier_rhd >= 4 MiB); with `fluid 0`
-# in the fabrics those two fail here.
+# in the fabrics those two fail here. machine_sim13/rec/: ranks bind and yield by the ranks
+# of the machine, not of their netns node (chrt -f 1, one round each, rec_2/ a second 3x2;
+# docs/sim.md, fifteenth session).
 want="sim_vs_bed:2x2:37:1 sim_vs_bed:3x2:27:6 sim_vs_bed/transport_tuner:2x2:30:3
   sim_vs_bed/transport_tuner:3x2:24:4 sim_vs_bed/nic_tuner:2x2:47:5 sim_vs_bed/nic_tuner:3x2:41:6
-  sim_vs_bed/ninth_nochrt:2x2:30:5 sim_vs_bed/ninth_nochrt:3x2:36:5 sim_vs_bed/ninth_nochrt_2:3x2:38:4"
+  sim_vs_bed/ninth_nochrt:2x2:30:5 sim_vs_bed/ninth_nochrt:3x2:36:5 sim_vs_bed/ninth_nochrt_2:3x2:38:4
+  sim_vs_bed/machine_sim13/rec:2x2:48:5 sim_vs_bed/machine_sim13/rec:3x2:45:6
+  sim_vs_bed/machine_sim13/rec_2:3x2:43:6"
 bad=0
 for w in $want; do
   IFS=: read -r dir layout min picks <<<"$w"

@@ -10,6 +10,11 @@
 #       the collectives suite between the nodes over ucx with one UCX worker per NIC
 #       (CHORUS_UCX_NET_DEVICES=auto): it must pass, and each NIC must carry at least a
 #       quarter of the bytes the nodes send (the kernel's counters): both are rails.
+#   bed_test.sh bind K N BUILD_DIR
+#       K nodes x N ranks: the nodes are namespaces on this one machine, so every rank must
+#       count all K x N ranks on the machine (not its node's N) against the cores it may
+#       run on, and where they outnumber them yield while waiting and be bound one core each
+#       (spread over all the cores; not bound where the affinity was narrowed already).
 #   bed_test.sh cleanup BUILD_DIR
 #       the bed is removed after a failing rank, a timeout and an interrupt.
 #
@@ -106,6 +111,33 @@ ucx_rails() {
   echo "bed_test: OK: $k nodes x $n ranks over ucx on both NICs, suite $((SECONDS - t0)) s"
 }
 
+bind_decision() {
+  local k=$1 n=$2 build=$3 world=$(($1 * $2)) cores online
+  cores=$(nproc)  # the cores this process may run on (its affinity), as the ranks count them
+  online=$(getconf _NPROCESSORS_ONLN)
+  "$bed" run -k "$k" -m 1 -r 1gbit -n "$n" -t 60 -e CHORUS_DEBUG=INFO -- \
+    "$build/perf/chorus-perf" -t allreduce -b 8 -e 8 -n 5 -w 1 >"$log" 2>&1 ||
+    { cat "$log"; fail "chorus-perf on the bed failed"; }
+  grep "ready: transport" "$log"
+  local seen
+  seen=$(grep -c "ready: transport tcp, $n local ranks, .* $world ranks on this machine, $cores cores:" "$log")
+  ((seen == world)) || fail "$seen of $world ranks counted $n local and $world machine ranks on $cores cores"
+  if ((world > cores)); then
+    seen=$(grep -c "yields while waiting" "$log")
+    ((seen == world)) || fail "$seen of $world oversubscribed ranks yield while waiting"
+    if ((cores >= 2 && cores == online)); then
+      seen=$(grep -o "bound to core [0-9]*" "$log" | sort -u | wc -l)
+      ((seen == cores)) || fail "the ranks are bound to $seen distinct cores, not all $cores"
+      seen=$(grep -c "bound to core" "$log")
+      ((seen == world)) || fail "$seen of $world ranks bound to a core"
+    fi
+  else
+    seen=$(grep -c "not bound, spins while waiting" "$log")
+    ((seen == world)) || fail "$seen of $world ranks with a core each are unbound and spin"
+  fi
+  echo "bed_test: OK: $k nodes x $n ranks, $cores cores: the machine's $world ranks decide"
+}
+
 # The bed's id, from run's "netns_bed: bed ID: ..." line.
 bed_of() { sed -n 's/^netns_bed: bed \(cb[0-9a-f]\{6\}\):.*/\1/p' "$log" | head -1; }
 gone() { [[ -n $1 && -z $(ip netns list | grep "^$1") && ! -e $state/$1 ]]; }
@@ -146,6 +178,7 @@ cleanup() {
 case ${1:-} in
   collectives) shift; collectives "$@" ;;
   ucx) shift; ucx_rails "$@" ;;
+  bind) shift; bind_decision "$@" ;;
   cleanup) cleanup ;;
-  *) sed -n '2,15p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,20p' "$0" >&2; exit 2 ;;
 esac

@@ -62,6 +62,7 @@ base = names[0]
 bw = {(k, np, R, int(b), v): float(x) for k, np, R, v, load, b, x in rows}
 for v in names:
     loads = [float(r[4]) for r in rows if r[3] == v]
+    if not loads: continue  # every run of it failed
     print('%s: load %.1f-%.1f (median %.1f)' % (v, min(loads), max(loads), statistics.median(loads)))
 print('np R size  ' + '  '.join('%s busbw' % v for v in names) +
       '  ' + '  '.join('%s/%s (faster)' % (v, base) for v in names if v != base))

@@ -8,7 +8,8 @@
 # row gives B's median and B / A as well.
 # Env: BYTES (message size, default 4194304), ITERS (default 10), ROUNDS (default 3): every
 # measurement runs ROUNDS times, the raw and Chorus runs alternating round by round; the
-# table gives medians and each Chorus line's ratio to its raw reference. RUN_TIMEOUT
+# table gives medians and each Chorus line's ratio to its raw reference (chorus-perf's
+# out-of-place columns; the all-reduce rows also give its in-place ones, KEY.ip). RUN_TIMEOUT
 # (default 300 s) bounds each chorus-perf run. KEYS (shell patterns separated by spaces,
 # default *): only the measurements whose key (the table's: raw.both, sendrecv.R1,
 # allreduce.R1.ring, ...) matches one run. With BUILD_B, odd rounds run A first and even
@@ -73,7 +74,11 @@ chorus_on() {  # chorus_on BUILD KEY COLLECTIVE [chorus-perf args]: 2 ranks; app
   v=$(awk -v b="$BYTES" '$1 == b {printf "%.3f", b / $6; exit}' /tmp/chorus-perf.log)
   [ -n "$v" ] || { cat /tmp/chorus-perf.log; echo "chorus-perf $key: no row"; return 1; }
   echo "$v" >> "$OUT/$key"
-  echo "  $key: $v"
+  # the same row's in-place columns (time: $10) go to KEY.ip (B's: KEY.ip.b)
+  case "$key" in *.b) ipkey="${key%.b}.ip.b" ;; *) ipkey="$key.ip" ;; esac
+  vi=$(awk -v b="$BYTES" '$1 == b && NF >= 13 {printf "%.3f", b / $10; exit}' /tmp/chorus-perf.log)
+  [ -z "$vi" ] || echo "$vi" >> "$OUT/$ipkey"
+  echo "  $key: $v (in place: ${vi:-none})"
 }
 median() { sort -n "$OUT/$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 row() {  # row KEY LABEL [REFERENCE_KEY DIVISOR]: median MB/s, all runs, ratio to the reference
@@ -124,9 +129,13 @@ row broadcast "chorus broadcast (one direction)" raw.one 1
 row sendrecv "chorus sendrecv" raw.both 2
 row sendrecv.R1 "chorus sendrecv, registered (-R 1, rendezvous)" raw.both 2
 row allreduce "chorus allreduce, copy path" raw.both 2
+row allreduce.ip "  in place" raw.both 2
 row allreduce.R1 "chorus allreduce -R 1 (registered), tuner's pick" raw.both 2
+row allreduce.R1.ip "  in place (bounce buffer)" raw.both 2
 row allreduce.R2 "chorus allreduce -R 2 (memAlloc), tuner's pick" raw.both 2
+row allreduce.R2.ip "  in place" raw.both 2
 row allreduce.R1.oneshot "chorus allreduce -R 1, peer_oneshot (READ)" raw.both 2
 row allreduce.R1.twoshot "chorus allreduce -R 1, peer_twoshot (READ)" raw.both 2
 row allreduce.R1.ring "chorus allreduce -R 1, ring (rendezvous)" raw.both 2
+row allreduce.R1.ring.ip "  in place (bounce buffer)" raw.both 2
 exit $status

@@ -72,6 +72,18 @@ class DirectTransfer {
   // `region` as its destination, or refuses it (region null). false: no room to send
   // the answer yet.
   virtual bool offer(const LocalRegion* region, std::byte* data, size_t bytes) = 0;
+  // Receiver: the largest transfer this channel's own registered bounce buffer takes (0:
+  // none), and the buffer itself for a transfer of `bytes` (nullptr when larger; taken
+  // at the first call). A RecvReduce that cannot fold in its destination
+  // (in place, destination unregistered, local operand still being written) lets the
+  // peer write there instead and folds from it into the destination: one pass, as the
+  // stream's fold, without the sender's staging copy. One transfer uses it at a time
+  // (the receiving direction's, in step order: the next one's answer goes out only once
+  // this step completed, so only after its fold).
+  virtual size_t bounceBytes() const { return 0; }
+  virtual std::byte* bounce(size_t /*bytes*/) { return nullptr; }
+  // Receiver: offer() with the bounce buffer as the destination (bounce(bytes) first).
+  virtual bool offerBounce(size_t /*bytes*/) { return false; }
   // Receiver: true once the `bytes` of the accepted transfer that the sender writes (its
   // middle, without the streamed ends) have landed (it is then forgotten).
   virtual bool landed(size_t bytes) = 0;

@@ -37,6 +37,9 @@ struct StepProgress {
   // Send and Recv of an announced message (engine/rendezvous.hpp); the offer travels in
   // `record`/`recordBytes` (free in these steps).
   RendezvousState rendezvous = RendezvousState::Undecided;
+  // Receiver: the announced message lands in the channel's bounce buffer (a RecvReduce
+  // that cannot fold in its destination: rendezvous_reduce.hpp), folded from there.
+  bool intoBounce = false;
   // Sender of an announced message written in part: bytes of its tail streamed (the
   // offer in `record` says how many it streams; `bytes` counts the head and the middle).
   size_t tailBytes = 0;

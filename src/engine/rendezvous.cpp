@@ -3,8 +3,10 @@
 // message in the stream; when both buffers are registered the data goes straight from the
 // sender's buffer into the receiver's (a RecvReduce's lands in its destination and is
 // folded there, when its local range is apart: rendezvous_reduce.hpp), else through the stream
-// as for any message. A receiver that will take any registered source answers as its step
-// begins, without waiting for the offer (clear to send: receiverClearsToSend).
+// as for any message. A RecvReduce that cannot fold in its destination (in place) lets the
+// sender write into the channel's bounce buffer and folds from there. A receiver that will
+// take any registered source answers as its step begins, without waiting for the offer
+// (clear to send: receiverClearsToSend, reduceLanding).
 #include "algorithms/schedule_rules.hpp"
 #include "engine/engine.hpp"
 #include "engine/rendezvous_reduce.hpp"
@@ -189,16 +191,26 @@ void Engine::recvClearToSend(OpState& op, int index, Channel& channel, bool& mov
   if (p.rendezvous == RendezvousState::Undecided) {  // the step's first pass
     rv->receiving();
     const bool reducing = step.kind == StepKind::RecvReduce;
-    const bool clear = detail::receiverClearsToSend(
-        region != nullptr, reducing,
-        reducing &&
-            detail::apart(reinterpret_cast<uintptr_t>(detail::resolve(op, step.dst)),
-                          reinterpret_cast<uintptr_t>(detail::resolve(op, step.src)), dataBytes),
-        allowedElements(op, index) >= step.dst.count);
+    const bool allAllowed = allowedElements(op, index) >= step.dst.count;
+    bool clear;
+    if (reducing) {  // the offer is taken as registered: a stream offer withdraws
+      detail::RendezvousOffer registered;
+      registered.registered = 1;
+      const auto landing = detail::reduceLanding(
+          registered, region != nullptr,
+          detail::apart(reinterpret_cast<uintptr_t>(detail::resolve(op, step.dst)),
+                        reinterpret_cast<uintptr_t>(detail::resolve(op, step.src)), dataBytes),
+          allAllowed, dataBytes <= rv->bounceBytes());
+      clear = landing != detail::ReduceLanding::Stream;
+      p.intoBounce = landing == detail::ReduceLanding::Bounce;
+    } else {
+      clear = detail::receiverClearsToSend(region != nullptr, false, false, allAllowed);
+    }
     p.rendezvous = clear ? RendezvousState::ClearToSend : RendezvousState::Reading;
   }
   if (p.rendezvous == RendezvousState::ClearToSend &&
-      rv->offer(region, detail::resolve(op, step.dst), dataBytes)) {
+      (p.intoBounce ? rv->offerBounce(dataBytes)
+                    : rv->offer(region, detail::resolve(op, step.dst), dataBytes))) {
     moved = true;
     p.rendezvous = RendezvousState::Cleared;
   }
@@ -224,6 +236,7 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
     if (!offer->registered) {  // the data keeps the stream; the sender drops the answer
       rv->withdraw();
       p.rendezvous = RendezvousState::Stream;
+      p.intoBounce = false;
       return false;
     }
     p.rendezvous = RendezvousState::Direct;
@@ -237,47 +250,68 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
     }
     p.rendezvous = RendezvousState::Answering;
     // Which answer, until it is sent (1: accept); `readElements` is free until then.
-    const bool accept =
-        reducing  // folds in its destination when its local range is apart and written
-            ? detail::receiverFoldsInDestination(*offer, region != nullptr, localApart(),
-                                                 allowedElements(op, index) >= step.dst.count)
-            : detail::receiverAccepts(*offer, region != nullptr);
+    bool accept;
+    if (reducing) {  // in its destination, or in the bounce buffer, or refused
+      const auto landing = detail::reduceLanding(*offer, region != nullptr, localApart(),
+                                                 allowedElements(op, index) >= step.dst.count,
+                                                 dataBytes <= rv->bounceBytes());
+      accept = landing != detail::ReduceLanding::Stream;
+      p.intoBounce = landing == detail::ReduceLanding::Bounce;
+    } else {
+      accept = detail::receiverAccepts(*offer, region != nullptr);
+    }
     p.readElements = accept ? 1 : 0;
   }
   if (p.rendezvous == RendezvousState::Answering) {
     const bool accept = p.readElements == 1;
-    if (!rv->offer(accept ? region : nullptr, detail::resolve(op, step.dst), dataBytes))
-      return true;
+    const bool sent = accept && p.intoBounce ? rv->offerBounce(dataBytes)
+                                             : rv->offer(accept ? region : nullptr,
+                                                         detail::resolve(op, step.dst), dataBytes);
+    if (!sent) return true;
     moved = true;
     p.readElements = 0;
     p.rendezvous = accept ? RendezvousState::Direct : RendezvousState::Stream;
     if (!accept) return false;
   }
   // Direct: the head and the tail come through the stream (in that order; a RecvReduce
-  // lands them in its destination too and folds the whole at the end), the middle is
-  // written into the destination.
+  // lands them beside the middle too and folds the whole at the end), the middle is
+  // written into the destination, or into the bounce buffer.
+  std::byte* const dst = detail::resolve(op, step.dst);
+  std::byte* const landing = p.intoBounce ? rv->bounce(dataBytes) : dst;
   const RendezvousOffer offer = offerIn(p);
   const size_t streamed = size_t{offer.head} + offer.tail;
   while (p.bytes < streamed) {
-    if (allowedElements(op, index) < step.dst.count) return true;  // not free to write yet
+    // The destination must be free to write (the bounce buffer is).
+    if (!p.intoBounce && allowedElements(op, index) < step.dst.count) return true;
     std::span<const std::byte> incoming = channel.peek();
     if (incoming.empty()) return true;
     const bool inHead = p.bytes < offer.head;
     const size_t at = inHead ? p.bytes : dataBytes - streamed + p.bytes;
     const size_t used = std::min(incoming.size(), (inHead ? offer.head : streamed) - p.bytes);
-    std::memcpy(detail::resolve(op, step.dst) + at, incoming.data(), used);
+    std::memcpy(landing + at, incoming.data(), used);
     channel.consume(used);
     p.bytes += used;
     moved = true;
   }
-  if (!rv->landed(dataBytes - streamed)) return true;
-  if (reducing) {  // the peer's data is in the destination: dst = local OP dst
-    std::byte* dst = detail::resolve(op, step.dst);
-    kernels::reduce(op.type, op.op, dst, detail::resolve(op, step.src), dst, step.dst.count);
-    if (step.finalize && op.op == RedOp::Avg && config_.nranks > 1)
-      kernels::divide(op.type, dst, dst, step.dst.count, config_.nranks);
+  if (p.bytes < dataBytes) {  // `bytes` reaches dataBytes once the middle landed
+    if (!rv->landed(dataBytes - streamed)) return true;
+    p.bytes = dataBytes;
+    moved = true;
   }
-  p.bytes = dataBytes;
+  if (reducing) {
+    // dst = local OP landed, as far as the local operand is written (all of it when
+    // folding in the destination: its local range was written before the answer).
+    const size_t to = std::min(allowedElements(op, index), step.dst.count);
+    if (to <= p.elements) return true;
+    const size_t at = p.elements * op.elementSize;
+    kernels::reduce(op.type, op.op, dst + at, detail::resolve(op, step.src) + at, landing + at,
+                    to - p.elements);
+    if (step.finalize && op.op == RedOp::Avg && config_.nranks > 1)
+      kernels::divide(op.type, dst + at, dst + at, to - p.elements, config_.nranks);
+    p.elements = to;
+    moved = true;
+    if (to < step.dst.count) return true;
+  }
   p.elements = step.dst.count;
   completeStep(op, index);
   moved = true;

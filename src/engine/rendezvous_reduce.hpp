@@ -1,5 +1,6 @@
 // The rendezvous of a RecvReduce (dst = local OP the peer's data): whether its data may
-// land straight in its registered destination, to be folded there. Pure decisions,
+// land straight in its registered destination, to be folded there, or in the channel's
+// bounce buffer, to be folded from there. Pure decisions,
 // unit-tested on the host (rendezvous_test.cpp); Engine::recvRendezvous acts on them.
 #pragma once
 
@@ -24,6 +25,23 @@ inline bool apart(uintptr_t a, uintptr_t b, size_t bytes) {
 inline bool receiverFoldsInDestination(const RendezvousOffer& offer, bool destinationRegistered,
                                        bool localApart, bool localWritten) {
   return receiverAccepts(offer, destinationRegistered) && localApart && localWritten;
+}
+
+// Where a RecvReduce's announced data lands: in its destination when it can fold there
+// (receiverFoldsInDestination), else in the channel's bounce buffer when the source is
+// registered and the message fits it (in place, an unregistered destination, a local
+// operand still being written: the data cannot go to the destination, but it still skips
+// the sender's staging copy and the receive ring), else through the stream. From the
+// bounce buffer one pass makes dst = local OP bounce, the stream's fold with the bounce
+// buffer in the ring's place (the same operands in the same order: bit-identical).
+// Before the offer (clear to send) the receiver takes the source as registered: an offer
+// that then says otherwise withdraws the answer.
+enum class ReduceLanding : uint8_t { Stream, Destination, Bounce };
+inline ReduceLanding reduceLanding(const RendezvousOffer& offer, bool destinationRegistered,
+                                   bool localApart, bool localWritten, bool bounceFits) {
+  if (receiverFoldsInDestination(offer, destinationRegistered, localApart, localWritten))
+    return ReduceLanding::Destination;
+  return offer.registered && bounceFits ? ReduceLanding::Bounce : ReduceLanding::Stream;
 }
 
 // Clear to send: the receiver answers with its destination as soon as its step begins,

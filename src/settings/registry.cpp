@@ -111,7 +111,9 @@ const std::vector<Spec> kSpecs = {
      "", "NCCL_IB_RETRY_CNT"},
     {"CHORUS_IB_BLOCK", Size, "128K", "bytes of each striping block across the queue pairs", 4 * K,
      G},
-    {"CHORUS_IB_BUFFER", Size, "2M", "bytes of each peer's receive ring (at least 2 blocks per QP)",
+    {"CHORUS_IB_BUFFER", Size, "2M",
+     "bytes of each peer's receive ring (at least 2 blocks per QP) and of its bounce "
+     "buffer (in-place reductions' zero-copy)",
      4 * K, 2 * G - 1},
     {"CHORUS_IB_RNDV_BYTES", Size, "64K",
      "registered buffers: messages from this size go zero-copy by RDMA WRITE (0: never)", 0, G},

@@ -395,6 +395,26 @@ void rendezvousChecks(chorus::ib::IbDevice& dev) {
         pollUntil([&] { return a->putDone(bytes); }) && pollUntil([&] { return b->landed(bytes); });
   check(put && std::memcmp(dst3.data(), src, bytes) == 0,
         "answer after the offer: transfer 3 lands exact");
+  // Transfer 4: into the receiver's bounce buffer (a RecvReduce that cannot fold in its
+  // destination), cleared before its offer; then transfer 5 in the old order, again there.
+  check(b->bounceBytes() == cfg.ring && b->bounce(cfg.ring + 1) == nullptr,
+        "the bounce buffer takes transfers up to the ring's size");
+  for (int t = 4; t <= 5; ++t) {
+    b->receiving();
+    if (t == 4) put = pollUntil([&] { return b->offerBounce(bytes); });
+    a->sending();
+    if (t == 5) put = pollUntil([&] { return b->offerBounce(bytes); });
+    put = put && pollUntil([&] { return (answer = a->answer()) != Answer::None; }) &&
+          answer == Answer::Accepted && pollUntil([&] {
+            return a->put(srcRegion, src + (t - 4) * 8, 0, bytes - 8) == bytes - 8;
+          }) &&
+          pollUntil([&] { return a->putDone(bytes - 8); }) &&
+          pollUntil([&] { return b->landed(bytes - 8); });
+    const std::byte* landing = b->bounce(bytes);
+    check(put && landing != nullptr && std::memcmp(landing, src + (t - 4) * 8, bytes - 8) == 0,
+          t == 4 ? "bounce: transfer 4, cleared to send, lands exact in the bounce buffer"
+                 : "bounce: transfer 5, answered after its offer, lands exact there too");
+  }
 }
 
 }  // namespace

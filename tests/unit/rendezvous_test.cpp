@@ -14,6 +14,8 @@ using chorus::detail::parseOffer;
 using chorus::detail::receiverAccepts;
 using chorus::detail::receiverClearsToSend;
 using chorus::detail::receiverFoldsInDestination;
+using chorus::detail::ReduceLanding;
+using chorus::detail::reduceLanding;
 using chorus::detail::RendezvousOffer;
 
 TEST(Rendezvous, AnnouncedFromTheThresholdOn) {
@@ -122,4 +124,25 @@ TEST(Rendezvous, ReceiverClearsToSendOnlyWhenItWouldTakeAnyRegisteredSource) {
   EXPECT_FALSE(receiverClearsToSend(true, true, false, true));  // in place
   EXPECT_FALSE(receiverClearsToSend(true, true, true, false));  // local still written
   EXPECT_FALSE(receiverClearsToSend(false, true, true, true));
+}
+
+// A RecvReduce's data lands in its destination when it can fold there; else (in place,
+// destination unregistered, local operand still being written) in the channel's bounce
+// buffer when the source is registered and the message fits it; else it streams.
+TEST(Rendezvous, ReduceThatCannotFoldInItsDestinationLandsInTheBounceBuffer) {
+  RendezvousOffer reg, unreg;
+  reg.registered = 1;
+  // (offer, destination registered, local apart, local written, bounce fits)
+  EXPECT_EQ(reduceLanding(reg, true, true, true, true), ReduceLanding::Destination);
+  EXPECT_EQ(reduceLanding(reg, true, true, true, false), ReduceLanding::Destination);
+  EXPECT_EQ(reduceLanding(reg, true, false, true, true), ReduceLanding::Bounce);  // in place
+  EXPECT_EQ(reduceLanding(reg, true, true, false, true), ReduceLanding::Bounce);  // not written
+  EXPECT_EQ(reduceLanding(reg, false, true, true, true), ReduceLanding::Bounce);  // unregistered
+  EXPECT_EQ(reduceLanding(reg, false, false, false, true), ReduceLanding::Bounce);
+  EXPECT_EQ(reduceLanding(reg, true, false, true, false), ReduceLanding::Stream);  // too large
+  EXPECT_EQ(reduceLanding(reg, false, true, true, false), ReduceLanding::Stream);
+  // An unregistered source streams wherever the data could land.
+  EXPECT_EQ(reduceLanding(unreg, true, true, true, true), ReduceLanding::Stream);
+  EXPECT_EQ(reduceLanding(unreg, true, false, true, true), ReduceLanding::Stream);
+  EXPECT_EQ(reduceLanding(unreg, false, false, false, true), ReduceLanding::Stream);
 }

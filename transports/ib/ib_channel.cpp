@@ -496,6 +496,25 @@ bool IbChannel::offer(const LocalRegion* region, std::byte* data, size_t bytes) 
   return true;
 }
 
+std::byte* IbChannel::bounce(size_t bytes) {
+  if (bytes > ring_) return nullptr;
+  if (!bounce_.data()) {
+    bounce_ = device_.pool().get(ring_);
+    bounceRegion_.base = bounce_.data();
+    bounceRegion_.bytes = bounce_.size();
+  }
+  return bounce_.data();
+}
+
+bool IbChannel::offerBounce(size_t bytes) {
+  std::byte* data = bounce(bytes);
+  if (!data)
+    throw Error(Result::InternalError, "ib: a bounce buffer of " + std::to_string(bytes) +
+                                           " bytes offered to rank " + std::to_string(peer_) +
+                                           " (it has " + std::to_string(ring_) + ")");
+  return offer(&bounceRegion_, data, bytes);
+}
+
 bool IbChannel::landed(size_t bytes) {
   progress();
   if (landing_ && landedBytes_ >= bytes) {

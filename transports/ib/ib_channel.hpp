@@ -42,9 +42,13 @@
 //   immediate marked as a piece; the receiver counts their lengths. No staging ring, no
 //   receive ring, no copy on either side. The answer carries the transfer's number, so
 //   the receiver may send it before the offer arrived (clear to send; matchAnswer).
+//   A RecvReduce that cannot fold in its destination (in place) answers with the
+//   channel's bounce buffer instead (`ring` bytes, registered like the rings) and folds
+//   from it.
 // Not thread-safe: one engine thread drives a transport.
 #pragma once
 
+#include "memory/shared_memory.hpp"
 #include "striping/path_scheduler.hpp"
 #include "striping/stream_assembly.hpp"
 #include "striping/stripe_stats.hpp"
@@ -91,6 +95,9 @@ class IbChannel final : public Channel, public DirectTransfer {
   void receiving() override { ++recvTransfer_; }
   void withdraw() override;
   bool offer(const LocalRegion* region, std::byte* data, size_t bytes) override;
+  size_t bounceBytes() const override { return ring_; }
+  std::byte* bounce(size_t bytes) override;
+  bool offerBounce(size_t bytes) override;
   bool landed(size_t bytes) override;
   Answer answer() override;
   size_t put(const LocalRegion& region, const std::byte* data, size_t from, size_t to) override;
@@ -185,12 +192,16 @@ class IbChannel final : public Channel, public DirectTransfer {
   // Rendezvous. control_: QP 0's receive slots (answers land there), then send slots.
   BufferPool::Buffer control_;
   uint64_t answersSent_ = 0;
-  uint64_t sendTransfer_ = 0;                  // the transfer this side sends now (numbered from 1)
-  uint64_t recvTransfer_ = 0;                  // the transfer this side receives now
-  std::deque<RendezvousAnswer> answers_;       // the peer's answers, oldest first
-  std::vector<RegCache::Handle> putSources_;   // sender: the source's registration per rail
-  size_t putPosted_ = 0;                       // bytes of the transfer posted
-  int putsInFlight_ = 0;                       // piece writes not completed
+  uint64_t sendTransfer_ = 0;                 // the transfer this side sends now (numbered from 1)
+  uint64_t recvTransfer_ = 0;                 // the transfer this side receives now
+  std::deque<RendezvousAnswer> answers_;      // the peer's answers, oldest first
+  std::vector<RegCache::Handle> putSources_;  // sender: the source's registration per rail
+  size_t putPosted_ = 0;                      // bytes of the transfer posted
+  int putsInFlight_ = 0;                      // piece writes not completed
+  // Receiver: where a RecvReduce that cannot fold in its destination lets the peer write
+  // (bounce()): `ring` bytes from rail 0's pool, taken at the first such transfer.
+  BufferPool::Buffer bounce_;
+  LocalRegion bounceRegion_;
   std::vector<RegCache::Handle> landTargets_;  // receiver: the destination's, per rail
   bool landing_ = false;                       // an accepted transfer is on its way
   uint64_t landedBytes_ = 0;

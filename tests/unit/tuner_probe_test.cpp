@@ -9,6 +9,7 @@
 #include "engine/slice.hpp"
 #include "settings/settings.hpp"
 #include "tuner/cost_model.hpp"
+#include "tuner/local_rates.hpp"
 #include "tuner/probe_figures.hpp"
 #include "tuner/tuner.hpp"
 #include "tuner/tuning.hpp"
@@ -701,6 +702,36 @@ TEST(PipelineSlice, ReachesThePredictionAndTheTunersChoice) {
         << bytes;
   }
   EXPECT_TRUE(found) << "no size where the slice changes the best algorithm";
+}
+
+}  // namespace
+}  // namespace chorus
+
+namespace chorus {
+namespace {
+
+// np 2 on shm from 2 MiB: with the copy rate below the reduction's, as rank 0's memcpy timed
+// it in 2 of 3 probes at load 7-12 (2026-12-04 15:06, main: L 5.438 us, o 0.5196 us, copy
+// 2.874e4 B/us, reduce 3.06e4), the replay put rd before ring (1148.7 against 1166.4 us at
+// 16 MiB, as CHORUS_DEBUG=INFO printed), where ring ran 1.10-1.33x rd at 16 MiB in 3 runs;
+// with the copy rate floored at kCopyOverReduce x the reduction's (copyRateFloor), ring.
+TEST(LocalRates, ACopyTimedBelowTheReductionIsFlooredAndRingLeadsAtTwoRanks) {
+  EXPECT_EQ(copyRateFloor(2.874e4, 3.06e4), 1.5 * 3.06e4);
+  EXPECT_EQ(copyRateFloor(5.514e4, 3.402e4), 5.514e4);  // an undisturbed probe: kept
+  LinkModel link = defaultLinkModel(LinkClass::Shm);
+  link.latencyUs = 5.438, link.overheadUs = 0.5196;
+  link.copyBytesPerUs = 2.874e4, link.reduceBytesPerUs = 3.06e4;
+  link.bytesPerUs = 0;
+  link.channelBytes = 1 << 20;
+  LinkModel measured = link, floored = link;
+  sendsAtCopyRate(measured);
+  floored.copyBytesPerUs = copyRateFloor(link.copyBytesPerUs, link.reduceBytesPerUs);
+  sendsAtCopyRate(floored);
+  for (size_t bytes : {size_t{2} << 20, size_t{16} << 20}) {
+    SCOPED_TRACE(bytes);
+    EXPECT_LT(predict("rd", 2, bytes, measured), predict("ring", 2, bytes, measured));
+    EXPECT_LT(predict("ring", 2, bytes, floored), predict("rd", 2, bytes, floored));
+  }
 }
 
 }  // namespace

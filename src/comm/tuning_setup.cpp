@@ -185,8 +185,8 @@ void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {
     auto probeBlock = [&] {
       // What the waits learnt in the block before (or the creation's rendezvous) must not
       // decide this block's: a YieldPolicy that learnt to sleep made the next block's 8 B
-      // round trips futex wake-ups (np 4, load 3-8: the third block steady 5 of 5 probes
-      // with the reset, 2 of 5 without).
+      // round trips futex wake-ups (np 4, load 4-13, tuner_accuracy probes: the third block
+      // steady in 5 of 5 with the reset, 2 of 5 without; perf/README.md, tuner13).
       engine_->resetYieldPolicy();
       ProbeTimes t = probeTimes(rankAt(node, local ^ 1), kLargeRounds / kProbeBlocks);
       if (group.size() > 2) {

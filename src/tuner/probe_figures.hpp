@@ -74,8 +74,8 @@ inline constexpr int kProbeBlocks = 3;
 ProbeTimes quietestOfBlocks(const std::vector<ProbeTimes>& blocks);
 
 // A block's 8 B round trips were steady: their median at most kSteadyMedianOverBest times
-// their fastest round (and not stalled, smallRoundsStalled). Under load (2 cores, load 3-8)
-// np 4 blocks gave medians 2-6x their fastest round: a peer waiting for a core in most
+// their fastest round (and not stalled, smallRoundsStalled). Under load (2 cores, load 4-13)
+// np 4 blocks gave medians 2-16x their fastest round: a peer waiting for a core in most
 // rounds, or a waiting rank asleep on a futex (its YieldPolicy had learnt to sleep: the
 // probe resets it before each block, Engine::resetYieldPolicy). Unrecorded (oneBest 0):
 // not steady.

@@ -442,8 +442,9 @@ TEST(ProbeFigures, SteadyMeansTheMedianWithinOneAndAHalfFastestRounds) {
 
 // Where a block is steady, the figures are the steady blocks' alone (quietestOfBlocks): an
 // unsteady block's fastest round (there 3.0 us, a lucky round among waits for a core) or
-// smaller medians of another time do not mix in. Loaded np 4 probe blocks of this shape
-// (2 cores, load 3-8): 8 B 14.9 us best 4.1, 13.0 best 5.0, then 5.6 best 4.6.
+// smaller medians of another time do not mix in. Figures made up for exact sums, of the
+// shape of a loaded np 4 probe (2 cores, load 13, perf/README.md tuner13 s1: 8 B 45.8 us
+// best 5.0, 42.7 best 18.0, then 17.3 best 16.4, steady).
 TEST(ProbeFigures, SteadyBlocksAloneGiveTheFigures) {
   ProbeTimes steady = measuredTimes();  // 8 B 6.0, 8 x 8 B 7.4, 256 KiB 530.3, exchange 13.0
   steady.oneBest = 5.0, steady.largeBest = 520.0;

@@ -8,6 +8,7 @@
 #include "tuner/local_rates.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -181,41 +182,66 @@ void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {
     for (int i : exchangeGroup(local, static_cast<int>(onNode.size()))) group.push_back(onNode[i]);
     // Every rank runs the same blocks (the ping-pong and the exchange are collective over the
     // node); rank 0's quietest block of each time is the one used (quietestOfBlocks).
-    auto probeBlocks = [&] {
-      std::vector<ProbeTimes> blocks;
-      for (int b = 0; b < kProbeBlocks; ++b) {
-        ProbeTimes t = probeTimes(rankAt(node, local ^ 1), kLargeRounds / kProbeBlocks);
-        if (group.size() > 2) {
-          t.exchangeRanks = static_cast<int>(group.size());
-          t.exchange = probeExchange(group);
-        }
-        blocks.push_back(t);
+    auto probeBlock = [&] {
+      // What the waits learnt in the block before (or the creation's rendezvous) must not
+      // decide this block's: a YieldPolicy that learnt to sleep made the next block's 8 B
+      // round trips futex wake-ups (np 4, load 4-13, tuner_accuracy probes: the third block
+      // steady in 5 of 5 with the reset, 2 of 5 without; perf/README.md, tuner13).
+      engine_->resetYieldPolicy();
+      ProbeTimes t = probeTimes(rankAt(node, local ^ 1), kLargeRounds / kProbeBlocks);
+      if (group.size() > 2) {
+        t.exchangeRanks = static_cast<int>(group.size());
+        t.exchange = probeExchange(group);
       }
+      return t;
+    };
+    // Rank 0 decides whether the blocks run again (its pair's times are the ones used) and
+    // every rank learns it through the store under `key`, so that all run them or none does.
+    auto rank0Says = [&](const std::string& key, const std::function<bool()>& againOnRank0) {
+      if (rank_ == 0) {
+        const bool again = againOnRank0();
+        const std::string verdict = again ? "again" : "done";
+        store_->set(key, std::as_bytes(std::span(verdict)));
+        return again;
+      }
+      auto bytes = store_->get(key, Clock::now() + timeout_);
+      return std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()) == "again";
+    };
+    int unsteadyVerdicts = 0;  // keys tune/unsteady/N over every try of the probe
+    auto probeBlocks = [&] {
+      const std::vector<ProbeTimes> blocks = probeBlocksUntilSteady(
+          probeBlock,
+          [&](const std::vector<ProbeTimes>& sofar) {
+            return rank0Says("tune/unsteady/" + std::to_string(unsteadyVerdicts++), [&] {
+              if (!needsAnotherBlock(sofar)) return false;
+              logf(LogLevel::Info,
+                   "tuning probe: no block's 8 B round trips steady (median <= %.1fx fastest; "
+                   "last %.2f, best %.2f us): another block",
+                   kSteadyMedianOverBest, sofar.back().one, sofar.back().oneBest);
+              return true;
+            });
+          },
+          kExtraProbeBlocks);
       if (rank_ == 0)
         for (const ProbeTimes& t : blocks)
           logf(LogLevel::Info,
-               "tuning probe block (us): 8 B %.2f (best %.2f), 8 x 8 B %.2f, 256 KiB %.1f (best "
-               "%.1f), exchange %.2f",
-               t.one, t.oneBest, t.burstTrip, t.large, t.largeBest, t.exchange);
+               "tuning probe block (us): 8 B %.2f (best %.2f%s), 8 x 8 B %.2f, 256 KiB %.1f "
+               "(best %.1f), exchange %.2f",
+               t.one, t.oneBest, smallRoundsSteady(t) ? ", steady" : "", t.burstTrip, t.large,
+               t.largeBest, t.exchange);
       return quietestOfBlocks(blocks);
     };
     ProbeTimes times = probeUntilSettled(
         probeBlocks,
         [&](const ProbeTimes& t, int attempt) {
-          const std::string key = "tune/stalled/" + std::to_string(attempt);
-          if (rank_ == 0) {
-            const std::string verdict = smallRoundsStalled(t) ? "again" : "done";
-            if (verdict == "again")
-              logf(LogLevel::Info,
-                   "tuning probe: the 8 B round trips stalled (best %.2f us, 256 KiB best "
-                   "%.1f us): probing again (%d of %d)",
-                   t.oneBest, t.largeBest, attempt + 1, kStalledProbeRetries);
-            store_->set(key, std::as_bytes(std::span(verdict)));
-            return verdict == "again";
-          }
-          auto bytes = store_->get(key, Clock::now() + timeout_);
-          return std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()) ==
-                 "again";
+          return rank0Says("tune/stalled/" + std::to_string(attempt), [&] {
+            if (!smallRoundsStalled(t)) return false;
+            logf(LogLevel::Info,
+                 "tuning probe: the 8 B round trips stalled (best %.2f us, 256 KiB best "
+                 "%.1f us): probing again (%d of %d)",
+                 t.oneBest, t.largeBest, attempt + 1, kStalledProbeRetries);
+            return true;
+          });
         },
         kStalledProbeRetries, &tries);
     if (rank_ == 0)

@@ -85,6 +85,8 @@ class Engine {
   bool failed() const { return failure_ != Result::Success; }
   // One progress pass, then Success (idle), InProgress (ops in flight) or the failure.
   Result state();
+  // Forgets what the YieldPolicy learnt (YieldPolicy::forget); between waits only.
+  void resetYieldPolicy() { yieldPolicy_.forget(); }
   std::string failureCause() const { return failureCause_; }
   const std::vector<int>& failedRanks() const { return failedRanks_; }
 

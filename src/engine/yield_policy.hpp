@@ -58,6 +58,16 @@ class YieldPolicy {
     skipLeft_ = skip_;
   }
 
+  // Back to a fresh policy (every wait yields), learnt nothing: for a caller whose next
+  // waits are of another kind than those it learnt from. The tuning probe calls it before
+  // each block: a policy that learnt to sleep in one block (a long yield under load) made
+  // the next block's 8 B round trips measure futex wake-ups, not the link.
+  void forget() {
+    skip_ = 0;
+    skipLeft_ = 0;
+    shortProbes_ = 0;
+  }
+
   int skip() const { return skip_; }          // waits to sleep at once after a long yield
   int skipLeft() const { return skipLeft_; }  // of which still to come
 

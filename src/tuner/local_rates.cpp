@@ -41,6 +41,12 @@ void measureLocalRates(Tuning& tuning, double share) {
         });
   }
   tuning.model.reduceBytesPerUs = tuning.reduceBytesPerUs[static_cast<int>(DataType::Float32)];
+  tuning.model.copyBytesPerUs =
+      copyRateFloor(tuning.model.copyBytesPerUs, tuning.model.reduceBytesPerUs);
+}
+
+double copyRateFloor(double copyBytesPerUs, double reduceBytesPerUs) {
+  return std::max(copyBytesPerUs, kCopyOverReduce * reduceBytesPerUs);
 }
 
 }  // namespace chorus

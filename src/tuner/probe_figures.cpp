@@ -18,14 +18,43 @@ ProbeTimes probeUntilSettled(const std::function<ProbeTimes()>& probe,
   return times;
 }
 
+bool smallRoundsSteady(const ProbeTimes& t) {
+  return t.oneBest > 0 && t.one <= kSteadyMedianOverBest * t.oneBest && !smallRoundsStalled(t);
+}
+
+namespace {
+bool anySteadyBlock(const std::vector<ProbeTimes>& blocks) {
+  return std::any_of(blocks.begin(), blocks.end(), smallRoundsSteady);
+}
+}  // namespace
+
+bool needsAnotherBlock(const std::vector<ProbeTimes>& blocks) {
+  const bool measured =
+      std::any_of(blocks.begin(), blocks.end(), [](const ProbeTimes& t) { return t.one > 0; });
+  return measured && !anySteadyBlock(blocks);
+}
+
+std::vector<ProbeTimes> probeBlocksUntilSteady(
+    const std::function<ProbeTimes()>& block,
+    const std::function<bool(const std::vector<ProbeTimes>&)>& moreOnRank0, int extra) {
+  std::vector<ProbeTimes> blocks;
+  for (int b = 0; b < kProbeBlocks; ++b) blocks.push_back(block());
+  for (int b = 0; b < extra && moreOnRank0(blocks); ++b) blocks.push_back(block());
+  return blocks;
+}
+
 ProbeTimes quietestOfBlocks(const std::vector<ProbeTimes>& blocks) {
   if (blocks.empty()) return {};
-  ProbeTimes q = blocks.front();
+  const bool steadyOnly = anySteadyBlock(blocks);
+  ProbeTimes q;
+  bool first = true;
   // The smallest measured (> 0) time of each field: 0 is "not recorded".
   auto least = [](double& into, double t) {
     if (t > 0 && (into <= 0 || t < into)) into = t;
   };
   for (const ProbeTimes& b : blocks) {
+    if (steadyOnly && !smallRoundsSteady(b)) continue;
+    if (first) q = b, first = false;
     least(q.one, b.one);
     least(q.oneBest, b.oneBest);
     least(q.burstTrip, b.burstTrip);

@@ -66,8 +66,38 @@ ProbeTimes probeUntilSettled(const std::function<ProbeTimes()>& probe,
 // that block's consecutive rounds (a few us each) can see through. Two idle np 4 probes
 // on 2 cores gave an exchange of 12.1 and 30.5 us (o 2.1 and 6.9 us) and picked rd at
 // 256 KiB where the ring was the best (0.76).
+// Where at least one block's 8 B round trips were steady (smallRoundsSteady), the figures
+// come from the steady blocks only: a steady block's median is a figure of the link, while
+// an unsteady block's fastest round beside another block's median mixes two moments (and
+// its medians are the waits for a core of that moment).
 inline constexpr int kProbeBlocks = 3;
 ProbeTimes quietestOfBlocks(const std::vector<ProbeTimes>& blocks);
+
+// A block's 8 B round trips were steady: their median at most kSteadyMedianOverBest times
+// their fastest round (and not stalled, smallRoundsStalled). Under load (2 cores, load 4-13)
+// np 4 blocks gave medians 2-16x their fastest round: a peer waiting for a core in most
+// rounds, or a waiting rank asleep on a futex (its YieldPolicy had learnt to sleep: the
+// probe resets it before each block, Engine::resetYieldPolicy). Unrecorded (oneBest 0):
+// not steady.
+inline constexpr double kSteadyMedianOverBest = 1.5;
+bool smallRoundsSteady(const ProbeTimes& t);
+
+// How many blocks, at most, run after the kProbeBlocks while none of them was steady on
+// rank 0. Each block costs ~1-3 ms at communicator creation (np 4 on shm).
+inline constexpr int kExtraProbeBlocks = 3;
+
+// Runs `block` kProbeBlocks times, then again while `moreOnRank0(blocksSoFar)` says so, at
+// most `extra` more times; returns every block run. As with probeUntilSettled the verdict
+// must be rank 0's and the same on every rank (the blocks are collective over the node):
+// the communicator decides on rank 0 (no steady block yet) and tells the others through
+// the store.
+std::vector<ProbeTimes> probeBlocksUntilSteady(
+    const std::function<ProbeTimes()>& block,
+    const std::function<bool(const std::vector<ProbeTimes>&)>& moreOnRank0, int extra);
+
+// What rank 0 asks before another block: some block measured 8 B round trips (a rank
+// without a partner measures none) and none of them was steady.
+bool needsAnotherBlock(const std::vector<ProbeTimes>& blocks);
 
 // A link whose sends are the rank's own copies (cpuSends: shm's progress thread copies each
 // message into the peer's FIFO, the receiver reduces or copies it out in its step) moves a

@@ -9,6 +9,7 @@
 #include "engine/slice.hpp"
 #include "settings/settings.hpp"
 #include "tuner/cost_model.hpp"
+#include "tuner/local_rates.hpp"
 #include "tuner/probe_figures.hpp"
 #include "tuner/tuner.hpp"
 #include "tuner/tuning.hpp"
@@ -395,22 +396,24 @@ TEST(CpuSends, StalledProbeRunsAgain) {
 // the fastest round of all, so one block inflated throughout (another tenant on a core for
 // a few ms: the exchange 30.5 us against 12.1 in two idle np 4 probes, o 6.9 against 2.1)
 // leaves the figures of the quiet ones; a time a block did not record (0) is not taken.
+// Here no block is steady (smallRoundsSteady: median <= 1.5x fastest), so all count.
 TEST(ProbeFigures, TheQuietestBlockOfEachTimeIsTaken) {
   ProbeTimes quiet = measuredTimes();
-  quiet.oneBest = 5.5;
+  quiet.oneBest = 3.9;  // 6.0 / 3.9 = 1.54: unsteady, as all three
   quiet.largeBest = 520.0;
   ProbeTimes busy = quiet;  // every median inflated, as in one of those probes
   busy.one = 9.0, busy.burstTrip = 14.0, busy.large = 900.0, busy.exchange = 30.5;
-  busy.oneBest = 5.0;  // its fastest round the fastest of all
+  busy.oneBest = 3.5;  // its fastest round the fastest of all
   busy.largeBest = 0;  // not recorded in this block
   ProbeTimes between = quiet;
   between.one = 6.5, between.exchange = 15.0, between.largeBest = 600.0;
+  ASSERT_FALSE(smallRoundsSteady(quiet) || smallRoundsSteady(busy) || smallRoundsSteady(between));
   const ProbeTimes q = quietestOfBlocks({busy, between, quiet});
   EXPECT_EQ(q.one, 6.0);
   EXPECT_EQ(q.burstTrip, 7.4);
   EXPECT_EQ(q.large, quiet.large);
   EXPECT_EQ(q.exchange, 13.0);
-  EXPECT_EQ(q.oneBest, 5.0);
+  EXPECT_EQ(q.oneBest, 3.5);
   EXPECT_EQ(q.largeBest, 520.0);
   EXPECT_EQ(q.exchangeRanks, 4);
   // The link solved from it is the quiet block's but for the fastest 8 B round (rate only).
@@ -421,6 +424,103 @@ TEST(ProbeFigures, TheQuietestBlockOfEachTimeIsTaken) {
   EXPECT_GT(linkFromProbe(busy, start).overheadUs, 2 * fromQuiet.overheadUs);
   EXPECT_EQ(quietestOfBlocks({quiet}).exchange, 13.0);
   EXPECT_EQ(quietestOfBlocks({}).one, 0.0);
+}
+
+// Steady 8 B round trips: the median at most 1.5x the fastest round, recorded, not stalled.
+TEST(ProbeFigures, SteadyMeansTheMedianWithinOneAndAHalfFastestRounds) {
+  ProbeTimes t;
+  t.oneBest = 4.0, t.largeBest = 500.0;
+  t.one = 6.0;
+  EXPECT_TRUE(smallRoundsSteady(t));
+  t.one = 6.01;
+  EXPECT_FALSE(smallRoundsSteady(t));
+  t.one = 4.0, t.oneBest = 0;  // fastest round not recorded
+  EXPECT_FALSE(smallRoundsSteady(t));
+  t.one = 510.0, t.oneBest = 500.0;  // stalled: fastest 8 B round no faster than 256 KiB's
+  EXPECT_FALSE(smallRoundsSteady(t));
+}
+
+// Where a block is steady, the figures are the steady blocks' alone (quietestOfBlocks): an
+// unsteady block's fastest round (there 3.0 us, a lucky round among waits for a core) or
+// smaller medians of another time do not mix in. Figures made up for exact sums, of the
+// shape of a loaded np 4 probe (2 cores, load 13, perf/README.md tuner13 s1: 8 B 45.8 us
+// best 5.0, 42.7 best 18.0, then 17.3 best 16.4, steady).
+TEST(ProbeFigures, SteadyBlocksAloneGiveTheFigures) {
+  ProbeTimes steady = measuredTimes();  // 8 B 6.0, 8 x 8 B 7.4, 256 KiB 530.3, exchange 13.0
+  steady.oneBest = 5.0, steady.largeBest = 520.0;
+  ProbeTimes unsteady = steady;
+  unsteady.one = 14.9, unsteady.oneBest = 3.0;
+  unsteady.burstTrip = 7.0, unsteady.large = 500.0, unsteady.largeBest = 480.0;
+  unsteady.exchange = 12.0;
+  ProbeTimes otherSteady = steady;  // steady too, a larger median but a smaller exchange
+  otherSteady.one = 6.6, otherSteady.oneBest = 4.5, otherSteady.exchange = 12.5;
+  otherSteady.largeBest = 0;  // not recorded
+  ASSERT_TRUE(smallRoundsSteady(steady) && smallRoundsSteady(otherSteady));
+  ASSERT_FALSE(smallRoundsSteady(unsteady));
+
+  const ProbeTimes one = quietestOfBlocks({unsteady, steady, unsteady});
+  EXPECT_EQ(one.one, 6.0);
+  EXPECT_EQ(one.oneBest, 5.0);
+  EXPECT_EQ(one.burstTrip, 7.4);
+  EXPECT_EQ(one.large, steady.large);
+  EXPECT_EQ(one.largeBest, 520.0);
+  EXPECT_EQ(one.exchange, 13.0);
+  const LinkModel start = defaultLinkModel(LinkClass::Shm);
+  const LinkModel fromSteady = linkFromProbe(steady, start), fromBlocks = linkFromProbe(one, start);
+  EXPECT_EQ(fromBlocks.latencyUs, fromSteady.latencyUs);
+  EXPECT_EQ(fromBlocks.overheadUs, fromSteady.overheadUs);
+  EXPECT_EQ(fromBlocks.bytesPerUs, fromSteady.bytesPerUs);
+
+  // Two steady blocks: the least of each of their times, still none of the unsteady one's.
+  const ProbeTimes two = quietestOfBlocks({otherSteady, unsteady, steady});
+  EXPECT_EQ(two.one, 6.0);
+  EXPECT_EQ(two.oneBest, 4.5);
+  EXPECT_EQ(two.burstTrip, 7.4);
+  EXPECT_EQ(two.large, steady.large);
+  EXPECT_EQ(two.largeBest, 520.0);
+  EXPECT_EQ(two.exchange, 12.5);
+}
+
+// After the kProbeBlocks blocks, while none was steady, another block runs
+// (probeBlocksUntilSteady, with rank 0's verdict needsAnotherBlock as the communicator asks
+// it), at most kExtraProbeBlocks more; the figures are then the steady block's.
+TEST(ProbeFigures, UnsteadyBlocksAreFollowedByASteadyOne) {
+  ProbeTimes steady = measuredTimes();
+  steady.oneBest = 5.0, steady.largeBest = 520.0;
+  ProbeTimes unsteady = steady;
+  unsteady.one = 14.9, unsteady.oneBest = 4.1, unsteady.exchange = 11.0;
+  auto run = [](const std::vector<ProbeTimes>& sequence, std::vector<size_t>* asked) {
+    size_t next = 0;
+    return probeBlocksUntilSteady([&] { return sequence.at(next++); },
+                                  [&](const std::vector<ProbeTimes>& sofar) {
+                                    asked->push_back(sofar.size());
+                                    return needsAnotherBlock(sofar);
+                                  },
+                                  kExtraProbeBlocks);
+  };
+  static_assert(kProbeBlocks == 3 && kExtraProbeBlocks == 3);
+  // Three unsteady blocks, then a steady one: four blocks, the steady one's figures.
+  std::vector<size_t> asked;
+  std::vector<ProbeTimes> blocks = run({unsteady, unsteady, unsteady, steady, unsteady}, &asked);
+  EXPECT_EQ(blocks.size(), 4u);
+  EXPECT_EQ(asked, (std::vector<size_t>{3, 4}));
+  const ProbeTimes q = quietestOfBlocks(blocks);
+  EXPECT_EQ(q.one, 6.0);
+  EXPECT_EQ(q.oneBest, 5.0);
+  EXPECT_EQ(q.exchange, 13.0);
+  // A steady block among the first three: no more blocks.
+  asked.clear();
+  blocks = run({unsteady, steady, unsteady}, &asked);
+  EXPECT_EQ(blocks.size(), 3u);
+  EXPECT_EQ(asked, std::vector<size_t>{3});
+  // Never steady: 3 + kExtraProbeBlocks blocks, the quietest of each time over all of them.
+  asked.clear();
+  blocks = run(std::vector<ProbeTimes>(6, unsteady), &asked);
+  EXPECT_EQ(blocks.size(), 6u);
+  EXPECT_EQ(asked, (std::vector<size_t>{3, 4, 5}));
+  EXPECT_EQ(quietestOfBlocks(blocks).one, 14.9);
+  // A rank without a partner measures nothing: no block more.
+  EXPECT_FALSE(needsAnotherBlock(std::vector<ProbeTimes>(3)));
 }
 
 // shm's sends at the rank's copy rate (sendsAtCopyRate). The idle np 4 probe above
@@ -603,6 +703,36 @@ TEST(PipelineSlice, ReachesThePredictionAndTheTunersChoice) {
         << bytes;
   }
   EXPECT_TRUE(found) << "no size where the slice changes the best algorithm";
+}
+
+}  // namespace
+}  // namespace chorus
+
+namespace chorus {
+namespace {
+
+// np 2 on shm from 2 MiB: with the copy rate below the reduction's, as rank 0's memcpy timed
+// it in 2 of 3 probes at load 7-12 (2026-12-04 15:06, main: L 5.438 us, o 0.5196 us, copy
+// 2.874e4 B/us, reduce 3.06e4), the replay put rd before ring (1148.7 against 1166.4 us at
+// 16 MiB, as CHORUS_DEBUG=INFO printed), where ring ran 1.10-1.33x rd at 16 MiB in 3 runs;
+// with the copy rate floored at kCopyOverReduce x the reduction's (copyRateFloor), ring.
+TEST(LocalRates, ACopyTimedBelowTheReductionIsFlooredAndRingLeadsAtTwoRanks) {
+  EXPECT_EQ(copyRateFloor(2.874e4, 3.06e4), 1.5 * 3.06e4);
+  EXPECT_EQ(copyRateFloor(5.514e4, 3.402e4), 5.514e4);  // an undisturbed probe: kept
+  LinkModel link = defaultLinkModel(LinkClass::Shm);
+  link.latencyUs = 5.438, link.overheadUs = 0.5196;
+  link.copyBytesPerUs = 2.874e4, link.reduceBytesPerUs = 3.06e4;
+  link.bytesPerUs = 0;
+  link.channelBytes = 1 << 20;
+  LinkModel measured = link, floored = link;
+  sendsAtCopyRate(measured);
+  floored.copyBytesPerUs = copyRateFloor(link.copyBytesPerUs, link.reduceBytesPerUs);
+  sendsAtCopyRate(floored);
+  for (size_t bytes : {size_t{2} << 20, size_t{16} << 20}) {
+    SCOPED_TRACE(bytes);
+    EXPECT_LT(predict("rd", 2, bytes, measured), predict("ring", 2, bytes, measured));
+    EXPECT_LT(predict("ring", 2, bytes, floored), predict("rd", 2, bytes, floored));
+  }
 }
 
 }  // namespace

@@ -112,3 +112,40 @@ TEST(YieldPolicy, NotAdaptiveAlwaysYields) {
   }
   EXPECT_EQ(policy.skip(), 0);
 }
+
+// forget(): back to a fresh policy, as the tuning probe asks before each block
+// (Engine::resetYieldPolicy): a learnt skip and a run of short probes are both gone.
+TEST(YieldPolicy, ForgetYieldsAtTheNextWait) {
+  YieldPolicy policy;
+  policy.yielded(4ms);
+  sleepsBeforeNextYield(policy);
+  policy.yielded(4ms);  // skip 16, all 16 still to come
+  ASSERT_EQ(policy.skipLeft(), 16);
+  policy.forget();
+  EXPECT_EQ(policy.skip(), 0);
+  EXPECT_EQ(policy.skipLeft(), 0);
+  EXPECT_TRUE(policy.startYielding());
+}
+
+TEST(YieldPolicy, ForgetStartsOverAsAFreshPolicy) {
+  YieldPolicy policy, fresh;
+  policy.yielded(4ms);
+  sleepsBeforeNextYield(policy);
+  for (int probe = 1; probe < YieldPolicy::kShortProbes; ++probe) {
+    policy.yieldsWereShort();  // one short probe short of halving
+    sleepsBeforeNextYield(policy);
+  }
+  policy.forget();
+  // A long yield now starts at kFirstSkip (not doubled), as on a fresh policy.
+  EXPECT_FALSE(policy.yielded(4ms));
+  EXPECT_FALSE(fresh.yielded(4ms));
+  EXPECT_EQ(policy.skip(), YieldPolicy::kFirstSkip);
+  EXPECT_EQ(policy.skip(), fresh.skip());
+  // And the run of short probes counts from zero: halving takes kShortProbes more.
+  for (int probe = 1; probe < YieldPolicy::kShortProbes; ++probe) {
+    policy.yieldsWereShort();
+    EXPECT_EQ(policy.skip(), YieldPolicy::kFirstSkip);
+  }
+  policy.yieldsWereShort();
+  EXPECT_EQ(policy.skip(), 0);
+}

@@ -9,11 +9,12 @@
 namespace trainer::gemm {
 namespace {
 bool gpu = false;
-}
+int gpuSharers = 1;  // the host's ranks on this rank's GPU
+}  // namespace
 
-void useGpu() {
+void useGpu([[maybe_unused]] int localRank, [[maybe_unused]] int localRanks) {
 #ifdef CHORUS_TRAINER_CUBLAS
-  cublas::init();
+  gpuSharers = cublas::init(localRank, localRanks);
   gpu = true;
 #else
   throw std::runtime_error(
@@ -22,6 +23,13 @@ void useGpu() {
 }
 
 const char* backend() { return gpu ? "cublas" : "openblas"; }
+
+double gpuPeakRate() {
+#ifdef CHORUS_TRAINER_CUBLAS
+  if (gpu) return cublas::peakRate() / gpuSharers;
+#endif
+  return 0;
+}
 
 void sgemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
            const float* b, int ldb, float beta, float* c, int ldc) {

@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <thread>
 
 using namespace trainer;
@@ -36,14 +37,21 @@ double unixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// This rank's best sgemm rate (FLOP/s) over square sizes 128..512, a few tries each,
+// This rank's best sgemm rate (FLOP/s) over square sizes 128..768, a few tries each,
 // measured with every rank running it at once so that shared cores count as they do in
 // training (the best size depends on the caches; the model's own GEMMs are smaller).
+// Each size is repeated for at least 15 ms and 768 was added: four tries of 128..512 (about
+// 60 ms in all) measured 18.6 GFLOP/s on a 16-core machine where the model's own GEMMs
+// (64 x 1024 x 1024) then ran at 20.3, an MFU of 1.09 (cause not established: clock ramp
+// or size). With --gpu: this rank's share of its GPU's rate on device-resident operands,
+// so MFU counts the host copies of each call as lost time.
 double measurePeakGemm() {
+  if (const double gpuRate = trainer::gemm::gpuPeakRate(); gpuRate > 0) return gpuRate;
   double best = 0;
-  for (int n : {128, 256, 384, 512}) {
+  for (int n : {128, 256, 384, 512, 768}) {
     std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
-    for (int i = 0; i < 4; ++i) {
+    const auto sizeStart = Clock::now();
+    for (int i = 0; i < 4 || seconds(Clock::now() - sizeStart) < 0.015; ++i) {
       const auto t0 = Clock::now();
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
                   n, 0.0f, c.data(), n);
@@ -51,6 +59,14 @@ double measurePeakGemm() {
     }
   }
   return best;
+}
+
+// The launcher's local rank and local rank count (chorus-run, torchrun, mpirun), before the
+// communicator exists: the GPU a rank uses is its local rank mod the GPUs.
+int localFromEnv(std::initializer_list<const char*> names, int fallback) {
+  for (const char* name : names)
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  return fallback;
 }
 
 struct Failure {
@@ -122,7 +138,9 @@ int main(int argc, char** argv) {
   const int attempt = restartEnv ? std::atoi(restartEnv) : 0;
   openblas_set_num_threads(args.threads);
   if (args.gpu) try {
-      trainer::gemm::useGpu();
+      trainer::gemm::useGpu(
+          localFromEnv({"CHORUS_LOCAL_RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"}, 0),
+          localFromEnv({"CHORUS_LOCAL_SIZE", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}, 1));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "chorus-train: %s\n", e.what());
       return 2;
@@ -585,6 +603,7 @@ int main(int argc, char** argv) {
       r.pausePerCheckpoint = checkpoints ? sums[3] / checkpoints : 0;
       r.writePerCheckpoint = sums[4];
       r.checkpointPolicy = policy;
+      r.gemmBackend = trainer::gemm::backend();
       r.peakFlops = peak, r.achievedFlops = r.samplesPerSecond * r.flopsPerSample;
       r.mfu = peak > 0 ? r.achievedFlops / peak : 0;
       r.elapsedSeconds = unixNow() - jobLog.jobStart();

@@ -84,8 +84,9 @@ std::string RunReport::json() const {
     << ",\n  \"checkpoints\": {\"count\": " << checkpoints
     << ", \"pause_seconds\": " << pausePerCheckpoint
     << ", \"write_seconds\": " << writePerCheckpoint << ", \"policy\": \"" << checkpointPolicy
-    << "\"},\n  \"peak_gemm_flops\": " << peakFlops << ",\n  \"achieved_flops\": " << achievedFlops
-    << ",\n  \"mfu\": " << mfu << ",\n  \"elapsed_seconds\": " << elapsedSeconds
+    << "\"},\n  \"gemm_backend\": \"" << gemmBackend << "\",\n  \"peak_gemm_flops\": " << peakFlops
+    << ",\n  \"achieved_flops\": " << achievedFlops << ",\n  \"mfu\": " << mfu
+    << ",\n  \"elapsed_seconds\": " << elapsedSeconds
     << ",\n  \"useful_seconds\": " << usefulSeconds
     << ",\n  \"effective_training_time\": " << effectiveTrainingTime << ",\n  \"failures\": [";
   for (size_t i = 0; i < lost.size(); ++i)

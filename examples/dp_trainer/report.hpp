@@ -86,6 +86,7 @@ struct RunReport {
   int checkpoints = 0;
   double pausePerCheckpoint = 0, writePerCheckpoint = 0;
   std::string checkpointPolicy;
+  std::string gemmBackend;  // openblas, cublas
   double peakFlops = 0, achievedFlops = 0, mfu = 0;
   double elapsedSeconds = 0, usefulSeconds = 0, effectiveTrainingTime = 0;
   std::vector<LostWork> lost;

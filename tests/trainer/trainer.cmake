@@ -30,6 +30,24 @@ if(TARGET chorus-train)
   add_test(NAME trainer_grad_check COMMAND trainer_grad_check)
   set_tests_properties(trainer_grad_check PROPERTIES LABELS trainer TIMEOUT 60)
 
+  # The models' sgemm against a double reference (OpenBLAS; cuBLAS with --gpu where the
+  # trainer was built with it: skipped, exit 77, without a GPU).
+  add_executable(trainer_gemm_check ${CMAKE_CURRENT_LIST_DIR}/gemm_check.cpp
+    ${PROJECT_SOURCE_DIR}/examples/dp_trainer/gemm.cpp)
+  target_include_directories(trainer_gemm_check PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(trainer_gemm_check PRIVATE PkgConfig::OPENBLAS)
+  add_test(NAME trainer_gemm_check COMMAND trainer_gemm_check)
+  set_tests_properties(trainer_gemm_check PROPERTIES LABELS trainer TIMEOUT 60)
+  if(CHORUS_TRAINER_CUBLAS)
+    find_package(CUDAToolkit REQUIRED)  # its targets are local to the directory that finds it
+    target_sources(trainer_gemm_check PRIVATE ${PROJECT_SOURCE_DIR}/examples/dp_trainer/gemm_cublas.cpp)
+    target_compile_definitions(trainer_gemm_check PRIVATE CHORUS_TRAINER_CUBLAS)
+    target_link_libraries(trainer_gemm_check PRIVATE CUDA::cublas CUDA::cudart)
+    add_test(NAME trainer_gemm_check_gpu COMMAND trainer_gemm_check --gpu)
+    set_tests_properties(trainer_gemm_check_gpu PROPERTIES LABELS trainer TIMEOUT 60
+                         SKIP_RETURN_CODE 77)
+  endif()
+
   trainer_script_test(trainer_shrink_in_place shrink_in_place.sh 200)
 
   trainer_script_test(trainer_grow_back grow_back.sh 300)

@@ -9,9 +9,33 @@
 #include <bit>
 #include <cstdint>
 
+// nvcc compiles the same code for the GPU (kernels/cuda/reduce.cu): there everything here
+// is a forced-inline host and device function.
+#if defined(__CUDACC__)
+#define CHORUS_ALWAYS_INLINE __host__ __device__ __forceinline__
+#define CHORUS_HD __host__ __device__
+#else
 #define CHORUS_ALWAYS_INLINE [[gnu::always_inline]] inline
+#define CHORUS_HD
+#endif
 
 namespace chorus::kernels::bits {
+
+// The bits of a float and back (std::bit_cast on the CPU, the intrinsics on the GPU).
+CHORUS_ALWAYS_INLINE float asFloat(uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(v);
+#else
+  return std::bit_cast<float>(v);
+#endif
+}
+CHORUS_ALWAYS_INLINE uint32_t asBits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  return std::bit_cast<uint32_t>(f);
+#endif
+}
 
 // c ? a : b as bit masks. Not a ternary: GCC would sink the float arithmetic of one side
 // into a branch and then refuse to if-convert (and vectorise) it because it may trap.
@@ -46,8 +70,8 @@ struct Format {
     const uint32_t normal = (mag << (23 - M)) + (uint32_t(127 - kBias) << 23);
     // Subnormal (exponent 0): mant * 2^(1-bias-M), computed exactly in float as
     // 2^(1-bias) * (1 + mant/2^M) - 2^(1-bias).
-    const float magic = std::bit_cast<float>(uint32_t(127 - kBias + 1) << 23);
-    const uint32_t sub = std::bit_cast<uint32_t>(std::bit_cast<float>(normal + (1u << 23)) - magic);
+    const float magic = asFloat(uint32_t(127 - kBias + 1) << 23);
+    const uint32_t sub = asBits(asFloat(normal + (1u << 23)) - magic);
     const uint32_t finite = select(exp == 0, sub, normal);
     if constexpr (HasInf) {  // inf/NaN: payload kept, quiet bit set for NaN
       const uint32_t mant = (mag & ((1u << M) - 1)) << (23 - M);
@@ -72,8 +96,8 @@ struct Format {
     // Subnormal result: adding a float whose ulp is the target's smallest subnormal makes
     // the FPU round (to nearest-even); the low bits are then the target's mantissa.
     constexpr uint32_t kMagicBits = uint32_t(127 - kBias - M + 24) << 23;
-    const float magic = std::bit_cast<float>(kMagicBits);
-    const uint32_t sub = std::bit_cast<uint32_t>(std::bit_cast<float>(abs) + magic) - kMagicBits;
+    const float magic = asFloat(kMagicBits);
+    const uint32_t sub = asBits(asFloat(abs) + magic) - kMagicBits;
     uint32_t r = select(asSigned(abs) < int32_t(127 - kBias + 1) << 23, sub, rounded);
     r = select(asSigned(r) > int32_t(kMaxFinite), kOverflow, r);  // inf lands here too
     uint32_t nan = kNaN;
@@ -98,11 +122,11 @@ struct Bf16 {
 
 template <class Fmt>
 CHORUS_ALWAYS_INLINE float toFloat(uint32_t v) {
-  return std::bit_cast<float>(Fmt::widen(v));
+  return asFloat(Fmt::widen(v));
 }
 template <class Fmt>
 CHORUS_ALWAYS_INLINE uint32_t fromFloat(float f) {
-  return Fmt::narrow(std::bit_cast<uint32_t>(f));
+  return Fmt::narrow(asBits(f));
 }
 
 }  // namespace chorus::kernels::bits

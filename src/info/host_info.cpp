@@ -43,7 +43,7 @@ namespace {
 std::vector<Feature> buildOptions() {
   return {
       {"cuda", CHORUS_BUILT_WITH_CUDA != 0,
-       CHORUS_BUILT_WITH_CUDA ? "nvcc found at configure time; no CUDA code built yet"
+       CHORUS_BUILT_WITH_CUDA ? "CUDA reduction kernels built (not used by the engine yet)"
                               : "no CUDA compiler at configure time"},
       {"verbs", kVerbs, kVerbs ? "ib transport built" : "libibverbs-dev missing at configure time"},
       {"ucx", kUcx, kUcx ? "ucx transport built" : "libucx-dev missing at configure time"},
@@ -67,13 +67,12 @@ std::vector<Feature> transports() {
   const bool shm = ::access("/dev/shm", W_OK) == 0;
   // memAlloc's pages matter for the one-sided path (peers map memAlloc buffers).
   const std::string pages = memory::pageKind();
-  const std::string oneSided =
-      "; one-sided: memAlloc buffers (memfd) on " + pages + " pages" +
-      (pages == "4k" ? " (no free hugetlb pages, shmem THP off)" : "") +
-      ", registered buffers by CMA";
-  out.push_back({"shm", shm,
-                 (shm ? "ranks on this host, /dev/shm writable" : "/dev/shm not writable") +
-                     oneSided});
+  const std::string oneSided = "; one-sided: memAlloc buffers (memfd) on " + pages + " pages" +
+                               (pages == "4k" ? " (no free hugetlb pages, shmem THP off)" : "") +
+                               ", registered buffers by CMA";
+  out.push_back(
+      {"shm", shm,
+       (shm ? "ranks on this host, /dev/shm writable" : "/dev/shm not writable") + oneSided});
   try {
     const std::string spec = settings::text("CHORUS_SOCKET_IFNAME");
     std::string names;

@@ -13,7 +13,8 @@
 # Phases, each under a deadline:
 #   1. trainer_gemm_check --gpu: cuBLAS against a double reference (every transpose, padded
 #      leading dimensions, alpha and beta); and without --gpu, OpenBLAS; reduce_cuda_test
-#      (if in BIN_DIR): the CUDA reduction kernel against the CPU kernels
+#      and device_check_cuda (if in BIN_DIR): the CUDA reduction kernel against the CPU
+#      kernels, the CUDA device interface (CUDA IPC included)
 #   2. chorus-train, 1 rank and 4 ranks, 200 steps of the MLP: OpenBLAS vs cuBLAS. The loss
 #      curves must agree (first step within 1e-4 relative, the first 20 within 1 %, every
 #      step within 5 % of the starting loss, the last held-out accuracy within 2 points);
@@ -28,7 +29,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 bin=${1:-}
 if [ -z "$bin" ]; then
   bin=$(mktemp -d /tmp/chorus-gpu-bin.XXXXXX)
-  for name in chorus-train chorus-run chorus-perf trainer_gemm_check reduce_cuda_test; do
+  for name in chorus-train chorus-run chorus-perf trainer_gemm_check reduce_cuda_test device_check_cuda; do
     found=$(find "$here/../build" -name "$name" -type f -perm -u+x 2>/dev/null | head -1)
     [ -n "$found" ] && ln -s "$found" "$bin/$name"
   done
@@ -64,12 +65,18 @@ timeout 120 "$bin/trainer_gemm_check" --gpu > "$out/gemm_gpu.txt" 2>&1
 rc=$?
 cat "$out/gemm_cpu.txt" "$out/gemm_gpu.txt"
 [ $rc = 0 ] || bad "gemm_check --gpu rc=$rc (77: no GPU usable)"
-# the CUDA reduction kernel against the CPU kernels (where the build has CUDA kernels)
+# the CUDA reduction kernel against the CPU kernels, and the CUDA device's conformance
+# (where the build has them)
 if [ -x "$bin/reduce_cuda_test" ]; then
   timeout 120 "$bin/reduce_cuda_test" > "$out/reduce_cuda.txt" 2>&1
   rc=$?
   grep -v "another payload" "$out/reduce_cuda.txt"
   [ $rc = 0 ] || bad "reduce_cuda_test rc=$rc (77: no GPU usable)"
+fi
+if [ -x "$bin/device_check_cuda" ]; then
+  timeout 150 "$bin/device_check_cuda" cuda 2>&1 | tee "$out/device_check.txt"
+  rc=${PIPESTATUS[0]}
+  [ $rc = 0 ] || bad "device_check_cuda rc=$rc (77: no GPU usable)"
 fi
 fi
 

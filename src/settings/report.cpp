@@ -6,11 +6,11 @@
 
 #include "log.hpp"
 
+#include <unistd.h>  // environ (glibc declares it with _GNU_SOURCE, which g++ defines)
+
 #include <algorithm>
 #include <mutex>
 #include <numeric>
-
-extern char** environ;
 
 namespace chorus::settings {
 

@@ -12,8 +12,8 @@
 namespace chorus::shm {
 namespace {
 
-constexpr uint32_t kMagic = 0x43484d42;  // "CHMB"
-constexpr size_t kHeaderBytes = 64;
+constexpr uint32_t kMailboxMagic = 0x43484d42;  // "CHMB"
+constexpr size_t kMailboxHeaderBytes = 64;
 // Two slots per rank, each on its own cache lines.
 constexpr size_t kSlotBytes = (ShmMailbox::kSlotWords * 8 + 63) / 64 * 64;
 
@@ -22,7 +22,7 @@ struct Header {
   uint32_t nranks;
 };
 
-size_t segmentBytesFor(int nranks) { return kHeaderBytes + kSlotBytes * 2 * nranks; }
+size_t segmentBytesFor(int nranks) { return kMailboxHeaderBytes + kSlotBytes * 2 * nranks; }
 
 void* mapShared(int fd, size_t bytes, const std::string& name) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -44,7 +44,7 @@ std::unique_ptr<ShmMailbox> ShmMailbox::create(const std::string& name, int nran
   }
   void* base = mapShared(fd, bytes, name);
   // ftruncate zeroed the slots: sequence 0 is never posted, so no slot looks written.
-  new (base) Header{kMagic, static_cast<uint32_t>(nranks)};
+  new (base) Header{kMailboxMagic, static_cast<uint32_t>(nranks)};
   return std::unique_ptr<ShmMailbox>(new ShmMailbox(base, bytes, nranks));
 }
 
@@ -61,7 +61,7 @@ std::unique_ptr<ShmMailbox> ShmMailbox::open(const std::string& name, int nranks
   void* base = mapShared(fd, bytes, name);
   auto box = std::unique_ptr<ShmMailbox>(new ShmMailbox(base, bytes, nranks));
   auto* h = static_cast<Header*>(base);
-  if (h->magic != kMagic || h->nranks != static_cast<uint32_t>(nranks))
+  if (h->magic != kMailboxMagic || h->nranks != static_cast<uint32_t>(nranks))
     throw Error(Result::InternalError, "shm mailbox " + name + " is not ours");
   return box;
 }
@@ -74,7 +74,8 @@ void ShmMailbox::attach(int rank, std::vector<Doorbell*> bells) {
 }
 
 std::atomic<uint64_t>* ShmMailbox::slot(int rank, uint32_t seq) const {
-  auto* at = static_cast<std::byte*>(base_) + kHeaderBytes + kSlotBytes * (2 * rank + seq % 2);
+  auto* at =
+      static_cast<std::byte*>(base_) + kMailboxHeaderBytes + kSlotBytes * (2 * rank + seq % 2);
   return reinterpret_cast<std::atomic<uint64_t>*>(at);
 }
 

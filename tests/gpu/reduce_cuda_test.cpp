@@ -1,7 +1,7 @@
 // The CUDA reduction kernel against the CPU kernels (kernels::reduce) for every type and
 // op: random raw bit patterns (so NaN, infinities, zeros of both signs and subnormals of
-// every float format occur), an odd count, out of place and in place. Results must be
-// bit-identical, except that where both are NaN the payloads may differ (the GPU's
+// every float format occur), an odd count, out of place, in place and unaligned. Results
+// must be bit-identical, except that where both are NaN the payloads may differ (the GPU's
 // arithmetic returns its canonical NaN). Exit 77 (skipped) where no GPU is usable.
 // Also prints the kernel's bandwidth for float sum on 256 MiB operands. Fixed seed.
 #include "kernels/cuda/reduce_cuda.hpp"
@@ -92,18 +92,23 @@ int main() {
     for (size_t i = 0; i < bytes; i += 97) b[i] = a[i];
     for (int o = 0; o < 5; ++o) {
       chorus::kernels::reduce(t, ops[o], want.data(), a.data(), b.data(), kCount);
-      for (bool inPlace : {false, true}) {
+      // Out of place, in place, and out of place one element past 16-byte alignment (the
+      // kernel's element-by-element path instead of its 16-byte packs).
+      for (int placement = 0; placement < 3; ++placement) {
+        const bool inPlace = placement == 1;
+        const size_t shift = placement == 2 ? 1 : 0, w = chorus::sizeOf(t);
+        auto at = [&](void* p) { return static_cast<uint8_t*>(p) + shift * w; };
         ++cases;
-        bool ok =
-            check(cudaMemcpy(da, a.data(), bytes, cudaMemcpyHostToDevice), "copy a") &&
-            check(cudaMemcpy(db, b.data(), bytes, cudaMemcpyHostToDevice), "copy b") &&
-            check(chorus::kernels::cuda::reduce(t, ops[o], inPlace ? da : dd, da, db, kCount, 0),
-                  "reduce") &&
-            check(cudaMemcpy(got.data(), inPlace ? da : dd, bytes, cudaMemcpyDeviceToHost),
-                  "copy back");
+        bool ok = check(cudaMemcpy(da, a.data(), bytes, cudaMemcpyHostToDevice), "copy a") &&
+                  check(cudaMemcpy(db, b.data(), bytes, cudaMemcpyHostToDevice), "copy b") &&
+                  check(cudaMemset(dd, 0, bytes), "clear dst") &&
+                  check(chorus::kernels::cuda::reduce(t, ops[o], inPlace ? at(da) : at(dd), at(da),
+                                                      at(db), kCount - shift, 0),
+                        "reduce") &&
+                  check(cudaMemcpy(got.data(), inPlace ? da : dd, bytes, cudaMemcpyDeviceToHost),
+                        "copy back");
         size_t wrong = 0, nanPayloads = 0, first = kCount;
-        const size_t w = chorus::sizeOf(t);
-        for (size_t i = 0; ok && i < kCount; ++i) {
+        for (size_t i = shift; ok && i < kCount; ++i) {
           if (std::memcmp(&want[i * w], &got[i * w], w) == 0) continue;
           if (isNaN(t, want.data(), i) && isNaN(t, got.data(), i)) {
             ++nanPayloads;
@@ -115,8 +120,11 @@ int main() {
         if (!ok || wrong) {
           ++failures;
           std::printf("FAIL type %d %s %s: %zu wrong of %zu (first at %zu)\n", int(t), opNames[o],
-                      inPlace ? "in place" : "out of place", wrong, kCount, first);
-        } else if (nanPayloads && !inPlace) {
+                      placement == 1   ? "in place"
+                      : placement == 2 ? "unaligned"
+                                       : "out of place",
+                      wrong, kCount, first);
+        } else if (nanPayloads && placement == 0) {
           std::printf("  type %d %s: %zu NaN results with another payload\n", int(t), opNames[o],
                       nanPayloads);
         }
@@ -124,7 +132,7 @@ int main() {
     }
   }
   std::printf(
-      "reduce_cuda_test: %d of %d cases (12 types x 5 ops x 2 placements) bit-identical "
+      "reduce_cuda_test: %d of %d cases (12 types x 5 ops x 3 placements) bit-identical "
       "to the CPU kernels\n",
       cases - failures, cases);
   // Bandwidth, for information: float sum over 256 MiB operands (3 x 256 MiB moved).

@@ -18,8 +18,10 @@
 # rates. The fabric takes those figures as its NVLink and NIC (efficiency 1: the probe
 # measured payload), and the bed's tuner decides from the same figures. The host's cores
 # are shared by every rank of every node (host_cores): the probe scales a rank's local
-# rates by its node's share (cores / ranks on the node), the fabric gets one core's rates
-# back (divided by that share) and shares the host's cores among all K x N ranks and the
+# rates by the call's share (call_share in the log: cores / the machine's K x N ranks; older
+# logs: cores / ranks on the node), the fabric gets one core's rates back (divided by that
+# share), and the per-message overhead at one core (overhead_share in the log: the share the
+# probe measured it at; docs/sim.md, sixteenth session), and shares the host's cores among all K x N ranks and the
 # other tenants' runnable threads (host_load: the load average sampled during the run,
 # less the bed's ranks; 0 when the script runs under chrt, whose ranks preempt them). TCP moves every byte through the CPU at both ends (the copy into
 # the kernel and out of it), on the same CPU as the rank's reductions: transport_gbps, a

@@ -109,7 +109,7 @@ bool needsAnotherBlock(const std::vector<ProbeTimes>& blocks);
 // A link whose sends are the rank's own copies (cpuSends: shm's progress thread copies each
 // message into the peer's FIFO, the receiver reduces or copies it out in its step) moves a
 // step's bytes at the rank's copy rate, so that is its wire rate (bytesPerUs raised to
-// copyBytesPerUs, the local rate at the node's core share; measureLocalRates). The 256 KiB
+// copyBytesPerUs, the local rate at the machine's core share; measureLocalRates). The 256 KiB
 // ping-pong measured 3-25x less (np 4 on 2 cores: best rounds 231-739 us, 0.7-2.3 GB/s a
 // way; medians to 0.19 GB/s): one rank of the pair waits while the other copies, and each
 // round waits for both to get a core again, where a collective's ranks copy at once. With

@@ -5,7 +5,7 @@
 set -u
 d=$(cd "$(dirname "$0")" && pwd)/tuner_ab pairs=${1:-2}
 cd /work/wt/sim14
-for i in $(seq 1 "$pairs"); do
+for i in $(seq "${FIRST:-1}" "$pairs"); do
   for b in main new; do
     if [[ $b == main ]]; then build=/tmp/sim14_mainbuild; export LD_LIBRARY_PATH=/tmp/sim14_mainbuild
     else build=build; unset LD_LIBRARY_PATH; fi

@@ -18,8 +18,10 @@
 # rates. The fabric takes those figures as its NVLink and NIC (efficiency 1: the probe
 # measured payload), and the bed's tuner decides from the same figures. The host's cores
 # are shared by every rank of every node (host_cores): the probe scales a rank's local
-# rates by its node's share (cores / ranks on the node), the fabric gets one core's rates
-# back (divided by that share) and shares the host's cores among all K x N ranks and the
+# rates by the call's share (call_share in the log: cores / the machine's K x N ranks; older
+# logs: cores / ranks on the node), the fabric gets one core's rates back (divided by that
+# share), and the per-message overhead at one core (overhead_share in the log: the share the
+# probe measured it at; docs/sim.md, sixteenth session), and shares the host's cores among all K x N ranks and the
 # other tenants' runnable threads (host_load: the load average sampled during the run,
 # less the bed's ranks; 0 when the script runs under chrt, whose ranks preempt them). TCP moves every byte through the CPU at both ends (the copy into
 # the kernel and out of it), on the same CPU as the rank's reductions: transport_gbps, a
@@ -43,7 +45,9 @@ fabric_of() {
     function get(line, key,   m) { return match(line, key "=[0-9.e+-]+") ? substr(line, RSTART + length(key) + 1, RLENGTH - length(key) - 1) : "" }
     END {
       if (within == "" || between == "") { print "no tuning probe figures in the log" > "/dev/stderr"; exit 1 }
-      share = cores / n; if (share > 1) share = 1   # what the probe scaled local rates by
+      # What the probe scaled local rates by: the call'"'"'s share of a core where the log says
+      # (call_share: cores / the machine'"'"'s k n ranks), else its node'"'"'s (older builds).
+      share = get(within, "call_share"); if (share == "") { share = cores / n; if (share > 1) share = 1 }
       printf "name bed-%s\nnodes %d\ngpus_per_node %d\nnics_per_node 1\nrails 0\nleaf_nodes %d\npod_leaves 1\n", layout, k, n, k
       printf "hop_latency_us 0\npcie_gbps 1000\nefficiency 1\n"
       printf "nvlink_latency_us %s\nnvlink_gbps %.4f\n", get(within, "latency_us"), get(within, "bytes_per_us") / 1000
@@ -56,7 +60,15 @@ fabric_of() {
       # (what the bucket does: docs/sim.md, eighth session).
       burst = line * 1e6 / 8 / 100; if (burst < 262144) burst = 262144
       printf "nic_burst_bytes %d\n", burst
-      printf "overhead_us %.3f\n", (get(within, "overhead_us") + get(between, "overhead_us")) / 2
+      ow = get(within, "overhead_us"); ob = get(between, "overhead_us")
+      sw = get(within, "overhead_share"); sb = get(between, "overhead_share")
+      if (sw != "" && sb != "") {
+        # Each measured at its probe'"'"'s share of a core (LinkModel::callOverheadUs): one
+        # whole core'"'"'s, which the replay charges at the call'"'"'s share, as the tuner does.
+        printf "overhead_us %.3f\noverhead_share 1\n", (ow * sw + ob * sb) / 2
+      } else {
+        printf "overhead_us %.3f\n", (ow + ob) / 2
+      }
       printf "reduce_gbps %.4f\ncopy_gbps %.4f\nhost_cores %d\n", get(within, "reduce_bytes_per_us") / 1000 / share, get(within, "copy_bytes_per_us") / 1000 / share, cores
       printf "host_load %s\ntransport_gbps %s\n", load, transport
     }' "$1"

@@ -193,10 +193,12 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   const std::string machine = machineOfHost(host);
   int localRanks = 0, machineRanks = 0, machineRank = 0;
   std::vector<std::string> hosts;
+  std::vector<bool> onThisMachine;
   for (int r = 0; r < nranks; ++r) {
     hosts.push_back(storeText(store.get("host/" + std::to_string(r), deadline)));
     localRanks += hosts.back() == host;
     const bool sameMachine = machineOfHost(hosts.back()) == machine;
+    onThisMachine.push_back(sameMachine);
     machineRanks += sameMachine;
     machineRank += r < rank && sameMachine;
   }
@@ -277,7 +279,7 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     self->reportWaiting(mine, peers);
   };
   c->engine_ = std::make_unique<Engine>(*c->transport_, config);
-  c->setUpTuner(localRanks, cores, config.sliceBytes);
+  c->setUpTuner(localRanks, cores, onThisMachine, config.sliceBytes);
   storeBarrier(store, "ready", nranks, deadline);
   c->ready_ = true;
   logf(LogLevel::Info,

@@ -133,7 +133,9 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   // times the kernels, or keeps the defaults, and shares the result so that every rank's
   // tuner decides alike.
   // `sliceBytes`: the engine's (CHORUS_SLICE_BYTES), which the tuner's replay pipelines by.
-  void setUpTuner(int localRanks, int cores, size_t sliceBytes);
+  // `onThisMachine[r]`: rank r runs on this rank's machine (shares its `cores`).
+  void setUpTuner(int localRanks, int cores, const std::vector<bool>& onThisMachine,
+                  size_t sliceBytes);
   ProbeTimes probeTimes(int peer, int largeRounds);
   double probeExchange(const std::vector<int>& ranks);
   // Failure reports through the store (failure_report.cpp): what this rank failed with,

@@ -122,7 +122,8 @@ double CommImpl::probeExchange(const std::vector<int>& ranks) {
   return median(std::move(times));
 }
 
-void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {
+void CommImpl::setUpTuner(int localRanks, int cores, const std::vector<bool>& onThisMachine,
+                          size_t sliceBytes) {
   const LinkClass link = parseLinkClass(transport_->name()).value_or(LinkClass::Tcp);
   // Deterministic: nothing measured may sway the choice, so the thresholds decide.
   const bool deterministic = options_.deterministic || settings::boolean("CHORUS_DETERMINISTIC");
@@ -250,13 +251,37 @@ void CommImpl::setUpTuner(int localRanks, int cores, size_t sliceBytes) {
            "(best %.1f); exchange of 8 B among %d ranks %.2f",
            times.one, times.oneBest, times.burstTrip, times.large, times.largeBest,
            times.exchangeRanks, times.exchange);
+    // The share of a core each rank gets in a call, where every rank of the machine is busy
+    // (the bed's netns nodes share one machine's cores), and in the probe's rounds: the
+    // ping-pongs keep one rank of each pair busy at a time, the exchange every rank of the
+    // nodes that run one. A message's overhead is CPU time, so the tuner charges it at the
+    // call's share (LinkModel::callOverheadUs), as the simulator does.
+    const int nranksAll = static_cast<int>(onThisMachine.size());
+    auto busyOnMachine = [&](const std::function<bool(int)>& busy) {
+      double n = 0;
+      for (int r = 0; r < nranksAll; ++r) n += onThisMachine[r] && busy(r);
+      return n;
+    };
+    const double coreShare = coreShareOf(cores, busyOnMachine([](int) { return true; }));
+    auto pairedShare = [&](const std::function<int(int)>& partnerOf) {
+      return coreShareOf(cores, busyOnMachine([&](int r) { return partnerOf(r) >= 0; }) / 2);
+    };
+    times.pingPongShare =
+        pairedShare([&](int r) { return rankAt(layout_.nodeOf(r), layout_.localIndex(r) ^ 1); });
+    times.exchangeShare = coreShareOf(
+        cores, busyOnMachine([&](int r) {
+          const int onItsNode = static_cast<int>(layout_.ranksOf(layout_.nodeOf(r)).size());
+          return exchangeGroup(layout_.localIndex(r), onItsNode).size() > 2;
+        }));
     tuning.model = linkFromProbe(times, tuning.model);
-    const double coreShare = std::min(1.0, static_cast<double>(cores) / localRanks);
+    tuning.model.callShare = coreShare;
     if (severalNodes) {
       // The medians between nodes (largeBest unset): the fastest-round rate is measured
       // within a node only (shm's stalled rounds); a shaper's burst would inflate it there.
       ProbeTimes across = probeTimes(rankAt(node ^ 1, local), kLargeRounds);
       across.largeBest = 0;
+      across.pingPongShare =
+          pairedShare([&](int r) { return rankAt(layout_.nodeOf(r) ^ 1, layout_.localIndex(r)); });
       inter = linkFromProbe(across, tuning.model);
       // A short probe fits in a rate limiter's burst (or a switch's buffers): the NICs'
       // line rate, when known, bounds what it measured. tcp's ranks share the interface the

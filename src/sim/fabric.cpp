@@ -1,6 +1,7 @@
 #include "sim/fabric.hpp"
 
 #include "errors.hpp"
+#include "tuner/link_model.hpp"
 
 #include <cstdio>
 #include <fstream>
@@ -105,6 +106,7 @@ const std::map<std::string, Setter>& setters() {
     add("efficiency", &Fabric::efficiency);
     add("qps", &Fabric::qps);
     add("overhead_us", &Fabric::overheadUs);
+    add("overhead_share", &Fabric::overheadShare);
     add("reduce_gbps", &Fabric::reduceGBps);
     add("copy_gbps", &Fabric::copyGBps);
     add("host_cores", &Fabric::hostCores);
@@ -132,6 +134,7 @@ void validate(const Fabric& f, const std::string& where) {
   if (!(f.efficiency > 0 && f.efficiency <= 1)) fail("efficiency must be in (0, 1]");
   if (!(f.hostCores >= 0 && f.hostLoad >= 0)) fail("host_cores, host_load must be >= 0");
   if (!(f.transportGBps >= 0)) fail("transport_gbps must be >= 0");
+  if (!(f.overheadShare >= 0 && f.overheadShare <= 1)) fail("overhead_share must be in [0, 1]");
   if (!(f.nicBurstBytes >= 0)) fail("nic_burst_bytes must be >= 0");
   if (f.nvlinkLatencyUs < 0 || f.nicLatencyUs < 0 || f.hopLatencyUs < 0 || f.overheadUs < 0)
     fail("latencies must be >= 0");
@@ -155,6 +158,16 @@ std::string Fabric::describe() const {
                   "# host: %g cores shared by all %d ranks and a load of %g (x %.3f of one core's "
                   "reduce %.2f, copy %.2f GB/s)\n",
                   hostCores, gpus(), hostLoad, cpuShare(), reduceGBps, copyGBps);
+    line += text;
+  }
+  if (overheadShare > 0) {
+    LinkModel charged;
+    charged.overheadUs = overheadUs;
+    charged.overheadShare = overheadShare;
+    charged.callShare = cpuShare();
+    std::snprintf(text, sizeof(text),
+                  "# per-message overhead %.3f us measured at %.3f of a core: %.3f us in a call\n",
+                  overheadUs, overheadShare, charged.callOverheadUs());
     line += text;
   }
   if (transportGBps > 0) {

@@ -45,8 +45,13 @@ struct Fabric {
   double coreOversub = 1;
   // Payload per byte on the wire: protocol framing (LL128: 120 of every 128 bytes).
   double efficiency = 120.0 / 128.0;
-  int qps = 1;               // flows (QPs) one transfer is striped over, each hashed alone
-  double overheadUs = 0.2;   // CPU/GPU time per message on each side
+  int qps = 1;              // flows (QPs) one transfer is striped over, each hashed alone
+  double overheadUs = 0.2;  // CPU/GPU time per message on each side
+  // With host_cores: the share of a core each busy rank had when overhead_us was measured
+  // (1: overhead_us is one whole core's); a call, where every rank is busy, pays
+  // overhead_us x overhead_share / cpuShare() (LinkModel::callOverheadUs, as the tuner
+  // does). 0: overhead_us as given.
+  double overheadShare = 0;
   double reduceGBps = 1400;  // local reduction (bytes of result), HBM-bound
   double copyGBps = 2000;    // local copy
   // A test bed rather than a cluster: > 0 when every rank of the fabric runs on this many

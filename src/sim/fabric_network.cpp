@@ -33,6 +33,8 @@ LinkClasses tunerLinks(const Fabric& f) {
   intra.reduceBytesPerUs = f.reduceGBps * 1000 * f.cpuShare();
   intra.copyBytesPerUs = f.copyGBps * 1000 * f.cpuShare();
   intra.overheadUs = f.overheadUs;
+  intra.overheadShare = f.overheadShare;
+  intra.callShare = f.cpuShare();
   intra.transportBytesPerUs = f.transportGBps * 1000 * f.cpuShare();  // as FabricNetwork's
   LinkModel inter = intra;
   inter.latencyUs = f.nicLatencyUs + 3 * f.hopLatencyUs;
@@ -46,6 +48,7 @@ LinkClasses tunerLinks(const Fabric& f) {
 
 FabricNetwork::FabricNetwork(Fabric fabric) : fabric_(std::move(fabric)) {
   const Fabric& f = fabric_;
+  overheadUs_ = tunerLinks(f).intra.callOverheadUs();  // the tuner's charge, one formula
   gpus_ = f.gpus();
   const double eff = f.efficiency;
   const double nic = f.nicGbps / 8 * 1000 * eff;  // bytes per us
@@ -302,7 +305,7 @@ MessageCost FabricNetwork::message(int from, int to, int ordinal, double bytes) 
   const bool shared = !sameNode && (sharedNic(from).nic >= 0 || sharedNic(to).nic >= 0);
   return {sameNode ? 0 : 1,
           r.latencyUs,
-          fabric_.overheadUs,
+          overheadUs_,
           bytes / r.bytesPerUs,
           bytes / intake(to, sameNode),
           shared ? bytes / nic : 0};

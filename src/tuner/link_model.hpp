@@ -50,8 +50,27 @@ struct LinkModel {
   // records does (perf/README.md, bw11: charged once per message, rhd's 8 MiB sends paid
   // one o where peer_staged's records for the same bytes paid 6).
   double channelBytes = 0;
+  // A message's overhead is CPU time, so it takes longer the smaller the share of a core its
+  // rank gets. overheadShare: the share each busy rank had when overheadUs was measured (the
+  // probe's ping-pong keeps one rank of each pair busy: on the netns bed 2-3 of 6 ranks on 2
+  // cores); callShare: the share each rank gets in a call, where every rank of the machine
+  // is busy (cores / the machine's ranks, at most 1). A call pays callOverheadUs(). 0 (the
+  // defaults, tune files and fabrics without them): overheadUs as given. Charged as measured,
+  // the replay made a 3x2 bed's 64 KiB ring 1.6-2.45x faster than measured (docs/sim.md,
+  // fifteenth and sixteenth sessions).
+  double overheadShare = 0;
+  double callShare = 0;
+  double callOverheadUs() const {
+    return overheadShare > 0 && callShare > 0 ? overheadUs * overheadShare / callShare : overheadUs;
+  }
   bool operator==(const LinkModel&) const = default;
 };
+
+// The share of a core each of `busyRanks` ranks running at once on `cores` cores gets: at
+// most 1, and 1 when none is busy.
+inline double coreShareOf(double cores, double busyRanks) {
+  return busyRanks > cores ? cores / busyRanks : 1.0;
+}
 
 namespace detail {
 // clang-format off

@@ -80,6 +80,7 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
   // best up to 32 KiB, where rd ran 1.2-1.8x faster): take the burst's.
   const double one = t.burstTrip > 0 ? std::min(t.one, t.burstTrip) : t.one;
   link.overheadUs = std::max(0.0, (t.burstTrip - one) / std::max(1, t.burst - 1));
+  link.overheadShare = t.pingPongShare;
   const double halfTrip = one / 2;  // L + 2 o
   if (t.exchangeRanks > 2) {
     // Each rank sends to p - 1 peers and receives from as many: L + 2 (p - 1) o in the
@@ -89,7 +90,14 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
     // as L + p o before, which doubled o against the replay: 10.2 us where 5.1 us replays
     // the measured exchange at np 4.)
     const double p = t.exchangeRanks;
-    link.overheadUs = std::max(link.overheadUs, (t.exchange - halfTrip) / (2 * (p - 2)));
+    const double exchangeO = (t.exchange - halfTrip) / (2 * (p - 2));
+    // At one core each (the shares known) or as measured.
+    const bool shares = t.pingPongShare > 0 && t.exchangeShare > 0;
+    if (shares ? exchangeO * t.exchangeShare > link.overheadUs * t.pingPongShare
+               : exchangeO > link.overheadUs) {
+      link.overheadUs = exchangeO;
+      link.overheadShare = t.exchangeShare;
+    }
   }
   link.latencyUs = std::max(0.05, halfTrip - 2 * link.overheadUs);
   // The per-byte rate from the fastest rounds where they were recorded: the waits for a core

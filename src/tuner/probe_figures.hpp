@@ -26,6 +26,10 @@ struct ProbeTimes {
   // size, 0 or <= 2: not measured): L + 2 (p - 1) o in the model.
   int exchangeRanks = 0;
   double exchange = 0;
+  // The share of a core each busy rank had in the ping-pong (one rank of each pair of the
+  // machine busy at a time) and in the exchange (every rank of the exchanging nodes busy);
+  // 0: not known (LinkModel::overheadShare).
+  double pingPongShare = 0, exchangeShare = 0;
 };
 
 // `start` with latencyUs, overheadUs and bytesPerUs replaced by what the times say. The
@@ -36,6 +40,9 @@ struct ProbeTimes {
 // largeBest; the medians where those were not recorded): a round's waits for a core are
 // the messages' cost, already in o and L, and a 256 KiB median that stalled once in a
 // probe of a few rounds would charge every byte of every algorithm with them.
+// With the shares the rounds ran at (pingPongShare, exchangeShare), "larger" compares the
+// two at one core (o x share) and overheadShare is the chosen one's: the exchange keeps
+// every rank busy, as a call does, and the ping-pong half of them.
 // Unmeasured times (one = 0) leave `start` as it is.
 // Small rounds whose fastest took longer than the large rounds' fastest stalled in every
 // round: no figure of the link can come from them (linkFromProbe, transportFromProbe).
@@ -102,7 +109,7 @@ bool needsAnotherBlock(const std::vector<ProbeTimes>& blocks);
 // A link whose sends are the rank's own copies (cpuSends: shm's progress thread copies each
 // message into the peer's FIFO, the receiver reduces or copies it out in its step) moves a
 // step's bytes at the rank's copy rate, so that is its wire rate (bytesPerUs raised to
-// copyBytesPerUs, the local rate at the node's core share; measureLocalRates). The 256 KiB
+// copyBytesPerUs, the local rate at the machine's core share; measureLocalRates). The 256 KiB
 // ping-pong measured 3-25x less (np 4 on 2 cores: best rounds 231-739 us, 0.7-2.3 GB/s a
 // way; medians to 0.19 GB/s): one rank of the pair waits while the other copies, and each
 // round waits for both to get a core again, where a collective's ranks copy at once. With
@@ -117,8 +124,8 @@ void sendsAtCopyRate(LinkModel& link);
 // the receiver's copy out overlap in a one-way message, which the replay also lets them
 // do: one message costs max(wire, copy), a step that sends and receives at once pays both
 // copies). The rate is the fastest rounds' (oneBest, largeBest; the medians where those
-// were not recorded) times `coreShare`, the share of a core each of the node's ranks gets
-// when all are busy (cores / local ranks, at most 1), as the local copy and reduce rates
+// were not recorded) times `coreShare`, the share of a core each of the machine's ranks gets
+// when all are busy (cores / the machine's ranks, at most 1), as the local copy and reduce rates
 // are measured (local_rates.hpp): the median round also holds the waits for a core that
 // the other tenants' load caused at that moment, which swung the loopback median 46-538
 // B/us between runs on a loaded 2-core host; the best round is the copy's own cost, and

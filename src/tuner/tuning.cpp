@@ -49,6 +49,8 @@ std::string Tuning::toLine() const {
   if (model.transportBytesPerUs > 0)
     s += " transport_bytes_per_us=" + format(model.transportBytesPerUs);
   if (model.nicBytesPerUs > 0) s += " nic_bytes_per_us=" + format(model.nicBytesPerUs);
+  if (model.overheadShare > 0) s += " overhead_share=" + format(model.overheadShare);
+  if (model.callShare > 0) s += " call_share=" + format(model.callShare);
   if (model.cpuSends != defaultLinkModel(link).cpuSends)
     s += std::string(" cpu_sends=") + (model.cpuSends ? "1" : "0");
   if (!measuredBest.empty()) {
@@ -120,6 +122,11 @@ std::vector<Tuning> parseTuneFile(std::string_view text, std::string_view name) 
       }
       if (key == "nic_bytes_per_us") {  // 0: no NIC shared by a node's ranks
         t.model.nicBytesPerUs = v;
+        continue;
+      }
+      if (key == "overhead_share" || key == "call_share") {  // 0: overhead_us as given
+        if (v > 1) bad(name, number, "'" + key + "' is a share of a core: at most 1");
+        (key == "call_share" ? t.model.callShare : t.model.overheadShare) = v;
         continue;
       }
       if (key == "cpu_sends") {  // absent: the link class's own (shm 1, the others 0)

@@ -5,6 +5,7 @@
 #include "sim/fabric_network.hpp"
 #include "sim/max_min.hpp"
 #include "sim/simulate.hpp"
+#include "tuner/cost_model.hpp"
 
 #include <gtest/gtest.h>
 #include <chorus/chorus.hpp>
@@ -224,6 +225,37 @@ TEST(SimFabric, HostCoresAreSharedByAllRanks) {
       24000.0);
   EXPECT_DOUBLE_EQ(FabricNetwork(parseFabric(bed, "t")).copyBytesPerUs(), 36000.0);
   EXPECT_THROW(parseFabric("host_cores -1\n", "t"), Error);
+}
+
+// The bed's overhead, measured at one share of a core and charged at the call's (6 ranks on
+// 2 cores: a third): overhead_us 10 measured at half a core is 15 us in a call, in the
+// fabric's replay and in the tuner's classes alike (one formula, LinkModel::callOverheadUs).
+TEST(SimFabric, OverheadIsChargedAtTheCallsShareLikeTheTuner) {
+  using namespace steps;
+  const std::string bed = "nodes 3\ngpus_per_node 2\nnics_per_node 1\nhost_cores 2\n";
+  const Fabric measured = parseFabric(bed + "overhead_us 10\noverhead_share 0.5\n", "t");
+  const Fabric fifteen = parseFabric(bed + "overhead_us 15\n", "t");
+  const Fabric asGiven = parseFabric(bed + "overhead_us 10\n", "t");
+  EXPECT_DOUBLE_EQ(tunerLinks(measured).intra.callOverheadUs(), 15);
+  EXPECT_DOUBLE_EQ(tunerLinks(measured).inter.callOverheadUs(), 15);
+  EXPECT_DOUBLE_EQ(tunerLinks(asGiven).inter.callOverheadUs(), 10);
+  // One message within a node and one between nodes.
+  std::vector<Schedule> s(6);
+  send(s[0], 1, in(0, 64));
+  recv(s[1], 0, out(0, 64));
+  send(s[2], 4, in(0, 64));
+  recv(s[4], 2, out(0, 64));
+  auto replayed = [&](const Fabric& f) {
+    FabricNetwork net(f);
+    return replay(s, 1, net).micros;
+  };
+  EXPECT_DOUBLE_EQ(replayed(measured), replayed(fifteen));
+  EXPECT_NEAR(replayed(measured) - replayed(asGiven), 2 * 5, 1e-9);  // 5 us more at each end
+  EXPECT_DOUBLE_EQ(replaySchedules(s, 1, tunerLinks(measured).intra).micros,
+                   replaySchedules(s, 1, tunerLinks(fifteen).intra).micros);
+  EXPECT_NE(measured.describe().find("10.000 us measured at 0.500 of a core: 15.000 us"),
+            std::string::npos);
+  EXPECT_THROW(parseFabric("overhead_share 2\n", "t"), Error);
 }
 
 }  // namespace

@@ -240,6 +240,30 @@ TEST(CostModel, ExplainTableMarksTheBestOfEveryRow) {
   EXPECT_NE(line.find("(best predicted)"), std::string::npos) << line;
 }
 
+// A message's overhead is CPU time: measured at one share of a core and charged at the call's
+// (LinkModel::callOverheadUs). o = 2 us measured at a whole core, a call at a quarter of one
+// (8 ranks on 2 cores) replays as o = 8 us, exactly; without either share, as given.
+TEST(CostModel, OverheadIsChargedAtTheCallsShareOfACore) {
+  EXPECT_DOUBLE_EQ(coreShareOf(2, 6), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(coreShareOf(2, 1.5), 1);
+  EXPECT_DOUBLE_EQ(coreShareOf(2, 0), 1);
+  LinkModel measured = wireOnly();
+  measured.overheadUs = 2;
+  LinkModel eight = measured;
+  eight.overheadUs = 8;
+  LinkModel shared = measured;
+  shared.overheadShare = 1;
+  shared.callShare = coreShareOf(2, 8);
+  EXPECT_DOUBLE_EQ(shared.callOverheadUs(), 8);
+  for (const char* name : {"ring", "rd", "oneshot"}) {
+    EXPECT_DOUBLE_EQ(predict(name, 8, 1024, shared), predict(name, 8, 1024, eight)) << name;
+    EXPECT_GT(predict(name, 8, 1024, eight), predict(name, 8, 1024, measured) + 11) << name;
+    LinkModel oneShare = shared;
+    oneShare.callShare = 0;  // a share without the other: as given
+    EXPECT_DOUBLE_EQ(predict(name, 8, 1024, oneShare), predict(name, 8, 1024, measured)) << name;
+  }
+}
+
 TEST(CostModel, LinkTableNamesRoundTrip) {
   for (LinkClass c :
        {LinkClass::Shm, LinkClass::Tcp, LinkClass::Ib, LinkClass::Ucx, LinkClass::Nvlink}) {

@@ -103,6 +103,40 @@ TEST(ProbeFigures, SolvesTheModelForLatencyOverheadAndBandwidth) {
   EXPECT_EQ(linkFromProbe(ProbeTimes{}, start), start);
 }
 
+// The ping-pong keeps one rank of each pair busy, the exchange all of them: with the shares of
+// a core they ran at, the two solutions for o compare at one core, and the model keeps the
+// chosen one's share for LinkModel::callOverheadUs. Round trips of L = 10, o = 4 (8 B 36 us,
+// 8 x 8 B 64 us) and an exchange among 4 of o = 6 (18 + 2 x 2 x 6 = 42 us).
+TEST(ProbeFigures, TheOverheadsSolutionsCompareAtTheSharesTheyRanAt) {
+  ProbeTimes t = measuredTimes();
+  t.one = 36;
+  t.burstTrip = 64;
+  t.exchange = 42;
+  const LinkModel start = defaultLinkModel(LinkClass::Tcp);
+  // No shares (a tune file, an older build): the larger as measured, no share.
+  LinkModel m = linkFromProbe(t, start);
+  EXPECT_DOUBLE_EQ(m.overheadUs, 6);
+  EXPECT_EQ(m.overheadShare, 0);
+  // 4 ranks on 2 cores: the ping-pong at a whole core (2 busy), the exchange at half.
+  // 4 x 1 > 6 x 0.5: the ping-pong's o, L from it.
+  t.pingPongShare = 1;
+  t.exchangeShare = 0.5;
+  m = linkFromProbe(t, start);
+  EXPECT_DOUBLE_EQ(m.overheadUs, 4);
+  EXPECT_DOUBLE_EQ(m.overheadShare, 1);
+  EXPECT_DOUBLE_EQ(m.latencyUs, 10);
+  m.callShare = 0.5;  // the call: every rank busy
+  EXPECT_DOUBLE_EQ(m.callOverheadUs(), 8);
+  // Both at half a core: the exchange's.
+  t.pingPongShare = 0.5;
+  m = linkFromProbe(t, start);
+  EXPECT_DOUBLE_EQ(m.overheadUs, 6);
+  EXPECT_DOUBLE_EQ(m.overheadShare, 0.5);
+  // Two ranks (no exchange): the ping-pong's, with its share.
+  t.exchangeRanks = 2;
+  EXPECT_DOUBLE_EQ(linkFromProbe(t, start).overheadShare, 0.5);
+}
+
 // tcp over loopback: the within-node ping-pong's fastest rounds give the CPU's copy rate,
 // at the node's share of a core, for both classes; no cost for other transports or
 // without a within-node measurement.

@@ -50,6 +50,15 @@ TEST(TuneFile, LineRoundTrips) {
   // Nor a shared NIC.
   EXPECT_EQ(parseTuneFile("tcp latency_us=3\n")[0].model.nicBytesPerUs, 0);
   EXPECT_EQ(defaultTuning(LinkClass::Tcp).toLine().find("nic_"), std::string::npos);
+  // The shares of a core the overhead was measured at and a call runs at (the probe's).
+  t.model.overheadShare = 0.6667;
+  t.model.callShare = 0.3333;
+  EXPECT_NE(t.toLine().find(" overhead_share=0.6667 call_share=0.3333"), std::string::npos);
+  parsed = parseTuneFile(t.toLine(), "t");
+  parsed[0].source = t.source;
+  EXPECT_EQ(parsed[0], t);
+  EXPECT_EQ(parseTuneFile("tcp latency_us=3\n")[0].model.callShare, 0);
+  EXPECT_EQ(defaultTuning(LinkClass::Tcp).toLine().find("share"), std::string::npos);
 }
 
 TEST(TuneFile, BadInputNamesTheLine) {
@@ -64,6 +73,8 @@ TEST(TuneFile, BadInputNamesTheLine) {
   EXPECT_NE(errorOf("shm reduce.int128=3").find("unknown data type"), std::string::npos);
   EXPECT_NE(errorOf("shm ranks=2.5").find("whole number"), std::string::npos);
   EXPECT_NE(errorOf("shm =3").find("key=value"), std::string::npos);
+  EXPECT_NE(errorOf("tcp call_share=1.5").find("t:1: 'call_share' is a share of a core"),
+            std::string::npos);
 }
 
 TEST(TuneFile, PicksTheNearestRankCountOfTheLink) {

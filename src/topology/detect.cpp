@@ -9,14 +9,6 @@
 
 namespace chorus::topo {
 
-namespace detail {
-
-// Without CUDA in the build there is nothing to ask; hwloc's PCI scan still lists the GPUs.
-// A CUDA/NVML build fills NVLink and P2P links here (t.gpuLinks).
-void probeGpus(Topology&) {}
-
-}  // namespace detail
-
 Topology detect(const DetectOptions& options) {
   Topology t;
   detail::probeHwloc(t, options.hwlocXml);

@@ -51,7 +51,7 @@ struct Topology {
   std::vector<NumaNode> numaNodes;
   std::vector<PciDevice> pciDevices;
   std::vector<Nic> nics;
-  std::vector<Gpu> gpus;  // from hwloc/the file; CUDA/NVML probing goes in detect_gpu
+  std::vector<Gpu> gpus;  // from hwloc, NVML (names, NVLinks) and the file
   std::vector<GpuLink> gpuLinks;
   std::vector<std::string> sources;  // what it was built from, for people
 };

@@ -2,6 +2,7 @@
 // (good and malformed input), the cluster view, ring order and NIC choice.
 #include "topology/topology.hpp"
 #include "bootstrap/bootstrap.hpp"
+#include "topology/detect_parts.hpp"
 
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -371,3 +372,70 @@ TEST(HostIdentity, BootHostAndNetworkNamespace) {
 
 }  // namespace
 }  // namespace chorus::topo
+
+// NVML's view merged into the topology (detect_nvml.cpp): names by PCI bus id in either
+// spelling, a GPU hwloc missed added, NVLinks counted once per pair, NVSwitch links making
+// every switched pair reachable at the fewer links' rate.
+TEST(TopologyNvml, NamesAndLinksMergedByBusId) {
+  using chorus::topo::detail::NvmlGpu;
+  chorus::topo::Topology t;
+  t.gpus = {{0, "gpu0", "0000:1b:00.0", 0}, {1, "gpu1", "0000:1c:00.0", 0}};
+  // GPU 0 and 1 share 4 direct links (each seen from both ends); 2 (not in hwloc's list)
+  // has 2 links to a switch, and so does 1.
+  const std::vector<NvmlGpu> found = {
+      {"NVIDIA H100",
+       "00000000:1B:00.0",
+       {"00000000:1C:00.0", "00000000:1C:00.0", "00000000:1C:00.0", "00000000:1C:00.0"}},
+      {"NVIDIA H100",
+       "00000000:1C:00.0",
+       {"00000000:1B:00.0", "00000000:1B:00.0", "00000000:1B:00.0", "00000000:1B:00.0",
+        "00000000:E0:00.0", "00000000:E0:00.0"}},
+      {"NVIDIA H100",
+       "00000000:2A:00.0",
+       {"00000000:E0:00.0", "00000000:E1:00.0", "00000000:E1:00.0"}}};
+  chorus::topo::detail::mergeNvmlGpus(t, found);
+  ASSERT_EQ(t.gpus.size(), 3u);
+  EXPECT_EQ(t.gpus[0].name, "NVIDIA H100");
+  EXPECT_EQ(t.gpus[0].numaNode, 0);  // kept from hwloc
+  EXPECT_EQ(t.gpus[2].pciBusId, "0000:2a:00.0");
+  EXPECT_EQ(t.gpus[2].numaNode, -1);
+  ASSERT_EQ(t.gpuLinks.size(), 2u);
+  EXPECT_EQ(t.gpuLinks[0].a, 0);
+  EXPECT_EQ(t.gpuLinks[0].b, 1);
+  EXPECT_EQ(t.gpuLinks[0].kind, "nvlink");
+  EXPECT_DOUBLE_EQ(t.gpuLinks[0].gbytesPerSec, 4 * 25.0);
+  EXPECT_EQ(t.gpuLinks[1].a, 1);
+  EXPECT_EQ(t.gpuLinks[1].b, 2);
+  EXPECT_EQ(t.gpuLinks[1].kind, "nvswitch");
+  EXPECT_DOUBLE_EQ(t.gpuLinks[1].gbytesPerSec, 2 * 25.0);
+}
+
+TEST(TopologyNvml, EightGpusOnSwitchesAreAllPairs) {
+  using chorus::topo::detail::NvmlGpu;
+  chorus::topo::Topology t;
+  std::vector<NvmlGpu> found;
+  for (int g = 0; g < 8; ++g) {
+    NvmlGpu n{"NVIDIA H100 80GB HBM3", "00000000:" + std::to_string(10 + g) + ":00.0", {}};
+    for (int l = 0; l < 18; ++l)
+      n.nvlinkPeers.push_back("00000000:a" + std::to_string(l % 4) + ":00.0");
+    found.push_back(n);
+  }
+  chorus::topo::detail::mergeNvmlGpus(t, found);
+  ASSERT_EQ(t.gpus.size(), 8u);
+  ASSERT_EQ(t.gpuLinks.size(), 28u);  // 8 choose 2
+  for (const auto& l : t.gpuLinks) {
+    EXPECT_EQ(l.kind, "nvswitch");
+    EXPECT_DOUBLE_EQ(l.gbytesPerSec, 450.0);  // 18 links: the H100's figure
+  }
+}
+
+TEST(TopologyNvml, NothingFoundChangesNothing) {
+  chorus::topo::Topology t;
+  t.gpus = {{0, "gpu0", "0000:1b:00.0", 0}};
+  chorus::topo::detail::mergeNvmlGpus(t, {});
+  ASSERT_EQ(t.gpus.size(), 1u);
+  EXPECT_EQ(t.gpus[0].name, "gpu0");
+  EXPECT_TRUE(t.gpuLinks.empty());
+  // Here (no NVIDIA driver) NVML is absent: the query finds nothing, without an error.
+  if (access("/dev/nvidiactl", F_OK) != 0) EXPECT_TRUE(chorus::topo::detail::queryNvml().empty());
+}

@@ -73,13 +73,14 @@ class DirectTransfer {
   // the answer yet.
   virtual bool offer(const LocalRegion* region, std::byte* data, size_t bytes) = 0;
   // Receiver: the largest transfer this channel's own registered bounce buffer takes (0:
-  // none), and the buffer itself for a transfer of `bytes` (nullptr when larger; taken
-  // at the first call). A RecvReduce that cannot fold in its destination
-  // (in place, destination unregistered, local operand still being written) lets the
-  // peer write there instead and folds from it into the destination: one pass, as the
-  // stream's fold, without the sender's staging copy. One transfer uses it at a time
-  // (the receiving direction's, in step order: the next one's answer goes out only once
-  // this step completed, so only after its fold).
+  // none), and the buffer itself for a transfer of `bytes` (nullptr when larger; taken at
+  // the first call, and replaced by a larger one at a call with more bytes than it has:
+  // the pointer holds until then). A RecvReduce that cannot fold in its destination (in
+  // place, destination unregistered, local operand still being written) lets the peer
+  // write there instead and folds from it into the destination: one pass, as the stream's
+  // fold, without the sender's staging copy. One transfer uses it at a time (the
+  // receiving direction's, in step order: the next one's answer goes out only once this
+  // step completed, so only after its fold).
   virtual size_t bounceBytes() const { return 0; }
   virtual std::byte* bounce(size_t /*bytes*/) { return nullptr; }
   // Receiver: offer() with the bounce buffer as the destination (bounce(bytes) first).

@@ -6,7 +6,7 @@
 // as for any message. A RecvReduce that cannot fold in its destination (in place) lets the
 // sender write into the channel's bounce buffer and folds from there. A receiver that will
 // take any registered source answers as its step begins, without waiting for the offer
-// (clear to send: receiverClearsToSend, reduceLanding).
+// (clear to send: receiverClearsToSend, reduceLandingBeforeOffer).
 #include "algorithms/schedule_rules.hpp"
 #include "engine/engine.hpp"
 #include "engine/rendezvous_reduce.hpp"
@@ -175,8 +175,9 @@ std::optional<RendezvousOffer> Engine::takeOffer(OpState& op, int index, Channel
 
 // Receiver, from the step's first pass on, before the call's fingerprint from the peer is
 // in (the first message of each call carries one; waiting for it would leave the answer
-// no head start there): numbers the transfer and, when the destination will take any
-// registered source (receiverClearsToSend), sends the answer at once. A peer running
+// no head start there): numbers the transfer and, when the step will take any registered
+// source (a Recv: receiverClearsToSend; a RecvReduce: reduceLandingBeforeOffer says
+// Destination or Bounce), sends the answer at once. A peer running
 // another call is still caught by the fingerprint; the most it could write first is the
 // size this rank offered, into this call's destination.
 void Engine::recvClearToSend(OpState& op, int index, Channel& channel, bool& moved) {
@@ -193,18 +194,16 @@ void Engine::recvClearToSend(OpState& op, int index, Channel& channel, bool& mov
     const bool reducing = step.kind == StepKind::RecvReduce;
     const bool allAllowed = allowedElements(op, index) >= step.dst.count;
     bool clear;
-    if (reducing) {  // the offer is taken as registered: a stream offer withdraws
-      detail::RendezvousOffer registered;
-      registered.registered = 1;
-      const auto landing = detail::reduceLanding(
-          registered, region != nullptr,
+    if (reducing) {  // the source is taken as registered: a stream offer withdraws
+      const auto landing = detail::reduceLandingBeforeOffer(
+          region != nullptr,
           detail::apart(reinterpret_cast<uintptr_t>(detail::resolve(op, step.dst)),
                         reinterpret_cast<uintptr_t>(detail::resolve(op, step.src)), dataBytes),
           allAllowed, dataBytes <= rv->bounceBytes());
       clear = landing != detail::ReduceLanding::Stream;
       p.intoBounce = landing == detail::ReduceLanding::Bounce;
     } else {
-      clear = detail::receiverClearsToSend(region != nullptr, false, false, allAllowed);
+      clear = detail::receiverClearsToSend(region != nullptr, allAllowed);
     }
     p.rendezvous = clear ? RendezvousState::ClearToSend : RendezvousState::Reading;
   }

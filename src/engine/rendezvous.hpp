@@ -51,8 +51,8 @@ enum class RendezvousState : uint8_t {
 inline bool announced(size_t bytes, size_t minBytes) { return minBytes > 0 && bytes >= minBytes; }
 
 // A Recv accepts (the data lands straight in its destination) only when both ends are
-// registered. A RecvReduce folds into its destination and decides by
-// receiverFoldsInDestination (rendezvous_reduce.hpp), which asks this and more.
+// registered. A RecvReduce decides by reduceLanding (rendezvous_reduce.hpp), which asks
+// more.
 inline bool receiverAccepts(const RendezvousOffer& offer, bool destinationRegistered) {
   return offer.registered && destinationRegistered;
 }

@@ -111,9 +111,7 @@ const std::vector<Spec> kSpecs = {
      "", "NCCL_IB_RETRY_CNT"},
     {"CHORUS_IB_BLOCK", Size, "128K", "bytes of each striping block across the queue pairs", 4 * K,
      G},
-    {"CHORUS_IB_BUFFER", Size, "2M",
-     "bytes of each peer's receive ring (at least 2 blocks per QP) and of its bounce "
-     "buffer (in-place reductions' zero-copy)",
+    {"CHORUS_IB_BUFFER", Size, "2M", "bytes of each peer's receive ring (at least 2 blocks per QP)",
      4 * K, 2 * G - 1},
     {"CHORUS_IB_RNDV_BYTES", Size, "64K",
      "registered buffers: messages from this size go zero-copy by RDMA WRITE (0: never)", 0, G},
@@ -122,6 +120,11 @@ const std::vector<Spec> kSpecs = {
      "last write's completion travel (at most a quarter of the message each; 0: none, the "
      "default: measured slower in the Soft-RoCE guest)",
      0, G},
+    {"CHORUS_IB_BOUNCE", Size, "16M",
+     "registered buffers: the largest message of an in-place (or otherwise unlandable) "
+     "reduction that goes zero-copy through each peer's bounce buffer, which grows to the "
+     "largest such message from the ring's size (0: none, such messages stream)",
+     0, 2 * G - 1},
     {"CHORUS_IB_REG_CACHE", Size, "256M", "registered user-buffer bytes kept when idle", 0,
      1024 * G},
     // --- UCX --------------------------------------------------------------------------------

@@ -149,6 +149,19 @@ part rndv.np2.registered 200 env CHORUS_IB_RNDV_BYTES=1K CHORUS_IB_RNDV_STREAMED
 # guard holds (schedule_rules.hpp rule 7). A sparser sample: allReduce only.
 part rndv.np2.registered.rd 100 env CHORUS_IB_RNDV_BYTES=1K "$RUN" -n 2 --timeout 80 "$COLL" \
   --transport ib --buffers registered --algo allreduce:rd --every 29 --only allReduce
+# In place, rd's message is the whole buffer: the large cases' messages exceed the ring
+# (2 MiB) and land in the grown bounce buffer (float16 4 MiB, then int32 8 MiB in place:
+# both channels must count the int32 case's 8,388,620 B as written one-sided). Two cases
+# only, to keep the suite's time (14 s; with int8 2 MiB + 3 B and int64 16 MiB + 24 B,
+# over the cap, 25 s).
+part rndv.np2.registered.rd.large 120 sh -c 'for c in 269 93; do
+  env CHORUS_IB_RNDV_BYTES=1K CHORUS_DEBUG=INFO "$0" -n 2 --timeout 60 "$1" --transport ib \
+    --buffers registered --algo allreduce:rd --case $c > /tmp/rd_large.log 2>&1 ||
+    { cat /tmp/rd_large.log; exit 1; }
+  grep -E "passed|direct" /tmp/rd_large.log
+  [ $c != 93 ] || [ "$(grep -c "direct 8388620 B" /tmp/rd_large.log)" = 2 ] ||
+    { echo "FAIL case 93: its 8 MiB in-place messages did not go one-sided"; exit 1; }
+done' "$RUN" "$COLL"
 part rndv.kill.np3.victim1 90 env CHORUS_IB_RNDV_BYTES=16K \
   "$BUILD/tests/multiproc/chorus_kill_test" --transport ib --ranks 3 --victim 1 \
   --buffers registered --algo ring --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40

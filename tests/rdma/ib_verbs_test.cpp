@@ -353,6 +353,7 @@ void rendezvousChecks(chorus::ib::IbDevice& dev) {
   cfg.block = 4096;
   cfg.ring = 64 << 10;
   cfg.rendezvous = 1024;
+  cfg.bounce = 256 << 10;  // transfer 6 (> the ring) makes the bounce buffer grow
   ChannelPair pair = connectedPair(dev, cfg);
   auto& a = pair.a;
   auto& b = pair.b;
@@ -397,8 +398,8 @@ void rendezvousChecks(chorus::ib::IbDevice& dev) {
         "answer after the offer: transfer 3 lands exact");
   // Transfer 4: into the receiver's bounce buffer (a RecvReduce that cannot fold in its
   // destination), cleared before its offer; then transfer 5 in the old order, again there.
-  check(b->bounceBytes() == cfg.ring && b->bounce(cfg.ring + 1) == nullptr,
-        "the bounce buffer takes transfers up to the ring's size");
+  check(b->bounceBytes() == cfg.bounce && b->bounce(cfg.bounce + 1) == nullptr,
+        "the bounce buffer takes transfers up to CHORUS_IB_BOUNCE");
   for (int t = 4; t <= 5; ++t) {
     b->receiving();
     if (t == 4) put = pollUntil([&] { return b->offerBounce(bytes); });
@@ -415,6 +416,24 @@ void rendezvousChecks(chorus::ib::IbDevice& dev) {
           t == 4 ? "bounce: transfer 4, cleared to send, lands exact in the bounce buffer"
                  : "bounce: transfer 5, answered after its offer, lands exact there too");
   }
+  // Transfer 6: larger than the ring (the buffer's first size): the buffer grows to it, is
+  // registered on the way, and the transfer lands exact.
+  const size_t large = 200000;  // 49 pieces of at most a block
+  std::vector<uint32_t> largeSource(large / 4);
+  for (size_t i = 0; i < largeSource.size(); ++i)
+    largeSource[i] = static_cast<uint32_t>(i * 2246822519u + 7);
+  const auto* largeSrc = reinterpret_cast<const std::byte*>(largeSource.data());
+  const chorus::LocalRegion largeRegion{largeSrc, large};
+  b->receiving();
+  put = pollUntil([&] { return b->offerBounce(large); });
+  a->sending();
+  put = put && pollUntil([&] { return (answer = a->answer()) != Answer::None; }) &&
+        answer == Answer::Accepted &&
+        pollUntil([&] { return a->put(largeRegion, largeSrc, 0, large) == large; }) &&
+        pollUntil([&] { return a->putDone(large); }) && pollUntil([&] { return b->landed(large); });
+  const std::byte* grown = b->bounce(large);
+  check(put && grown != nullptr && std::memcmp(grown, largeSrc, large) == 0,
+        "bounce: transfer 6, larger than the ring, lands exact in the grown bounce buffer");
 }
 
 }  // namespace

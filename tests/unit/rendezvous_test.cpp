@@ -13,9 +13,9 @@ using chorus::detail::apart;
 using chorus::detail::parseOffer;
 using chorus::detail::receiverAccepts;
 using chorus::detail::receiverClearsToSend;
-using chorus::detail::receiverFoldsInDestination;
 using chorus::detail::ReduceLanding;
 using chorus::detail::reduceLanding;
+using chorus::detail::reduceLandingBeforeOffer;
 using chorus::detail::RendezvousOffer;
 
 TEST(Rendezvous, AnnouncedFromTheThresholdOn) {
@@ -89,23 +89,16 @@ TEST(Rendezvous, StreamedEndsAreAtMostAQuarterInWholeUnits) {
   EXPECT_EQ(streamedEnd(1 << 20, 100, 8), 96u);
 }
 
-// Straight into the destination only when both buffers are registered and the step
-// stores (receiverAccepts); a RecvReduce only when it can fold there: its local range
-// apart from the destination and all written (receiverFoldsInDestination).
+// A plain Recv takes the data straight into its destination only when both buffers are
+// registered (receiverAccepts, asked once the offer is in).
 TEST(Rendezvous, ReceiverAcceptsOnlyRegisteredToRegistered) {
   RendezvousOffer reg, unreg;
   reg.registered = 1;
   EXPECT_TRUE(receiverAccepts(reg, true));
   EXPECT_FALSE(receiverAccepts(reg, false));
-  EXPECT_FALSE(
-      receiverFoldsInDestination(reg, true, false, false));  // a reduction that cannot fold
   EXPECT_FALSE(receiverAccepts(unreg, true));
-  EXPECT_TRUE(receiverFoldsInDestination(reg, true, true, true));
-  EXPECT_FALSE(receiverFoldsInDestination(reg, true, false, true));  // in place
-  EXPECT_FALSE(receiverFoldsInDestination(reg, true, true, false));  // local still written
-  EXPECT_FALSE(receiverFoldsInDestination(reg, false, true, true));
-  EXPECT_FALSE(receiverFoldsInDestination(unreg, true, true, true));
-  // Overlap: a byte shared is enough to fold in place.
+  EXPECT_FALSE(receiverAccepts(unreg, false));
+  // Overlap (a RecvReduce's "local apart"): a byte shared is enough to fold in place.
   EXPECT_TRUE(apart(0, 64, 64));
   EXPECT_TRUE(apart(64, 0, 64));
   EXPECT_FALSE(apart(0, 63, 64));
@@ -113,36 +106,50 @@ TEST(Rendezvous, ReceiverAcceptsOnlyRegisteredToRegistered) {
   EXPECT_FALSE(apart(0, 0, 64));
 }
 
-// Clear to send (before the offer): only a registered destination free to be written
-// (every element allowed); a RecvReduce's local range also apart from it (in place it
-// waits for the offer, which it then refuses).
-TEST(Rendezvous, ReceiverClearsToSendOnlyWhenItWouldTakeAnyRegisteredSource) {
-  EXPECT_TRUE(receiverClearsToSend(true, false, false, true));  // Recv: apart is moot
-  EXPECT_FALSE(receiverClearsToSend(false, false, false, true));
-  EXPECT_FALSE(receiverClearsToSend(true, false, false, false));  // not free yet
-  EXPECT_TRUE(receiverClearsToSend(true, true, true, true));
-  EXPECT_FALSE(receiverClearsToSend(true, true, false, true));  // in place
-  EXPECT_FALSE(receiverClearsToSend(true, true, true, false));  // local still written
-  EXPECT_FALSE(receiverClearsToSend(false, true, true, true));
+// A plain Recv clears to send (answers before the offer) only with a registered
+// destination free to be written (every element allowed).
+TEST(Rendezvous, RecvClearsToSendOnlyWhenItWouldTakeAnyRegisteredSource) {
+  // (destination registered, every element allowed)
+  EXPECT_TRUE(receiverClearsToSend(true, true));
+  EXPECT_FALSE(receiverClearsToSend(false, true));
+  EXPECT_FALSE(receiverClearsToSend(true, false));  // not free yet
+  EXPECT_FALSE(receiverClearsToSend(false, false));
 }
 
-// A RecvReduce's data lands in its destination when it can fold there; else (in place,
-// destination unregistered, local operand still being written) in the channel's bounce
-// buffer when the source is registered and the message fits it; else it streams.
+// A RecvReduce, as its step begins (the engine's clear to send: anything but Stream
+// answers at once): its destination when it can fold there (registered, local range
+// apart and written), else the bounce buffer when the message fits it, else it waits for
+// the offer.
+TEST(Rendezvous, ReduceClearsToSendIntoItsDestinationOrTheBounceBuffer) {
+  // (destination registered, local apart, local written, bounce fits): each condition fails
+  EXPECT_EQ(reduceLandingBeforeOffer(true, true, true, true), ReduceLanding::Destination);
+  EXPECT_EQ(reduceLandingBeforeOffer(true, true, true, false), ReduceLanding::Destination);
+  EXPECT_EQ(reduceLandingBeforeOffer(true, false, true, true), ReduceLanding::Bounce);  // in place
+  EXPECT_EQ(reduceLandingBeforeOffer(true, true, false, true),
+            ReduceLanding::Bounce);  // local still written
+  EXPECT_EQ(reduceLandingBeforeOffer(false, true, true, true),
+            ReduceLanding::Bounce);  // unregistered
+  EXPECT_EQ(reduceLandingBeforeOffer(true, false, true, false),
+            ReduceLanding::Stream);  // in place, larger than the bounce buffer: read the offer
+  EXPECT_EQ(reduceLandingBeforeOffer(false, true, true, false), ReduceLanding::Stream);
+  EXPECT_EQ(reduceLandingBeforeOffer(true, true, false, false), ReduceLanding::Stream);
+}
+
+// Once the offer is in (a RecvReduce that did not clear to send): a registered source
+// lands as before the offer; an unregistered one streams wherever the data could land.
 TEST(Rendezvous, ReduceThatCannotFoldInItsDestinationLandsInTheBounceBuffer) {
   RendezvousOffer reg, unreg;
   reg.registered = 1;
+  for (int bits = 0; bits < 16; ++bits) {
+    const bool registered = bits & 1, localApart = bits & 2, written = bits & 4, fits = bits & 8;
+    EXPECT_EQ(reduceLanding(reg, registered, localApart, written, fits),
+              reduceLandingBeforeOffer(registered, localApart, written, fits))
+        << bits;
+    EXPECT_EQ(reduceLanding(unreg, registered, localApart, written, fits), ReduceLanding::Stream)
+        << bits;
+  }
   // (offer, destination registered, local apart, local written, bounce fits)
-  EXPECT_EQ(reduceLanding(reg, true, true, true, true), ReduceLanding::Destination);
   EXPECT_EQ(reduceLanding(reg, true, true, true, false), ReduceLanding::Destination);
-  EXPECT_EQ(reduceLanding(reg, true, false, true, true), ReduceLanding::Bounce);  // in place
-  EXPECT_EQ(reduceLanding(reg, true, true, false, true), ReduceLanding::Bounce);  // not written
-  EXPECT_EQ(reduceLanding(reg, false, true, true, true), ReduceLanding::Bounce);  // unregistered
   EXPECT_EQ(reduceLanding(reg, false, false, false, true), ReduceLanding::Bounce);
   EXPECT_EQ(reduceLanding(reg, true, false, true, false), ReduceLanding::Stream);  // too large
-  EXPECT_EQ(reduceLanding(reg, false, true, true, false), ReduceLanding::Stream);
-  // An unregistered source streams wherever the data could land.
-  EXPECT_EQ(reduceLanding(unreg, true, true, true, true), ReduceLanding::Stream);
-  EXPECT_EQ(reduceLanding(unreg, true, false, true, true), ReduceLanding::Stream);
-  EXPECT_EQ(reduceLanding(unreg, false, false, false, true), ReduceLanding::Stream);
 }

@@ -98,6 +98,8 @@ IbChannel::~IbChannel() {
   stripe::logChannelReport(*stats_);
   for (auto& l : links_)
     if (l.qp) ibv_destroy_qp(l.qp);
+  landTargets_.clear();
+  dropBounce();  // once no QP can write into it
   for (auto& r : rails_) {
     if (r.cq) ibv_destroy_cq(r.cq);
     if (r.recvMr) ibv_dereg_mr(r.recvMr);
@@ -496,14 +498,30 @@ bool IbChannel::offer(const LocalRegion* region, std::byte* data, size_t bytes) 
   return true;
 }
 
+// The bounce buffer for a transfer of `bytes`: grown to the largest such transfer yet,
+// at least the ring's size, at most config.bounce (a new buffer from rail 0's pool; the
+// old one goes back there and the other rails forget their registrations of it, so none
+// outlives the memory). Never while a transfer lands in it.
 std::byte* IbChannel::bounce(size_t bytes) {
-  if (bytes > ring_) return nullptr;
-  if (!bounce_.data()) {
-    bounce_ = device_.pool().get(ring_);
+  if (bytes > config_.bounce) return nullptr;
+  if (bounce_.size() < bytes) {
+    if (landing_)
+      throw Error(Result::InternalError, "ib: the bounce buffer grows while a transfer from rank " +
+                                             std::to_string(peer_) + " lands in it");
+    dropBounce();
+    bounce_ = device_.pool().get(std::max(bytes, std::min<size_t>(ring_, config_.bounce)));
     bounceRegion_.base = bounce_.data();
     bounceRegion_.bytes = bounce_.size();
   }
   return bounce_.data();
+}
+
+void IbChannel::dropBounce() {
+  if (!bounce_.data()) return;
+  for (size_t r = 1; r < putRails(); ++r)
+    rails_[r].device->cache().forget(bounce_.data(), bounce_.size());
+  bounce_ = BufferPool::Buffer();
+  bounceRegion_ = LocalRegion{};
 }
 
 bool IbChannel::offerBounce(size_t bytes) {
@@ -511,7 +529,8 @@ bool IbChannel::offerBounce(size_t bytes) {
   if (!data)
     throw Error(Result::InternalError, "ib: a bounce buffer of " + std::to_string(bytes) +
                                            " bytes offered to rank " + std::to_string(peer_) +
-                                           " (it has " + std::to_string(ring_) + ")");
+                                           " (CHORUS_IB_BOUNCE=" + std::to_string(config_.bounce) +
+                                           ")");
   return offer(&bounceRegion_, data, bytes);
 }
 

@@ -43,8 +43,8 @@
 //   receive ring, no copy on either side. The answer carries the transfer's number, so
 //   the receiver may send it before the offer arrived (clear to send; matchAnswer).
 //   A RecvReduce that cannot fold in its destination (in place) answers with the
-//   channel's bounce buffer instead (`ring` bytes, registered like the rings) and folds
-//   from it.
+//   channel's bounce buffer instead (the ring's size, grown to the largest such message up
+//   to CHORUS_IB_BOUNCE, registered on every rail like a destination) and folds from it.
 // Not thread-safe: one engine thread drives a transport.
 #pragma once
 
@@ -95,7 +95,7 @@ class IbChannel final : public Channel, public DirectTransfer {
   void receiving() override { ++recvTransfer_; }
   void withdraw() override;
   bool offer(const LocalRegion* region, std::byte* data, size_t bytes) override;
-  size_t bounceBytes() const override { return ring_; }
+  size_t bounceBytes() const override { return config_.bounce; }
   std::byte* bounce(size_t bytes) override;
   bool offerBounce(size_t bytes) override;
   bool landed(size_t bytes) override;
@@ -163,6 +163,7 @@ class IbChannel final : public Channel, public DirectTransfer {
   void publishWeights(Clock::time_point now);
   void blockArrived(int q, uint32_t ringOffset, uint32_t bytes);  // a stream write landed
   void fail(const std::string& why);
+  void dropBounce();  // returns the bounce buffer to the pool
   uint64_t received() const { return assembly_.contiguous(); }
   uint64_t blockEnd(uint64_t pos) const { return (pos / block_ + 1) * block_; }
   size_t putRails() const { return std::min<size_t>(rails_.size(), kRendezvousRails); }
@@ -199,7 +200,8 @@ class IbChannel final : public Channel, public DirectTransfer {
   size_t putPosted_ = 0;                      // bytes of the transfer posted
   int putsInFlight_ = 0;                      // piece writes not completed
   // Receiver: where a RecvReduce that cannot fold in its destination lets the peer write
-  // (bounce()): `ring` bytes from rail 0's pool, taken at the first such transfer.
+  // (bounce()): from rail 0's pool, taken at the first such transfer, the ring's size or
+  // the largest such transfer since, up to config.bounce.
   BufferPool::Buffer bounce_;
   LocalRegion bounceRegion_;
   std::vector<RegCache::Handle> landTargets_;  // receiver: the destination's, per rail

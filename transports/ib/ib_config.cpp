@@ -36,6 +36,7 @@ IbConfig IbConfig::fromEnv() {
   if (c.ring >= (size_t{1} << 31)) throwInvalid("CHORUS_IB_BUFFER: the ring must be < 2 GiB");
   c.rendezvous = settings::bytes("CHORUS_IB_RNDV_BYTES");
   c.rndvStreamed = settings::bytes("CHORUS_IB_RNDV_STREAMED");
+  c.bounce = settings::bytes("CHORUS_IB_BOUNCE");
   c.regCache = settings::bytes("CHORUS_IB_REG_CACHE");
   return c;
 }

@@ -25,6 +25,7 @@ struct IbConfig {
   size_t regCache = 256 << 20;  // CHORUS_IB_REG_CACHE: registered bytes kept when idle
   size_t rendezvous = 64 << 10;  // CHORUS_IB_RNDV_BYTES: zero-copy from this size; 0: never
   size_t rndvStreamed = 0;       // CHORUS_IB_RNDV_STREAMED: head and tail streamed instead
+  size_t bounce = 16 << 20;      // CHORUS_IB_BOUNCE: largest message landing in the bounce buffer
   int sendDepth = 128;           // work requests per QP send queue
   int recvDepth = 512;           // posted receives per QP
   static IbConfig fromEnv();

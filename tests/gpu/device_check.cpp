@@ -10,8 +10,8 @@
 // 3. bad input: a pointer the device did not allocate, a malformed handle
 // Fixed seed.
 #include "device/device.hpp"
-#include "kernels/half.hpp"
 #include "kernels/reduce.hpp"
+#include "tests/gpu/bit_compare.hpp"
 #ifdef CHORUS_DEVICE_CHECK_CUDA
 #include "device/cuda_device.hpp"
 #endif
@@ -22,7 +22,6 @@
 #include <unistd.h>
 #include <chorus/chorus.hpp>
 
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -48,34 +47,6 @@ std::unique_ptr<device::Device> open(const std::string& kind) {
   throw std::runtime_error("unknown device kind " + kind);
 }
 
-bool isNaN(DataType t, const uint8_t* p, size_t i) {
-  uint16_t h;
-  switch (t) {
-    case DataType::Float16:
-      std::memcpy(&h, p + 2 * i, 2);
-      return std::isnan(kernels::halfToFloat(h));
-    case DataType::Bfloat16:
-      std::memcpy(&h, p + 2 * i, 2);
-      return std::isnan(kernels::bf16ToFloat(h));
-    case DataType::Float8e4m3:
-      return std::isnan(kernels::fp8e4m3ToFloat(p[i]));
-    case DataType::Float8e5m2:
-      return std::isnan(kernels::fp8e5m2ToFloat(p[i]));
-    case DataType::Float32: {
-      float f;
-      std::memcpy(&f, p + 4 * i, 4);
-      return std::isnan(f);
-    }
-    case DataType::Float64: {
-      double d;
-      std::memcpy(&d, p + 8 * i, 8);
-      return std::isnan(d);
-    }
-    default:
-      return false;
-  }
-}
-
 int fail(const std::string& what) {
   std::printf("device_check: FAIL: %s\n", what.c_str());
   return 1;
@@ -85,18 +56,15 @@ int fail(const std::string& what) {
 bool settle(device::Device& d) { return d.wait(d.record(), deadlineIn(kWait)); }
 
 int reductions(device::Device& d) {
-  const DataType types[] = {DataType::Int8,     DataType::Uint8,      DataType::Int32,
-                            DataType::Uint32,   DataType::Int64,      DataType::Uint64,
-                            DataType::Float16,  DataType::Float32,    DataType::Float64,
-                            DataType::Bfloat16, DataType::Float8e4m3, DataType::Float8e5m2};
   const RedOp ops[] = {RedOp::Sum, RedOp::Prod, RedOp::Max, RedOp::Min, RedOp::Avg};
   std::mt19937_64 rng(20261204);
   void* da = d.allocate(kCount * 8);
   void* db = d.allocate(kCount * 8);
   void* dd = d.allocate(kCount * 8);
   int bad = 0, cases = 0;
-  for (DataType t : types) {
-    const size_t w = sizeOf(t), bytes = kCount * w;
+  for (const chorus_test::TypeInfo& type : chorus_test::kTypes) {
+    const DataType t = type.type;
+    const size_t bytes = kCount * type.size;
     std::vector<uint8_t> a(bytes), b(bytes), want(bytes), got(bytes);
     for (auto* v : {&a, &b})
       for (auto& x : *v) x = uint8_t(rng());
@@ -110,11 +78,8 @@ int reductions(device::Device& d) {
         d.reduce(t, op, inPlace ? da : dd, da, db, kCount);
         d.copy(got.data(), inPlace ? da : dd, bytes);
         if (!settle(d)) return fail("a reduction did not finish within 30 s");
-        size_t wrong = 0;
-        for (size_t i = 0; i < kCount; ++i)
-          if (std::memcmp(&want[i * w], &got[i * w], w) != 0 &&
-              !(isNaN(t, want.data(), i) && isNaN(t, got.data(), i)))
-            ++wrong;
+        const size_t wrong =
+            chorus_test::compareBits(type, want.data(), got.data(), 0, kCount).wrong;
         if (wrong) {
           ++bad;
           std::printf("  type %d op %d %s: %zu of %zu wrong\n", int(t), int(op),

@@ -5,8 +5,8 @@
 // arithmetic returns its canonical NaN). Exit 77 (skipped) where no GPU is usable.
 // Also prints the kernel's bandwidth for float sum on 256 MiB operands. Fixed seed.
 #include "kernels/cuda/reduce_cuda.hpp"
-#include "kernels/half.hpp"
 #include "kernels/reduce.hpp"
+#include "tests/gpu/bit_compare.hpp"
 
 #include <cuda_runtime.h>
 #include <chorus/chorus.hpp>
@@ -23,39 +23,6 @@ using chorus::RedOp;
 
 namespace {
 
-// Element i of a buffer of type t is a NaN.
-bool isNaN(DataType t, const uint8_t* p, size_t i) {
-  using namespace chorus::kernels;
-  switch (t) {
-    case DataType::Float16: {
-      uint16_t v;
-      std::memcpy(&v, p + 2 * i, 2);
-      return std::isnan(halfToFloat(v));
-    }
-    case DataType::Bfloat16: {
-      uint16_t v;
-      std::memcpy(&v, p + 2 * i, 2);
-      return std::isnan(bf16ToFloat(v));
-    }
-    case DataType::Float8e4m3:
-      return std::isnan(fp8e4m3ToFloat(p[i]));
-    case DataType::Float8e5m2:
-      return std::isnan(fp8e5m2ToFloat(p[i]));
-    case DataType::Float32: {
-      float v;
-      std::memcpy(&v, p + 4 * i, 4);
-      return std::isnan(v);
-    }
-    case DataType::Float64: {
-      double v;
-      std::memcpy(&v, p + 8 * i, 8);
-      return std::isnan(v);
-    }
-    default:
-      return false;
-  }
-}
-
 bool check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) std::printf("reduce_cuda_test: %s: %s\n", what, cudaGetErrorString(e));
   return e == cudaSuccess;
@@ -69,10 +36,6 @@ int main() {
     std::printf("reduce_cuda_test: skipped: no CUDA device\n");
     return 77;
   }
-  const DataType types[] = {DataType::Int8,     DataType::Uint8,      DataType::Int32,
-                            DataType::Uint32,   DataType::Int64,      DataType::Uint64,
-                            DataType::Float16,  DataType::Float32,    DataType::Float64,
-                            DataType::Bfloat16, DataType::Float8e4m3, DataType::Float8e5m2};
   const RedOp ops[] = {RedOp::Sum, RedOp::Prod, RedOp::Max, RedOp::Min, RedOp::Avg};
   const char* opNames[] = {"sum", "prod", "max", "min", "avg"};
   constexpr size_t kCount = (1 << 20) + 3;
@@ -83,8 +46,9 @@ int main() {
       !check(cudaMalloc(&dd, kCount * 8), "cudaMalloc"))
     return 1;
   int failures = 0, cases = 0;
-  for (DataType t : types) {
-    const size_t bytes = kCount * chorus::sizeOf(t);
+  for (const chorus_test::TypeInfo& type : chorus_test::kTypes) {
+    const DataType t = type.type;
+    const size_t bytes = kCount * type.size;
     std::vector<uint8_t> a(bytes), b(bytes), want(bytes), got(bytes);
     for (auto* v : {&a, &b})
       for (auto& x : *v) x = uint8_t(rng());
@@ -96,7 +60,7 @@ int main() {
       // kernel's element-by-element path instead of its 16-byte packs).
       for (int placement = 0; placement < 3; ++placement) {
         const bool inPlace = placement == 1;
-        const size_t shift = placement == 2 ? 1 : 0, w = chorus::sizeOf(t);
+        const size_t shift = placement == 2 ? 1 : 0, w = type.size;
         auto at = [&](void* p) { return static_cast<uint8_t*>(p) + shift * w; };
         ++cases;
         bool ok = check(cudaMemcpy(da, a.data(), bytes, cudaMemcpyHostToDevice), "copy a") &&
@@ -107,26 +71,19 @@ int main() {
                         "reduce") &&
                   check(cudaMemcpy(got.data(), inPlace ? da : dd, bytes, cudaMemcpyDeviceToHost),
                         "copy back");
-        size_t wrong = 0, nanPayloads = 0, first = kCount;
-        for (size_t i = shift; ok && i < kCount; ++i) {
-          if (std::memcmp(&want[i * w], &got[i * w], w) == 0) continue;
-          if (isNaN(t, want.data(), i) && isNaN(t, got.data(), i)) {
-            ++nanPayloads;
-            continue;
-          }
-          if (first == kCount) first = i;
-          ++wrong;
-        }
-        if (!ok || wrong) {
+        const chorus_test::BitComparison c =
+            ok ? chorus_test::compareBits(type, want.data(), got.data(), shift, kCount)
+               : chorus_test::BitComparison{};
+        if (!ok || c.wrong) {
           ++failures;
           std::printf("FAIL type %d %s %s: %zu wrong of %zu (first at %zu)\n", int(t), opNames[o],
                       placement == 1   ? "in place"
                       : placement == 2 ? "unaligned"
                                        : "out of place",
-                      wrong, kCount, first);
-        } else if (nanPayloads && placement == 0) {
+                      c.wrong, kCount, c.first);
+        } else if (c.nanPayloads && placement == 0) {
           std::printf("  type %d %s: %zu NaN results with another payload\n", int(t), opNames[o],
-                      nanPayloads);
+                      c.nanPayloads);
         }
       }
     }

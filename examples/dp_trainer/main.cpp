@@ -26,7 +26,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <initializer_list>
 #include <thread>
 
 using namespace trainer;
@@ -59,14 +58,6 @@ double measurePeakGemm() {
     }
   }
   return best;
-}
-
-// The launcher's local rank and local rank count (chorus-run, torchrun, mpirun), before the
-// communicator exists: the GPU a rank uses is its local rank mod the GPUs.
-int localFromEnv(std::initializer_list<const char*> names, int fallback) {
-  for (const char* name : names)
-    if (const char* v = std::getenv(name)) return std::atoi(v);
-  return fallback;
 }
 
 struct Failure {
@@ -137,14 +128,6 @@ int main(int argc, char** argv) {
   const char* restartEnv = std::getenv("CHORUS_RESTART_COUNT");
   const int attempt = restartEnv ? std::atoi(restartEnv) : 0;
   openblas_set_num_threads(args.threads);
-  if (args.gpu) try {
-      trainer::gemm::useGpu(
-          localFromEnv({"CHORUS_LOCAL_RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"}, 0),
-          localFromEnv({"CHORUS_LOCAL_SIZE", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}, 1));
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "chorus-train: %s\n", e.what());
-      return 2;
-    }
 
   chorus::Options options;
   options.deterministic = args.deterministic;
@@ -184,6 +167,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "chorus-train: cannot join the job: %s\n", e.what());
     return 2;
   }
+  // The GPU a rank computes on: its local rank (among the ranks on its node, as the
+  // communicator found them) mod the node's GPUs.
+  if (args.gpu) try {
+      trainer::gemm::useGpu(comm.localRank(), comm.localSize());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "chorus-train: %s\n", e.what());
+      return 2;
+    }
   int rank = comm.rank(), nranks = comm.size();  // change when shrinking or growing
   const int launchRank = newcomer ? std::atoi(std::getenv("CHORUS_RANK")) : rank;
   const int launchSize = newcomer ? std::atoi(std::getenv("CHORUS_WORLD_SIZE")) : nranks;

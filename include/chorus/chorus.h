@@ -75,6 +75,10 @@ chorusResult_t chorusCommDestroy(chorusComm_t comm);
 chorusResult_t chorusCommAbort(chorusComm_t comm);
 chorusResult_t chorusCommCount(const chorusComm_t comm, int* count);
 chorusResult_t chorusCommUserRank(const chorusComm_t comm, int* rank);
+/* This rank's index among the ranks on its node, and that node's rank count (pick a GPU by
+ * local rank mod the node's GPUs). */
+chorusResult_t chorusCommLocalRank(const chorusComm_t comm, int* localRank);
+chorusResult_t chorusCommLocalSize(const chorusComm_t comm, int* localSize);
 
 chorusResult_t chorusAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                chorusDataType_t datatype, chorusRedOp_t op, chorusComm_t comm);

@@ -216,6 +216,13 @@ class Communicator {
 
   int rank() const;
   int size() const;
+  // This rank's index among the ranks on its node (its host, as the library groups ranks
+  // for shared memory), in rank order, and how many ranks that node has. Taken from the
+  // ranks' own reports at init, not from a launcher's variables, so it holds however the
+  // job was started and after a shrink or grow. A GPU program picks its device by it
+  // (localRank() mod the node's GPUs), as NCCL programs do with their launcher's local rank.
+  int localRank() const;
+  int localSize() const;
   explicit operator bool() const { return impl_ != nullptr; }
 
   // Buffers are host memory. In-place follows NCCL: allReduce/broadcast/reduce with
@@ -269,8 +276,8 @@ class Communicator {
   void setAlgorithm(std::string_view spec);
   // The algorithm a call on ordinary (not registered) buffers would run now (forced, or
   // the tuner's choice), to check the tuner; registered buffers may take a one-sided
-  // algorithm instead, which Work::algorithm() names. Collective "allreduce", "allgather", "reducescatter", "broadcast", "reduce",
-  // "alltoall"; count as the call takes it.
+  // algorithm instead, which Work::algorithm() names. Collective "allreduce", "allgather",
+  // "reducescatter", "broadcast", "reduce", "alltoall"; count as the call takes it.
   std::string algorithmFor(std::string_view collective, size_t count, DataType type);
   // Name of the transport in use ("shm", "tcp", "ib" or "ucx").
   std::string transportName() const;

@@ -177,6 +177,18 @@ chorusResult_t chorusCommUserRank(const chorusComm_t comm, int* rank) {
   return chorusSuccess;
 }
 
+chorusResult_t chorusCommLocalRank(const chorusComm_t comm, int* localRank) {
+  if (!comm || !localRank) return invalid("chorusCommLocalRank: null argument");
+  *localRank = comm->comm.localRank();
+  return chorusSuccess;
+}
+
+chorusResult_t chorusCommLocalSize(const chorusComm_t comm, int* localSize) {
+  if (!comm || !localSize) return invalid("chorusCommLocalSize: null argument");
+  *localSize = comm->comm.localSize();
+  return chorusSuccess;
+}
+
 chorusResult_t chorusMemAlloc(void** ptr, size_t size) {
   if (!ptr) return invalid("chorusMemAlloc: ptr is null");
   *ptr = nullptr;

@@ -196,12 +196,14 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   std::vector<bool> onThisMachine;
   for (int r = 0; r < nranks; ++r) {
     hosts.push_back(storeText(store.get("host/" + std::to_string(r), deadline)));
+    c->localRank_ += r < rank && hosts.back() == host;
     localRanks += hosts.back() == host;
     const bool sameMachine = machineOfHost(hosts.back()) == machine;
     onThisMachine.push_back(sameMachine);
     machineRanks += sameMachine;
     machineRank += r < rank && sameMachine;
   }
+  c->localSize_ = localRanks;
   const int core = machineRanks > usableCores() ? bindToCore(machineRank) : boundCore;
 
   // CHORUS_TRANSPORT forces one transport for every peer; otherwise shared memory when

@@ -68,6 +68,8 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
 
   int rank() const { return rank_; }
   int size() const { return nranks_; }
+  int localRank() const { return localRank_; }
+  int localSize() const { return localSize_; }
   const char* transportName() const { return transport_->name(); }
   Engine& engine() { return *engine_; }
   const AlgorithmChoice& algorithms() const { return algorithms_; }
@@ -147,6 +149,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   void reportWaiting(const std::string& mine, const std::vector<int>& peers);
 
   int rank_, nranks_;
+  int localRank_ = 0, localSize_ = 1;  // among the ranks on this rank's host
   std::chrono::milliseconds timeout_{};
   std::shared_ptr<TcpStoreServer> hostedStore_;
   Rendezvous rendezvous_;

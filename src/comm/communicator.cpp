@@ -62,6 +62,8 @@ static CommImpl& live(const std::shared_ptr<CommImpl>& impl) {
 
 int Communicator::rank() const { return live(impl_).rank(); }
 int Communicator::size() const { return live(impl_).size(); }
+int Communicator::localRank() const { return live(impl_).localRank(); }
+int Communicator::localSize() const { return live(impl_).localSize(); }
 std::string Communicator::transportName() const { return live(impl_).transportName(); }
 std::string Communicator::layout() const { return live(impl_).layout().describe(); }
 void Communicator::setAlgorithm(std::string_view spec) { live(impl_).setAlgorithm(spec); }

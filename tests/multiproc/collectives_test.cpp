@@ -344,6 +344,17 @@ int main(int argc, char** argv) {
                 rank, rank, n, envRank, envSize);
     ++stats.failed;
   }
+  // The node structure the communicator found from the ranks' hosts must be the launcher's
+  // (chorus-run: one node; the test bed: its namespaces).
+  const int envLocalRank = envInt("CHORUS_LOCAL_RANK");
+  const int envLocalSize = envInt("CHORUS_LOCAL_SIZE");
+  if ((envLocalRank >= 0 && envLocalRank != comm.localRank()) ||
+      (envLocalSize >= 0 && envLocalSize != comm.localSize())) {
+    std::printf(
+        "FAIL rank %d: localRank/localSize %d/%d differ from CHORUS_LOCAL_RANK/SIZE %d/%d\n", rank,
+        comm.localRank(), comm.localSize(), envLocalRank, envLocalSize);
+    ++stats.failed;
+  }
   if (!args.transport.empty() && comm.transportName() != args.transport) {
     std::printf("FAIL rank %d: transportName() is '%s', requested '%s'\n", rank,
                 comm.transportName().c_str(), args.transport.c_str());

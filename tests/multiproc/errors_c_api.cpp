@@ -117,6 +117,19 @@ void commChecks(Report& rep, chorusComm_t comm) {
                  [&] { return chorusCommCount(comm, nullptr); });
   expectInvalidC(rep, "chorusCommUserRank comm=NULL", {"null", "comm"}, nullptr,
                  [&] { return chorusCommUserRank(nullptr, &rank); });
+  // One host: every rank is local, in rank order.
+  int localRank = -1, localSize = -1;
+  if (chorusCommLocalRank(comm, &localRank) != chorusSuccess ||
+      chorusCommLocalSize(comm, &localSize) != chorusSuccess || localRank != rank || localSize != n)
+    rep.fail("chorusCommLocalRank/LocalSize",
+             std::to_string(localRank) + "/" + std::to_string(localSize));
+  else
+    rep.pass("chorusCommLocalRank/LocalSize",
+             std::to_string(localRank) + "/" + std::to_string(localSize));
+  expectInvalidC(rep, "chorusCommLocalRank localRank=NULL", {"null", "localRank"}, comm,
+                 [&] { return chorusCommLocalRank(comm, nullptr); });
+  expectInvalidC(rep, "chorusCommLocalSize comm=NULL", {"null", "comm"}, nullptr,
+                 [&] { return chorusCommLocalSize(nullptr, &localSize); });
 
   const int peer = (rank + 1) % n;
   std::vector<int64_t> a(16 * static_cast<size_t>(n), 1);

@@ -15,7 +15,7 @@
 # 500mbit, or 0 for no limit. Only addresses inside the namespaces are used, and the
 # names carry the random ID, so beds in parallel do not collide.
 #
-# Ranks get CHORUS_RANK, CHORUS_WORLD_SIZE, CHORUS_LOCAL_RANK, CHORUS_ADDR (node 0's rail0
+# Ranks get CHORUS_RANK, CHORUS_WORLD_SIZE, CHORUS_LOCAL_RANK, CHORUS_LOCAL_SIZE, CHORUS_ADDR (node 0's rail0
 # address), CHORUS_PORT (rank 0 hosts the store there), CHORUS_SOCKET_IFNAME=rail,
 # CHORUS_TOPO_FILE (the bed's NIC speeds; both unless already set) and CHORUS_BED_NODE;
 # every line of output is prefixed with "[rank] ". Exit status: 0 when
@@ -156,7 +156,7 @@ run_ranks() {
     for ((lr = 0; lr < n; ++lr)); do
       rank=$((node * n + lr))
       ip netns exec "${id}n$node" env CHORUS_RANK=$rank CHORUS_WORLD_SIZE=$world \
-        CHORUS_LOCAL_RANK=$lr CHORUS_ADDR=10.77.0.1 CHORUS_PORT=$PORT \
+        CHORUS_LOCAL_RANK=$lr CHORUS_LOCAL_SIZE=$n CHORUS_ADDR=10.77.0.1 CHORUS_PORT=$PORT \
         CHORUS_SOCKET_IFNAME="${CHORUS_SOCKET_IFNAME:-rail}" CHORUS_BED_NODE=$node \
         CHORUS_TOPO_FILE="${CHORUS_TOPO_FILE:-$STATE_ROOT/$id/bed.topo}" \
         "${EXTRA_ENV[@]}" timeout --kill-after=5 "$timeout" "$@" \

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs compare_mpi (mpirun) and chorus-perf (chorus-run, and with -m also mpirun) on the
-# same sizes, alternating, several times, and prints the median out-of-place bus
-# bandwidth and time per size side by side. Exits non-zero if any run fails (an error,
-# or a wrong element: both programs exit non-zero then).
+# same sizes, alternating (perf/alternate.py: each round in a rotated order), and prints
+# per size the median out-of-place time and bus bandwidth side by side, each against Open
+# MPI's (ratio > 1: faster than MPI), per round too. Exits non-zero if any run fails (an
+# error, or a wrong element).
 #
 #   perf/compare.sh [-n NP] [-t COLL] [-b MIN] [-e MAX] [-f FACTOR] [-d TYPE] [-o OP]
 #                   [-K REPS] [-B BUILD_DIR] [-O OLD_BUILD] [-m] [-R "1 2"] [-l LOG_DIR]
@@ -82,67 +83,7 @@ if [[ -n $old ]]; then
     "env LD_LIBRARY_PATH=$(cd "$old" && pwd) $old/tools/chorus-run -n $np $old/perf/chorus-perf"
 fi
 
-echo "# compare.sh: $coll $type $op, np $np, sizes $minb..$maxb x$factor, $reps repetitions"
-echo "# logs in $logdir"
-for ((rep = 1; rep <= reps; rep++)); do
-  for name in "${names[@]}"; do
-    log=$logdir/$name.$rep.log
-    echo "# run $rep/$reps $name: ${cmds[$name]}"
-    if ! ${cmds[$name]} -J "$logdir/$name.$rep.json" >"$log" 2>&1; then
-      echo "compare.sh: $name failed (run $rep); last lines of $log:" >&2
-      tail -n 20 "$log" >&2
-      exit 1
-    fi
-    if ! grep -q "^# Out of bounds values : 0 OK" "$log"; then
-      echo "compare.sh: $name reported wrong results (run $rep), see $log" >&2
-      exit 1
-    fi
-  done
-done
-
-# Rows: size count type redop root time algbw busbw #wrong (out-of-place) ... (in-place).
-# Median over repetitions of the out-of-place time ($6) per size; busbw is recomputed
-# from size and time (the printed one has two decimals, too few for small sizes).
-median_table() {  # $1 = name: prints "size time" per size, in size order
-  cat "$logdir/$1".*.log | awk '!/^#/ && NF >= 13 { print $1, $6 }' | sort -k1,1n -k2,2g |
-    awk '{ n[$1]++; t[$1, n[$1]] = $2; if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
-         END { for (i = 1; i <= k; i++) { s = order[i]; print s, t[s, int((n[s] + 1) / 2)] } }'
-}
-
-files=()
-for name in "${names[@]}"; do
-  median_table "$name" >"$logdir/$name.median"
-  files+=("$logdir/$name.median")
-done
-
-echo "#"
-echo "# medians of $reps runs, out-of-place; ratio = MPI time / that run's time (> 1: faster than MPI)"
-awk -v np="$np" -v coll="$coll" -v names="${names[*]}" '
-  BEGIN {
-    c = tolower(coll); gsub(/[-_]/, "", c)
-    factor = 1
-    if (c == "allreduce") factor = 2 * (np - 1) / np
-    else if (c == "allgather" || c == "reducescatter") factor = (np - 1) / np
-    m = split(names, label, " ")
-    h = sprintf("# %10s  %10s  %10s", "size", "MPI busbw", "MPI time")
-    u = sprintf("# %10s  %10s  %10s", "(B)", "(GB/s)", "(us)")
-    for (j = 2; j <= m; j++) {
-      h = h sprintf("  %14s  %6s  %10s", label[j] " busbw", "ratio", "time")
-      u = u sprintf("  %14s  %6s  %10s", "(GB/s)", "", "(us)")
-    }
-    print h; print u
-  }
-  FILENAME != last { last = FILENAME; f++ }
-  { t[f, $1] = $2; if (f == 1) order[++k] = $1 }
-  function bw(size, us) { return us > 0 ? size / us / 1e3 * factor : 0 }
-  END {
-    for (i = 1; i <= k; i++) {
-      s = order[i]; tm = t[1, s]
-      line = sprintf("  %10s  %10.4f  %10.2f", s, bw(s, tm), tm)
-      for (j = 2; j <= m; j++) {
-        tc = t[j, s]
-        line = line sprintf("  %14.4f  %6.2f  %10.2f", bw(s, tc), tc > 0 ? tm / tc : 0, tc)
-      }
-      print line
-    }
-  }' "${files[@]}"
+columns=()
+for name in "${names[@]}"; do columns+=("$name=${cmds[$name]} -J {json}"); done
+exec python3 "$(dirname "$0")/alternate.py" -K "$reps" -l "$logdir" --np "$np" --coll "$coll" \
+  --title "compare.sh: $coll $type $op, np $np, sizes $minb..$maxb x$factor" "${columns[@]}"

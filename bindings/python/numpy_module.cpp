@@ -148,6 +148,10 @@ PYBIND11_MODULE(_chorus, m) {
           "From chorus-run's or torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, ...)")
       .def_property_readonly("rank", &chorus::Communicator::rank)
       .def_property_readonly("size", &chorus::Communicator::size)
+      .def_property_readonly("local_rank", &chorus::Communicator::localRank,
+                             "This rank's index among the ranks on its node (pick a GPU by it)")
+      .def_property_readonly("local_size", &chorus::Communicator::localSize,
+                             "How many ranks the node has")
       .def_property_readonly("transport", &chorus::Communicator::transportName)
       .def_property_readonly("failed_ranks", &chorus::Communicator::failedRanks,
                              "The ranks known to have failed (those of the error that failed "

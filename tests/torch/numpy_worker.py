@@ -23,6 +23,10 @@ def main():
         if got.dtype != want.dtype or not np.array_equal(got, want):
             fails.append(f"{what}: got {got[:6]}, want {want[:6]}")
 
+    # One host (chorus-run): every rank is local, in rank order.
+    check("local_rank, local_size", np.array([comm.local_rank, comm.local_size]),
+          np.array([rank, size]))
+
     n = 1001
     everyone = lambda dtype, m=n: [data(r, m, dtype) for r in range(size)]
     for dtype in [np.float32, np.float64, np.float16, np.int8, np.uint8, np.int32, np.uint32,

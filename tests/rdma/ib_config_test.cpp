@@ -131,6 +131,15 @@ TEST(IbPeerInfo, RailsRoundTrip) {
   } catch (const chorus::Error& e) {
     EXPECT_NE(std::string(e.what()).find("rank 3"), std::string::npos) << e.what();
   }
+  bytes.push_back(std::byte{0});
+  EXPECT_NO_THROW(PeerInfo::decode(bytes, 3));
+  // The ethernet flag is a 32-bit word on the wire: anything but 0 or 1 is malformed (a
+  // soak of the ib_record fuzzer found 0x00070300 read as 0, a different record).
+  bytes[12] = std::byte{2};
+  EXPECT_THROW(PeerInfo::decode(bytes, 3), chorus::Error);
+  bytes[12] = std::byte{0};
+  bytes[14] = std::byte{7};
+  EXPECT_THROW(PeerInfo::decode(bytes, 3), chorus::Error);
   p.rails.clear();
   EXPECT_THROW(PeerInfo::decode(p.encode(), 3), chorus::Error);
 }

@@ -46,9 +46,10 @@ std::vector<std::byte> PeerInfo::encode() const {
 PeerInfo PeerInfo::decode(std::span<const std::byte> bytes, int peer) {
   Header h{};
   if (bytes.size() >= sizeof(h)) std::memcpy(&h, bytes.data(), sizeof(h));
-  // 1..64 QPs (CHORUS_IB_QPS_PER_CONNECTION), 1..64 rails; the size must match exactly.
+  // 1..64 QPs (CHORUS_IB_QPS_PER_CONNECTION), 1..64 rails, ethernet a flag (0 or 1: any
+  // other value would be read as one and be a different record); the size must match exactly.
   if (bytes.size() < sizeof(h) || h.magic != kMagic || h.qps == 0 || h.qps > 128 || h.rails == 0 ||
-      h.rails > 64 ||
+      h.rails > 64 || h.ethernet > 1 ||
       bytes.size() != sizeof(h) + h.rails * sizeof(RailAddress) + h.qps * sizeof(QpAddress))
     throw Error(Result::InvalidUsage,
                 "ib: malformed connection record from rank " + std::to_string(peer));

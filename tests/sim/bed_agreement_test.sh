@@ -42,9 +42,10 @@ sim=$1 root=$2
 # ninth_nochrt_2 38 -> 37, machine_sim13/rec 3x2 45 -> 44, share_sim14/rec_2 45 -> 44
 # (3x2 rd, rhd, hier_rd at 0.76-0.79 -> 0.73-0.75: the model already slower than the bed
 # there, the framing takes 4.4% more); picks unchanged. Without the framing lines in the
-# fabric this fails (33, 33, 45, 47 recorded). framing_sim16/rec/ (and rec_2/, a second
-# 3x2, rec_3/ a third): recorded with both (chrt -f 1, one round each); rec_2's probe measured a between-
-# node overhead of 230 us (its 8 B round trips never steady), so its small sizes miss.
+# fabric this fails (33, 33, 45, 47 recorded). framing_sim16/rec/ (and rec_2/, rec_3/: a
+# second and a third 3x2): recorded with both (chrt -f 1, one round each); rec_2's probe
+# measured a between-node overhead of 230 us (its 8 B round trips never steady), so its
+# small sizes miss.
 want="sim_vs_bed:2x2:37:1 sim_vs_bed:3x2:27:6 sim_vs_bed/transport_tuner:2x2:33:3
   sim_vs_bed/transport_tuner:3x2:24:4 sim_vs_bed/nic_tuner:2x2:47:5 sim_vs_bed/nic_tuner:3x2:41:6
   sim_vs_bed/ninth_nochrt:2x2:33:5 sim_vs_bed/ninth_nochrt:3x2:36:5 sim_vs_bed/ninth_nochrt_2:3x2:37:4

@@ -13,6 +13,24 @@ namespace chorus::sim {
 
 namespace {
 
+// InfiniBand reliable-connection packets (IBTA Architecture Specification Vol. 1): a path
+// MTU of 4096 payload bytes; LRH 8 (7.7), BTH 12 (9.2), ICRC 4 and VCRC 2 (7.8) bytes per
+// packet. Left out: a GRH (40, only between subnets) and an RDMA write's RETH (16, first
+// packet only); nic_gbps taken as the data rate after line coding.
+void ibFraming(Fabric& f) {
+  f.nicPacketPayloadBytes = 4096;
+  f.nicPacketHeaderBytes = 8 + 12 + 4 + 2;
+}
+
+// RoCE v2 (IBTA Vol. 1 Annex A17): the IB transport in UDP/IP over Ethernet: Ethernet
+// header 14 and FCS 4, preamble and start delimiter 8 and the inter-frame gap 12 (IEEE
+// 802.3: on the wire, in the line rate), IPv4 20, UDP 8, BTH 12, ICRC 4; path MTU 4096
+// (RoCE's largest; the Llama 3 paper does not give its MTU: assumed).
+void roceV2Framing(Fabric& f) {
+  f.nicPacketPayloadBytes = 4096;
+  f.nicPacketHeaderBytes = 14 + 4 + 8 + 12 + 20 + 8 + 12 + 4;
+}
+
 Fabric dgxH100() {
   // DGX SuperPOD reference architecture (H100): 8 GPUs and 8 ConnectX-7 400G NDR per
   // node, scalable units of 32 nodes with one leaf per rail, 4 SUs per spine group,
@@ -24,6 +42,7 @@ Fabric dgxH100() {
   f.podLeaves = 4;
   f.rails = true;
   f.hopLatencyUs = 0.13;
+  ibFraming(f);
   return f;
 }
 
@@ -41,6 +60,7 @@ Fabric metaRoce() {
   f.coreOversub = 7;
   f.hopLatencyUs = 1.0;
   f.nicLatencyUs = 5;
+  roceV2Framing(f);
   return f;
 }
 
@@ -55,6 +75,7 @@ Fabric metaIb() {
   f.leafNodes = 4;
   f.podLeaves = 64;
   f.hopLatencyUs = 0.13;
+  ibFraming(f);
   return f;
 }
 
@@ -96,6 +117,8 @@ const std::map<std::string, Setter>& setters() {
     add("nics_per_node", &Fabric::nicsPerNode);
     add("nic_gbps", &Fabric::nicGbps);
     add("nic_burst_bytes", &Fabric::nicBurstBytes);
+    add("nic_packet_payload_bytes", &Fabric::nicPacketPayloadBytes);
+    add("nic_packet_header_bytes", &Fabric::nicPacketHeaderBytes);
     add("nic_latency_us", &Fabric::nicLatencyUs);
     add("hop_latency_us", &Fabric::hopLatencyUs);
     add("rails", &Fabric::rails);
@@ -136,6 +159,9 @@ void validate(const Fabric& f, const std::string& where) {
   if (!(f.transportGBps >= 0)) fail("transport_gbps must be >= 0");
   if (!(f.overheadShare >= 0 && f.overheadShare <= 1)) fail("overhead_share must be in [0, 1]");
   if (!(f.nicBurstBytes >= 0)) fail("nic_burst_bytes must be >= 0");
+  if (!(f.nicPacketPayloadBytes >= 0 && f.nicPacketHeaderBytes >= 0) ||
+      (f.nicPacketHeaderBytes > 0 && f.nicPacketPayloadBytes <= 0))
+    fail("nic_packet_payload_bytes must be > 0 with nic_packet_header_bytes, both >= 0");
   if (f.nvlinkLatencyUs < 0 || f.nicLatencyUs < 0 || f.hopLatencyUs < 0 || f.overheadUs < 0)
     fail("latencies must be >= 0");
   if (static_cast<long long>(f.nodes) * f.gpusPerNode > (1 << 24)) fail("too many GPUs");
@@ -153,6 +179,12 @@ std::string Fabric::describe() const {
                 rails ? " (rails)" : "", leafNodes, podLeaves, spineOversub, coreOversub,
                 hopLatencyUs, nicLatencyUs, efficiency, qps);
   std::string line = text;
+  if (nicPacketPayloadBytes > 0) {
+    std::snprintf(text, sizeof(text),
+                  "# NIC packets: %g payload + %g header bytes: payload at %.4f of %g Gb/s\n",
+                  nicPacketPayloadBytes, nicPacketHeaderBytes, nicPayloadShare(), nicGbps);
+    line += text;
+  }
   if (hostCores > 0) {
     std::snprintf(text, sizeof(text),
                   "# host: %g cores shared by all %d ranks and a load of %g (x %.3f of one core's "

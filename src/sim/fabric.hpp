@@ -33,6 +33,14 @@ struct Fabric {
   // at nic_gbps) pass at once, at the speed of the link under it (a veth: no cost but the
   // transport's CPU copies). 0: no shaper (a real NIC).
   double nicBurstBytes = 0;
+  // Per-packet framing on the NICs and the switch links: every packet carries
+  // nic_packet_payload_bytes of a transfer and nic_packet_header_bytes of headers, trailers
+  // and gaps that the link's rate carries too, so a NIC moves payload at nic_gbps x payload /
+  // (payload + header) (nicPayloadShare; a message's last, partial packet is not rounded
+  // up). 0 / 0: no framing (nic_gbps is the payload rate). The presets' (fabric.cpp): IB
+  // 4096 + 26, RoCE v2 4096 + 82; the netns bed's TCP 1448 + 66 (perf/sim_vs_bed.sh).
+  double nicPacketPayloadBytes = 0;
+  double nicPacketHeaderBytes = 0;
   double nicLatencyUs = 4;    // per message through NICs (NCCL's network hop, LL128, tuning.cc)
   double hopLatencyUs = 0.5;  // per switch on the path
   bool rails = true;          // NIC i of every node of a leaf group on leaf switch i
@@ -75,6 +83,12 @@ struct Fabric {
   bool fluid = true;
 
   int gpus() const { return nodes * gpusPerNode; }
+  // The share of a NIC's (and a switch link's) rate that is payload: its packets' framing.
+  double nicPayloadShare() const {
+    return nicPacketPayloadBytes > 0
+               ? nicPacketPayloadBytes / (nicPacketPayloadBytes + nicPacketHeaderBytes)
+               : 1.0;
+  }
   // The share of its copy and reduce rates each rank gets (hostCores).
   double cpuShare() const {
     return hostCores > 0 ? std::min(1.0, hostCores / (gpus() + hostLoad)) : 1.0;

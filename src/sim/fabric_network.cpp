@@ -39,10 +39,12 @@ LinkClasses tunerLinks(const Fabric& f) {
   LinkModel inter = intra;
   inter.latencyUs = f.nicLatencyUs + 3 * f.hopLatencyUs;
   // A GPU sends through one NIC (at most its PCIe link); the node's NICs, as one, are
-  // shared by its GPUs' flows between nodes.
-  inter.bytesPerUs = std::min(f.nicGbps / 8, f.pcieGBps) * 1000 * f.efficiency;
-  inter.nicBytesPerUs = f.nicGbps / 8 * f.nicsPerNode * 1000 * f.efficiency;
-  inter.nicBurstBytes = f.nicBurstBytes * f.nicsPerNode;  // the node's NICs' buckets, as one
+  // shared by its GPUs' flows between nodes. The NIC's rate less its packets' framing.
+  const double nicPayloadGBps = f.nicGbps / 8 * f.nicPayloadShare();
+  inter.bytesPerUs = std::min(nicPayloadGBps, f.pcieGBps) * 1000 * f.efficiency;
+  inter.nicBytesPerUs = nicPayloadGBps * f.nicsPerNode * 1000 * f.efficiency;
+  // The node's NICs' buckets, as one, in payload bytes (a bucket counts framed bytes).
+  inter.nicBurstBytes = f.nicBurstBytes * f.nicsPerNode * f.nicPayloadShare() * f.efficiency;
   return {intra, inter};
 }
 
@@ -51,7 +53,7 @@ FabricNetwork::FabricNetwork(Fabric fabric) : fabric_(std::move(fabric)) {
   overheadUs_ = tunerLinks(f).intra.callOverheadUs();  // the tuner's charge, one formula
   gpus_ = f.gpus();
   const double eff = f.efficiency;
-  const double nic = f.nicGbps / 8 * 1000 * eff;  // bytes per us
+  const double nic = f.nicGbps / 8 * 1000 * eff * f.nicPayloadShare();  // payload bytes per us
   nicRate_ = nic;
   const int nodesPerLeaf = std::min(f.leafNodes, f.nodes);
   leavesPerGroup_ = f.rails ? f.nicsPerNode : 1;

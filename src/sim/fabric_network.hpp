@@ -75,7 +75,10 @@ class FabricNetwork final : public NetworkModel {
   NicPlace sharedNic(int rank) const override;
   // With a shaper (nic_burst_bytes) every NIC is placed, shared or not: the replay's NIC
   // drains are the shapers' buckets (the flows still share the NIC at nic_gbps).
-  double nicBurstUs() const override { return fabric_.nicBurstBytes / nicRate_; }
+  // The bucket's bytes are framed bytes at nic_gbps (as tunerLinks' nicBurstBytes).
+  double nicBurstUs() const override {
+    return fabric_.nicBurstBytes * fabric_.nicPayloadShare() * fabric_.efficiency / nicRate_;
+  }
 
   struct FlowRate {
     double bytesPerUs;

@@ -258,5 +258,46 @@ TEST(SimFabric, OverheadIsChargedAtTheCallsShareLikeTheTuner) {
   EXPECT_THROW(parseFabric("overhead_share 2\n", "t"), Error);
 }
 
+// Per-packet framing (nic_packet_payload_bytes, nic_packet_header_bytes): the netns bed's
+// TCP segments carry 1448 bytes and the shaper counts 1514 (Ethernet 14, IPv4 20, TCP 20 and
+// timestamps 12), so a message of 1,448,000 bytes (1,448,032 on the wire with the call's
+// header) between nodes at 1 Gb/s takes 1,448,032 x 1514 / 1448 / 125 = 12,112.2677 us
+// (11,584.256 unframed), in the fabric's replay and in the tuner's classes alike; the
+// shaper's bucket still empties in its framed bytes' time.
+TEST(SimFabric, PacketFramingSlowsTheNicToItsPayloadRate) {
+  using namespace steps;
+  const std::string bed =
+      "nodes 2\ngpus_per_node 1\nnics_per_node 1\nnic_gbps 1\nefficiency 1\npcie_gbps 1000\n"
+      "nic_latency_us 0\nhop_latency_us 0\noverhead_us 0\n";
+  const Fabric framed =
+      parseFabric(bed + "nic_packet_payload_bytes 1448\nnic_packet_header_bytes 66\n", "t");
+  const Fabric plain = parseFabric(bed, "t");
+  EXPECT_DOUBLE_EQ(framed.nicPayloadShare(), 1448.0 / 1514);
+  EXPECT_DOUBLE_EQ(plain.nicPayloadShare(), 1);
+  std::vector<Schedule> s(2);
+  send(s[0], 1, in(0, 1448000 / 4));  // floats
+  recv(s[1], 0, out(0, 1448000 / 4));
+  auto replayed = [&](const Fabric& f) {
+    FabricNetwork net(f);
+    return replay(s, 4, net).micros;
+  };
+  EXPECT_NEAR(replayed(framed), 1448032.0 * 1514 / 1448 / 125, 1e-6);
+  EXPECT_NEAR(replayed(plain), 1448032.0 / 125, 1e-6);
+  EXPECT_NEAR(replaySchedules(s, 4, tunerLinks(framed).inter).micros - replayed(framed), 0, 1e-6);
+  EXPECT_NEAR(FabricNetwork(parseFabric(bed + "nic_burst_bytes 1514000\nnic_packet_payload_bytes "
+                                              "1448\nnic_packet_header_bytes 66\n",
+                                        "t"))
+                  .nicBurstUs(),
+              12112, 1e-6);
+  // The presets: IB 4096 + 26 (LRH, BTH, ICRC, VCRC), RoCE v2 4096 + 82.
+  EXPECT_DOUBLE_EQ(presetFabric("dgx-h100").nicPayloadShare(), 4096.0 / 4122);
+  EXPECT_DOUBLE_EQ(presetFabric("meta-ib").nicPayloadShare(), 4096.0 / 4122);
+  EXPECT_DOUBLE_EQ(presetFabric("meta-roce").nicPayloadShare(), 4096.0 / 4178);
+  EXPECT_NE(framed.describe().find("1448 payload + 66 header bytes: payload at 0.9564"),
+            std::string::npos)
+      << framed.describe();
+  EXPECT_THROW(parseFabric("nic_packet_header_bytes 66\n", "t"), Error);
+}
+
 }  // namespace
 }  // namespace chorus::sim

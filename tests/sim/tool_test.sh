@@ -17,7 +17,8 @@ awk -F, '
     for (b in best) {
       sizes++
       printf "%12d B: fastest %s, tuner %s\n", b, best[b], tuner[b]
-      if (best[b] != tuner[b]) { print "  the tuner disagrees with the simulator"; bad = 1 }
+      # best: every algorithm tied for the fastest, joined by "|"
+      if (index("|" best[b] "|", "|" tuner[b] "|") == 0) { print "  the tuner disagrees with the simulator"; bad = 1 }
     }
     n = 0; for (a in algos) n++
     if (sizes != 4 || n != 8) { printf "expected 4 sizes x 8 algorithms, got %d x %d\n", sizes, n; bad = 1 }

@@ -143,8 +143,6 @@ const char* tooCostly(const Algorithm& a, int n) {
   return nullptr;
 }
 
-// The replay's steps in CHORUS_TRACE_STEPS's form (engine/step_trace.hpp): call #0 of
-// every replayed rank, from 0 us, the call's span ending at the rank's last step.
 // The fastest of a size's simulated algorithms: every one whose time equals the minimum
 // within a relative 1e-9. Ties are real here: where one bound (a shared NIC's rate) sets
 // the time, several schedules replay to the same time, but the floating-point sums of
@@ -168,6 +166,8 @@ std::string joinNames(const std::vector<std::pair<const Algorithm*, double>>& re
   return names;
 }
 
+// The replay's steps in CHORUS_TRACE_STEPS's form (engine/step_trace.hpp): call #0 of
+// every replayed rank, from 0 us, the call's span ending at the rank's last step.
 void writeTimeline(const std::string& path, const std::vector<StepTime>& timeline,
                    Collective collective, const Algorithm& algorithm, size_t count) {
   StepTraceWriter writer(path);

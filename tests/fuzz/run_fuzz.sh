@@ -47,14 +47,15 @@ run_one() {  # NAME runs=N | NAME SECONDS
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     "$bin" "${limit[@]}" -max_len=4096 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$build/artifacts/$name-" "$work" "$here/corpus/$name" >"$log" 2>&1 || rc=$?
-  local execs
+  local execs seed
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  seed=$(sed -n 's/^INFO: Seed: *//p' "$log" | head -1)  # to rerun a timed run: -seed=
   if ((rc != 0)); then
     tail -60 "$log"
-    echo "fuzz $name: FAILED (exit $rc) after ${execs:-?} executions; input in $build/artifacts"
+    echo "fuzz $name: FAILED (exit $rc) after ${execs:-?} executions, seed ${seed:-?}; input in $build/artifacts"
     return 1
   fi
-  echo "fuzz $name: ${execs:-?} executions ($budget), no crash ($(ls "$work" | wc -l) new inputs)"
+  echo "fuzz $name: ${execs:-?} executions ($budget), seed ${seed:-?}, no crash ($(ls "$work" | wc -l) new inputs)"
 }
 
 case ${1:-} in

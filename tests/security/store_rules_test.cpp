@@ -24,7 +24,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const security::JobSecret kSecret = security::JobSecret::fromHex("c0ffee", "test");
+const security::JobSecret kStoreSecret = security::JobSecret::fromHex("c0ffee", "test");
 
 // Runs `child` in a forked process (as `uid` when >= 0) and returns its exit code.
 int inChild(const std::function<int()>& child, int uid = -1) {
@@ -46,7 +46,7 @@ int inChild(const std::function<int()>& child, int uid = -1) {
 // 0: the client was refused in the expected way; 1: let in; 2: refused otherwise.
 int claimFails(const net::SocketAddress& at, int rank, const std::string& want) {
   try {
-    TcpStoreClient(at, kSecret, rank, deadlineIn(10s));
+    TcpStoreClient(at, kStoreSecret, rank, deadlineIn(10s));
     return 1;
   } catch (const Error& e) {
     return e.code() == Result::InvalidUsage && says(e, want) ? 0 : 2;
@@ -56,11 +56,11 @@ int claimFails(const net::SocketAddress& at, int rank, const std::string& want) 
 }  // namespace
 
 TEST(StoreRules, ARankBelongsToTheProcessThatClaimedIt) {
-  auto server = loopbackStore(kSecret);
+  auto server = loopbackStore(kStoreSecret);
   auto at = server->address();
-  auto mine = std::make_unique<TcpStoreClient>(at, kSecret, 1, deadlineIn(10s));
+  auto mine = std::make_unique<TcpStoreClient>(at, kStoreSecret, 1, deadlineIn(10s));
   // This process may open another client for its rank (one per communicator) ...
-  auto second = std::make_unique<TcpStoreClient>(at, kSecret, 1, deadlineIn(10s));
+  auto second = std::make_unique<TcpStoreClient>(at, kStoreSecret, 1, deadlineIn(10s));
   // ... another process may not, and the rank is not reported dead by its attempt.
   EXPECT_EQ(inChild([&] { return claimFails(at, 1, "rank 1 is already held"); }), 0);
   EXPECT_EQ(mine->deadRanks(), std::vector<int>{});
@@ -70,15 +70,15 @@ TEST(StoreRules, ARankBelongsToTheProcessThatClaimedIt) {
   mine->goodbye();
   second->goodbye();
   EXPECT_EQ(inChild([&] {
-              TcpStoreClient next(at, kSecret, 1, deadlineIn(10s));
+              TcpStoreClient next(at, kStoreSecret, 1, deadlineIn(10s));
               next.goodbye();
               return 0;
             }),
             0);
   // A rank that died stays with its process: nobody takes its place.
-  auto observer = std::make_unique<TcpStoreClient>(at, kSecret, -1, deadlineIn(10s));
+  auto observer = std::make_unique<TcpStoreClient>(at, kStoreSecret, -1, deadlineIn(10s));
   EXPECT_EQ(inChild([&] {
-              TcpStoreClient dies(at, kSecret, 2, deadlineIn(10s));
+              TcpStoreClient dies(at, kStoreSecret, 2, deadlineIn(10s));
               return 0;  // exits without goodbye
             }),
             0);
@@ -90,9 +90,10 @@ TEST(StoreRules, ARankBelongsToTheProcessThatClaimedIt) {
 }
 
 TEST(StoreRules, AKeyBelongsToItsFirstSetter) {
-  auto server = loopbackStore(kSecret);
+  auto server = loopbackStore(kStoreSecret);
   auto at = server->address();
-  TcpStoreClient rank0(at, kSecret, 0, deadlineIn(10s)), rank1(at, kSecret, 1, deadlineIn(10s));
+  TcpStoreClient rank0(at, kStoreSecret, 0, deadlineIn(10s)),
+      rank1(at, kStoreSecret, 1, deadlineIn(10s));
   rank0.set("tcp/0/token", bytes("secret-of-0"));
   Error e = errorOf([&] { rank1.set("tcp/0/token", bytes("forged")); });
   EXPECT_EQ(e.code(), Result::InvalidUsage);
@@ -115,9 +116,9 @@ TEST(StoreRules, AKeyBelongsToItsFirstSetter) {
 }
 
 TEST(StoreRules, OversizeFramesAndHoldingsAreRefused) {
-  auto server = loopbackStore(kSecret);
+  auto server = loopbackStore(kStoreSecret);
   auto at = server->address();
-  TcpStoreClient client(at, kSecret, 0, deadlineIn(10s));
+  TcpStoreClient client(at, kStoreSecret, 0, deadlineIn(10s));
   // The client refuses to send a value over the cap, and stays usable.
   std::string big(store_wire::kMaxValue + 1, 'v');
   EXPECT_EQ(errorOf([&] { client.set("big", bytes(big)); }).code(), Result::InvalidArgument);
@@ -126,7 +127,7 @@ TEST(StoreRules, OversizeFramesAndHoldingsAreRefused) {
   // A raw client that authenticates, says hello, then announces a frame over the cap is
   // dropped at once, before the server buffers it.
   std::string hello = store_wire::helloPayload(-1, std::string(store_wire::kIncarnation, 'r'));
-  auto raw = authenticatedStoreSocket(at, kSecret, hello, deadlineIn(5s));
+  auto raw = authenticatedStoreSocket(at, kStoreSecret, hello, deadlineIn(5s));
   std::string frame = store_wire::frame(store_wire::kHello, 1, hello);
   raw.sendAll(frame.data(), frame.size(), deadlineIn(5s));
   char answer[store_wire::kHeader + 4];
@@ -138,7 +139,7 @@ TEST(StoreRules, OversizeFramesAndHoldingsAreRefused) {
   raw.sendAll(header.data(), header.size(), deadlineIn(5s));
   EXPECT_TRUE(closedWithin(raw, 5s));
   // Before authentication the cap is the hello's size.
-  auto early = authenticatedStoreSocket(at, kSecret, hello, deadlineIn(5s));
+  auto early = authenticatedStoreSocket(at, kStoreSecret, hello, deadlineIn(5s));
   std::string long_hello;
   store_wire::putInt(long_hello, store_wire::kMaxHelloFrame + 1, 4);
   early.sendAll(long_hello.data(), long_hello.size(), deadlineIn(5s));
@@ -181,10 +182,10 @@ TEST(StoreRules, WithADerivedSecretOnlyTheJobsUidConnects) {
   EXPECT_EQ(text(job.get("job", deadlineIn(5s))), "completes");
   EXPECT_EQ(job.deadRanks(), std::vector<int>{});
   // The uid check is for derived secrets only: a real secret is enough proof.
-  auto strong = loopbackStore(kSecret);
+  auto strong = loopbackStore(kStoreSecret);
   EXPECT_EQ(inChild(
                 [&] {
-                  TcpStoreClient c(strong->address(), kSecret, 1, deadlineIn(10s));
+                  TcpStoreClient c(strong->address(), kStoreSecret, 1, deadlineIn(10s));
                   c.goodbye();
                   return 0;
                 },

@@ -38,7 +38,7 @@ T fromRaw(uint64_t r) {
 
 // ---- narrow formats by their fields (bf16, fp8) ---------------------------------------
 
-struct Fmt {
+struct NarrowFormat {
   int e, m;
   bool hasInf;
   int bias() const { return (1 << (e - 1)) - 1; }
@@ -187,25 +187,25 @@ uint64_t divHalf(uint64_t ra, int d) { return toRaw(_Float16(double(fromRaw<_Flo
 bool halfNaN(uint64_t r) { return std::isnan(float(fromRaw<_Float16>(r))); }
 bool halfZero(uint64_t r) { return (r & 0x7fff) == 0; }
 
-constexpr Fmt kBf16{8, 7, true}, kE4m3{4, 3, false}, kE5m2{5, 2, true};
+constexpr NarrowFormat kBf16{8, 7, true}, kE4m3{4, 3, false}, kE5m2{5, 2, true};
 
-// Computed in float (as specified), rounded to the format by the search in Fmt::encode.
-template <const Fmt& F>
+// Computed in float (as specified), rounded to the format by the search in NarrowFormat::encode.
+template <const NarrowFormat& F>
 uint64_t refNarrow(RedOp op, uint64_t ra, uint64_t rb) {
   const float a = float(F.decode(ra)), b = float(F.decode(rb));
   if (op == RedOp::Sum || op == RedOp::Avg) return F.encode(a + b);
   if (op == RedOp::Prod) return F.encode(a * b);
   return F.encode(maxMin(op, a, b));
 }
-template <const Fmt& F>
+template <const NarrowFormat& F>
 uint64_t divNarrow(uint64_t ra, int d) {
   return F.encode(F.decode(ra) / d);
 }
-template <const Fmt& F>
+template <const NarrowFormat& F>
 bool narrowNaN(uint64_t r) {
   return F.isNaN(r);
 }
-template <const Fmt& F>
+template <const NarrowFormat& F>
 bool narrowZero(uint64_t r) {
   return (r & F.magMask()) == 0;
 }

@@ -14,8 +14,8 @@ namespace chorus {
 namespace {
 
 using symbolic::Case;
+using symbolic::kElementWise;
 using symbolic::prove;
-constexpr size_t kElementWise = SIZE_MAX;
 
 template <size_t kChunk>
 Schedule stagedInChunksOf(const CollectiveArgs& args) {

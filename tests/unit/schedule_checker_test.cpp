@@ -12,8 +12,8 @@ namespace chorus {
 namespace {
 
 using symbolic::Case;
+using symbolic::kElementWise;
 using symbolic::prove;
-constexpr size_t kElementWise = SIZE_MAX;
 
 // Every chunk after the first starts one element early: the last element of the buffer
 // is never written.

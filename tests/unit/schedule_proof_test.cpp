@@ -36,6 +36,7 @@ namespace chorus {
 namespace {
 
 using symbolic::Case;
+using symbolic::kElementWise;
 using symbolic::prove;
 
 constexpr int kEveryQuadraticUpTo = 32;
@@ -43,7 +44,6 @@ constexpr int kQuadraticSamples[] = {63, 64, 65, 127, 128, 129, 255, 256, 257, 5
 // One-sided algorithms (seven, ~50 s at p up to 513 on two cores) stop at this sample in
 // CI; CHORUS_SCHEDULE_P / CHORUS_SCHEDULE_EVERY_P take them further.
 constexpr int kOneSidedSampledUpTo = 129;
-constexpr size_t kElementWise = SIZE_MAX;
 
 bool pointToPoint(const Algorithm& a) {
   return a.collective == Collective::Send || a.collective == Collective::Recv;

@@ -1,6 +1,7 @@
-#include "time_bounds.hpp"
 #include "net/socket.hpp"
+#include "../common/expect_error.hpp"
 #include "errors.hpp"
+#include "time_bounds.hpp"
 
 #include <gtest/gtest.h>
 
@@ -28,16 +29,7 @@ std::pair<Socket, Socket> connectedPair() {
   return {std::move(client), std::move(server)};
 }
 
-template <typename F>
-Error expectError(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no chorus::Error thrown";
-  return Error(Result::Success, "");
-}
+using chorus::test::expectError;
 
 }  // namespace
 

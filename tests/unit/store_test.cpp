@@ -1,7 +1,8 @@
-#include "time_bounds.hpp"
 #include "store/store.hpp"
+#include "../common/expect_error.hpp"
 #include "errors.hpp"
 #include "net/socket.hpp"
+#include "time_bounds.hpp"
 
 #include <gtest/gtest.h>
 
@@ -47,16 +48,7 @@ std::vector<int> waitForDead(TcpStoreClient& client, const std::vector<int>& wan
   return got;
 }
 
-template <typename F>
-Error expectError(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no chorus::Error thrown";
-  return Error(Result::Success, "");
-}
+using chorus::test::expectError;
 
 }  // namespace
 
@@ -133,7 +125,8 @@ TEST(TcpStore, PrefixStoreSeparatesNamespaces) {
 
 TEST(TcpStore, WrongSecretIsRejected) {
   auto server = makeServer();
-  Error e = expectError([&] { TcpStoreClient(server->address(), kOtherSecret, 0, deadlineIn(5s)); });
+  Error e =
+      expectError([&] { TcpStoreClient(server->address(), kOtherSecret, 0, deadlineIn(5s)); });
   EXPECT_EQ(e.code(), Result::RemoteError);
   EXPECT_NE(std::string(e.what()).find("secret"), std::string::npos);
   // A connection speaking nonsense is dropped too, and the server keeps serving.

@@ -36,13 +36,16 @@ class Layout;
 
 namespace chorus::symbolic {
 
+// Case::installments for a send that moves one element at a time.
+inline constexpr size_t kElementWise = SIZE_MAX;
+
 struct Case {
   int nranks = 1;
   size_t count = 0;
   int root = 0;
   bool inPlace = false;
-  // A send moves at most ceil(elements / installments) elements per round; SIZE_MAX:
-  // one element at a time.
+  // A send moves at most ceil(elements / installments) elements per round; kElementWise
+  // (below): one element at a time.
   size_t installments = 1;
   int late = -1;
   const Layout* layout = nullptr;

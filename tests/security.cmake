@@ -7,9 +7,6 @@ add_executable(chorus_security_tests ${CMAKE_CURRENT_SOURCE_DIR}/security/crypto
                                      ${CMAKE_CURRENT_SOURCE_DIR}/security/framing_test.cpp
                                      ${CMAKE_CURRENT_SOURCE_DIR}/security/store_rules_test.cpp)
 target_link_libraries(chorus_security_tests PRIVATE chorus_internal GTest::gtest GTest::gtest_main)
-if(CHORUS_UNITY_TESTS)  # tests/CMakeLists.txt
-  set_target_properties(chorus_security_tests PROPERTIES UNITY_BUILD ON)
-endif()
 gtest_discover_tests(chorus_security_tests TEST_PREFIX security.
                      PROPERTIES LABELS security TIMEOUT 120 DISCOVERY_TIMEOUT 60)
 

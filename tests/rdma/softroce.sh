@@ -16,7 +16,8 @@
 #   /tmp, /run and /dev/shm: e.g. a build tree under /tmp),
 #   SHARE (the writable share, default $WORK/share), CONSOLE (the console log, default
 #   $WORK/console.log), NET_ARGS (qemu's network options, default -nic none; two_nodes.sh
-#   gives each guest two virtio-net NICs), COMMON (a host directory both guests of
+#   gives each guest two virtio-net NICs), QEMU_PREFIX (a command qemu runs under, e.g.
+#   `ip netns exec NS` for NICs that are taps in a network namespace), COMMON (a host directory both guests of
 #   two_nodes.sh write to, mounted at /mnt/common). Several may run at once on one WORK:
 #   the kernel and initramfs are prepared under a lock.
 set -euo pipefail
@@ -136,8 +137,9 @@ t1=$(date +%s.%N)
 COMMON_SHARE=()
 [ -z "${COMMON:-}" ] || COMMON_SHARE=(-virtfs "local,path=$(realpath "$COMMON"),mount_tag=common,security_model=none")
 read -r -a NET <<< "${NET_ARGS:--nic none}"
+read -r -a PREFIX <<< "${QEMU_PREFIX:-}"
 set +e
-timeout "$TIMEOUT" qemu-system-x86_64 "${ACCEL_ARGS[@]}" -m "$MEM" -smp "$SMP" \
+timeout "$TIMEOUT" "${PREFIX[@]}" qemu-system-x86_64 "${ACCEL_ARGS[@]}" -m "$MEM" -smp "$SMP" \
   -nographic -no-reboot "${NET[@]}" \
   -kernel "$WORK/vmlinux-$KVER" -initrd "$IMG" \
   -append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init" \

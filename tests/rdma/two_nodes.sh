@@ -1,16 +1,23 @@
 #!/bin/bash
 # Two real nodes over Soft-RoCE: boots two qemu guests of the softroce.sh bed at once, each
-# with two virtio-net NICs; guest A's NIC i and guest B's NIC i are one link (rail i), a
-# TCP connection on the host's loopback (qemu's socket netdev). Each guest runs node_suite.sh: rail i gets
-# 10.80.i.<node+1>/24 and its own rxe device (rxe0 on eth0, rxe1 on eth1), two ranks per
-# node talk shm inside and CHORUS_NET=ib between the nodes.
+# with two virtio-net NICs; guest A's NIC i and guest B's NIC i are one link (rail i). Each
+# guest runs node_suite.sh: rail i gets 10.80.i.<node+1>/24 and its own rxe device (rxe0 on
+# eth0, rxe1 on eth1), two ranks per node talk shm inside and CHORUS_NET=ib between the nodes.
+#
+# The link (LINK): `tap` (as root with /dev/net/tun): each NIC a tap on a Linux bridge per
+#   rail, in a network namespace of its own (removed at exit), qemu run in it; `socket`:
+#   each rail a TCP connection on the host's loopback (qemu's socket netdev); `auto` (the
+#   default): tap where it can be made, else socket. The socket link stalled in CI (the
+#   guest's virtio-net transmit queue made no progress for 180 s, NETDEV WATCHDOG, under
+#   2 cores' load): its two qemu processes hold each other's frames in one TCP stream, where
+#   the bridge's queues decouple them (a full queue drops a frame and RC retransmits it).
 #
 # Usage: two_nodes.sh [KEY=VALUE...]   (passed to both guests' /mnt/env: BUILD, SRC, ...)
 # Exit: 0 when both guests' suites passed; 1 when a part failed or a guest did not boot
 #   or finish; 77 when softroce.sh skips (no qemu; 1 under CI=true).
 # Env: WORK (shared with softroce.sh: kernel cache), TIMEOUT (per guest, default 240 s),
 #   MEM (per guest, default 1G), SMP (per guest, default 1: the two guests share 2 cores),
-#   HOST_PATHS (as softroce.sh).
+#   HOST_PATHS (as softroce.sh), LINK (tap | socket | auto).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/tmp/chorus-softroce-$(id -u)}
@@ -19,22 +26,64 @@ RUN=$WORK/two_nodes
 rm -rf "$RUN"; mkdir -p "$RUN/common"
 t0=$(date +%s.%N)
 
-# Rail i is a TCP stream between the guests' NIC i (reliable: a UDP link drops frames
-# when a guest falls behind, and rxe's retransmission then stalls for its timeout).
-# Node 0 listens on two free loopback ports; node 1 connects once they listen.
-read -r -a ports <<< "$(python3 - <<'PY'
+LINK=${LINK:-auto}
+NS=chorus-two-nodes-$$
+tap_link() {  # tap_link: the netns with a bridge per rail and a tap per NIC; fails cleanly
+  [ "$(id -u)" = 0 ] && [ -c /dev/net/tun ] && command -v ip > /dev/null || return 1
+  # Namespaces a killed run left behind (its pid gone).
+  local ns rail node
+  for ns in $(ip netns list 2>/dev/null | awk '/^chorus-two-nodes-/{print $1}'); do
+    kill -0 "${ns##*-}" 2>/dev/null || ip netns del "$ns" 2>/dev/null
+  done
+  ip netns add "$NS" 2>/dev/null || return 1
+  for rail in 0 1; do
+    ip -n "$NS" link add "br$rail" type bridge &&
+      ip -n "$NS" link set "br$rail" type bridge forward_delay 0 stp_state 0 || return 1
+    for node in 0 1; do
+      ip -n "$NS" tuntap add dev "r${rail}n$node" mode tap &&
+        ip -n "$NS" link set "r${rail}n$node" master "br$rail" up || return 1
+    done
+    ip -n "$NS" link set "br$rail" up || return 1
+  done
+}
+made_ns=0
+cleanup() { [ "$made_ns" = 0 ] || ip netns del "$NS" 2>/dev/null; }
+trap cleanup EXIT
+case $LINK in
+  auto | tap)
+    if tap_link; then
+      made_ns=1 LINK=tap
+    else
+      made_ns=1; cleanup; made_ns=0
+      [ "$LINK" = auto ] || { echo "two_nodes: FAIL: LINK=tap: could not make the taps"; exit 1; }
+      LINK=socket
+    fi ;;
+  socket) ;;
+  *) echo "two_nodes: LINK must be tap, socket or auto (was $LINK)"; exit 2 ;;
+esac
+echo "two_nodes: link $LINK"
+QEMU_PREFIX=
+[ "$LINK" != tap ] || QEMU_PREFIX="ip netns exec $NS"
+
+# The socket link: node 0 listens on two free loopback ports; node 1 connects once they listen.
+ports=()
+if [ "$LINK" = socket ]; then
+  read -r -a ports <<< "$(python3 - <<'PY'
 import socket
 socks = [socket.socket() for _ in range(2)]
 for s in socks: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in socks))
 PY
 )"
-[ ${#ports[@]} = 2 ] || { echo "two_nodes: FAIL: no free TCP ports"; exit 1; }
+  [ ${#ports[@]} = 2 ] || { echo "two_nodes: FAIL: no free TCP ports"; exit 1; }
+fi
 
-net_args() {  # net_args NODE: two virtio-net NICs, rail i on port i
+net_args() {  # net_args NODE: two virtio-net NICs, rail i on its tap or port i
   local node=$1 args="" rail
   for rail in 0 1; do
-    if [ "$node" = 0 ]; then
+    if [ "$LINK" = tap ]; then
+      args+=" -netdev tap,id=rail$rail,ifname=r${rail}n$node,script=no,downscript=no"
+    elif [ "$node" = 0 ]; then
       args+=" -netdev socket,id=rail$rail,listen=127.0.0.1:${ports[$rail]}"
     else
       args+=" -netdev socket,id=rail$rail,connect=127.0.0.1:${ports[$rail]}"
@@ -48,7 +97,7 @@ net_args() {  # net_args NODE: two virtio-net NICs, rail i on port i
 start_node() {  # start_node NODE KEY=VALUE...
   local node=$1; shift
   SHARE=$RUN/node$node CONSOLE=$RUN/console$node.log COMMON=$RUN/common \
-    NET_ARGS="$(net_args "$node")" \
+    NET_ARGS="$(net_args "$node")" QEMU_PREFIX="$QEMU_PREFIX" \
     nice -n 5 bash "$HERE/softroce.sh" "$HERE/node_suite.sh" NODE="$node" "$@" \
     > "$RUN/node$node.out" 2>&1 &
   pids+=($!)
@@ -57,18 +106,21 @@ listening() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; }
 
 pids=()
 start_node 0 "$@"
-# Node 0 may first fetch and unpack the kernel (minutes, once): wait while it lives.
-end=$(($(date +%s) + TIMEOUT + 600))
-until listening "${ports[0]}" && listening "${ports[1]}"; do
-  if ! kill -0 "${pids[0]}" 2>/dev/null || [ "$(date +%s)" -ge "$end" ]; then
-    wait "${pids[0]}"; rc=$?
-    cat "$RUN/node0.out"
-    echo "two_nodes: node 0 never listened on its rails (exit $rc)"
-    [ "$rc" = 77 ] && exit 77
-    exit 1
-  fi
-  sleep 0.2
-done
+if [ "$LINK" = socket ]; then
+  # Node 0 may first fetch and unpack the kernel (minutes, once): wait while it lives.
+  end=$(($(date +%s) + TIMEOUT + 600))
+  until listening "${ports[0]}" && listening "${ports[1]}"; do
+    if ! kill -0 "${pids[0]}" 2>/dev/null || [ "$(date +%s)" -ge "$end" ]; then
+      wait "${pids[0]}"; rc=$?
+      cat "$RUN/node0.out"
+      echo "two_nodes: node 0 never listened on its rails (exit $rc)"
+      [ "$rc" = 77 ] && exit 77
+      exit 1
+    fi
+    sleep 0.2
+  done
+fi
+# (On taps both boot at once: the second waits for the first's kernel preparation, a lock.)
 start_node 1 "$@"
 rcs=()
 for i in 0 1; do

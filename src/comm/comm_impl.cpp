@@ -5,6 +5,7 @@
 
 #include "algorithms/layout.hpp"
 #include "algorithms/schedule_rules.hpp"
+#include "bootstrap/process_watch.hpp"
 #include "engine/wire_header.hpp"
 #include "errors.hpp"
 #include "log.hpp"
@@ -21,6 +22,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 namespace chorus::detail {
@@ -152,6 +154,33 @@ std::chrono::milliseconds timeoutFor(const Options& options) {
   return settings::duration("CHORUS_TIMEOUT");  // validated by the registry: > 0
 }
 
+namespace {
+// Throws PeerError for the deaths the store reported among the members (`member` maps a
+// job rank to this communicator's rank, -1 when not one), or for the store's host.
+void storeDeaths(TcpStoreClient& client, const std::function<int(int)>& member) {
+  std::vector<int> deadRanks;
+  try {
+    deadRanks = client.deadRanks();
+  } catch (const PeerError& storeHost) {  // the store's host died: name it as a member
+    const int r = member(storeHost.peer());
+    if (r == storeHost.peer()) throw;
+    if (r < 0) throw PeerError(-1, storeHost.what(), {});  // not one of ours: no rank to name
+    throw PeerError(r, "rank " + std::to_string(r) + " (job rank " +
+                           std::to_string(storeHost.peer()) +
+                           ") died (lost the connection to the store it hosted)");
+  }
+  std::vector<int> dead;  // members only, in this communicator's numbering, ascending
+  for (int jobRank : deadRanks)
+    if (const int r = member(jobRank); r >= 0) dead.push_back(r);
+  if (dead.empty()) return;
+  std::sort(dead.begin(), dead.end());
+  std::string what =
+      "rank " + std::to_string(dead[0]) + " died (its connection to the rendezvous store closed)";
+  for (size_t i = 1; i < dead.size(); ++i) what += "; rank " + std::to_string(dead[i]) + " too";
+  throw PeerError(dead[0], what, dead);
+}
+}  // namespace
+
 std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvous& rendezvous,
                                            bool hostsStore, const Options& options,
                                            const Parent* parent, std::shared_ptr<Store> external) {
@@ -190,6 +219,9 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
 
   const std::string host = hostIdentity();
   store.set("host/" + std::to_string(rank), std::as_bytes(std::span(host)));
+  // How this host's other ranks can watch this process (by pid, in the engine's peer check).
+  const std::string process = processIdentity();
+  store.set("process/" + std::to_string(rank), std::as_bytes(std::span(process)));
   const std::string machine = machineOfHost(host);
   int localRanks = 0, machineRanks = 0, machineRank = 0;
   std::vector<std::string> hosts;
@@ -246,30 +278,16 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     auto it = std::find(parentRanks.begin(), parentRanks.end(), jobRank);
     return it == parentRanks.end() ? -1 : static_cast<int>(it - parentRanks.begin());
   };
-  config.checkPeers = [client, member] {
-    std::vector<int> deadRanks;
-    try {
-      deadRanks = client->deadRanks();
-    } catch (const PeerError& storeHost) {  // the store's host died: name it as a member
-      const int r = member(storeHost.peer());
-      if (r == storeHost.peer()) throw;
-      if (r < 0) throw PeerError(-1, storeHost.what(), {});  // not one of ours: no rank to name
-      throw PeerError(r, "rank " + std::to_string(r) + " (job rank " +
-                             std::to_string(storeHost.peer()) +
-                             ") died (lost the connection to the store it hosted)");
-    }
-    std::vector<int> dead;  // members only, in this communicator's numbering, ascending
-    for (int jobRank : deadRanks)
-      if (const int r = member(jobRank); r >= 0) dead.push_back(r);
-    if (dead.empty()) return;
-    std::sort(dead.begin(), dead.end());
-    std::string what =
-        "rank " + std::to_string(dead[0]) + " died (its connection to the rendezvous store closed)";
-    for (size_t i = 1; i < dead.size(); ++i) what += "; rank " + std::to_string(dead[i]) + " too";
-    throw PeerError(dead[0], what, dead);
+  // This host's peers, watched by pid once every rank is ready (below): their deaths reach
+  // us without the network, where a stalled link or a forked child still holding the dead
+  // rank's sockets hides them from the store's watch. 2 s after the store's word (checked
+  // first) could have come: the store tells a death within milliseconds where it can.
+  auto localPeers = std::make_shared<LocalPeerWatch>(std::chrono::seconds(2));
+  config.checkPeers = [client, member, localPeers] {
+    if (client) storeDeaths(*client, member);
+    localPeers->check();
   };
-  if (!client) config.checkPeers = nullptr;  // createOnStore: the store reports no deaths
-  CommImpl* self = c.get();                  // the engine dies before the communicator
+  CommImpl* self = c.get();  // the engine dies before the communicator
   config.onFailure = [self](const std::string& cause, const std::vector<int>& failedRanks) {
     self->reportFailure(cause, failedRanks);
   };
@@ -283,6 +301,14 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   c->engine_ = std::make_unique<Engine>(*c->transport_, config);
   c->setUpTuner(localRanks, cores, onThisMachine, config.sliceBytes);
   storeBarrier(store, "ready", nranks, deadline);
+  // Every rank set its process key before the barrier. The shm transport watches its
+  // peers' pids itself.
+  if (std::string_view(c->transport_->name()) != "shm")
+    for (int r = 0; r < nranks; ++r)
+      if (r != rank && hosts[size_t(r)] == host)
+        if (const pid_t pid =
+                pidInOurNamespace(storeText(store.get("process/" + std::to_string(r), deadline))))
+          localPeers->add(r, pid);
   c->ready_ = true;
   logf(LogLevel::Info,
        "rank %d/%d ready: transport %s, %d local ranks, timeout %.1f s; %d ranks on this "

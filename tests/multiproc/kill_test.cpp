@@ -5,11 +5,16 @@
 //                    after set-up, before its first call)]
 //                    [--count 4194304] [--detect-limit-s 10] [--deadline-s 30]
 //                    [--buffers malloc|registered|memalloc [--algo NAME]] [--node-size K]
+//                    [--child-holds-fds 1]
 // --node-size K puts ranks on "nodes" of K (rank / K): each rank gets its own UTS namespace
 // and hostname chorus-node<i> (needs root: the Soft-RoCE guest), so the communicator sees
 // several hosts and uses the network transport (CHORUS_NET) between them.
 // With registered or memAlloc buffers the all-reduce reads peers' memory in place (the
 // one-sided path): a peer killed then must still give an error, not a hang or a SIGBUS.
+// --child-holds-fds 1: the victim forks a child just before it dies that keeps every descriptor
+// it inherited (the store's socket, the tcp transport's sockets) open and sleeps, as a
+// forked data-loader worker would: no peer sees a connection close, so only a watch of the
+// victim's process itself (on its host) can name it in time.
 // The parent forks the ranks first, then calls chorus::getUniqueId() and hands the id to
 // them through pipes (no fork after threads). A rank that has not exited by the deadline
 // is a HANG: everything is killed and the test fails.
@@ -49,6 +54,7 @@ struct RankSlot {
 struct Shared {  // in MAP_SHARED memory, visible to the parent and every rank
   std::atomic<int64_t> killNs;
   std::atomic<long> victimIterations;
+  std::atomic<pid_t> holderPid;  // --child-holds-fds: the victim's child, killed at the end
   RankSlot ranks[kMaxRanks];
 };
 
@@ -69,6 +75,7 @@ struct Args {
   std::string buffers = "malloc";
   std::string algo;  // registered/memAlloc buffers: the all-reduce (default peer_twoshot)
   int nodeSize = 0;
+  bool childHoldsFds = false;
 };
 
 bool readAll(int fd, void* buf, size_t n) {
@@ -140,6 +147,15 @@ int runRank(const Args& a, int rank, int idFd, Shared* sh) {
     std::thread([&a, sh, &slot] {
       std::this_thread::sleep_for(std::chrono::milliseconds(a.killAfterMs));
       sh->victimIterations = slot.iterations.load();
+      if (a.childHoldsFds) {
+        const pid_t holder = fork();
+        if (holder == 0) {     // async-signal-safe calls only: the parent has threads
+          close(1), close(2);  // not the test's output pipes: CTest waits for them to close
+          sleep(static_cast<unsigned>(a.deadlineS) + 30);
+          _exit(0);
+        }
+        sh->holderPid = holder;
+      }
       sh->killNs = monoNs();
       raise(SIGKILL);
     }).detach();
@@ -211,6 +227,8 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->algo = v;
     } else if (k == "--node-size") {
       a->nodeSize = std::atoi(v);
+    } else if (k == "--child-holds-fds") {
+      a->childHoldsFds = std::atoi(v) != 0;
     } else {
       return false;
     }
@@ -228,7 +246,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: %s --transport shm|tcp --ranks N --victim V [--kill-after-ms MS] "
                  "[--count FLOATS] [--detect-limit-s S] [--deadline-s S] "
-                 "[--buffers malloc|registered|memalloc] [--node-size K]\n",
+                 "[--buffers malloc|registered|memalloc] [--node-size K] [--child-holds-fds 1]\n",
                  argv[0]);
     return 2;
   }
@@ -354,6 +372,7 @@ int main(int argc, char** argv) {
       ok = false;
     }
   }
+  if (const pid_t holder = sh->holderPid.load(); holder > 0) kill(holder, SIGKILL);
   std::printf("detection latency (kill -> last survivor's error): %.1f ms\n", worstMs);
   std::printf("%s\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;

@@ -14,6 +14,7 @@
 #include "transports/shm/mailbox.hpp"
 #include "transports/shm/shm_peer_memory.hpp"
 
+#include "bootstrap/process_watch.hpp"
 #include "errors.hpp"
 #include "store/barrier.hpp"
 #include "store/store.hpp"
@@ -24,24 +25,12 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <random>
 #include <vector>
 
 namespace chorus {
 namespace {
-
-bool processGone(pid_t pid) {
-  if (kill(pid, 0) != 0) return errno == ESRCH;
-  // A dead child not yet reaped by its parent is a zombie: gone for our purposes.
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() &&
-         (line[close + 2] == 'Z' || line[close + 2] == 'X');
-}
 
 class ShmTransport;
 
@@ -103,11 +92,10 @@ class ShmTransport : public Transport {
     storeBarrier(store, "shm/created", nranks_, ctx.deadline);
     if (const int64_t elsewhere = store.add("shm/foreign", 0); elsewhere > 0) {
       unlinkNames();
-      throw Error(Result::InvalidUsage,
-                  foreign ? "shm transport: rank " + std::to_string(rank_) +
-                                " is on another host than rank 0"
-                          : "shm transport: " + std::to_string(elsewhere) +
-                                " rank(s) are on another host than rank 0");
+      throw Error(Result::InvalidUsage, foreign ? "shm transport: rank " + std::to_string(rank_) +
+                                                      " is on another host than rank 0"
+                                                : "shm transport: " + std::to_string(elsewhere) +
+                                                      " rank(s) are on another host than rank 0");
     }
     if (rank_ != 0) {
       directory_ = shm::Directory::open(directoryName, nranks_);

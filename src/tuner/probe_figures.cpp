@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <utility>
 
 namespace chorus {
@@ -67,7 +68,44 @@ ProbeTimes quietestOfBlocks(const std::vector<ProbeTimes>& blocks) {
     least(q.largeBest, b.largeBest);
     least(q.exchange, b.exchange);
   }
+  // Each block's own slope (its rounds of the three lengths ran at the same moment; the
+  // fastest rounds of different blocks, put together above, did not), the median of them.
+  std::vector<double> slopes;
+  for (const ProbeTimes& b : blocks)
+    if (const std::optional<double> slope = fastestRoundsSlope(b)) slopes.push_back(*slope);
+  if (!slopes.empty()) {
+    std::sort(slopes.begin(), slopes.end());
+    const size_t n = slopes.size();
+    q.blocksSlopeUs = n % 2 ? slopes[n / 2] : (slopes[n / 2 - 1] + slopes[n / 2]) / 2;
+  }
   return q;
+}
+
+namespace {
+// Least-squares slope of (length, round trip) points.
+double slopeOf(const std::vector<std::pair<double, double>>& points) {
+  double meanK = 0, meanT = 0;
+  for (const auto& [k, trip] : points) meanK += k, meanT += trip;
+  meanK /= points.size(), meanT /= points.size();
+  double sKT = 0, sKK = 0;
+  for (const auto& [k, trip] : points)
+    sKT += (k - meanK) * (trip - meanT), sKK += (k - meanK) * (k - meanK);
+  return sKT / sKK;
+}
+
+bool hasMidBurst(const ProbeTimes& t) {
+  return t.midBurst > 1 && t.midBurst < t.burst && t.midBurstTrip > 0;
+}
+}  // namespace
+
+std::optional<double> fastestRoundsSlope(const ProbeTimes& t) {
+  const bool mid = hasMidBurst(t);
+  if (t.burstTrip <= 0 || t.burst < 2 || t.oneBest <= 0 || t.burstBest <= 0 ||
+      (mid && t.midBurstBest <= 0))
+    return std::nullopt;
+  std::vector<std::pair<double, double>> points = {{1, t.oneBest}, {t.burst, t.burstBest}};
+  if (mid) points.push_back({t.midBurst, t.midBurstBest});
+  return slopeOf(points);
 }
 
 BurstOverhead burstOverhead(const ProbeTimes& t, double halfTrip) {
@@ -76,25 +114,20 @@ BurstOverhead burstOverhead(const ProbeTimes& t, double halfTrip) {
     fit.rule = "no burst";
     return fit;
   }
-  const bool mid = t.midBurst > 1 && t.midBurst < t.burst && t.midBurstTrip > 0;
-  fit.fromFastest = t.oneBest > 0 && t.burstBest > 0 && (!mid || t.midBurstBest > 0);
-  // (length, round trip) points; the medians' single round trip at most the burst's (a
-  // median above it waited for cores: linkFromProbe).
-  std::vector<std::pair<double, double>> points;
-  if (fit.fromFastest) {
-    points = {{1, t.oneBest}, {t.burst, t.burstBest}};
-    if (mid) points.push_back({t.midBurst, t.midBurstBest});
+  if (t.blocksSlopeUs) {
+    fit.fromFastest = true;
+    fit.slopeUs = *t.blocksSlopeUs;
+  } else if (const std::optional<double> fastest = fastestRoundsSlope(t)) {
+    fit.fromFastest = true;
+    fit.slopeUs = *fastest;
   } else {
-    points = {{1, std::min(t.one, t.burstTrip)}, {t.burst, t.burstTrip}};
-    if (mid) points.push_back({t.midBurst, t.midBurstTrip});
+    // The medians, the single round trip at most the burst's (a median above it waited for
+    // cores: linkFromProbe).
+    std::vector<std::pair<double, double>> points = {{1, std::min(t.one, t.burstTrip)},
+                                                     {t.burst, t.burstTrip}};
+    if (hasMidBurst(t)) points.push_back({t.midBurst, t.midBurstTrip});
+    fit.slopeUs = slopeOf(points);
   }
-  double meanK = 0, meanT = 0;
-  for (const auto& [k, trip] : points) meanK += k, meanT += trip;
-  meanK /= points.size(), meanT /= points.size();
-  double sKT = 0, sKK = 0;
-  for (const auto& [k, trip] : points)
-    sKT += (k - meanK) * (trip - meanT), sKK += (k - meanK) * (k - meanK);
-  fit.slopeUs = sKT / sKK;
   fit.overheadUs = fit.slopeUs;
   if (fit.slopeUs < 0) {
     fit.rule = "negative slope";

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,11 @@ struct ProbeTimes {
   int midBurst = 0;
   double midBurstTrip = 0;
   double midBurstBest = 0, burstBest = 0;
+  // Of several blocks (quietestOfBlocks): the median over the blocks of each one's own
+  // fastest-round slope (fastestRoundsSlope), which burstOverhead takes before the slope of
+  // the blocks' fastest rounds put together. On the 3x2 bed (25 probes, chrt -f 1) it kept
+  // the within-node o in 14.5-24.4 us, where the pooled fastest rounds gave 6.5-24.4.
+  std::optional<double> blocksSlopeUs;
   size_t largeBytes = 256 << 10;
   double large = 0;  // 1 x large each way: 2 (L + 2 o + large / bandwidth)
   // The fastest rounds of `one` and `large` (0: not recorded): the rounds in which both
@@ -67,6 +73,9 @@ inline constexpr double kLatencyFloorUs = 0.05;
 // run, docs/sim.md, seventeenth and eighteenth sessions), else from the medians. Bounded so
 // that L + 2 o is the measured half round trip (halfTrip): a negative slope gives o 0 (L the
 // whole half), one with 2 o above halfTrip - kLatencyFloorUs gives that bound (L at its floor).
+// The least-squares slope of one probe's fastest rounds of 1, midBurst and burst messages;
+// none where they were not all recorded.
+std::optional<double> fastestRoundsSlope(const ProbeTimes& t);
 struct BurstOverhead {
   double overheadUs = 0;
   bool fromFastest = false;  // the fastest rounds' slope (a core throughout: share 1)

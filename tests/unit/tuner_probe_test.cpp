@@ -188,6 +188,33 @@ TEST(ProbeFigures, TheSlopeIsBoundedByTheHalfRoundTrip) {
   EXPECT_EQ(linkFromProbe(t, start).overheadUs, 0);
 }
 
+// Of several blocks, the median of each block's own slope: blocks of 2, 12 and 4 us a
+// message (fastest rounds of 1, 4, 8 x 8 B: 10, 16, 24; 10, 46, 94; 20, 32, 48) give 4,
+// where the fastest rounds put together (10, 16, 24: another moment's each) would give 2.
+TEST(ProbeFigures, SeveralBlocksGiveTheMedianOfTheirOwnSlopes) {
+  auto block = [](double one, double mid, double full) {
+    ProbeTimes t = stalledBurstTimes();
+    t.one = 100, t.midBurstTrip = 120, t.burstTrip = 140;
+    t.oneBest = one, t.midBurstBest = mid, t.burstBest = full;
+    return t;
+  };
+  const std::vector<ProbeTimes> blocks = {block(10, 16, 24), block(10, 46, 94), block(20, 32, 48)};
+  EXPECT_DOUBLE_EQ(*fastestRoundsSlope(blocks[1]), 12);
+  const ProbeTimes q = quietestOfBlocks(blocks);
+  ASSERT_TRUE(q.blocksSlopeUs.has_value());
+  EXPECT_DOUBLE_EQ(*q.blocksSlopeUs, 4);
+  EXPECT_DOUBLE_EQ(*fastestRoundsSlope(q), 2);  // the pooled fastest rounds
+  const LinkModel m = linkFromProbe(q, defaultLinkModel(LinkClass::Tcp));
+  EXPECT_DOUBLE_EQ(m.overheadUs, 4);
+  EXPECT_DOUBLE_EQ(m.latencyUs, 50 - 8);
+  // An even count: the mean of the middle two (2 and 4).
+  EXPECT_DOUBLE_EQ(*quietestOfBlocks({blocks[0], blocks[2]}).blocksSlopeUs, 3);
+  // A block without its fastest burst rounds has no slope of its own: not counted.
+  ProbeTimes unrecorded = blocks[1];
+  unrecorded.burstBest = 0;
+  EXPECT_DOUBLE_EQ(*quietestOfBlocks({blocks[0], unrecorded, blocks[2]}).blocksSlopeUs, 3);
+}
+
 // The fastest rounds ran with a core throughout: their o is one whole core's (overheadShare
 // 1, LinkModel::callOverheadUs), where the medians' is the ping-pong's share.
 TEST(ProbeFigures, TheFastestRoundsOverheadIsAWholeCores) {

@@ -25,8 +25,9 @@ struct ProbeTimes {
   double midBurstBest = 0, burstBest = 0;
   // Of several blocks (quietestOfBlocks): the median over the blocks of each one's own
   // fastest-round slope (fastestRoundsSlope), which burstOverhead takes before the slope of
-  // the blocks' fastest rounds put together. On the 3x2 bed (25 probes, chrt -f 1) it kept
-  // the within-node o in 14.5-24.4 us, where the pooled fastest rounds gave 6.5-24.4.
+  // the blocks' fastest rounds put together (each from another moment). On the 3x2 bed (25
+  // probes, chrt -f 1) it kept the within-node o in 14.5-24.4 us where those gave 6.5-24.4;
+  // on 25 more, 2.3-30.4 against 6.8-31.2 (docs/sim.md, eighteenth session).
   std::optional<double> blocksSlopeUs;
   size_t largeBytes = 256 << 10;
   double large = 0;  // 1 x large each way: 2 (L + 2 o + large / bandwidth)

@@ -55,44 +55,68 @@ double nicBytesPerUs() {
 
 // Ping-pong with `peer` (-1: sit out), every pair at once, so the figures include the
 // contention of ranks sharing cores and memory as they do during a collective; rank 0's
-// pair is the one used. Round trips (median of a few), what linkFromProbe solves:
+// pair is the one used. Round trips (median of a few, and the fastest), what linkFromProbe
+// solves:
 //   1 x 8 B each way:              2 (L + 2o)
-//   8 x 8 B there, 1 x 8 B back:   2L + (8 + 3) o      -> o, the per-message overhead
+//   k x 8 B there, 1 x 8 B back:   2L + (k + 3) o, k = 4, 8  -> o, the slope over k
 //   1 x 256 KiB each way:          2 (L + 2o + 256 KiB / bandwidth)
 // A few ms on shared memory, ~5-10 ms on loopback TCP.
 ProbeTimes CommImpl::probeTimes(int peer, int largeRounds) {
   ProbeTimes t;
   if (peer < 0 || peer == rank_) return t;
   std::vector<std::byte> out(kLargeProbe), in(kLargeProbe);
-  // The median round, and the fastest into *best when asked.
-  auto roundTrip = [&](size_t bytes, int burst, int rounds, double* best = nullptr) {
+  // One round: `burst` x `bytes` from the lower rank, one back; us.
+  auto timeRound = [&](size_t bytes, int burst) {
     Call send{Collective::Send, out.data(), nullptr, bytes, DataType::Uint8, RedOp::Sum, peer};
     Call recv{Collective::Recv, nullptr, in.data(), bytes, DataType::Uint8, RedOp::Sum, peer};
+    const auto start = Clock::now();
+    if (rank_ < peer) {  // the lower rank starts
+      std::vector<Work> sent;
+      for (int k = 0; k < burst; ++k) sent.push_back(submit(send));
+      for (Work& w : sent) w.wait(timeout_);
+      submit(recv).wait(timeout_);
+    } else {
+      std::vector<Work> received;
+      for (int k = 0; k < burst; ++k) received.push_back(submit(recv));
+      for (Work& w : received) w.wait(timeout_);
+      submit(send).wait(timeout_);
+    }
+    return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  };
+  // The median round, and the fastest into *best when asked.
+  auto summarize = [](const std::vector<double>& times, double* best) {
+    if (best) *best = times.empty() ? 0 : *std::min_element(times.begin(), times.end());
+    return median(times);
+  };
+  auto roundTrip = [&](size_t bytes, int burst, int rounds, double* best = nullptr) {
     std::vector<double> times;
     for (int i = 0; i <= rounds; ++i) {  // round 0 warms up
-      const auto start = Clock::now();
-      if (rank_ < peer) {  // the lower rank starts
-        std::vector<Work> sent;
-        for (int k = 0; k < burst; ++k) sent.push_back(submit(send));
-        for (Work& w : sent) w.wait(timeout_);
-        submit(recv).wait(timeout_);
-      } else {
-        std::vector<Work> received;
-        for (int k = 0; k < burst; ++k) received.push_back(submit(recv));
-        for (Work& w : received) w.wait(timeout_);
-        submit(send).wait(timeout_);
-      }
-      const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+      const double us = timeRound(bytes, burst);
       if (i > 0) times.push_back(us);
     }
-    if (best) *best = times.empty() ? 0 : *std::min_element(times.begin(), times.end());
-    return median(std::move(times));
+    return summarize(times, best);
   };
   t.smallBytes = kSmallProbe;
   t.largeBytes = kLargeProbe;
   t.burst = 8;
-  t.one = roundTrip(kSmallProbe, 1, kSmallRounds, &t.oneBest);
-  t.burstTrip = roundTrip(kSmallProbe, t.burst, kSmallRounds / 2);
+  t.midBurst = t.burst / 2;
+  // The single 8 B rounds as they always ran (16 in a row: their median is the half round
+  // trip L + 2 o, which the bed's recordings agree with), then the bursts of midBurst and
+  // burst messages interleaved, so that a moment's waits for a core fall on both alike.
+  // (Interleaving the single rounds with them too made their median 1.7x slower on the 3x2
+  // bed, 154 against 92 us: the L + 2 o of the recordings is the one-after-another figure.)
+  std::vector<double> ones, mids, bursts;
+  for (int i = 0; i <= kSmallRounds; ++i) {  // round 0 warms up
+    const double one = timeRound(kSmallProbe, 1);
+    if (i > 0) ones.push_back(one);
+  }
+  for (int i = 0; i <= kSmallRounds / 2; ++i) {
+    const double mid = timeRound(kSmallProbe, t.midBurst), full = timeRound(kSmallProbe, t.burst);
+    if (i > 0) mids.push_back(mid), bursts.push_back(full);
+  }
+  t.one = summarize(ones, &t.oneBest);
+  t.midBurstTrip = summarize(mids, &t.midBurstBest);
+  t.burstTrip = summarize(bursts, &t.burstBest);
   t.large = roundTrip(kLargeProbe, 1, largeRounds, &t.largeBest);
   return t;
 }
@@ -226,10 +250,10 @@ void CommImpl::setUpTuner(int localRanks, int cores, const std::vector<bool>& on
       if (rank_ == 0)
         for (const ProbeTimes& t : blocks)
           logf(LogLevel::Info,
-               "tuning probe block (us): 8 B %.2f (best %.2f%s), 8 x 8 B %.2f, 256 KiB %.1f "
-               "(best %.1f), exchange %.2f",
-               t.one, t.oneBest, smallRoundsSteady(t) ? ", steady" : "", t.burstTrip, t.large,
-               t.largeBest, t.exchange);
+               "tuning probe block (us): 8 B %.2f (best %.2f%s), %d x 8 B %.2f (best %.2f), "
+               "%d x 8 B %.2f (best %.2f), 256 KiB %.1f (best %.1f), exchange %.2f",
+               t.one, t.oneBest, smallRoundsSteady(t) ? ", steady" : "", t.midBurst, t.midBurstTrip,
+               t.midBurstBest, t.burst, t.burstTrip, t.burstBest, t.large, t.largeBest, t.exchange);
       return quietestOfBlocks(blocks);
     };
     ProbeTimes times = probeUntilSettled(
@@ -247,9 +271,11 @@ void CommImpl::setUpTuner(int localRanks, int cores, const std::vector<bool>& on
         kStalledProbeRetries, &tries);
     if (rank_ == 0)
       logf(LogLevel::Info,
-           "tuning probe round trips (us): 8 B %.2f (best %.2f), 8 x 8 B %.2f, 256 KiB %.1f "
-           "(best %.1f); exchange of 8 B among %d ranks %.2f",
-           times.one, times.oneBest, times.burstTrip, times.large, times.largeBest,
+           "tuning probe round trips (us): 8 B %.2f (best %.2f), %d x 8 B %.2f (best %.2f), "
+           "%d x 8 B %.2f (best %.2f), 256 KiB %.1f (best %.1f); exchange of 8 B among %d "
+           "ranks %.2f",
+           times.one, times.oneBest, times.midBurst, times.midBurstTrip, times.midBurstBest,
+           times.burst, times.burstTrip, times.burstBest, times.large, times.largeBest,
            times.exchangeRanks, times.exchange);
     // The share of a core each rank gets in a call, where every rank of the machine is busy
     // (the bed's netns nodes share one machine's cores), and in the probe's rounds: the
@@ -273,7 +299,9 @@ void CommImpl::setUpTuner(int localRanks, int cores, const std::vector<bool>& on
           const int onItsNode = static_cast<int>(layout_.ranksOf(layout_.nodeOf(r)).size());
           return exchangeGroup(layout_.localIndex(r), onItsNode).size() > 2;
         }));
-    tuning.model = linkFromProbe(times, tuning.model);
+    std::string note;
+    tuning.model = linkFromProbe(times, tuning.model, &note);
+    if (rank_ == 0) logf(LogLevel::Info, "tuning probe within a node: %s", note.c_str());
     tuning.model.callShare = coreShare;
     if (severalNodes) {
       // The medians between nodes (largeBest unset): the fastest-round rate is measured
@@ -282,7 +310,13 @@ void CommImpl::setUpTuner(int localRanks, int cores, const std::vector<bool>& on
       across.largeBest = 0;
       across.pingPongShare =
           pairedShare([&](int r) { return rankAt(layout_.nodeOf(r) ^ 1, layout_.localIndex(r)); });
-      inter = linkFromProbe(across, tuning.model);
+      inter = linkFromProbe(across, tuning.model, &note);
+      if (rank_ == 0)
+        logf(LogLevel::Info,
+             "tuning probe between nodes (us): 8 B %.2f (best %.2f), %d x 8 B %.2f (best %.2f), "
+             "%d x 8 B %.2f (best %.2f), 256 KiB %.1f; %s",
+             across.one, across.oneBest, across.midBurst, across.midBurstTrip, across.midBurstBest,
+             across.burst, across.burstTrip, across.burstBest, across.large, note.c_str());
       // A short probe fits in a rate limiter's burst (or a switch's buffers): the NICs'
       // line rate, when known, bounds what it measured. tcp's ranks share the interface the
       // transport picks, one per node: every local index with a partner on node ^ 1 probed

@@ -1,6 +1,9 @@
 #include "tuner/probe_figures.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <optional>
+#include <utility>
 
 namespace chorus {
 
@@ -58,14 +61,89 @@ ProbeTimes quietestOfBlocks(const std::vector<ProbeTimes>& blocks) {
     least(q.one, b.one);
     least(q.oneBest, b.oneBest);
     least(q.burstTrip, b.burstTrip);
+    least(q.burstBest, b.burstBest);
+    least(q.midBurstTrip, b.midBurstTrip);
+    least(q.midBurstBest, b.midBurstBest);
     least(q.large, b.large);
     least(q.largeBest, b.largeBest);
     least(q.exchange, b.exchange);
   }
+  // Each block's own slope (its rounds of the three lengths ran at the same moment; the
+  // fastest rounds of different blocks, put together above, did not), the median of them.
+  std::vector<double> slopes;
+  for (const ProbeTimes& b : blocks)
+    if (const std::optional<double> slope = fastestRoundsSlope(b)) slopes.push_back(*slope);
+  if (!slopes.empty()) {
+    std::sort(slopes.begin(), slopes.end());
+    const size_t n = slopes.size();
+    q.blocksSlopeUs = n % 2 ? slopes[n / 2] : (slopes[n / 2 - 1] + slopes[n / 2]) / 2;
+  }
   return q;
 }
 
-LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
+namespace {
+// Least-squares slope of (length, round trip) points.
+double slopeOf(const std::vector<std::pair<double, double>>& points) {
+  double meanK = 0, meanT = 0;
+  for (const auto& [k, trip] : points) meanK += k, meanT += trip;
+  meanK /= points.size(), meanT /= points.size();
+  double sKT = 0, sKK = 0;
+  for (const auto& [k, trip] : points)
+    sKT += (k - meanK) * (trip - meanT), sKK += (k - meanK) * (k - meanK);
+  return sKT / sKK;
+}
+
+bool hasMidBurst(const ProbeTimes& t) {
+  return t.midBurst > 1 && t.midBurst < t.burst && t.midBurstTrip > 0;
+}
+}  // namespace
+
+std::optional<double> fastestRoundsSlope(const ProbeTimes& t) {
+  const bool mid = hasMidBurst(t);
+  if (t.burstTrip <= 0 || t.burst < 2 || t.oneBest <= 0 || t.burstBest <= 0 ||
+      (mid && t.midBurstBest <= 0))
+    return std::nullopt;
+  std::vector<std::pair<double, double>> points = {{1, t.oneBest}, {t.burst, t.burstBest}};
+  if (mid) points.push_back({t.midBurst, t.midBurstBest});
+  return slopeOf(points);
+}
+
+BurstOverhead burstOverhead(const ProbeTimes& t, double halfTrip) {
+  BurstOverhead fit;
+  if (t.burstTrip <= 0 || t.burst < 2) {
+    fit.rule = "no burst";
+    return fit;
+  }
+  if (t.blocksSlopeUs) {
+    fit.fromFastest = true;
+    fit.slopeUs = *t.blocksSlopeUs;
+  } else if (const std::optional<double> fastest = fastestRoundsSlope(t)) {
+    fit.fromFastest = true;
+    fit.slopeUs = *fastest;
+  } else {
+    // The medians, the single round trip at most the burst's (a median above it waited for
+    // cores: linkFromProbe).
+    std::vector<std::pair<double, double>> points = {{1, std::min(t.one, t.burstTrip)},
+                                                     {t.burst, t.burstTrip}};
+    if (hasMidBurst(t)) points.push_back({t.midBurst, t.midBurstTrip});
+    fit.slopeUs = slopeOf(points);
+  }
+  fit.overheadUs = fit.slopeUs;
+  if (fit.slopeUs < 0) {
+    fit.rule = "negative slope";
+    fit.overheadUs = 0;
+  } else if (2 * fit.slopeUs > halfTrip - kLatencyFloorUs) {
+    // A message in a burst costs more than the single round trip leaves for 2 o (between
+    // the bed's nodes the fastest rounds of 1, 4, 8 x 8 B: 75, 153, 255 us, 25.7 us a message
+    // against a half round trip of 43.4): all of that half is o, L at its floor, so that
+    // L + 2 o stays the measured half trip.
+    fit.rule = "slope above the half trip";
+    fit.overheadUs = (halfTrip - kLatencyFloorUs) / 2;
+  }
+  return fit;
+}
+
+LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link, std::string* note) {
   if (t.one <= 0) return link;  // not measured (no partner)
   // A small round trip whose fastest round took longer than the large one's fastest stalled
   // in every round (np 4 on 2 cores, idle, about one probe in 30: 8 B best 483 us, 8 x 8 B
@@ -79,8 +157,16 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
   // best round 10.4 us; taken as it was, L = 344 us and o = 0 made oneshot's one step look
   // best up to 32 KiB, where rd ran 1.2-1.8x faster): take the burst's.
   const double one = t.burstTrip > 0 ? std::min(t.one, t.burstTrip) : t.one;
-  link.overheadUs = std::max(0.0, (t.burstTrip - one) / std::max(1, t.burst - 1));
-  link.overheadShare = t.pingPongShare;
+  const BurstOverhead fit = burstOverhead(t, one / 2);
+  link.overheadUs = fit.overheadUs;
+  // The fastest rounds ran with a core throughout; the medians at the ping-pong's share.
+  link.overheadShare = fit.fromFastest && t.pingPongShare > 0 ? 1 : t.pingPongShare;
+  if (note) {
+    char text[160];
+    std::snprintf(text, sizeof text, "o %.3g us: %s (%s rounds' slope %.3g us)", fit.overheadUs,
+                  fit.rule, fit.fromFastest ? "fastest" : "median", fit.slopeUs);
+    *note = text;
+  }
   const double halfTrip = one / 2;  // L + 2 o
   if (t.exchangeRanks > 2) {
     // Each rank sends to p - 1 peers and receives from as many: L + 2 (p - 1) o in the
@@ -93,13 +179,14 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link) {
     const double exchangeO = (t.exchange - halfTrip) / (2 * (p - 2));
     // At one core each (the shares known) or as measured.
     const bool shares = t.pingPongShare > 0 && t.exchangeShare > 0;
-    if (shares ? exchangeO * t.exchangeShare > link.overheadUs * t.pingPongShare
+    if (shares ? exchangeO * t.exchangeShare > link.overheadUs * link.overheadShare
                : exchangeO > link.overheadUs) {
       link.overheadUs = exchangeO;
       link.overheadShare = t.exchangeShare;
+      if (note) *note += "; the exchange's o, larger at one core";
     }
   }
-  link.latencyUs = std::max(0.05, halfTrip - 2 * link.overheadUs);
+  link.latencyUs = std::max(kLatencyFloorUs, halfTrip - 2 * link.overheadUs);
   // The per-byte rate from the fastest rounds where they were recorded: the waits for a core
   // are a message's (in o and L above, from the medians), not its bytes'. The 256 KiB
   // round's median stalled in some probes while the 8 B rounds did not (np 4 on 2 cores:

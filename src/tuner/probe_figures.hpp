@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace chorus {
@@ -16,6 +18,17 @@ struct ProbeTimes {
   double one = 0;        // 1 x small each way: 2 (L + 2 o)
   int burst = 8;         // messages of the burst
   double burstTrip = 0;  // burst x small there, 1 x small back: 2 L + (burst + 3) o
+  // A burst of midBurst messages (0: not measured), timed like the full one, and the fastest
+  // round of each burst (0: not recorded): the slope over the lengths is o (burstOverhead).
+  int midBurst = 0;
+  double midBurstTrip = 0;
+  double midBurstBest = 0, burstBest = 0;
+  // Of several blocks (quietestOfBlocks): the median over the blocks of each one's own
+  // fastest-round slope (fastestRoundsSlope), which burstOverhead takes before the slope of
+  // the blocks' fastest rounds put together (each from another moment). On the 3x2 bed (25
+  // probes, chrt -f 1) it kept the within-node o in 14.5-24.4 us where those gave 6.5-24.4;
+  // on 25 more, 2.3-30.4 against 6.8-31.2 (docs/sim.md, eighteenth session).
+  std::optional<double> blocksSlopeUs;
   size_t largeBytes = 256 << 10;
   double large = 0;  // 1 x large each way: 2 (L + 2 o + large / bandwidth)
   // The fastest rounds of `one` and `large` (0: not recorded): the rounds in which both
@@ -46,8 +59,32 @@ struct ProbeTimes {
 // Unmeasured times (one = 0) leave `start` as it is.
 // Small rounds whose fastest took longer than the large rounds' fastest stalled in every
 // round: no figure of the link can come from them (linkFromProbe, transportFromProbe).
+// `note` (when given) gets how o was found (burstOverhead's rule).
 bool smallRoundsStalled(const ProbeTimes& t);
-LinkModel linkFromProbe(const ProbeTimes& t, LinkModel start);
+LinkModel linkFromProbe(const ProbeTimes& t, LinkModel start, std::string* note = nullptr);
+
+// The least latency linkFromProbe solves for (us): a round trip that is all overhead.
+inline constexpr double kLatencyFloorUs = 0.05;
+
+// The per-message overhead the bursts give: the least-squares slope of the round trip over
+// the burst's length (k messages there, one back: 2 L + (k + 3) o), over the lengths measured
+// (1, midBurst, burst). From the fastest round of each length where all were recorded (the
+// rounds in which both ranks had a core: a median is one moment's waits for a core, and the
+// difference of two such medians put o anywhere in 0.3-230 us on the same bed from run to
+// run, docs/sim.md, seventeenth and eighteenth sessions), else from the medians. Bounded so
+// that L + 2 o is the measured half round trip (halfTrip): a negative slope gives o 0 (L the
+// whole half), one with 2 o above halfTrip - kLatencyFloorUs gives that bound (L at its floor).
+// The least-squares slope of one probe's fastest rounds of 1, midBurst and burst messages;
+// none where they were not all recorded.
+std::optional<double> fastestRoundsSlope(const ProbeTimes& t);
+struct BurstOverhead {
+  double overheadUs = 0;
+  bool fromFastest = false;  // the fastest rounds' slope (a core throughout: share 1)
+  // "slope", "negative slope", "slope above the half trip", "no burst"
+  const char* rule = "slope";
+  double slopeUs = 0;  // the fitted slope itself
+};
+BurstOverhead burstOverhead(const ProbeTimes& t, double halfTrip);
 
 // How many times, at most, the probe's rounds run again after rank 0's small rounds stalled
 // (about one np 4 probe in 30 on 2 idle cores: a stall of the whole probe, ~0.5 ms per 8 B

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The bed's agreement with this branch's build (the probe's o from its bursts' slope),
+# one round, under chrt -f 1 and the lock, as sim10-sim16 ran it:
+#   run_bed.sh LAYOUT [SUFFIX]
+set -u
+d=$(cd "$(dirname "$0")" && pwd) layout=$1 suffix=${2:-}
+src=/work/wt/sim17
+uptime >>"$d/svb_$layout$suffix.uptime"
+(cd $src && flock /work/measure.lock chrt -f 1 perf/sim_vs_bed.sh 1000 "$layout" 1 "$d/rec$suffix") \
+  >"$d/svb_$layout$suffix.txt" 2>&1
+uptime >>"$d/svb_$layout$suffix.uptime"

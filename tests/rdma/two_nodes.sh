@@ -54,7 +54,7 @@ case $LINK in
     if tap_link; then
       made_ns=1 LINK=tap
     else
-      made_ns=1; cleanup; made_ns=0
+      ip netns del "$NS" 2>/dev/null  # what tap_link made before it failed
       [ "$LINK" = auto ] || { echo "two_nodes: FAIL: LINK=tap: could not make the taps"; exit 1; }
       LINK=socket
     fi ;;

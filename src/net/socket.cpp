@@ -1,6 +1,7 @@
 #include "net/socket.hpp"
 
 #include "errors.hpp"
+#include "net/fork_guard.hpp"
 #include "settings/settings.hpp"
 
 #include <arpa/inet.h>
@@ -208,9 +209,16 @@ std::vector<std::string> findInterfaceNames(const std::string& spec) {
 
 // --- Socket --------------------------------------------------------------------------
 
+Socket::Socket(int fd) : fd_(fd) {
+  if (fd_ >= 0) releaseInForkedChildren(fd_);
+}
+
 Socket& Socket::operator=(Socket&& o) noexcept {
   if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) {
+      keepInForkedChildren(fd_);
+      ::close(fd_);
+    }
     fd_ = o.fd_;
     o.fd_ = -1;
   }
@@ -218,11 +226,15 @@ Socket& Socket::operator=(Socket&& o) noexcept {
 }
 
 Socket::~Socket() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) {
+    keepInForkedChildren(fd_);
+    ::close(fd_);
+  }
 }
 
 int Socket::release() {
   int fd = fd_;
+  if (fd >= 0) keepInForkedChildren(fd);
   fd_ = -1;
   return fd;
 }

@@ -40,7 +40,8 @@ std::vector<std::string> findInterfaceNames(const std::string& spec);
 class Socket {
  public:
   Socket() = default;
-  explicit Socket(int fd) : fd_(fd) {}
+  // Takes `fd` over; a forked child will not keep it (net/fork_guard.hpp).
+  explicit Socket(int fd);
   Socket(Socket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   Socket& operator=(Socket&& o) noexcept;
   Socket(const Socket&) = delete;

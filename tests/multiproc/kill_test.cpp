@@ -5,16 +5,19 @@
 //                    after set-up, before its first call)]
 //                    [--count 4194304] [--detect-limit-s 10] [--deadline-s 30]
 //                    [--buffers malloc|registered|memalloc [--algo NAME]] [--node-size K]
-//                    [--child-holds-fds 1]
+//                    [--child-holds-fds clone|fork]
 // --node-size K puts ranks on "nodes" of K (rank / K): each rank gets its own UTS namespace
 // and hostname chorus-node<i> (needs root: the Soft-RoCE guest), so the communicator sees
 // several hosts and uses the network transport (CHORUS_NET) between them.
 // With registered or memAlloc buffers the all-reduce reads peers' memory in place (the
 // one-sided path): a peer killed then must still give an error, not a hang or a SIGBUS.
-// --child-holds-fds 1: the victim forks a child just before it dies that keeps every descriptor
-// it inherited (the store's socket, the tcp transport's sockets) open and sleeps, as a
-// forked data-loader worker would: no peer sees a connection close, so only a watch of the
-// victim's process itself (on its host) can name it in time.
+// --child-holds-fds clone: the victim makes a child just before it dies by a raw clone (no
+// fork handlers run) that keeps every descriptor it inherited (the store's socket, the tcp
+// transport's sockets) open and sleeps: no peer sees a connection close, so only a watch of
+// the victim's process itself (on its host) can name it in time.
+// --child-holds-fds fork: the same child made by fork(), as a data-loader worker is. Chorus
+// releases its sockets in a forked child (src/net/fork_guard.hpp), so the victim's
+// connections close when it dies and peers on other hosts (--node-size) learn of it too.
 // The parent forks the ranks first, then calls chorus::getUniqueId() and hands the id to
 // them through pipes (no fork after threads). A rank that has not exited by the deadline
 // is a HANG: everything is killed and the test fails.
@@ -36,6 +39,7 @@
 
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -75,7 +79,7 @@ struct Args {
   std::string buffers = "malloc";
   std::string algo;  // registered/memAlloc buffers: the all-reduce (default peer_twoshot)
   int nodeSize = 0;
-  bool childHoldsFds = false;
+  std::string childHoldsFds;  // "", "clone" or "fork"
 };
 
 bool readAll(int fd, void* buf, size_t n) {
@@ -147,8 +151,11 @@ int runRank(const Args& a, int rank, int idFd, Shared* sh) {
     std::thread([&a, sh, &slot] {
       std::this_thread::sleep_for(std::chrono::milliseconds(a.killAfterMs));
       sh->victimIterations = slot.iterations.load();
-      if (a.childHoldsFds) {
-        const pid_t holder = fork();
+      if (!a.childHoldsFds.empty()) {
+        const pid_t holder =
+            a.childHoldsFds == "fork"
+                ? fork()
+                : pid_t(syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr));
         if (holder == 0) {     // async-signal-safe calls only: the parent has threads
           close(1), close(2);  // not the test's output pipes: CTest waits for them to close
           sleep(static_cast<unsigned>(a.deadlineS) + 30);
@@ -228,13 +235,14 @@ bool parseArgs(int argc, char** argv, Args* a) {
     } else if (k == "--node-size") {
       a->nodeSize = std::atoi(v);
     } else if (k == "--child-holds-fds") {
-      a->childHoldsFds = std::atoi(v) != 0;
+      a->childHoldsFds = std::string(v) == "1" ? "clone" : v;
     } else {
       return false;
     }
   }
   return argc % 2 == 1 && a->ranks >= 2 && a->ranks <= kMaxRanks && a->victim >= 0 &&
          a->victim < a->ranks && a->count > 0 &&
+         (a->childHoldsFds.empty() || a->childHoldsFds == "clone" || a->childHoldsFds == "fork") &&
          (a->buffers == "malloc" || a->buffers == "registered" || a->buffers == "memalloc");
 }
 
@@ -243,11 +251,12 @@ bool parseArgs(int argc, char** argv, Args* a) {
 int main(int argc, char** argv) {
   Args a;
   if (!parseArgs(argc, argv, &a)) {
-    std::fprintf(stderr,
-                 "usage: %s --transport shm|tcp --ranks N --victim V [--kill-after-ms MS] "
-                 "[--count FLOATS] [--detect-limit-s S] [--deadline-s S] "
-                 "[--buffers malloc|registered|memalloc] [--node-size K] [--child-holds-fds 1]\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s --transport shm|tcp --ranks N --victim V [--kill-after-ms MS] "
+        "[--count FLOATS] [--detect-limit-s S] [--deadline-s S] "
+        "[--buffers malloc|registered|memalloc] [--node-size K] [--child-holds-fds clone|fork]\n",
+        argv[0]);
     return 2;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);

@@ -35,6 +35,13 @@ if(TARGET chorus_collectives_test AND TARGET chorus-topo)
   add_test(NAME topology.bed.bind.2x2 COMMAND ${_bed} bind 2 2 ${PROJECT_BINARY_DIR})
   set_tests_properties(topology.bed.bind.2x2 PROPERTIES
     LABELS topology TIMEOUT 120 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
+  # A node cut off from the network (its NICs down, its ranks alive): every rank fails
+  # within seconds of CHORUS_STORE_KEEPALIVE, naming the other side. About 30 s.
+  if(TARGET chorus_fault_trial)
+    add_test(NAME topology.bed.cutoff.2x2 COMMAND ${_bed} cutoff 2 ${PROJECT_BINARY_DIR})
+    set_tests_properties(topology.bed.cutoff.2x2 PROPERTIES
+      LABELS "topology;fault" TIMEOUT 180 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
+  endif()
   add_test(NAME topology.bed.cleanup COMMAND ${_bed} cleanup ${PROJECT_BINARY_DIR})
   set_tests_properties(topology.bed.cleanup PROPERTIES
     LABELS topology TIMEOUT 120 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <thread>
 
 namespace chorus::detail {
@@ -158,9 +159,10 @@ namespace {
 // Throws PeerError for the deaths the store reported among the members (`member` maps a
 // job rank to this communicator's rank, -1 when not one), or for the store's host.
 void storeDeaths(TcpStoreClient& client, const std::function<int(int)>& member) {
-  std::vector<int> deadRanks;
+  std::vector<int> deadRanks, unreachable;
   try {
     deadRanks = client.deadRanks();
+    unreachable = client.unreachableRanks();
   } catch (const PeerError& storeHost) {  // the store's host died: name it as a member
     const int r = member(storeHost.peer());
     if (r == storeHost.peer()) throw;
@@ -174,9 +176,19 @@ void storeDeaths(TcpStoreClient& client, const std::function<int(int)>& member) 
     if (const int r = member(jobRank); r >= 0) dead.push_back(r);
   if (dead.empty()) return;
   std::sort(dead.begin(), dead.end());
-  std::string what =
-      "rank " + std::to_string(dead[0]) + " died (its connection to the rendezvous store closed)";
-  for (size_t i = 1; i < dead.size(); ++i) what += "; rank " + std::to_string(dead[i]) + " too";
+  // A host that stopped answering (crashed, or cut off) is not known to have died.
+  std::set<int> cutOff;
+  for (int jobRank : unreachable)
+    if (const int r = member(jobRank); r >= 0) cutOff.insert(r);
+  auto cause = [&](int r) {
+    return cutOff.count(r) ? " cannot be reached (the rendezvous store heard nothing from its "
+                             "host for CHORUS_STORE_KEEPALIVE)"
+                           : " died (its connection to the rendezvous store closed)";
+  };
+  std::string what = "rank " + std::to_string(dead[0]) + cause(dead[0]);
+  for (size_t i = 1; i < dead.size(); ++i)
+    what += "; rank " + std::to_string(dead[i]) +
+            (cutOff.count(dead[i]) == cutOff.count(dead[0]) ? " too" : cause(dead[i]));
   throw PeerError(dead[0], what, dead);
 }
 }  // namespace

@@ -324,6 +324,23 @@ void Socket::setNoDelay() {
     throwSystemError("setsockopt(TCP_NODELAY)");
 }
 
+void Socket::setUnansweredLimit(std::chrono::milliseconds limit) {
+  if (limit.count() <= 0) return;
+  // Probes start after half the limit and come every eighth of it (whole seconds, at least
+  // 1); TCP_USER_TIMEOUT then ends the connection at the limit, probes or unacked data alike.
+  const int seconds = int(std::max<int64_t>(1, limit.count() / 1000));
+  const int idle = std::max(1, seconds / 2), interval = std::max(1, seconds / 8);
+  const int probes = std::max(1, (seconds - idle) / interval);
+  const unsigned userTimeout = unsigned(std::min<int64_t>(limit.count(), INT32_MAX));
+  const int one = 1;
+  if (::setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) != 0 ||
+      ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) != 0 ||
+      ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval)) != 0 ||
+      ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes)) != 0 ||
+      ::setsockopt(fd_, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeout, sizeof(userTimeout)) != 0)
+    throwSystemError("setsockopt(keepalive)");
+}
+
 void Socket::setNonBlocking(bool on) {
   int flags = ::fcntl(fd_, F_GETFL);
   if (flags < 0) throwSystemError("fcntl(F_GETFL)");

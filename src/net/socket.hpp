@@ -58,6 +58,10 @@ class Socket {
   SocketAddress localAddress() const;
 
   void setNoDelay();
+  // A connection whose other host stops answering for `limit` (a crashed or cut-off node)
+  // fails with ETIMEDOUT, idle or not (TCP keepalive and TCP_USER_TIMEOUT); 0: leave the
+  // kernel's defaults (hours).
+  void setUnansweredLimit(std::chrono::milliseconds limit);
   void setNonBlocking(bool on);
   // Whole-buffer transfers with a deadline (use on blocking or non-blocking sockets).
   void sendAll(const void* data, size_t bytes, Deadline deadline);

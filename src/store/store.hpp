@@ -94,6 +94,9 @@ class TcpStoreClient : public Store {
   // server itself is lost, throws PeerError naming the server's host rank (or Error when
   // the host is not a rank).
   std::vector<int> deadRanks();
+  // Of those, the ones the server stopped hearing from (their host stopped answering for
+  // CHORUS_STORE_KEEPALIVE) rather than saw close. From what deadRanks() last read.
+  std::vector<int> unreachableRanks();
   // Tells the server this rank leaves cleanly; it will not be reported dead.
   void goodbye();
   int fd() const;

@@ -10,6 +10,7 @@
 #include "errors.hpp"
 #include "log.hpp"
 #include "security/connection_auth.hpp"
+#include "settings/settings.hpp"
 #include "store/store_wire.hpp"
 
 #include <poll.h>
@@ -45,8 +46,10 @@ std::string processIncarnation() {
   return id;
 }
 
-// Appends whatever the socket has now; false on EOF/reset.
-bool readAvailable(int fd, std::string& in) {
+// Appends whatever the socket has now; false on EOF/reset, with the socket's error in
+// `error` (0 at EOF).
+bool readAvailable(int fd, std::string& in, int& error) {
+  error = 0;
   char buf[65536];
   for (;;) {
     ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
@@ -57,6 +60,7 @@ bool readAvailable(int fd, std::string& in) {
     if (n == 0) return false;
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+    error = errno;
     return false;
   }
 }
@@ -71,18 +75,27 @@ struct TcpStoreClient::Impl {
   net::Socket socket;
   std::string in;
   std::set<int> dead;
+  std::set<int> unreachable;  // of `dead`: the store stopped hearing from their hosts
   int hostRank = -1;
+  bool unanswered = false;  // the connection ended because the store's host stopped answering
   uint32_t nextRequest = 1;
   bool lost = false;
   bool closed = false;  // after goodbye
 
   [[noreturn]] void connectionLost() {
     lost = true;
+    const std::string why =
+        unanswered ? "no answer from its host for CHORUS_STORE_KEEPALIVE, " +
+                         std::to_string(settings::duration("CHORUS_STORE_KEEPALIVE").count()) +
+                         " ms: down or cut off"
+                   : "";
     if (hostRank >= 0)
-      throw PeerError(hostRank, "rank " + std::to_string(hostRank) +
-                                    " died (lost the connection to the store it hosted)");
-    throw Error(Result::RemoteError,
-                "lost the connection to the rendezvous store at " + server.toString());
+      throw PeerError(hostRank,
+                      "rank " + std::to_string(hostRank) +
+                          (unanswered ? " cannot be reached (the store it hosts: " + why + ")"
+                                      : " died (lost the connection to the store it hosted)"));
+    throw Error(Result::RemoteError, "lost the connection to the rendezvous store at " +
+                                         server.toString() + (unanswered ? ": " + why : ""));
   }
   void checkUsable() {
     if (closed) throw Error(Result::InvalidUsage, "store client used after goodbye()");
@@ -92,9 +105,11 @@ struct TcpStoreClient::Impl {
   // answer to `id` if it is among them.
   std::optional<Frame> takeFrames(uint32_t id) {
     while (auto f = popFrame(in, kMaxFrame)) {
-      if (f->type == kRankDead)
-        dead.insert(int(parseAnswer(*f).number));
-      else if (id != 0 && f->id == id)
+      if (f->type == kRankDead) {
+        const Answer a = parseAnswer(*f);
+        dead.insert(int(a.number));
+        if (a.unreachable) unreachable.insert(int(a.number));
+      } else if (id != 0 && f->id == id)
         return f;
     }
     return std::nullopt;
@@ -102,7 +117,9 @@ struct TcpStoreClient::Impl {
   // Reads what has arrived without waiting; on EOF keeps the notices and throws (after
   // handing out the answer to `id` if it came just before the close: a refusal does).
   std::optional<Frame> readNow(uint32_t id = 0) {
-    if (!readAvailable(socket.fd(), in)) {
+    int error = 0;
+    if (!readAvailable(socket.fd(), in, error)) {
+      unanswered = error == ETIMEDOUT;
       if (auto f = takeFrames(id)) return f;
       connectionLost();
     }
@@ -162,6 +179,7 @@ TcpStoreClient::TcpStoreClient(const net::SocketAddress& server, const security:
   impl_->server = server;
   impl_->socket = net::Socket::connect(server, deadline);
   impl_->socket.setNoDelay();
+  impl_->socket.setUnansweredLimit(settings::duration("CHORUS_STORE_KEEPALIVE"));
   std::string hello = helloPayload(rank, processIncarnation());
   security::authenticateConnection(impl_->socket, secret.key(),
                                    security::asBytes("chorus store" + hello), deadline,
@@ -230,6 +248,11 @@ std::vector<int> TcpStoreClient::deadRanks() {
     impl_->takeFrames(0);
   }
   return {impl_->dead.begin(), impl_->dead.end()};
+}
+
+std::vector<int> TcpStoreClient::unreachableRanks() {
+  std::lock_guard lock(impl_->mutex);
+  return {impl_->unreachable.begin(), impl_->unreachable.end()};
 }
 
 void TcpStoreClient::goodbye() {

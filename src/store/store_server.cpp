@@ -11,6 +11,7 @@
 #include "log.hpp"
 #include "net/peer_credentials.hpp"
 #include "security/connection_auth.hpp"
+#include "settings/settings.hpp"
 #include "store/store_wire.hpp"
 
 #include <poll.h>
@@ -42,8 +43,10 @@ constexpr size_t kMaxWaiting = 4096;
 
 const std::string kContextLabel = "chorus store";
 
-// Appends what the socket has, up to `limit` bytes in `in`; false on EOF/reset.
-bool readUpTo(int fd, std::string& in, size_t limit) {
+// Appends what the socket has, up to `limit` bytes in `in`; false on EOF/reset, with the
+// socket's error in `error` (0 at EOF).
+bool readUpTo(int fd, std::string& in, size_t limit, int& error) {
+  error = 0;
   char buf[65536];
   while (in.size() < limit) {
     ssize_t n = ::recv(fd, buf, std::min(sizeof(buf), limit - in.size()), MSG_DONTWAIT);
@@ -53,6 +56,7 @@ bool readUpTo(int fd, std::string& in, size_t limit) {
     }
     if (n == 0) return false;
     if (errno == EINTR) continue;
+    error = errno;
     return errno == EAGAIN || errno == EWOULDBLOCK;
   }
   return true;
@@ -79,6 +83,7 @@ struct TcpStoreServer::Impl {
     bool authenticated = false;
     bool saidGoodbye = false;
     bool broken = false;
+    bool unanswered = false;  // broken because its host stopped answering (ETIMEDOUT)
     Identity who;
     size_t waiting = 0;  // gets not answered yet
     Clock::time_point since = Clock::now();
@@ -109,8 +114,11 @@ struct TcpStoreServer::Impl {
   std::map<int, Claim> claims;      // rank -> the process that holds it
   std::map<std::string, std::vector<std::pair<uint64_t, uint32_t>>> waiters;
   std::set<int> dead;
+  std::set<int> unreachable;  // of `dead`: their hosts stopped answering
+  std::chrono::milliseconds unansweredLimit = settings::duration("CHORUS_STORE_KEEPALIVE");
 
   void run();
+  std::string deathNotice(int rank) const;
   void acceptAll();
   bool admitted(int fd);
   void handle(uint64_t id, Client& c, const Frame& f);
@@ -182,7 +190,8 @@ void TcpStoreServer::Impl::run() {
         if (fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) {
           // Never more than one frame ahead: a client cannot make us buffer more.
           const uint32_t cap = c.authenticated ? kMaxFrame : kMaxHelloFrame;
-          bool open = readUpTo(c.socket.fd(), c.in, 4 + size_t(cap));
+          int error = 0;
+          bool open = readUpTo(c.socket.fd(), c.in, 4 + size_t(cap), error);
           try {
             while (auto f = popFrame(c.in, cap)) {
               handle(ids[i], c, *f);
@@ -193,7 +202,10 @@ void TcpStoreServer::Impl::run() {
                  c.authenticated ? c.who.describe().c_str() : "a connection", e.what());
             c.broken = true;  // a protocol violation
           }
-          if (!open) c.broken = true;
+          if (!open) {
+            c.broken = true;
+            c.unanswered = c.unanswered || error == ETIMEDOUT;
+          }
         }
       }
       auto now = Clock::now();
@@ -247,6 +259,7 @@ void TcpStoreServer::Impl::acceptAll() {
     c.socket = net::Socket(fd);
     if (!admitted(fd)) continue;  // closed as `c` goes
     c.socket.setNoDelay();
+    c.socket.setUnansweredLimit(unansweredLimit);
     c.auth.emplace(secret.key(), deadlineIn(kAuthTimeout), "store at " + bound.toString());
     clients.emplace(nextClient++, std::move(c));
     // Many silent strangers must not exhaust our descriptors: drop the oldest (ids grow).
@@ -288,11 +301,14 @@ void TcpStoreServer::Impl::hello(Client& c, const Request& q, uint32_t requestId
   std::string reply;
   putInt(reply, uint32_t(hostRank), 4);
   send(c, kHelloOk, requestId, reply);
-  for (int rank : dead) {  // late joiners learn about earlier deaths too
-    std::string notice;
-    putInt(notice, uint32_t(rank), 4);
-    send(c, kRankDead, 0, notice);
-  }
+  for (int rank : dead) send(c, kRankDead, 0, deathNotice(rank));  // earlier deaths too
+}
+
+std::string TcpStoreServer::Impl::deathNotice(int rank) const {
+  std::string notice;
+  putInt(notice, uint32_t(rank), 4);
+  putInt(notice, unreachable.count(rank) ? 1 : 0, 1);
+  return notice;
 }
 
 void TcpStoreServer::Impl::refuse(Client& c, uint32_t requestId, const std::string& why) {
@@ -426,6 +442,7 @@ void TcpStoreServer::Impl::flush(Client& c) {
       return;  // POLLOUT will bring us back
     } else {
       c.broken = true;
+      c.unanswered = errno == ETIMEDOUT;
     }
   }
 }
@@ -437,6 +454,7 @@ void TcpStoreServer::Impl::drop(uint64_t id) {
   const int rank = c.who.rank;
   const bool holdsRank = c.authenticated && rank >= 0;
   const bool died = holdsRank && !c.saidGoodbye;
+  const bool unanswered = c.unanswered;
   clients.erase(it);
   if (holdsRank) {
     // A rank whose every client left cleanly is free again (a later job step); a rank
@@ -445,8 +463,8 @@ void TcpStoreServer::Impl::drop(uint64_t id) {
     if (--claim->second.connections == 0 && !died && !dead.count(rank)) claims.erase(claim);
   }
   if (!died || !dead.insert(rank).second) return;
-  std::string notice;
-  putInt(notice, uint32_t(rank), 4);
+  if (unanswered) unreachable.insert(rank);
+  const std::string notice = deathNotice(rank);
   for (auto& [otherId, other] : clients)
     if (other.authenticated) send(other, kRankDead, 0, notice);
 }

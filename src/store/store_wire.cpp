@@ -17,8 +17,9 @@ struct Reader {
   }
   std::string bytes(size_t max) {
     size_t n = integer(4);
-    if (n > max) throw Error(Result::RemoteError, "store: a field of " + std::to_string(n) +
-                                                      " bytes (at most " + std::to_string(max) + ")");
+    if (n > max)
+      throw Error(Result::RemoteError, "store: a field of " + std::to_string(n) +
+                                           " bytes (at most " + std::to_string(max) + ")");
     need(n);
     std::string s(p, n);
     p += n, left -= n;
@@ -108,8 +109,11 @@ Answer parseAnswer(const Frame& f) {
   a.type = f.type;
   switch (f.type) {
     case kHelloOk:
-    case kRankDead:
       a.number = static_cast<int32_t>(r.integer(4));
+      break;
+    case kRankDead:  // the rank, then 1 where its host stopped answering
+      a.number = static_cast<int32_t>(r.integer(4));
+      a.unreachable = r.left > 0 && r.integer(1) == 1;
       break;
     case kValue:
       a.value = r.bytes(kMaxValue);

@@ -1,8 +1,8 @@
 // The TcpStore wire format, both directions: u32 length of the rest, u8 type, u32 request
 // id, payload. Strings and byte strings are u32 length + bytes; integers are
 // little-endian. Hello: magic u64 | rank i32 | incarnation[16] (the same bytes the
-// handshake bound into its MACs). Parsing is kept apart from the sockets so that it can be fuzzed: every
-// parse function throws Error(RemoteError) on malformed input, never reads past its end.
+// handshake bound into its MACs). Parsing is kept apart from the sockets so that it can be fuzzed:
+// every parse function throws Error(RemoteError) on malformed input, never reads past its end.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +36,7 @@ constexpr size_t kHelloPayload = 8 + 4 + kIncarnation;
 constexpr size_t kMaxKey = 4096;
 constexpr size_t kMaxValue = 16u << 20;
 constexpr uint32_t kMaxFrame = 1 + 4 + 4 + kMaxKey + 4 + kMaxValue;  // a set, the largest
-constexpr uint32_t kMaxHelloFrame = 1 + 4 + kHelloPayload;  // before the hello is accepted
+constexpr uint32_t kMaxHelloFrame = 1 + 4 + kHelloPayload;           // before the hello is accepted
 
 void putInt(std::string& out, uint64_t v, int bytes);
 void putBytes(std::string& out, const void* data, size_t n);
@@ -57,9 +57,9 @@ std::optional<Frame> popFrame(std::string& in, uint32_t maxFrame);
 // are malformed.
 struct Request {
   uint8_t type = 0;
-  std::string key, value;  // set: both; get, add: key
-  int64_t delta = 0;       // add
-  int32_t rank = -1;       // hello
+  std::string key, value;   // set: both; get, add: key
+  int64_t delta = 0;        // add
+  int32_t rank = -1;        // hello
   std::string incarnation;  // hello: kIncarnation bytes
 };
 Request parseRequest(const Frame& f);
@@ -67,8 +67,9 @@ Request parseRequest(const Frame& f);
 // An answer or notice, as the client reads it.
 struct Answer {
   uint8_t type = 0;
-  std::string value;   // kValue; kRefused: the reason
-  int64_t number = 0;  // kAddResult: the sum; kHelloOk: host rank; kRankDead: the rank
+  std::string value;         // kValue; kRefused: the reason
+  int64_t number = 0;        // kAddResult: the sum; kHelloOk: host rank; kRankDead: the rank
+  bool unreachable = false;  // kRankDead: its host stopped answering (else it closed)
 };
 Answer parseAnswer(const Frame& f);
 

@@ -11,6 +11,8 @@
 //   truncate  shut down the write side of a data socket while a large all-reduce streams
 //             through it (the peer gets part of a message); tcp/ucx only;
 //   store     shut down its connection to the rendezvous store.
+//   cutoff    take every NIC of its network namespace but loopback down (the test bed's
+//             node: its ranks stay alive but nobody can reach them; root, tests/testbed).
 // Each rank ends with one line: "rank R: OK verified <calls> calls", "rank R: ERROR after
 // <ms> ms: <message>" ("ERROR during set-up after" when the communicator could not be
 // made) or "rank R: WRONG ..." (a wrong result reported as success).
@@ -141,6 +143,10 @@ bool inject(const Options& o, const std::string& transport, std::mt19937_64& loc
   if (f == "kill") std::raise(SIGKILL);
   if (f == "stop") std::raise(SIGSTOP);
   if (f == "exit") _exit(7);
+  if (f == "cutoff")
+    return std::system(
+               "for nic in $(ls /sys/class/net); do [ $nic = lo ] || "
+               "ip link set $nic down || exit 1; done") == 0;
   if (f == "close" && transport == "shm") {
     auto segments = shmSegments();
     if (segments.empty()) return false;

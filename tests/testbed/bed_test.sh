@@ -15,6 +15,12 @@
 #       count all K x N ranks on the machine (not its node's N) against the cores it may
 #       run on, and where they outnumber them yield while waiting and be bound one core each
 #       (spread over all the cores; not bound where the affinity was narrowed already).
+#   bed_test.sh cutoff N BUILD_DIR
+#       2 nodes x N ranks over tcp; in the middle of a run a rank of node 1 takes its node's
+#       NICs down (the node is cut off; its processes live on). Within a few seconds of
+#       CHORUS_STORE_KEEPALIVE every rank must fail: node 0's naming a node-1 rank that
+#       cannot be reached, node 1's naming rank 0 (the store's host), none at CHORUS_TIMEOUT
+#       and none with a wrong result.
 #   bed_test.sh cleanup BUILD_DIR
 #       the bed is removed after a failing rank, a timeout and an interrupt.
 #
@@ -138,6 +144,31 @@ bind_decision() {
   echo "bed_test: OK: $k nodes x $n ranks, $cores cores: the machine's $world ranks decide"
 }
 
+cutoff() {
+  local n=$1 build=$2 world=$(($1 * 2)) keepalive=4 limit_ms=20000
+  bring_up 2 1gbit "$n ranks per node, node 1 cut off at call 2"
+  "$bed" run -b "$id" -n "$n" -t 120 -e CHORUS_STORE_KEEPALIVE=${keepalive}s \
+    -e CHORUS_TIMEOUT=90s -- "$build/tests/fault/chorus_fault_trial" --fault cutoff \
+    --victim "$n" --at 2 --calls 6 --seed 5 >"$log" 2>&1
+  local rc=$?
+  grep -E "FAULT|ERROR|OK|WRONG" "$log" | cut -c1-300
+  ((rc == 3)) || fail "the run's status is $rc, not 3 (every rank fails with an error)"
+  grep -q "FAULT cutoff at call 2" "$log" || fail "the cut was not made"
+  local r line ms
+  for ((r = 0; r < world; ++r)); do
+    line=$(grep "^\[$r\] rank $r: ERROR after" "$log") || fail "rank $r reported no error"
+    ms=$(sed -n 's/.*ERROR after \([0-9]*\) ms.*/\1/p' <<<"$line")
+    ((ms < limit_ms)) || fail "rank $r failed after $ms ms (limit $limit_ms: not the keepalive)"
+    if ((r < n)); then
+      grep -Eq "rank ($(seq -s '|' "$n" $((world - 1)))) cannot be reached" <<<"$line" ||
+        fail "rank $r does not name a node-1 rank that cannot be reached"
+    else
+      grep -q "rank 0 cannot be reached" <<<"$line" || fail "rank $r does not name rank 0"
+    fi
+  done
+  echo "bed_test: OK: node 1 cut off; every rank failed within $limit_ms ms, naming the other side"
+}
+
 # The bed's id, from run's "netns_bed: bed ID: ..." line.
 bed_of() { sed -n 's/^netns_bed: bed \(cb[0-9a-f]\{6\}\):.*/\1/p' "$log" | head -1; }
 gone() { [[ -n $1 && -z $(ip netns list | grep "^$1") && ! -e $state/$1 ]]; }
@@ -179,6 +210,7 @@ case ${1:-} in
   collectives) shift; collectives "$@" ;;
   ucx) shift; ucx_rails "$@" ;;
   bind) shift; bind_decision "$@" ;;
+  cutoff) shift; cutoff "$@" ;;
   cleanup) cleanup ;;
-  *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,26p' "$0" >&2; exit 2 ;;
 esac

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -183,4 +185,31 @@ TEST(Socket, BindConflictNamesTheAddress) {
   Error e = expectError([&] { Socket::listen(first.localAddress()); });
   EXPECT_EQ(e.code(), Result::SystemError);
   EXPECT_NE(std::string(e.what()).find(first.localAddress().toString()), std::string::npos);
+}
+
+// The limit becomes keepalive probes from half of it, every eighth, and a user timeout at
+// the limit; 0 leaves the kernel's defaults (no keepalive).
+TEST(Socket, UnansweredLimitSetsKeepaliveAndUserTimeout) {
+  auto option = [](const Socket& s, int level, int name) {
+    int v = -1;
+    socklen_t len = sizeof(v);
+    EXPECT_EQ(::getsockopt(s.fd(), level, name, &v, &len), 0);
+    return v;
+  };
+  auto [a, b] = connectedPair();
+  a.setUnansweredLimit(30s);
+  EXPECT_NE(option(a, SOL_SOCKET, SO_KEEPALIVE), 0);
+  EXPECT_EQ(option(a, IPPROTO_TCP, TCP_KEEPIDLE), 15);
+  EXPECT_EQ(option(a, IPPROTO_TCP, TCP_KEEPINTVL), 3);
+  EXPECT_EQ(option(a, IPPROTO_TCP, TCP_KEEPCNT), 5);
+  EXPECT_EQ(option(a, IPPROTO_TCP, TCP_USER_TIMEOUT), 30000);
+  b.setUnansweredLimit(4s);  // the test bed's: probes after 2 s, every 1 s, 2 of them
+  EXPECT_EQ(option(b, IPPROTO_TCP, TCP_KEEPIDLE), 2);
+  EXPECT_EQ(option(b, IPPROTO_TCP, TCP_KEEPINTVL), 1);
+  EXPECT_EQ(option(b, IPPROTO_TCP, TCP_KEEPCNT), 2);
+  EXPECT_EQ(option(b, IPPROTO_TCP, TCP_USER_TIMEOUT), 4000);
+  auto [c, d] = connectedPair();
+  c.setUnansweredLimit(0ms);
+  EXPECT_EQ(option(c, SOL_SOCKET, SO_KEEPALIVE), 0);
+  EXPECT_EQ(option(c, IPPROTO_TCP, TCP_USER_TIMEOUT), 0);
 }

@@ -2,6 +2,7 @@
 #include "../common/expect_error.hpp"
 #include "errors.hpp"
 #include "net/socket.hpp"
+#include "store/store_wire.hpp"
 #include "time_bounds.hpp"
 
 #include <gtest/gtest.h>
@@ -150,6 +151,7 @@ TEST(TcpStore, ClientLeavingWithoutGoodbyeIsReportedDead) {
   c1.reset();  // vanishes: no goodbye
   EXPECT_EQ(waitForDead(*c0, {1}), std::vector<int>{1});
   EXPECT_EQ(waitForDead(*c2, {1}), std::vector<int>{1});
+  EXPECT_EQ(c0->unreachableRanks(), std::vector<int>{}) << "it closed: not unreachable";
   // A notice arriving while a request waits is kept, and the request still works.
   EXPECT_EQ(c0->add("sync", 1), 2);
   EXPECT_EQ(c0->deadRanks(), std::vector<int>{1});
@@ -160,6 +162,28 @@ TEST(TcpStore, ClientLeavingWithoutGoodbyeIsReportedDead) {
   observer.reset();
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(c0->deadRanks(), std::vector<int>{1});
+}
+
+// A death notice says whether the rank's host stopped answering (the byte after the rank);
+// a notice without that byte is a plain death.
+TEST(TcpStoreWire, DeathNoticeCarriesWhetherTheHostStoppedAnswering) {
+  using namespace store_wire;
+  auto notice = [](uint32_t rank, int reason) {
+    std::string payload;
+    putInt(payload, rank, 4);
+    if (reason >= 0) putInt(payload, uint64_t(reason), 1);
+    std::string in = frame(kRankDead, 0, payload);
+    auto f = popFrame(in, kMaxFrame);
+    EXPECT_TRUE(f.has_value());
+    return parseAnswer(*f);
+  };
+  const Answer cut = notice(7, 1), closed = notice(5, 0), old = notice(3, -1);
+  EXPECT_EQ(cut.number, 7);
+  EXPECT_TRUE(cut.unreachable);
+  EXPECT_EQ(closed.number, 5);
+  EXPECT_FALSE(closed.unreachable);
+  EXPECT_EQ(old.number, 3);
+  EXPECT_FALSE(old.unreachable);
 }
 
 TEST(TcpStore, ClientSayingGoodbyeIsNotReported) {

@@ -36,7 +36,7 @@ if(TARGET chorus_collectives_test AND TARGET chorus-topo)
   set_tests_properties(topology.bed.bind.2x2 PROPERTIES
     LABELS topology TIMEOUT 120 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
   # A node cut off from the network (its NICs down, its ranks alive): every rank fails
-  # within seconds of CHORUS_STORE_KEEPALIVE, naming the other side. About 30 s.
+  # within seconds of CHORUS_KEEPALIVE, naming the other side. About 30 s.
   if(TARGET chorus_fault_trial)
     add_test(NAME topology.bed.cutoff.2x2 COMMAND ${_bed} cutoff 2 ${PROJECT_BINARY_DIR})
     set_tests_properties(topology.bed.cutoff.2x2 PROPERTIES

@@ -182,7 +182,7 @@ void storeDeaths(TcpStoreClient& client, const std::function<int(int)>& member) 
     if (const int r = member(jobRank); r >= 0) cutOff.insert(r);
   auto cause = [&](int r) {
     return cutOff.count(r) ? " cannot be reached (the rendezvous store heard nothing from its "
-                             "host for CHORUS_STORE_KEEPALIVE)"
+                             "host for CHORUS_KEEPALIVE)"
                            : " died (its connection to the rendezvous store closed)";
   };
   std::string what = "rank " + std::to_string(dead[0]) + cause(dead[0]);

@@ -18,10 +18,10 @@ const std::vector<Spec> kSpecs = {
     {"CHORUS_TIMEOUT", Duration, "300s",
      "longest any wait may go without progress before it fails (a bare number is seconds)", 1,
      30 * 24 * 3600 * kSecond},
-    {"CHORUS_STORE_KEEPALIVE", Duration, "30s",
-     "a rendezvous-store connection whose other host stops answering this long (crashed or cut "
-     "off; a stopped process still answers) ends, and its rank is reported unreachable "
-     "(TCP keepalive; `0`: the kernel's, hours)",
+    {"CHORUS_KEEPALIVE", Duration, "30s",
+     "a TCP connection (the rendezvous store's, the tcp transport's) whose other host stops "
+     "answering this long (crashed or cut off; a stopped process still answers) ends, and its "
+     "rank is reported as not reachable (TCP keepalive; `0`: the kernel's, hours)",
      0, 3600 * kSecond},
     {"CHORUS_TRANSPORT", Enum, "auto",
      "`auto`: shm when all ranks share the host, else `CHORUS_NET`; or force one for every peer", 0,

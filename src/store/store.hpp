@@ -95,7 +95,7 @@ class TcpStoreClient : public Store {
   // the host is not a rank).
   std::vector<int> deadRanks();
   // Of those, the ones the server stopped hearing from (their host stopped answering for
-  // CHORUS_STORE_KEEPALIVE) rather than saw close. From what deadRanks() last read.
+  // CHORUS_KEEPALIVE) rather than saw close. From what deadRanks() last read.
   std::vector<int> unreachableRanks();
   // Tells the server this rank leaves cleanly; it will not be reported dead.
   void goodbye();

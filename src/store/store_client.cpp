@@ -85,8 +85,8 @@ struct TcpStoreClient::Impl {
   [[noreturn]] void connectionLost() {
     lost = true;
     const std::string why =
-        unanswered ? "no answer from its host for CHORUS_STORE_KEEPALIVE, " +
-                         std::to_string(settings::duration("CHORUS_STORE_KEEPALIVE").count()) +
+        unanswered ? "no answer from its host for CHORUS_KEEPALIVE, " +
+                         std::to_string(settings::duration("CHORUS_KEEPALIVE").count()) +
                          " ms: down or cut off"
                    : "";
     if (hostRank >= 0)
@@ -179,7 +179,7 @@ TcpStoreClient::TcpStoreClient(const net::SocketAddress& server, const security:
   impl_->server = server;
   impl_->socket = net::Socket::connect(server, deadline);
   impl_->socket.setNoDelay();
-  impl_->socket.setUnansweredLimit(settings::duration("CHORUS_STORE_KEEPALIVE"));
+  impl_->socket.setUnansweredLimit(settings::duration("CHORUS_KEEPALIVE"));
   std::string hello = helloPayload(rank, processIncarnation());
   security::authenticateConnection(impl_->socket, secret.key(),
                                    security::asBytes("chorus store" + hello), deadline,

@@ -115,7 +115,7 @@ struct TcpStoreServer::Impl {
   std::map<std::string, std::vector<std::pair<uint64_t, uint32_t>>> waiters;
   std::set<int> dead;
   std::set<int> unreachable;  // of `dead`: their hosts stopped answering
-  std::chrono::milliseconds unansweredLimit = settings::duration("CHORUS_STORE_KEEPALIVE");
+  std::chrono::milliseconds unansweredLimit = settings::duration("CHORUS_KEEPALIVE");
 
   void run();
   std::string deathNotice(int rank) const;

@@ -140,11 +140,14 @@ std::span<const std::byte> StripeReceiver::peek() {
     int closed = 0;
     for (const Path& p : paths_) {
       if (p.error > 0) {
-        throw PeerError(peer_, p.error == EPROTO
-                                   ? "rank " + std::to_string(peer_) +
-                                         " sent a bad chunk header (" + badChunk_ + ")"
-                                   : "connection to rank " + std::to_string(peer_) +
-                                         " reset: " + std::strerror(p.error));
+        throw PeerError(
+            peer_, p.error == EPROTO ? "rank " + std::to_string(peer_) +
+                                           " sent a bad chunk header (" + badChunk_ + ")"
+                   : p.error == ETIMEDOUT ? "rank " + std::to_string(peer_) +
+                                                " cannot be reached (no answer from its host for "
+                                                "CHORUS_KEEPALIVE)"
+                                          : "connection to rank " + std::to_string(peer_) +
+                                                " reset: " + std::strerror(p.error));
       }
       closed += p.error < 0;
     }

@@ -96,9 +96,13 @@ size_t StripeSender::continueChunk(const std::byte* data, size_t bytes) {
 void StripeSender::fail(int path, ssize_t err) {
   if (!failure_.empty()) return;
   std::string who = "rank " + std::to_string(peer_);
-  failure_ = err == -EPIPE || err == 0 ? "connection to " + who + " closed (process died?)"
-                                       : "connection to " + who + " (path " + std::to_string(path) +
-                                             ") failed: " + std::strerror(static_cast<int>(-err));
+  if (err == -ETIMEDOUT)
+    failure_ = who + " cannot be reached (no answer from its host for CHORUS_KEEPALIVE)";
+  else if (err == -EPIPE || err == 0)
+    failure_ = "connection to " + who + " closed (process died?)";
+  else
+    failure_ = "connection to " + who + " (path " + std::to_string(path) +
+               ") failed: " + std::strerror(static_cast<int>(-err));
 }
 
 void StripeSender::sample() {

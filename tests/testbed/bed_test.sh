@@ -18,7 +18,7 @@
 #   bed_test.sh cutoff N BUILD_DIR
 #       2 nodes x N ranks over tcp; in the middle of a run a rank of node 1 takes its node's
 #       NICs down (the node is cut off; its processes live on). Within a few seconds of
-#       CHORUS_STORE_KEEPALIVE every rank must fail: node 0's naming a node-1 rank that
+#       CHORUS_KEEPALIVE every rank must fail: node 0's naming a node-1 rank that
 #       cannot be reached, node 1's naming rank 0 (the store's host), none at CHORUS_TIMEOUT
 #       and none with a wrong result.
 #   bed_test.sh cleanup BUILD_DIR
@@ -147,7 +147,7 @@ bind_decision() {
 cutoff() {
   local n=$1 build=$2 world=$(($1 * 2)) keepalive=4 limit_ms=20000
   bring_up 2 1gbit "$n ranks per node, node 1 cut off at call 2"
-  "$bed" run -b "$id" -n "$n" -t 120 -e CHORUS_STORE_KEEPALIVE=${keepalive}s \
+  "$bed" run -b "$id" -n "$n" -t 120 -e CHORUS_KEEPALIVE=${keepalive}s \
     -e CHORUS_TIMEOUT=90s -- "$build/tests/fault/chorus_fault_trial" --fault cutoff \
     --victim "$n" --at 2 --calls 6 --seed 5 >"$log" 2>&1
   local rc=$?

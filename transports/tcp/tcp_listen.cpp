@@ -42,11 +42,13 @@ TcpConfig TcpConfig::fromEnv() {
   size_t ring = std::max<size_t>(1 << 20, 2 * static_cast<size_t>(c.streams) * c.block);
   c.buffer = std::max(roundUp8(settings::bytes("CHORUS_TCP_BUFFER", ring)), c.block);
   c.socketBuffer = settings::bytes("CHORUS_TCP_SOCKBUF");
+  c.unansweredLimit = settings::duration("CHORUS_KEEPALIVE");
   return c;
 }
 
 void tune(net::Socket& socket, const TcpConfig& config) {
   socket.setNoDelay();
+  socket.setUnansweredLimit(config.unansweredLimit);
   if (config.socketBuffer > 0) {
     int size = static_cast<int>(std::min<size_t>(config.socketBuffer, 1 << 30));
     ::setsockopt(socket.fd(), SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));

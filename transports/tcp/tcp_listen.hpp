@@ -6,6 +6,7 @@
 #include "transports/transport.hpp"
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -19,6 +20,7 @@ struct TcpConfig {
   size_t block = 128 << 10;  // CHORUS_TCP_BLOCK: striping unit, multiple of 8
   size_t buffer = 1 << 20;   // CHORUS_TCP_BUFFER: receive ring per peer, >= block
   size_t socketBuffer = 0;   // CHORUS_TCP_SOCKBUF: SO_SNDBUF/SO_RCVBUF, 0: autotune
+  std::chrono::milliseconds unansweredLimit{30'000};  // CHORUS_KEEPALIVE
   static TcpConfig fromEnv();
 };
 

@@ -5,7 +5,7 @@
 # fabric file describing the bed, and prints per size and algorithm measured and simulated
 # busbw, their ratio, and per size the measured winner, the simulated winner and the
 # tuner's pick in the bed. Needs root.
-#   [MIN_MS=200] [PERF=build/perf/chorus-perf] perf/sim_vs_bed.sh [RATE_MBIT=1000] [LAYOUTS="2x2 3x2"] [ROUNDS=1] [OUT=sim_vs_bed]
+#   [MIN_MS=200] [PERF=build/perf/chorus-perf] [BEGIN=64K] [END=64M] perf/sim_vs_bed.sh [RATE_MBIT=1000] [LAYOUTS="2x2 3x2"] [ROUNDS=1] [OUT=sim_vs_bed]
 #   [SIM=chorus-sim] perf/sim_vs_bed.sh --compare DIR [LAYOUTS]
 # --compare measures nothing: it simulates DIR/bed_KxN.fabric against the measured table
 # DIR/bed_KxN.txt recorded earlier (perf/data/sim_vs_bed/ holds one; ctest's
@@ -92,9 +92,12 @@ fabric_of() {
 compare() {
   local dir=$1 layout=$2 k=${2%x*} n=${2#*x}
   [[ -f $dir/bed_$layout.log ]] && fabric_of "$dir/bed_$layout.log" "$k" "$n" "$layout" >"$dir/bed_$layout.fabric"
-  local csv
+  local csv first last
   csv=$(mktemp)
-  "$sim" --fabric-file "$dir/bed_$layout.fabric" -b 64K -e 64M -f 4 --csv "$csv" >/dev/null
+  # The measured table's sizes (64K..64M unless BEGIN / END chose others when recorded).
+  first=$(awk '/^ *[0-9]/ { print $1; exit }' "$dir/bed_$layout.txt")
+  last=$(awk '/^ *[0-9]/ { s = $1 } END { print s }' "$dir/bed_$layout.txt")
+  "$sim" --fabric-file "$dir/bed_$layout.fabric" -b "$first" -e "$last" -f 4 --csv "$csv" >/dev/null
   echo "# $layout ($k nodes x $n ranks): busbw GB/s measured / simulated (ratio sim/measured)"
   awk -v layout="$layout" '
     FNR == 1 { file++ }
@@ -156,7 +159,7 @@ for layout in $layouts; do
   fi
   $bed run -k "$k" -m 1 -r "${mbit}mbit" -n "$n" -t 1200 -e CHORUS_TUNE_PROBE=1 \
     -e CHORUS_DEBUG=INFO -- \
-    "$perf" -t allreduce -A each -b 64K -e 64M -f 4 -K "$rounds" -n 2 -w 1 -T "$min_ms" >"$out/bed_$layout.log" 2>&1
+    "$perf" -t allreduce -A each -b "${BEGIN:-64K}" -e "${END:-64M}" -f 4 -K "$rounds" -n 2 -w 1 -T "$min_ms" >"$out/bed_$layout.log" 2>&1
   [[ -n $sampler ]] && kill "$sampler"
   sed -n 's/^\[0\] //p' "$out/bed_$layout.log" | grep -v 'CHORUS INFO' >"$out/bed_$layout.txt"
   compare "$out" "$layout"

@@ -5,7 +5,7 @@
 # fabric file describing the bed, and prints per size and algorithm measured and simulated
 # busbw, their ratio, and per size the measured winner, the simulated winner and the
 # tuner's pick in the bed. Needs root.
-#   [MIN_MS=200] perf/sim_vs_bed.sh [RATE_MBIT=1000] [LAYOUTS="2x2 3x2"] [ROUNDS=1] [OUT=sim_vs_bed]
+#   [MIN_MS=200] [PERF=build/perf/chorus-perf] [BEGIN=64K] [END=64M] perf/sim_vs_bed.sh [RATE_MBIT=1000] [LAYOUTS="2x2 3x2"] [ROUNDS=1] [OUT=sim_vs_bed]
 #   [SIM=chorus-sim] perf/sim_vs_bed.sh --compare DIR [LAYOUTS]
 # --compare measures nothing: it simulates DIR/bed_KxN.fabric against the measured table
 # DIR/bed_KxN.txt recorded earlier (perf/data/sim_vs_bed/ holds one; ctest's
@@ -71,13 +71,18 @@ fabric_of() {
       printf "nic_burst_bytes %d\n", burst
       ow = get(within, "overhead_us"); ob = get(between, "overhead_us")
       sw = get(within, "overhead_share"); sb = get(between, "overhead_share")
+      # The gap between a rank'"'"'s messages on a link (LogGP'"'"'s g, gap_us in the log: where
+      # the probe'"'"'s burst cost more a message than o may; absent: none), per class.
+      gw = get(within, "gap_us") + 0; gb = get(between, "gap_us") + 0
       if (sw != "" && sb != "") {
         # Each measured at its probe'"'"'s share of a core (LinkModel::callOverheadUs): one
         # whole core'"'"'s, which the replay charges at the call'"'"'s share, as the tuner does.
         printf "overhead_us %.3f\noverhead_share 1\n", (ow * sw + ob * sb) / 2
+        gw *= sw; gb *= sb
       } else {
         printf "overhead_us %.3f\n", (ow + ob) / 2
       }
+      if (gw > 0 || gb > 0) printf "gap_us %.3f\nnic_gap_us %.3f\n", gw, gb
       printf "reduce_gbps %.4f\ncopy_gbps %.4f\nhost_cores %d\n", get(within, "reduce_bytes_per_us") / 1000 / share, get(within, "copy_bytes_per_us") / 1000 / share, cores
       printf "host_load %s\ntransport_gbps %s\n", load, transport
     }' "$1"
@@ -87,9 +92,12 @@ fabric_of() {
 compare() {
   local dir=$1 layout=$2 k=${2%x*} n=${2#*x}
   [[ -f $dir/bed_$layout.log ]] && fabric_of "$dir/bed_$layout.log" "$k" "$n" "$layout" >"$dir/bed_$layout.fabric"
-  local csv
+  local csv first last
   csv=$(mktemp)
-  "$sim" --fabric-file "$dir/bed_$layout.fabric" -b 64K -e 64M -f 4 --csv "$csv" >/dev/null
+  # The measured table's sizes (64K..64M unless BEGIN / END chose others when recorded).
+  first=$(awk '/^ *[0-9]/ { print $1; exit }' "$dir/bed_$layout.txt")
+  last=$(awk '/^ *[0-9]/ { s = $1 } END { print s }' "$dir/bed_$layout.txt")
+  "$sim" --fabric-file "$dir/bed_$layout.fabric" -b "$first" -e "$last" -f 4 --csv "$csv" >/dev/null
   echo "# $layout ($k nodes x $n ranks): busbw GB/s measured / simulated (ratio sim/measured)"
   awk -v layout="$layout" '
     FNR == 1 { file++ }
@@ -134,7 +142,7 @@ layouts=${2:-"2x2 3x2"} rounds=${3:-1} out=${4:-sim_vs_bed}
 # through at the veth's speed, so a few calls of a small size would beat the rate the
 # model (and the bed in steady state) has.
 min_ms=${MIN_MS:-200}
-bed=tests/testbed/netns_bed.sh perf=$PWD/build/perf/chorus-perf
+bed=tests/testbed/netns_bed.sh perf=${PERF:-$PWD/build/perf/chorus-perf}
 # Under a real-time policy (chrt -f 1 perf/sim_vs_bed.sh ...) the ranks preempt the other
 # tenants' threads whenever they can run: the fabric gets no host load (no .load file).
 realtime=0
@@ -151,7 +159,7 @@ for layout in $layouts; do
   fi
   $bed run -k "$k" -m 1 -r "${mbit}mbit" -n "$n" -t 1200 -e CHORUS_TUNE_PROBE=1 \
     -e CHORUS_DEBUG=INFO -- \
-    "$perf" -t allreduce -A each -b 64K -e 64M -f 4 -K "$rounds" -n 2 -w 1 -T "$min_ms" >"$out/bed_$layout.log" 2>&1
+    "$perf" -t allreduce -A each -b "${BEGIN:-64K}" -e "${END:-64M}" -f 4 -K "$rounds" -n 2 -w 1 -T "$min_ms" >"$out/bed_$layout.log" 2>&1
   [[ -n $sampler ]] && kill "$sampler"
   sed -n 's/^\[0\] //p' "$out/bed_$layout.log" | grep -v 'CHORUS INFO' >"$out/bed_$layout.txt"
   compare "$out" "$layout"

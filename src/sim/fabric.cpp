@@ -130,6 +130,8 @@ const std::map<std::string, Setter>& setters() {
     add("qps", &Fabric::qps);
     add("overhead_us", &Fabric::overheadUs);
     add("overhead_share", &Fabric::overheadShare);
+    add("gap_us", &Fabric::gapUs);
+    add("nic_gap_us", &Fabric::nicGapUs);
     add("reduce_gbps", &Fabric::reduceGBps);
     add("copy_gbps", &Fabric::copyGBps);
     add("host_cores", &Fabric::hostCores);
@@ -162,8 +164,9 @@ void validate(const Fabric& f, const std::string& where) {
   if (!(f.nicPacketPayloadBytes >= 0 && f.nicPacketHeaderBytes >= 0) ||
       (f.nicPacketHeaderBytes > 0 && f.nicPacketPayloadBytes <= 0))
     fail("nic_packet_payload_bytes must be > 0 with nic_packet_header_bytes, both >= 0");
-  if (f.nvlinkLatencyUs < 0 || f.nicLatencyUs < 0 || f.hopLatencyUs < 0 || f.overheadUs < 0)
-    fail("latencies must be >= 0");
+  if (f.nvlinkLatencyUs < 0 || f.nicLatencyUs < 0 || f.hopLatencyUs < 0 || f.overheadUs < 0 ||
+      f.gapUs < 0 || f.nicGapUs < 0)
+    fail("latencies, overhead_us, gap_us, nic_gap_us must be >= 0");
   if (static_cast<long long>(f.nodes) * f.gpusPerNode > (1 << 24)) fail("too many GPUs");
 }
 
@@ -200,6 +203,13 @@ std::string Fabric::describe() const {
     std::snprintf(text, sizeof(text),
                   "# per-message overhead %.3f us measured at %.3f of a core: %.3f us in a call\n",
                   overheadUs, overheadShare, charged.callOverheadUs());
+    line += text;
+  }
+  if (gapUs > 0 || nicGapUs > 0) {
+    std::snprintf(text, sizeof(text),
+                  "# gap between a rank's messages on a link: %.3f us within a node, %.3f us "
+                  "through the NICs (at the overhead's share of a core)\n",
+                  gapUs, nicGapUs);
     line += text;
   }
   if (transportGBps > 0) {

@@ -60,6 +60,11 @@ struct Fabric {
   // overhead_us x overhead_share / cpuShare() (LinkModel::callOverheadUs, as the tuner
   // does). 0: overhead_us as given.
   double overheadShare = 0;
+  // LogGP's g (LinkModel::gapUs): the least time from a rank's message to its next one on
+  // the same link, start to start, within a node (gap_us) and through the NICs (nic_gap_us);
+  // measured at overhead_share and charged at the call's share like overhead_us. 0: none.
+  double gapUs = 0;
+  double nicGapUs = 0;
   double reduceGBps = 1400;  // local reduction (bytes of result), HBM-bound
   double copyGBps = 2000;    // local copy
   // A test bed rather than a cluster: > 0 when every rank of the fabric runs on this many

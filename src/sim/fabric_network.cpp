@@ -36,7 +36,9 @@ LinkClasses tunerLinks(const Fabric& f) {
   intra.overheadShare = f.overheadShare;
   intra.callShare = f.cpuShare();
   intra.transportBytesPerUs = f.transportGBps * 1000 * f.cpuShare();  // as FabricNetwork's
+  intra.gapUs = f.gapUs;
   LinkModel inter = intra;
+  inter.gapUs = f.nicGapUs;
   inter.latencyUs = f.nicLatencyUs + 3 * f.hopLatencyUs;
   // A GPU sends through one NIC (at most its PCIe link); the node's NICs, as one, are
   // shared by its GPUs' flows between nodes. The NIC's rate less its packets' framing.
@@ -50,7 +52,10 @@ LinkClasses tunerLinks(const Fabric& f) {
 
 FabricNetwork::FabricNetwork(Fabric fabric) : fabric_(std::move(fabric)) {
   const Fabric& f = fabric_;
-  overheadUs_ = tunerLinks(f).intra.callOverheadUs();  // the tuner's charge, one formula
+  const LinkClasses classes = tunerLinks(f);
+  overheadUs_ = classes.intra.callOverheadUs();  // the tuner's charge, one formula
+  gapUs_ = classes.intra.callGapUs();
+  nicGapUs_ = classes.inter.callGapUs();
   gpus_ = f.gpus();
   const double eff = f.efficiency;
   const double nic = f.nicGbps / 8 * 1000 * eff * f.nicPayloadShare();  // payload bytes per us
@@ -310,7 +315,9 @@ MessageCost FabricNetwork::message(int from, int to, int ordinal, double bytes) 
           overheadUs_,
           bytes / r.bytesPerUs,
           bytes / intake(to, sameNode),
-          shared ? bytes / nic : 0};
+          shared ? bytes / nic : 0,
+          false,
+          sameNode ? gapUs_ : nicGapUs_};
 }
 
 }  // namespace chorus::sim

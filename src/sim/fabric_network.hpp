@@ -107,10 +107,11 @@ class FabricNetwork final : public NetworkModel {
   Fabric fabric_;
   int gpus_;
   int nicsPerLeaf_, leavesPerGroup_, groups_, pods_, spineUp_, coreUp_;
-  std::vector<double> capacity_;  // bytes per us of every directed link
-  double nicRate_ = 0;            // bytes per us of a NIC (its shaper's, when shaped)
-  double overheadUs_ = 0;         // a message's overhead in a call (Fabric::overheadShare)
-  int nranks_ = 0;                // of the traffic being timed
+  std::vector<double> capacity_;     // bytes per us of every directed link
+  double nicRate_ = 0;               // bytes per us of a NIC (its shaper's, when shaped)
+  double overheadUs_ = 0;            // a message's overhead in a call (Fabric::overheadShare)
+  double gapUs_ = 0, nicGapUs_ = 0;  // the gaps in a call, within a node and through NICs
+  int nranks_ = 0;                   // of the traffic being timed
   int classPeriod_ = 1;
   int unit_ = 0;  // rotationUnit of the fabric's node (GPUs per node: no rotation)
   std::vector<std::shared_ptr<const ClassTable>> ordinals_;

@@ -65,7 +65,7 @@ MessageCost LinkClassNetwork::message(int from, int to, int ordinal, double byte
       l.channelBytes > 0 ? std::max(1.0, std::round(bytes / l.channelBytes)) : 1.0;
   return {crosses ? 1 : 0, l.latencyUs,    l.callOverheadUs() * handOvers,
           bytes / rate,    bytes / intake, nic ? bytes / l.nicBytesPerUs : 0,
-          l.cpuSends};
+          l.cpuSends,      l.callGapUs()};
 }
 
 NicPlace LinkClassNetwork::sharedNic(int rank) const {

@@ -27,6 +27,9 @@ struct MessageCost {
   // at the NIC's whole rate, at each end whose NIC is shared; 0 when neither is.
   double nicUs = 0;
   bool onCpu = false;  // the sender's CPU is the port (LinkModel::cpuSends)
+  // The least time from this message's start on its port (or CPU) to the sender's next
+  // message there (LinkModel::gapUs, LogGP's g); the port is held max(o + wire, gapUs).
+  double gapUs = 0;
 };
 
 // Where a rank sits on a NIC it shares with other ranks of its node: the NIC (an id unique

@@ -535,7 +535,9 @@ class Replay {
       if (n.afterWait == AfterWait::Elementwise)
         n.earliestFinish = nodes_[n.after].finish + sliceOf(n, cost);
     }
-    free_[resource] = start + cost;
+    // The sender's next message on this port (or CPU) starts no earlier than g after this
+    // one (MessageCost::gapUs); the message itself is done at start + cost.
+    free_[resource] = start + (message ? std::max(cost, n.cost.gapUs) : cost);
     n.finish = std::max(n.earliestFinish, start + cost);
     if (message) {
       // The sender's port (or its CPU: MessageCost::onCpu) is held; the receiver's port

@@ -60,9 +60,22 @@ struct LinkModel {
   // fifteenth and sixteenth sessions).
   double overheadShare = 0;
   double callShare = 0;
-  double callOverheadUs() const {
-    return overheadShare > 0 && callShare > 0 ? overheadUs * overheadShare / callShare : overheadUs;
+  // LogGP's g: the least time from one message a rank injects on this link to its next one
+  // on the same link (start to start). It overlaps the next message's o and L, not the
+  // previous message's own injection: a send holds its port (its CPU with cpuSends) for at
+  // least g. Only matters above o + the wire time. The probe sets it where a burst's
+  // per-message cost (the slope of the round trip over the burst's length) exceeds what the
+  // single round trip leaves o (probe_figures.hpp, burstOverhead): between the 3x2 bed's
+  // nodes in 17 of 25 probes (docs/sim.md, eighteenth session); 0: no gap beyond o.
+  // Measured at overheadShare like o, and charged at the call's share like it (the bed's
+  // gap is the kernel's per-segment work on the same shared cores).
+  double gapUs = 0;
+  // What a call's share of a core makes of a figure measured at overheadShare.
+  double atCallShare(double us) const {
+    return overheadShare > 0 && callShare > 0 ? us * overheadShare / callShare : us;
   }
+  double callOverheadUs() const { return atCallShare(overheadUs); }
+  double callGapUs() const { return atCallShare(gapUs); }
   bool operator==(const LinkModel&) const = default;
 };
 

@@ -139,6 +139,9 @@ BurstOverhead burstOverhead(const ProbeTimes& t, double halfTrip) {
     // L + 2 o stays the measured half trip.
     fit.rule = "slope above the half trip";
     fit.overheadUs = (halfTrip - kLatencyFloorUs) / 2;
+    // The rest of the message's cost in a burst is a gap between injections (LogGP's g):
+    // a burst of k then costs 2 L + 3 o + (k - 1) g, whose slope is g.
+    fit.gapUs = fit.slopeUs;
   }
   return fit;
 }
@@ -159,12 +162,14 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link, std::string* note) 
   const double one = t.burstTrip > 0 ? std::min(t.one, t.burstTrip) : t.one;
   const BurstOverhead fit = burstOverhead(t, one / 2);
   link.overheadUs = fit.overheadUs;
+  link.gapUs = fit.gapUs;  // set even when 0: `link` may start from another class's figures
   // The fastest rounds ran with a core throughout; the medians at the ping-pong's share.
   link.overheadShare = fit.fromFastest && t.pingPongShare > 0 ? 1 : t.pingPongShare;
   if (note) {
     char text[160];
-    std::snprintf(text, sizeof text, "o %.3g us: %s (%s rounds' slope %.3g us)", fit.overheadUs,
-                  fit.rule, fit.fromFastest ? "fastest" : "median", fit.slopeUs);
+    std::snprintf(text, sizeof text, "o %.3g us, g %.3g us: %s (%s rounds' slope %.3g us)",
+                  fit.overheadUs, fit.gapUs, fit.rule, fit.fromFastest ? "fastest" : "median",
+                  fit.slopeUs);
     *note = text;
   }
   const double halfTrip = one / 2;  // L + 2 o

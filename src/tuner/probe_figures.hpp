@@ -73,7 +73,12 @@ inline constexpr double kLatencyFloorUs = 0.05;
 // difference of two such medians put o anywhere in 0.3-230 us on the same bed from run to
 // run, docs/sim.md, seventeenth and eighteenth sessions), else from the medians. Bounded so
 // that L + 2 o is the measured half round trip (halfTrip): a negative slope gives o 0 (L the
-// whole half), one with 2 o above halfTrip - kLatencyFloorUs gives that bound (L at its floor).
+// whole half), one with 2 o above halfTrip - kLatencyFloorUs gives that bound (L at its floor)
+// and the slope as the gap g (LinkModel::gapUs): a message in a burst costs more than o may,
+// and only a gap between injections (start to start, overlapping the next message's o and
+// L) keeps both the single round trip (L + 2 o) and the burst's slope (g). Below the bound g
+// is 0, not o: a send already holds its port for o + wire >= o, so g <= o would change no
+// replayed time, and 0 keeps the figures (and tune files) of every unbounded probe as before.
 // The least-squares slope of one probe's fastest rounds of 1, midBurst and burst messages;
 // none where they were not all recorded.
 std::optional<double> fastestRoundsSlope(const ProbeTimes& t);
@@ -83,6 +88,7 @@ struct BurstOverhead {
   // "slope", "negative slope", "slope above the half trip", "no burst"
   const char* rule = "slope";
   double slopeUs = 0;  // the fitted slope itself
+  double gapUs = 0;    // the slope where it is above what o may take, else 0
 };
 BurstOverhead burstOverhead(const ProbeTimes& t, double halfTrip);
 

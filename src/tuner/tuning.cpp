@@ -51,6 +51,7 @@ std::string Tuning::toLine() const {
   if (model.nicBytesPerUs > 0) s += " nic_bytes_per_us=" + format(model.nicBytesPerUs);
   if (model.overheadShare > 0) s += " overhead_share=" + format(model.overheadShare);
   if (model.callShare > 0) s += " call_share=" + format(model.callShare);
+  if (model.gapUs > 0) s += " gap_us=" + format(model.gapUs);
   if (model.cpuSends != defaultLinkModel(link).cpuSends)
     s += std::string(" cpu_sends=") + (model.cpuSends ? "1" : "0");
   if (!measuredBest.empty()) {
@@ -114,6 +115,10 @@ std::vector<Tuning> parseTuneFile(std::string_view text, std::string_view name) 
       }
       if (key == "overhead_us") {
         t.model.overheadUs = v;
+        continue;
+      }
+      if (key == "gap_us") {  // 0: no gap beyond o (LinkModel::gapUs)
+        t.model.gapUs = v;
         continue;
       }
       if (key == "transport_bytes_per_us") {  // 0: no CPU cost per byte

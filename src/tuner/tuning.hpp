@@ -12,7 +12,8 @@
 // cpu_sends (1: the sender's CPU moves the bytes, LinkModel::cpuSends; absent: the link
 // class's own, 1 for shm), and overhead_share and call_share (the share of a core a rank had
 // when overhead_us was measured, and has in a call: LinkModel::callOverheadUs; absent or 0:
-// overhead_us as given).
+// overhead_us as given), and gap_us (LogGP's g, the least time between a rank's
+// consecutive messages on the link, at overhead_share: LinkModel::gapUs; absent: 0).
 // `ranks` is the number of ranks on the host the figures were measured with (they share
 // its cores and memory); a lookup takes the entry with the nearest rank count.
 #pragma once

@@ -49,6 +49,12 @@ sim=$1 root=$2
 # probe's o is the slope of its bursts' fastest rounds (1, 4, 8 x 8 B), bounded by the half
 # round trip (eighteenth session; chrt -f 1, one round each). The older entries' fabrics
 # come from their logs' figures, so the new formula changes none of their counts.
+# gap_sim18/rec/ (and rec_2/, rec_3/: a second and a third 3x2): the probe also gives a
+# gap g between a rank's messages on a link where its bursts' slope is above what o may
+# take (nineteenth session; chrt -f 1, one round each, perf/sim_vs_bed_round.sh); the
+# fabric gets it as gap_us / nic_gap_us. Every count and point there is the same without
+# g (a message of 64 KiB and up spends far longer on the wire than g - o). The older logs
+# carry no gap_us, so their counts are as before.
 want="sim_vs_bed:2x2:37:1 sim_vs_bed:3x2:27:6 sim_vs_bed/transport_tuner:2x2:33:3
   sim_vs_bed/transport_tuner:3x2:24:4 sim_vs_bed/nic_tuner:2x2:47:5 sim_vs_bed/nic_tuner:3x2:41:6
   sim_vs_bed/ninth_nochrt:2x2:33:5 sim_vs_bed/ninth_nochrt:3x2:36:5 sim_vs_bed/ninth_nochrt_2:3x2:37:4
@@ -58,7 +64,9 @@ want="sim_vs_bed:2x2:37:1 sim_vs_bed:3x2:27:6 sim_vs_bed/transport_tuner:2x2:33:
   sim_vs_bed/framing_sim16/rec:2x2:48:5 sim_vs_bed/framing_sim16/rec:3x2:44:4
   sim_vs_bed/framing_sim16/rec_2:3x2:36:5 sim_vs_bed/framing_sim16/rec_3:3x2:46:5
   sim_vs_bed/slope_sim17/rec:2x2:48:5 sim_vs_bed/slope_sim17/rec:3x2:41:5
-  sim_vs_bed/slope_sim17/rec_2:3x2:45:5 sim_vs_bed/slope_sim17/rec_3:3x2:44:6"
+  sim_vs_bed/slope_sim17/rec_2:3x2:45:5 sim_vs_bed/slope_sim17/rec_3:3x2:44:6
+  sim_vs_bed/gap_sim18/rec:2x2:47:5 sim_vs_bed/gap_sim18/rec:3x2:47:5
+  sim_vs_bed/gap_sim18/rec_2:3x2:44:5 sim_vs_bed/gap_sim18/rec_3:3x2:40:5"
 bad=0
 for w in $want; do
   IFS=: read -r dir layout min picks <<<"$w"

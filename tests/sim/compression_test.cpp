@@ -146,8 +146,9 @@ TEST(SimCompression, HierarchicalAt1024Ranks) {
   }
 }
 
-// Every compressible algorithm at 1,024 ranks on all three networks: minutes, so not in
-// CI; run with --gtest_also_run_disabled_tests --gtest_filter='*At1024*'.
+// Every compressible algorithm at 1,024 ranks on all three networks: minutes (645 s on
+// 2026-12-05 on the loaded 2 cores), so not in CI; run with --gtest_also_run_disabled_tests
+// --gtest_filter='*At1024*'.
 TEST(SimCompression, DISABLED_EveryCompressibleAlgorithmAt1024Ranks) {
   const int p = 1024;
   const Layout layout = Layout::uniform(p / 2, 2);
@@ -291,8 +292,8 @@ TEST(SimCompression, TwoshotWithNodesOf8) {
 // The turn at up to 1,024 ranks, every algorithm of every collective that compresses
 // (shift, xor or turn), on fabrics and the tuner's classes with nodes of 8 and 4 (non-power-
 // of-two and power-of-two node counts, NICs of their own or shared by 2): minutes, so not
-// in CI; run with --gtest_also_run_disabled_tests
-// --gtest_filter='*TurningAt1024*'.
+// in CI (1,265 s on 2026-12-05 on the loaded 2 cores); run with
+// --gtest_also_run_disabled_tests --gtest_filter='*TurningAt1024*'.
 TEST(SimCompression, DISABLED_EveryAlgorithmTurningAt1024Ranks) {
   std::set<std::string> turned;
   for (const Cluster& c : {Cluster{125, 8, 8}, Cluster{96, 8, 4}, Cluster{128, 8, 8},
@@ -310,7 +311,8 @@ TEST(SimCompression, DISABLED_EveryAlgorithmTurningAt1024Ranks) {
 }
 
 // The turn alone at up to 1,024 ranks: hier_rd and hier_rhd on the same clusters, two
-// counts: a minute, by hand (--gtest_filter='*HierTurningAt1024*').
+// counts: a minute when written, 2-10 s on 2026-12-05; by hand
+// (--gtest_filter='*HierTurningAt1024*').
 TEST(SimCompression, DISABLED_HierTurningAt1024Ranks) {
   for (const Cluster& c : {Cluster{125, 8, 8}, Cluster{96, 8, 4}, Cluster{128, 8, 8},
                            Cluster{100, 4, 4}, Cluster{250, 4, 2}, Cluster{127, 8, 8}}) {

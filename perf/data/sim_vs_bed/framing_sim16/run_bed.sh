@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Now one shared script does this for any tree or build: perf/sim_vs_bed_round.sh SRC_OR_BUILD DIR LAYOUT [SUFFIX].
 # The bed's agreement with this branch's build (tie-aware winners, the NIC's packet
 # framing), one round, under chrt -f 1 and the lock, as sim10-sim14 ran it:
 #   run_bed.sh LAYOUT [SUFFIX]

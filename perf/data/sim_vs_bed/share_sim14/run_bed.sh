@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Now one shared script does this for any tree or build: perf/sim_vs_bed_round.sh SRC_OR_BUILD DIR LAYOUT [SUFFIX].
 # The bed's agreement with this branch's build (the tuner and the replay charge a message's
 # overhead at the call's share of the machine's cores), one round, under chrt -f 1 and the
 # lock, as sim10, sim11 and sim13 ran it:  run_bed.sh LAYOUT [SUFFIX]

@@ -168,8 +168,11 @@ void storeDeaths(TcpStoreClient& client, const std::function<int(int)>& member) 
     if (r == storeHost.peer()) throw;
     if (r < 0) throw PeerError(-1, storeHost.what(), {});  // not one of ours: no rank to name
     throw PeerError(r, "rank " + std::to_string(r) + " (job rank " +
-                           std::to_string(storeHost.peer()) +
-                           ") died (lost the connection to the store it hosted)");
+                           std::to_string(storeHost.peer()) + ")" +
+                           (client.serverStoppedAnswering()
+                                ? " cannot be reached (the store it hosts stopped answering for "
+                                  "CHORUS_KEEPALIVE)"
+                                : " died (lost the connection to the store it hosted)"));
   }
   std::vector<int> dead;  // members only, in this communicator's numbering, ascending
   for (int jobRank : deadRanks)

@@ -97,6 +97,8 @@ class TcpStoreClient : public Store {
   // Of those, the ones the server stopped hearing from (their host stopped answering for
   // CHORUS_KEEPALIVE) rather than saw close. From what deadRanks() last read.
   std::vector<int> unreachableRanks();
+  // Whether the connection to the server ended because its host stopped answering.
+  bool serverStoppedAnswering();
   // Tells the server this rank leaves cleanly; it will not be reported dead.
   void goodbye();
   int fd() const;

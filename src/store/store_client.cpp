@@ -255,6 +255,11 @@ std::vector<int> TcpStoreClient::unreachableRanks() {
   return {impl_->unreachable.begin(), impl_->unreachable.end()};
 }
 
+bool TcpStoreClient::serverStoppedAnswering() {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->unanswered;
+}
+
 void TcpStoreClient::goodbye() {
   std::lock_guard lock(impl_->mutex);
   if (impl_->closed) return;

@@ -104,9 +104,8 @@ TEST(SimTuner, PickIsTheSimulatorsFastestAtScale) {
 TEST(SimTuner, PickAt25NodesOf8WithTheSharedNic) { expectPicksMatch(200, {64 * KiB, 16 * MiB}); }
 
 // 1,024 ranks at 16 and 256 MiB (about a minute when written; 0.3-0.5 s on 2026-12-05,
-// sim18, since the replay compresses them). Run with
-// --gtest_also_run_disabled_tests --gtest_filter='*LargeAt1024*'.
-TEST(SimTuner, DISABLED_PickIsTheSimulatorsFastestLargeAt1024) {
+// sim18, since the replay compresses them), so it runs in CI now.
+TEST(SimTuner, PickIsTheSimulatorsFastestLargeAt1024) {
   expectPicksMatch(1024, {16 * MiB, 256 * MiB});
 }
 

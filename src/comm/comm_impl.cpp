@@ -159,10 +159,9 @@ namespace {
 // Throws PeerError for the deaths the store reported among the members (`member` maps a
 // job rank to this communicator's rank, -1 when not one), or for the store's host.
 void storeDeaths(TcpStoreClient& client, const std::function<int(int)>& member) {
-  std::vector<int> deadRanks, unreachable;
+  std::vector<int> deadRanks;
   try {
     deadRanks = client.deadRanks();
-    unreachable = client.unreachableRanks();
   } catch (const PeerError& storeHost) {  // the store's host died: name it as a member
     const int r = member(storeHost.peer());
     if (r == storeHost.peer()) throw;
@@ -181,7 +180,7 @@ void storeDeaths(TcpStoreClient& client, const std::function<int(int)>& member) 
   std::sort(dead.begin(), dead.end());
   // A host that stopped answering (crashed, or cut off) is not known to have died.
   std::set<int> cutOff;
-  for (int jobRank : unreachable)
+  for (int jobRank : client.unreachableRanks())
     if (const int r = member(jobRank); r >= 0) cutOff.insert(r);
   auto cause = [&](int r) {
     return cutOff.count(r) ? " cannot be reached (the rendezvous store heard nothing from its "

@@ -46,25 +46,6 @@ std::string processIncarnation() {
   return id;
 }
 
-// Appends whatever the socket has now; false on EOF/reset, with the socket's error in
-// `error` (0 at EOF).
-bool readAvailable(int fd, std::string& in, int& error) {
-  error = 0;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-    if (n > 0) {
-      in.append(buf, size_t(n));
-      continue;
-    }
-    if (n == 0) return false;
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
-    error = errno;
-    return false;
-  }
-}
-
 }  // namespace
 
 // --- client --------------------------------------------------------------------------

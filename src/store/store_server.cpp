@@ -43,25 +43,6 @@ constexpr size_t kMaxWaiting = 4096;
 
 const std::string kContextLabel = "chorus store";
 
-// Appends what the socket has, up to `limit` bytes in `in`; false on EOF/reset, with the
-// socket's error in `error` (0 at EOF).
-bool readUpTo(int fd, std::string& in, size_t limit, int& error) {
-  error = 0;
-  char buf[65536];
-  while (in.size() < limit) {
-    ssize_t n = ::recv(fd, buf, std::min(sizeof(buf), limit - in.size()), MSG_DONTWAIT);
-    if (n > 0) {
-      in.append(buf, size_t(n));
-      continue;
-    }
-    if (n == 0) return false;
-    if (errno == EINTR) continue;
-    error = errno;
-    return errno == EAGAIN || errno == EWOULDBLOCK;
-  }
-  return true;
-}
-
 // A client as the rules see it: its rank (or -1) and its process.
 struct Identity {
   int32_t rank = -1;
@@ -191,7 +172,7 @@ void TcpStoreServer::Impl::run() {
           // Never more than one frame ahead: a client cannot make us buffer more.
           const uint32_t cap = c.authenticated ? kMaxFrame : kMaxHelloFrame;
           int error = 0;
-          bool open = readUpTo(c.socket.fd(), c.in, 4 + size_t(cap), error);
+          bool open = readAvailable(c.socket.fd(), c.in, error, 4 + size_t(cap));
           try {
             while (auto f = popFrame(c.in, cap)) {
               handle(ids[i], c, *f);

@@ -2,6 +2,11 @@
 
 #include "errors.hpp"
 
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+
 namespace chorus::store_wire {
 namespace {
 
@@ -39,6 +44,24 @@ void putInt(std::string& out, uint64_t v, int bytes) {
 void putBytes(std::string& out, const void* data, size_t n) {
   putInt(out, n, 4);
   out.append(static_cast<const char*>(data), n);
+}
+
+bool readAvailable(int fd, std::string& in, int& error, size_t limit) {
+  error = 0;
+  char buf[65536];
+  while (in.size() < limit) {
+    ssize_t n = ::recv(fd, buf, std::min(sizeof(buf), limit - in.size()), MSG_DONTWAIT);
+    if (n > 0) {
+      in.append(buf, size_t(n));
+      continue;
+    }
+    if (n == 0) return false;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+    error = errno;
+    return false;
+  }
+  return true;
 }
 
 std::string frame(uint8_t type, uint32_t id, const std::string& payload) {

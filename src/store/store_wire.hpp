@@ -5,6 +5,7 @@
 // every parse function throws Error(RemoteError) on malformed input, never reads past its end.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -48,6 +49,10 @@ struct Frame {
 };
 
 std::string frame(uint8_t type, uint32_t id, const std::string& payload);
+// Appends what socket `fd` has now, without waiting, up to `limit` bytes in `in`; false on
+// EOF or an error, with the socket's error in `error` (0 at EOF; ETIMEDOUT: the other host
+// stopped answering, net::Socket::setUnansweredLimit).
+bool readAvailable(int fd, std::string& in, int& error, size_t limit = SIZE_MAX);
 std::string helloPayload(int32_t rank, const std::string& incarnation);
 // Pops one complete frame off the front of `in`, if there is one; throws on a length
 // outside [5, maxFrame].

@@ -235,7 +235,7 @@ bool parseArgs(int argc, char** argv, Args* a) {
     } else if (k == "--node-size") {
       a->nodeSize = std::atoi(v);
     } else if (k == "--child-holds-fds") {
-      a->childHoldsFds = std::string(v) == "1" ? "clone" : v;
+      a->childHoldsFds = v;
     } else {
       return false;
     }

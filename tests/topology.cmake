@@ -41,6 +41,18 @@ if(TARGET chorus_collectives_test AND TARGET chorus-topo)
     add_test(NAME topology.bed.cutoff.2x2 COMMAND ${_bed} cutoff 2 ${PROJECT_BINARY_DIR})
     set_tests_properties(topology.bed.cutoff.2x2 PROPERTIES
       LABELS "topology;fault" TIMEOUT 180 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
+    # Keepalive off: the stall's diagnosis names the unreachable side instead. About 25 s.
+    add_test(NAME topology.bed.cutoff.2x2.no_keepalive
+             COMMAND ${_bed} cutoff 2 ${PROJECT_BINARY_DIR} 0)
+    set_tests_properties(topology.bed.cutoff.2x2.no_keepalive PROPERTIES
+      LABELS "topology;fault" TIMEOUT 180 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
+  endif()
+  # The cut under torch.distributed (torch's store, Chorus's tcp transport). About 15 s.
+  if(TARGET _chorus_torch)
+    add_test(NAME topology.bed.cutoff.2x2.torch
+             COMMAND ${_bed} torch_cutoff 2 ${PROJECT_BINARY_DIR})
+    set_tests_properties(topology.bed.cutoff.2x2.torch PROPERTIES
+      LABELS "topology;fault;torch" TIMEOUT 180 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
   endif()
   add_test(NAME topology.bed.cleanup COMMAND ${_bed} cleanup ${PROJECT_BINARY_DIR})
   set_tests_properties(topology.bed.cleanup PROPERTIES

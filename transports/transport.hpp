@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -158,6 +159,12 @@ class Mailbox {
   virtual bool tryTake(int peer, uint32_t seq, void* out, size_t bytes) = 0;
 };
 
+// Data sent to a peer that its host has not acknowledged (Transport::silence).
+struct PeerSilence {
+  std::chrono::milliseconds since{0};  // since the host last acknowledged anything
+  int unanswered = 0;  // resends of data or keepalive probes in a row that went unanswered
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -172,6 +179,12 @@ class Transport {
   // the peers' processes); throws PeerError naming a dead one. The engine calls it every
   // ~100 ms while ops are in flight, from polling and from waiting alike.
   virtual void checkPeers() {}
+  // For a stall's diagnosis, whether `peer`'s host still answers: while probing (from
+  // half the deadline), the transport asks it for an answer even when the link is idle;
+  // silence() says what went unanswered (a host down or cut off; a stopped process's kernel
+  // still answers), empty where all was answered or the transport cannot tell.
+  virtual void probe(int /*peer*/, bool /*on*/) {}
+  virtual std::optional<PeerSilence> silence(int /*peer*/) { return std::nullopt; }
   // One-sided access to peers' memory, or nullptr where this transport has none (yet).
   virtual PeerMemory* peerMemory() { return nullptr; }
   // The small-message mailbox, or nullptr when this transport has none.

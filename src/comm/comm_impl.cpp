@@ -355,7 +355,9 @@ CommImpl::~CommImpl() {
             parentRanks_.empty() || std::count(parentRanks_.begin(), parentRanks_.end(), dead);
     if (ready_ && !someoneDied && !ranksInThisProcess_) {
       if (engine_->failed()) {
-        if (store_->add("destroy", 1) == nranks_) store_->set("destroy/done", {});
+        // Its store may be cut off too (the failure may be that): a few seconds at most.
+        const Deadline by = Clock::now() + std::chrono::seconds(2);
+        if (store_->addBy("destroy", 1, by) == nranks_) store_->setBy("destroy/done", {}, by);
       } else {
         storeBarrier(*store_, "destroy", nranks_,
                      Clock::now() + std::min(timeout_, std::chrono::milliseconds(30000)));

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <optional>
@@ -29,6 +30,12 @@ constexpr auto kQuickLook = std::chrono::milliseconds(20);
 // can take longer than a quick look, and then the peer would be named instead of its cause.
 constexpr auto kReportLook = std::chrono::milliseconds(300);
 constexpr size_t kMostPeers = 8;
+// The longest a report of this rank's waits for the store: its host may be cut off, and
+// the report must not hold up the error it goes with (the store answers in milliseconds).
+constexpr auto kReportBy = std::chrono::seconds(2);
+// Resends (200 ms apart at first, doubling) or probes (1 s apart) in a row that went
+// unanswered, after which a silent host is named as such: one lost segment is resent once.
+constexpr int kUnansweredInARow = 3;
 
 }  // namespace
 
@@ -49,8 +56,9 @@ void CommImpl::reportFailure(const std::string& cause, const std::vector<int>& f
   // The ranks first (comma separated), so that whoever reads the report finds them.
   std::string ranks;
   for (int r : failedRanks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-  store_->set("failed-ranks/" + std::to_string(rank_), std::as_bytes(std::span(ranks)));
-  store_->set("failed/" + std::to_string(rank_), std::as_bytes(std::span(report)));
+  const Deadline by = Clock::now() + kReportBy;
+  store_->setBy("failed-ranks/" + std::to_string(rank_), std::as_bytes(std::span(ranks)), by);
+  store_->setBy("failed/" + std::to_string(rank_), std::as_bytes(std::span(report)), by);
 }
 
 FailureReport CommImpl::reportedFailure(int peer) {
@@ -74,11 +82,18 @@ void CommImpl::reportWaiting(const std::string& mine, const std::vector<int>& pe
     for (int p : peers) report += (report.empty() ? "" : ",") + std::to_string(p);
     report += ";rank " + std::to_string(rank_) + " is in " + mine;
   }
-  store_->set("stuck/" + std::to_string(rank_), std::as_bytes(std::span(report)));
+  store_->setBy("stuck/" + std::to_string(rank_), std::as_bytes(std::span(report)),
+                Clock::now() + kReportBy);
 }
 
 std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<int>& peers) {
-  reportWaiting(mine, peers);
+  // The store's host may be the one cut off: then only the links can say anything.
+  std::string storeSilent;
+  try {
+    reportWaiting(mine, peers);
+  } catch (const Error& e) {
+    storeSilent = e.what();
+  }
   // Ranks stuck too reach their deadline later by as much as their last progress came after
   // ours (a fault that stops a pipeline stops its ranks a few steps apart): wait for them,
   // or a rank still counting down would be named as one that is not waiting at all.
@@ -95,14 +110,15 @@ std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<i
     seen[peer] = true;
     const std::string r = std::to_string(peer);
     std::optional<std::string> failed, stuck;
-    do {
+    while (storeSilent.empty()) {
       failed = tryGet(*store_, "failed/" + r, kQuickLook);
       if (!failed) stuck = tryGet(*store_, "stuck/" + r, kQuickLook);
       if (stuck && stuck->empty()) {  // it waited, then moved on: look again shortly
         stuck.reset();
         std::this_thread::sleep_for(kQuickLook);
       }
-    } while (!failed && !stuck && Clock::now() < until);
+      if (failed || stuck || Clock::now() >= until) break;
+    }
     if (failed) {
       summary += ". " + *failed;
     } else if (stuck) {
@@ -111,12 +127,25 @@ std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<i
       const std::string list = semi == std::string::npos ? "" : stuck->substr(0, semi);
       for (const std::string& item : settings::splitList(list))  // follow what it waits for
         queue.push_back(std::atoi(item.c_str()));
-    } else {
+    } else if (const std::optional<PeerSilence> silent = transport_->silence(peer);
+               silent && silent->unanswered >= kUnansweredInARow) {
+      // Its report could not reach the store either, most likely: say what the link says.
+      char seconds[32];
+      std::snprintf(seconds, sizeof(seconds), "%.1f",
+                    std::chrono::duration<double>(silent->since).count());
+      summary += ". rank " + r + " cannot be reached: " + std::to_string(silent->unanswered) +
+                 " resends or probes in a row from rank " + std::to_string(rank_) +
+                 " went unanswered, the last answer came " + seconds +
+                 " s ago (its host is down or cut off from this rank's)";
+    } else if (storeSilent.empty()) {
       summary += ". rank " + r +
                  " is not waiting in any collective (stopped, busy elsewhere, or not making "
                  "this call)";
+    } else {
+      summary += ". rank " + r + ": unknown";
     }
   }
+  if (!storeSilent.empty()) summary += ". No rank's report could be read: " + storeSilent;
   return summary;
 }
 

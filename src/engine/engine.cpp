@@ -683,20 +683,34 @@ void Engine::checkPeers(Clock::time_point now) {
   }
 }
 
+// The earliest step of the oldest call still waiting on a peer: every later step waits on
+// it, or on a peer that does (a rank of a hierarchical all-reduce also has the next
+// phase's receive from its node neighbour queued, which only follows this one).
+std::optional<Engine::StepRef> Engine::earliestWait() const {
+  std::optional<StepRef> first;
+  auto earlier = [](StepRef a, StepRef b) {
+    return a.op->sequence != b.op->sequence ? a.op->sequence < b.op->sequence : a.step < b.step;
+  };
+  for (int peer : busyPeers_)
+    for (const auto* queue : {&recvQueue_[peer], &sendQueue_[peer]})
+      if (!queue->empty() && (!first || earlier(queue->front(), *first))) first = queue->front();
+  return first;
+}
+
 std::string Engine::waitingFor() const {
   if (!mailboxOps_.empty())
     for (int peer = 0; peer < config_.nranks; ++peer)
       if (!taken_[peer]) return "waiting for rank " + std::to_string(peer) + "'s small message";
-  for (int peer : busyPeers_) {
-    if (!recvQueue_[peer].empty()) return "waiting for data from rank " + std::to_string(peer);
-  }
-  for (int peer : busyPeers_) {
-    if (!sendQueue_[peer].empty())
-      return "waiting for rank " + std::to_string(peer) + " to take data";
-  }
-  return "waiting";
+  const std::optional<StepRef> first = earliestWait();
+  if (!first) return "waiting";
+  const Step& step = first->op->schedule->steps[static_cast<size_t>(first->step)];
+  const std::string peer = std::to_string(step.peer);
+  return isOutgoing(step.kind) ? "waiting for rank " + peer + " to take data"
+                               : "waiting for data from rank " + peer;
 }
 
+// The peers this rank waits for, the one it waits for first (earliestWait) at the front:
+// the diagnosis follows them in this order.
 std::vector<int> Engine::awaitedPeers() const {
   std::vector<int> peers;
   if (!mailboxOps_.empty())
@@ -708,6 +722,11 @@ std::vector<int> Engine::awaitedPeers() const {
   if (peers.empty())
     for (int peer : busyPeers_) peers.push_back(peer);
   std::sort(peers.begin(), peers.end());
+  if (const std::optional<StepRef> first = earliestWait(); first && mailboxOps_.empty()) {
+    const int peer = first->op->schedule->steps[static_cast<size_t>(first->step)].peer;
+    auto it = std::find(peers.begin(), peers.end(), peer);
+    if (it != peers.end()) std::rotate(peers.begin(), it, it + 1);
+  }
   return peers;
 }
 
@@ -728,8 +747,20 @@ void Engine::checkStall(Clock::time_point now) {
   failAll(Result::Timeout, cause);
 }
 
+// Half way to the deadline: tells the others what this rank waits for, and has the
+// transport ask the awaited peers' hosts for an answer, so that the diagnosis at the
+// deadline can tell one that is down or cut off (Transport::probe, silence).
 void Engine::noteWaiting(bool waiting) {
   waitingNoted_ = waiting;
+  try {
+    for (int peer : probed_) transport_.probe(peer, false);
+    probed_.clear();
+    if (waiting && !inFlight_.empty()) {
+      probed_ = awaitedPeers();
+      for (int peer : probed_) transport_.probe(peer, true);
+    }
+  } catch (const std::exception&) {  // best effort: the connection may be gone
+  }
   if (!config_.waiting) return;
   try {
     if (waiting && !inFlight_.empty())

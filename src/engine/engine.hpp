@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 namespace chorus {
@@ -150,6 +151,7 @@ class Engine {
   void checkDeaths();  // the store's reports, then the transport's; throws PeerError
   void checkStall(Clock::time_point now);
   void noteWaiting(bool waiting);
+  std::optional<StepRef> earliestWait() const;
   std::string waitingFor() const;
   std::vector<int> awaitedPeers() const;
   // `exposed`: the schedule exposes its scratch to peers, so it comes from memAlloc.
@@ -198,6 +200,7 @@ class Engine {
   }
   Clock::time_point lastPeerCheck_;
   bool waitingNoted_ = false;  // config_.waiting told the others we wait
+  std::vector<int> probed_;    // peers the transport probes meanwhile (noteWaiting)
   Result failure_ = Result::Success;
   std::string failureCause_;
   std::vector<int> failedRanks_;  // ascending, no repeats

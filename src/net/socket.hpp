@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,18 @@ class Socket {
   // fails with ETIMEDOUT, idle or not (TCP keepalive and TCP_USER_TIMEOUT); 0: leave the
   // kernel's defaults (hours).
   void setUnansweredLimit(std::chrono::milliseconds limit);
+  // Whether the other host still answers, from the kernel (TCP_INFO): how long since it
+  // last acknowledged anything, and how many resends of unacknowledged data or keepalive
+  // probes in a row went unanswered. Empty when nothing went unanswered.
+  struct Unanswered {
+    std::chrono::milliseconds since{0};
+    int unanswered = 0;
+  };
+  std::optional<Unanswered> unanswered() const;
+  // On: ask the other host for an answer each second the connection is idle (keepalive
+  // probes that never end it by themselves), so that unanswered() can tell a host that no
+  // longer answers. Off: back to setUnansweredLimit(limit).
+  void probeEachSecond(bool on, std::chrono::milliseconds limit);
   void setNonBlocking(bool on);
   // Whole-buffer transfers with a deadline (use on blocking or non-blocking sockets).
   void sendAll(const void* data, size_t bytes, Deadline deadline);

@@ -33,6 +33,13 @@ class Store {
   virtual std::vector<std::byte> get(const std::string& key, Deadline deadline) = 0;
   // Atomically adds `delta` to an integer key (created as 0) and returns the new value.
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
+  // As set and add, but waiting for the store at most until `deadline` (Error(Timeout)
+  // then): for reports made while the store's host may be gone or cut off, which must not
+  // outlast the collective's own deadline. Stores that answer at once need not override.
+  virtual void setBy(const std::string& key, std::span<const std::byte> value, Deadline) {
+    set(key, value);
+  }
+  virtual int64_t addBy(const std::string& key, int64_t delta, Deadline) { return add(key, delta); }
 };
 
 // A value read from the store as text (the values Chorus stores are text).
@@ -52,6 +59,12 @@ class PrefixStore : public Store {
   }
   int64_t add(const std::string& key, int64_t delta) override {
     return base_.add(prefix_ + key, delta);
+  }
+  void setBy(const std::string& key, std::span<const std::byte> value, Deadline deadline) override {
+    base_.setBy(prefix_ + key, value, deadline);
+  }
+  int64_t addBy(const std::string& key, int64_t delta, Deadline deadline) override {
+    return base_.addBy(prefix_ + key, delta, deadline);
   }
 
  private:
@@ -89,6 +102,8 @@ class TcpStoreClient : public Store {
   void set(const std::string& key, std::span<const std::byte> value) override;
   std::vector<std::byte> get(const std::string& key, Deadline deadline) override;
   int64_t add(const std::string& key, int64_t delta) override;
+  void setBy(const std::string& key, std::span<const std::byte> value, Deadline deadline) override;
+  int64_t addBy(const std::string& key, int64_t delta, Deadline deadline) override;
 
   // Non-blocking: the ranks the server reported dead so far. If the connection to the
   // server itself is lost, throws PeerError naming the server's host rank (or Error when

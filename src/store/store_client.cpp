@@ -191,12 +191,17 @@ void checkSizes(const std::string& key, size_t valueBytes) {
 }  // namespace
 
 void TcpStoreClient::set(const std::string& key, std::span<const std::byte> value) {
+  setBy(key, value, deadlineIn(kRequestTimeout));
+}
+
+void TcpStoreClient::setBy(const std::string& key, std::span<const std::byte> value,
+                           Deadline deadline) {
   checkSizes(key, value.size());
   std::lock_guard lock(impl_->mutex);
   std::string payload;
   putBytes(payload, key.data(), key.size());
   putBytes(payload, value.data(), value.size());
-  impl_->request(kSet, payload, kSetOk, deadlineIn(kRequestTimeout), "setting key '" + key + "'");
+  impl_->request(kSet, payload, kSetOk, deadline, "setting key '" + key + "'");
 }
 
 std::vector<std::byte> TcpStoreClient::get(const std::string& key, Deadline deadline) {
@@ -211,13 +216,16 @@ std::vector<std::byte> TcpStoreClient::get(const std::string& key, Deadline dead
 }
 
 int64_t TcpStoreClient::add(const std::string& key, int64_t delta) {
+  return addBy(key, delta, deadlineIn(kRequestTimeout));
+}
+
+int64_t TcpStoreClient::addBy(const std::string& key, int64_t delta, Deadline deadline) {
   checkSizes(key, 0);
   std::lock_guard lock(impl_->mutex);
   std::string payload;
   putBytes(payload, key.data(), key.size());
   putInt(payload, uint64_t(delta), 8);
-  Frame f = impl_->request(kAdd, payload, kAddResult, deadlineIn(kRequestTimeout),
-                           "adding to key '" + key + "'");
+  Frame f = impl_->request(kAdd, payload, kAddResult, deadline, "adding to key '" + key + "'");
   return parseAnswer(f).number;
 }
 

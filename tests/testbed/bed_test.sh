@@ -15,12 +15,17 @@
 #       count all K x N ranks on the machine (not its node's N) against the cores it may
 #       run on, and where they outnumber them yield while waiting and be bound one core each
 #       (spread over all the cores; not bound where the affinity was narrowed already).
-#   bed_test.sh cutoff N BUILD_DIR
+#   bed_test.sh cutoff N BUILD_DIR [KEEPALIVE_S]
 #       2 nodes x N ranks over tcp; in the middle of a run a rank of node 1 takes its node's
 #       NICs down (the node is cut off; its processes live on). Within a few seconds of
 #       CHORUS_KEEPALIVE every rank must fail: node 0's naming a node-1 rank that
 #       cannot be reached, node 1's naming rank 0 (the store's host), none at CHORUS_TIMEOUT
-#       and none with a wrong result.
+#       and none with a wrong result. KEEPALIVE_S 0 (keepalive off): every rank fails at
+#       CHORUS_TIMEOUT (10 s) instead, its timeout saying it waits for a rank across the cut
+#       and that rank cannot be reached (the engine probes the awaited peers' hosts).
+#   bed_test.sh torch_cutoff N BUILD_DIR
+#       the same cut (keepalive 4 s) under torch.distributed with torch's own TCPStore: each
+#       rank's collective raises within 20 s, naming a rank across the cut as unreachable.
 #   bed_test.sh cleanup BUILD_DIR
 #       the bed is removed after a failing rank, a timeout and an interrupt.
 #
@@ -144,29 +149,60 @@ bind_decision() {
   echo "bed_test: OK: $k nodes x $n ranks, $cores cores: the machine's $world ranks decide"
 }
 
+# keepalive 4: the connections end within seconds, naming the unreachable ranks.
+# keepalive 0 (the kernel's, hours): nothing ends before CHORUS_TIMEOUT (10 s); from half of
+# it each rank probes the peers it waits for, so its timeout diagnosis names a rank on the
+# other side as unreachable, and a cut-off store holds up no rank's error.
 cutoff() {
-  local n=$1 build=$2 world=$(($1 * 2)) keepalive=4 limit_ms=20000
-  bring_up 2 1gbit "$n ranks per node, node 1 cut off at call 2"
+  local n=$1 build=$2 keepalive=${3:-4} world=$(($1 * 2)) timeout=90s limit_ms=20000
+  ((keepalive == 0)) && timeout=10s limit_ms=25000
+  bring_up 2 1gbit "$n ranks per node, node 1 cut off at call 2, keepalive ${keepalive}s"
   "$bed" run -b "$id" -n "$n" -t 120 -e CHORUS_KEEPALIVE=${keepalive}s \
-    -e CHORUS_TIMEOUT=90s -- "$build/tests/fault/chorus_fault_trial" --fault cutoff \
+    -e CHORUS_TIMEOUT=$timeout -- "$build/tests/fault/chorus_fault_trial" --fault cutoff \
     --victim "$n" --at 2 --calls 6 --seed 5 >"$log" 2>&1
   local rc=$?
-  grep -E "FAULT|ERROR|OK|WRONG" "$log" | cut -c1-300
+  grep -E "FAULT|ERROR|OK|WRONG" "$log" | cut -c1-400
   ((rc == 3)) || fail "the run's status is $rc, not 3 (every rank fails with an error)"
   grep -q "FAULT cutoff at call 2" "$log" || fail "the cut was not made"
-  local r line ms
+  local r line ms node0="$(seq -s '|' 0 $((n - 1)))" node1="$(seq -s '|' "$n" $((world - 1)))"
   for ((r = 0; r < world; ++r)); do
     line=$(grep "^\[$r\] rank $r: ERROR after" "$log") || fail "rank $r reported no error"
     ms=$(sed -n 's/.*ERROR after \([0-9]*\) ms.*/\1/p' <<<"$line")
-    ((ms < limit_ms)) || fail "rank $r failed after $ms ms (limit $limit_ms: not the keepalive)"
-    if ((r < n)); then
-      grep -Eq "rank ($(seq -s '|' "$n" $((world - 1)))) cannot be reached" <<<"$line" ||
-        fail "rank $r does not name a node-1 rank that cannot be reached"
-    else
-      grep -q "rank 0 cannot be reached" <<<"$line" || fail "rank $r does not name rank 0"
+    ((ms < limit_ms)) || fail "rank $r failed after $ms ms (limit $limit_ms)"
+    local other=$node1
+    ((r < n)) || other=$node0
+    ((keepalive > 0 && r >= n)) && other=0  # the store's host: its connection ends first
+    grep -Eq "rank ($other) cannot be reached" <<<"$line" ||
+      fail "rank $r does not name a rank of the other side ($other) that cannot be reached"
+    if ((keepalive == 0)); then  # what it waits for first is across the cut, not beside it
+      grep -Eq "\(CHORUS_TIMEOUT\), waiting for (data from )?rank ($other)\b" <<<"$line" ||
+        fail "rank $r's timeout does not say it waits for a rank of the other side ($other)"
     fi
   done
-  echo "bed_test: OK: node 1 cut off; every rank failed within $limit_ms ms, naming the other side"
+  echo "bed_test: OK: node 1 cut off (keepalive ${keepalive}s); every rank failed within" \
+    "$limit_ms ms, naming the other side"
+}
+
+# The same cut under torch.distributed (tests/torch/cutoff_worker.py): torch's TCPStore is
+# the rendezvous, so only the tcp transport's own keepalive can tell; every rank must raise
+# naming a rank across the cut within a third of the group's 60 s timeout.
+torch_cutoff() {
+  local n=$1 build=$2 world=$(($1 * 2)) torch_dir
+  torch_dir=$(cd "$here/../torch" && pwd)
+  bring_up 2 1gbit "$n ranks per node under torch.distributed, node 1 cut off"
+  "$bed" run -b "$id" -n "$n" -t 120 -e CHORUS_KEEPALIVE=4s -e CHORUS_TRANSPORT=tcp \
+    -e PYTHONPATH="$build/python" -e PYTHONWARNINGS=ignore -- sh -c "cd '$torch_dir' &&
+      RANK=\$CHORUS_RANK WORLD_SIZE=\$CHORUS_WORLD_SIZE MASTER_ADDR=\$CHORUS_ADDR \
+      MASTER_PORT=\$CHORUS_PORT exec /usr/bin/python3 cutoff_worker.py" >"$log" 2>&1
+  local rc=$?
+  grep -E "CUT|ok|FAIL|exited" "$log" | cut -c1-400
+  grep -q "rank $n: CUT" "$log" || fail "the cut was not made"
+  local r
+  for ((r = 0; r < world; ++r)); do
+    grep -q "^\[$r\] rank $r: ok error after" "$log" || fail "rank $r did not fail in time naming the other side"
+  done
+  ((rc == 0)) || fail "the run's status is $rc, not 0"
+  echo "bed_test: OK: node 1 cut off under torch.distributed; every rank named the other side"
 }
 
 # The bed's id, from run's "netns_bed: bed ID: ..." line.
@@ -211,6 +247,7 @@ case ${1:-} in
   ucx) shift; ucx_rails "$@" ;;
   bind) shift; bind_decision "$@" ;;
   cutoff) shift; cutoff "$@" ;;
+  torch_cutoff) shift; torch_cutoff "$@" ;;
   cleanup) cleanup ;;
   *) sed -n '2,26p' "$0" >&2; exit 2 ;;
 esac

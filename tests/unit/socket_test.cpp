@@ -213,3 +213,38 @@ TEST(Socket, UnansweredLimitSetsKeepaliveAndUserTimeout) {
   EXPECT_EQ(option(c, SOL_SOCKET, SO_KEEPALIVE), 0);
   EXPECT_EQ(option(c, IPPROTO_TCP, TCP_USER_TIMEOUT), 0);
 }
+
+// A stall's diagnosis probes the awaited peers' hosts each second, then restores the
+// configured keepalive (or none); a host that answers leaves nothing unanswered.
+TEST(Socket, ProbingEachSecondThenBackToTheConfiguredKeepalive) {
+  auto option = [](const Socket& s, int level, int name) {
+    int v = -1;
+    socklen_t len = sizeof(v);
+    EXPECT_EQ(::getsockopt(s.fd(), level, name, &v, &len), 0);
+    return v;
+  };
+  auto [a, b] = connectedPair();
+  a.setUnansweredLimit(30s);
+  a.probeEachSecond(true, 30s);
+  EXPECT_NE(option(a, SOL_SOCKET, SO_KEEPALIVE), 0);
+  EXPECT_EQ(option(a, IPPROTO_TCP, TCP_KEEPIDLE), 1);
+  EXPECT_EQ(option(a, IPPROTO_TCP, TCP_KEEPINTVL), 1);
+  EXPECT_EQ(option(a, IPPROTO_TCP, TCP_KEEPCNT), 127);
+  EXPECT_EQ(option(a, IPPROTO_TCP, TCP_USER_TIMEOUT), 30000);  // still ends it at the limit
+  a.probeEachSecond(false, 30s);
+  EXPECT_EQ(option(a, IPPROTO_TCP, TCP_KEEPIDLE), 15);
+  EXPECT_EQ(option(a, IPPROTO_TCP, TCP_KEEPINTVL), 3);
+  EXPECT_EQ(option(a, IPPROTO_TCP, TCP_KEEPCNT), 5);
+  b.probeEachSecond(true, 0ms);
+  EXPECT_NE(option(b, SOL_SOCKET, SO_KEEPALIVE), 0);
+  b.probeEachSecond(false, 0ms);
+  EXPECT_EQ(option(b, SOL_SOCKET, SO_KEEPALIVE), 0);
+  // Loopback answers at once: sent, acknowledged, nothing unanswered.
+  const char byte = 7;
+  a.sendAll(&byte, 1, Clock::now() + 5s);
+  char got = 0;
+  b.recvAll(&got, 1, Clock::now() + 5s);
+  EXPECT_EQ(got, 7);
+  EXPECT_FALSE(a.unanswered().has_value());
+  EXPECT_FALSE(b.unanswered().has_value());
+}

@@ -46,7 +46,8 @@ TcpChannel::TcpChannel(int rank, int peer, std::vector<net::Socket> sockets,
       quickAckBytes_(quickAckBytes(sockets_)),
       stats_(stripe::registerChannel("tcp", rank, peer, std::move(names))),
       sender_(peer, streams(), config.block, *this, stats_.get()),
-      receiver_(peer, streams(), config.buffer, *this, stats_.get(), config.block) {}
+      receiver_(peer, streams(), config.buffer, *this, stats_.get(), config.block),
+      unansweredLimit_(config.unansweredLimit) {}
 
 TcpChannel::~TcpChannel() {
   if (streams() > 1) stripe::logChannelReport(*stats_);
@@ -55,6 +56,20 @@ TcpChannel::~TcpChannel() {
 size_t TcpChannel::trySend(const void* data, size_t bytes) { return sender_.send(data, bytes); }
 
 std::span<const std::byte> TcpChannel::peek() { return receiver_.peek(); }
+
+void TcpChannel::probe(bool on) {
+  for (net::Socket& socket : sockets_) socket.probeEachSecond(on, unansweredLimit_);
+}
+
+std::optional<PeerSilence> TcpChannel::silence() const {
+  std::optional<PeerSilence> worst;
+  for (const net::Socket& socket : sockets_) {
+    const auto quiet = socket.unanswered();
+    if (quiet && (!worst || quiet->unanswered > worst->unanswered))
+      worst = PeerSilence{quiet->since, quiet->unanswered};
+  }
+  return worst;
+}
 
 void TcpChannel::appendPollFds(std::vector<pollfd>& fds) const {
   for (int s = 0; s < streams(); ++s) {

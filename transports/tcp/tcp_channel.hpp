@@ -32,6 +32,9 @@ class TcpChannel final : public Channel, private stripe::PathIo {
   void consume(size_t bytes) override { receiver_.consume(bytes); }
 
   int streams() const { return static_cast<int>(sockets_.size()); }
+  // Transport::probe and silence: over every socket; the least answered one.
+  void probe(bool on);
+  std::optional<PeerSilence> silence() const;
   // Appends exactly streams() entries (fd -1 where there is nothing to wait for).
   void appendPollFds(std::vector<pollfd>& fds) const;
   // Takes poll's answer for the entries appendPollFds added: marks writable paths and
@@ -49,6 +52,7 @@ class TcpChannel final : public Channel, private stripe::PathIo {
   std::shared_ptr<stripe::ChannelStats> stats_;
   stripe::StripeSender sender_;
   stripe::StripeReceiver receiver_;
+  std::chrono::milliseconds unansweredLimit_;  // CHORUS_KEEPALIVE, restored after probing
 };
 
 }  // namespace chorus::tcp

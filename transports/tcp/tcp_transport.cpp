@@ -97,6 +97,15 @@ class TcpTransport final : public Transport {
     return true;
   }
 
+  void probe(int peer, bool on) override {
+    if (peer >= 0 && peer < nranks_ && channels_[peer]->open()) channels_[peer]->open()->probe(on);
+  }
+
+  std::optional<PeerSilence> silence(int peer) override {
+    if (peer < 0 || peer >= nranks_ || !channels_[peer]->open()) return std::nullopt;
+    return channels_[peer]->open()->silence();
+  }
+
   // poll() is level-triggered: anything that arrives after the engine's last pass is
   // still reported, so no token is needed.
   uint64_t prepareWait() override { return 0; }

@@ -1,0 +1,54 @@
+"""A node cut off from the network, under torch.distributed (tests/testbed/bed_test.sh
+torch_cutoff): the rendezvous is torch's own TCPStore, so Chorus's store and its death
+notices are not there, and only the tcp transport's connections can tell. After the first
+all_reduce the first rank of node 1 takes its node's NICs down; every rank's collectives
+after that must raise a RuntimeError, well before the process group's timeout, naming a
+rank across the cut as one that cannot be reached (CHORUS_KEEPALIVE on the data path).
+Prints "rank R: ok error after S s: ..." or "rank R: FAIL ..." and exits 0 or 1."""
+import os
+import subprocess
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+from common import init
+
+TIMEOUT_S = 60
+
+
+def main():
+    rank, size = init("chorus", timeout_s=TIMEOUT_S)
+    per_node = int(os.environ["CHORUS_LOCAL_SIZE"])
+    cut = per_node  # node 1's first rank
+    mine = rank // per_node
+    across = [r for r in range(size) if r // per_node != mine]
+    x = torch.ones(100_000)
+    dist.all_reduce(x)
+    ok = x[0].item() == size
+    if rank == cut:
+        nics = [n for n in os.listdir("/sys/class/net") if n != "lo"]
+        for nic in nics:
+            subprocess.run(["ip", "link", "set", nic, "down"], check=True)
+        print(f"rank {rank}: CUT {' '.join(nics)}", file=sys.stderr, flush=True)
+    start = time.monotonic()
+    try:
+        for _ in range(1000):
+            dist.all_reduce(x)
+        print(f"rank {rank}: FAIL no error after the cut", file=sys.stderr)
+        code = 1
+    except RuntimeError as e:
+        took = time.monotonic() - start
+        msg = str(e).splitlines()[0]
+        named = [r for r in across if f"rank {r} cannot be reached" in msg]
+        code = 0 if ok and named and took < TIMEOUT_S / 3 else 1
+        print(f"rank {rank}: {'ok' if code == 0 else 'FAIL'} error after {took:.2f} s "
+              f"(first result {'right' if ok else 'WRONG'}; names {named} of {across} as "
+              f"unreachable): {msg}", file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(code)  # no teardown: the store's host may be across the cut
+
+
+if __name__ == "__main__":
+    main()

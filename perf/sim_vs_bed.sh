@@ -5,7 +5,7 @@
 # fabric file describing the bed, and prints per size and algorithm measured and simulated
 # busbw, their ratio, and per size the measured winner, the simulated winner and the
 # tuner's pick in the bed. Needs root.
-#   [MIN_MS=200] [PERF=build/perf/chorus-perf] [BEGIN=64K] [END=64M] perf/sim_vs_bed.sh [RATE_MBIT=1000] [LAYOUTS="2x2 3x2"] [ROUNDS=1] [OUT=sim_vs_bed]
+#   [MIN_MS=200] [PERF=build/perf/chorus-perf] [BEGIN=64K] [END=64M] [SENDS_HOLD_A_CORE=0] perf/sim_vs_bed.sh [RATE_MBIT=1000] [LAYOUTS="2x2 3x2"] [ROUNDS=1] [OUT=sim_vs_bed]
 #   [SIM=chorus-sim] perf/sim_vs_bed.sh --compare DIR [LAYOUTS]
 # --compare measures nothing: it simulates DIR/bed_KxN.fabric against the measured table
 # DIR/bed_KxN.txt recorded earlier (perf/data/sim_vs_bed/ holds one; ctest's
@@ -40,7 +40,7 @@ fabric_of() {
     load=$(awk -v r=$(($2 * $3)) '{ s += $1; c++ } END { l = s / c - r; printf "%.1f", (l > 0 ? l : 0) }' "${1%.log}.load")
   fi
   awk -v k="$2" -v n="$3" -v layout="$4" -v cores="$cores" -v load="${load:-0}" \
-    -v transport="${TRANSPORT_GBPS:-2.2}" -v line="${RATE_MBIT:-1000}" '
+    -v transport="${TRANSPORT_GBPS:-2.2}" -v line="${RATE_MBIT:-1000}" -v holds="${SENDS_HOLD_A_CORE:-0}" '
     /^\[0\].*tuning \(probe\):/ { within = $0 }
     /^\[0\].*tuning between nodes/ { between = $0 }
     function get(line, key,   m) { return match(line, key "=[0-9.e+-]+") ? substr(line, RSTART + length(key) + 1, RLENGTH - length(key) - 1) : "" }
@@ -85,6 +85,9 @@ fabric_of() {
       if (gw > 0 || gb > 0) printf "gap_us %.3f\nnic_gap_us %.3f\n", gw, gb
       printf "reduce_gbps %.4f\ncopy_gbps %.4f\nhost_cores %d\n", get(within, "reduce_bytes_per_us") / 1000 / share, get(within, "copy_bytes_per_us") / 1000 / share, cores
       printf "host_load %s\ntransport_gbps %s\n", load, transport
+      # A sender'"'"'s o at a whole core, on its CPU too (LinkModel::sendsHoldACore; docs/sim.md,
+      # twentieth session): SENDS_HOLD_A_CORE=1 (off by default: it lowers four guarded counts).
+      if (holds == 1) printf "sends_hold_a_core 1\n"
     }' "$1"
 }
 

@@ -25,7 +25,8 @@ double busyLowerBound(const Schedule& schedule, int rank, int nranks, size_t ele
       case StepKind::Send:
         if (remote) {
           const MessageCost c = net.message(rank, s.peer, -1, wire);
-          (c.onCpu ? cpu : egress[c.port]) += c.overheadUs + c.wireUs;
+          (c.onCpu ? cpu : egress[c.port]) += c.senderOverheadUs() + c.wireUs;
+          if (c.sendOverheadOnCpu() && !c.onCpu) cpu += c.senderOverheadUs();
         } else {
           cpu += bytes / net.copyBytesPerUs();
         }

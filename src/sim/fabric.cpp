@@ -132,6 +132,7 @@ const std::map<std::string, Setter>& setters() {
     add("overhead_share", &Fabric::overheadShare);
     add("gap_us", &Fabric::gapUs);
     add("nic_gap_us", &Fabric::nicGapUs);
+    add("sends_hold_a_core", &Fabric::sendsHoldACore);
     add("reduce_gbps", &Fabric::reduceGBps);
     add("copy_gbps", &Fabric::copyGBps);
     add("host_cores", &Fabric::hostCores);
@@ -203,6 +204,16 @@ std::string Fabric::describe() const {
     std::snprintf(text, sizeof(text),
                   "# per-message overhead %.3f us measured at %.3f of a core: %.3f us in a call\n",
                   overheadUs, overheadShare, charged.callOverheadUs());
+    line += text;
+  }
+  if (sendsHoldACore) {
+    LinkModel charged;
+    charged.overheadUs = overheadUs;
+    charged.overheadShare = overheadShare;
+    charged.sendsHoldACore = true;
+    std::snprintf(text, sizeof(text),
+                  "# a sender holds a core for its overhead: %.3f us a message, on its CPU too\n",
+                  charged.callSendOverheadUs());
     line += text;
   }
   if (gapUs > 0 || nicGapUs > 0) {

@@ -65,6 +65,9 @@ struct Fabric {
   // measured at overhead_share and charged at the call's share like overhead_us. 0: none.
   double gapUs = 0;
   double nicGapUs = 0;
+  // sends_hold_a_core 1 (LinkModel::sendsHoldACore): a sender's overhead_us at a whole core
+  // (overhead_us x overhead_share), on its CPU as well as its port. 0: as the receiver's.
+  bool sendsHoldACore = false;
   double reduceGBps = 1400;  // local reduction (bytes of result), HBM-bound
   double copyGBps = 2000;    // local copy
   // A test bed rather than a cluster: > 0 when every rank of the fabric runs on this many

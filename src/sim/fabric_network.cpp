@@ -37,6 +37,7 @@ LinkClasses tunerLinks(const Fabric& f) {
   intra.callShare = f.cpuShare();
   intra.transportBytesPerUs = f.transportGBps * 1000 * f.cpuShare();  // as FabricNetwork's
   intra.gapUs = f.gapUs;
+  intra.sendsHoldACore = f.sendsHoldACore;
   LinkModel inter = intra;
   inter.gapUs = f.nicGapUs;
   inter.latencyUs = f.nicLatencyUs + 3 * f.hopLatencyUs;
@@ -55,6 +56,7 @@ FabricNetwork::FabricNetwork(Fabric fabric) : fabric_(std::move(fabric)) {
   const LinkClasses classes = tunerLinks(f);
   overheadUs_ = classes.intra.callOverheadUs();  // the tuner's charge, one formula
   gapUs_ = classes.intra.callGapUs();
+  sendOverheadUs_ = f.sendsHoldACore ? classes.intra.callSendOverheadUs() : -1;
   nicGapUs_ = classes.inter.callGapUs();
   gpus_ = f.gpus();
   const double eff = f.efficiency;
@@ -317,7 +319,8 @@ MessageCost FabricNetwork::message(int from, int to, int ordinal, double bytes) 
           bytes / intake(to, sameNode),
           shared ? bytes / nic : 0,
           false,
-          sameNode ? gapUs_ : nicGapUs_};
+          sameNode ? gapUs_ : nicGapUs_,
+          sendOverheadUs_};
 }
 
 }  // namespace chorus::sim

@@ -111,6 +111,7 @@ class FabricNetwork final : public NetworkModel {
   double nicRate_ = 0;               // bytes per us of a NIC (its shaper's, when shaped)
   double overheadUs_ = 0;            // a message's overhead in a call (Fabric::overheadShare)
   double gapUs_ = 0, nicGapUs_ = 0;  // the gaps in a call, within a node and through NICs
+  double sendOverheadUs_ = -1;       // MessageCost::sendOverheadUs (sends_hold_a_core)
   int nranks_ = 0;                   // of the traffic being timed
   int classPeriod_ = 1;
   int unit_ = 0;  // rotationUnit of the fabric's node (GPUs per node: no rotation)

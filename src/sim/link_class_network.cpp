@@ -63,9 +63,10 @@ MessageCost LinkClassNetwork::message(int from, int to, int ordinal, double byte
   // and padding on a message of whole channel-fulls add none).
   const double handOvers =
       l.channelBytes > 0 ? std::max(1.0, std::round(bytes / l.channelBytes)) : 1.0;
-  return {crosses ? 1 : 0, l.latencyUs,    l.callOverheadUs() * handOvers,
-          bytes / rate,    bytes / intake, nic ? bytes / l.nicBytesPerUs : 0,
-          l.cpuSends,      l.callGapUs()};
+  return {
+      crosses ? 1 : 0, l.latencyUs,    l.callOverheadUs() * handOvers,
+      bytes / rate,    bytes / intake, nic ? bytes / l.nicBytesPerUs : 0,
+      l.cpuSends,      l.callGapUs(),  l.sendsHoldACore ? l.callSendOverheadUs() * handOvers : -1};
 }
 
 NicPlace LinkClassNetwork::sharedNic(int rank) const {

@@ -30,6 +30,11 @@ struct MessageCost {
   // The least time from this message's start on its port (or CPU) to the sender's next
   // message there (LinkModel::gapUs, LogGP's g); the port is held max(o + wire, gapUs).
   double gapUs = 0;
+  // The sender's o where it holds a core for it (LinkModel::sendsHoldACore): charged on the
+  // sender's CPU as well as its port. < 0: the sender's o is overheadUs, on the port only.
+  double sendOverheadUs = -1;
+  double senderOverheadUs() const { return sendOverheadUs >= 0 ? sendOverheadUs : overheadUs; }
+  bool sendOverheadOnCpu() const { return sendOverheadUs >= 0; }
 };
 
 // Where a rank sits on a NIC it shares with other ranks of its node: the NIC (an id unique

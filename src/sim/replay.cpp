@@ -317,7 +317,8 @@ class Replay {
     const double b = bytes(n);
     switch (n.kind) {
       case StepKind::Send:
-        return selfMessage(n) ? b / net_.copyBytesPerUs() : n.cost.overheadUs + n.cost.wireUs;
+        return selfMessage(n) ? b / net_.copyBytesPerUs()
+                              : n.cost.senderOverheadUs() + n.cost.wireUs;
       case StepKind::Recv:
         return selfMessage(n) ? 0 : n.cost.overheadUs + transportCpu(n) + copyOut(n);
       case StepKind::RecvReduce:
@@ -557,10 +558,14 @@ class Replay {
         free = std::max(free, start) + (n.cost.nicUs - taken);
         n.finish = std::max(n.finish, free);
       }
-      // The sender's CPU copies the bytes into the transport while the port sends them.
-      if (const double copy = transportCpu(n); copy > 0) {
+      // The sender's CPU copies the bytes into the transport while the port sends them, and
+      // spends its o there where it holds a core for it (MessageCost::sendOverheadOnCpu).
+      const double senderCpu =
+          transportCpu(n) +
+          (n.cost.sendOverheadOnCpu() && !n.cost.onCpu ? n.cost.senderOverheadUs() : 0);
+      if (senderCpu > 0) {
         double& cpu = free_[cpuOf(n.rank)];
-        cpu = std::max(cpu, start) + copy;
+        cpu = std::max(cpu, start) + senderCpu;
         n.finish = std::max(n.finish, cpu);
       }
     }

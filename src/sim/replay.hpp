@@ -12,7 +12,9 @@
 //   A message's overhead at each end is the network's figure: over a link with a bounded
 //   channel (LinkModel::channelBytes, shm's FIFO) one o per channel-full, a hand-over each.
 //   A sender's consecutive messages on one port (or its CPU) start at least the network's
-//   gap apart (MessageCost::gapUs, LogGP's g): the port is held max(o + wire, g).
+//   gap apart (MessageCost::gapUs, LogGP's g): the port is held max(o + wire, g). Where the
+//   sender holds a core for its o (MessageCost::sendOverheadOnCpu) the sender's o is its own
+//   figure and also takes its CPU, one after the other with its other work.
 // - Steps to the same peer in the same direction run in order (the engine's queues); the
 //   k-th send from a to b is the k-th receive at b from a. Empty steps cost nothing but
 //   complete only once their `after` has (the rules of algorithms/schedule_rules.hpp, asked

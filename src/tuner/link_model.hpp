@@ -70,12 +70,25 @@ struct LinkModel {
   // Measured at overheadShare like o, and charged at the call's share like it (the bed's
   // gap is the kernel's per-segment work on the same shared cores).
   double gapUs = 0;
+  // The sender holds a core for its o: its sends run back to back on a whole core, not at
+  // the call's share, and that o is CPU time, so it also takes the sender's CPU (one after
+  // the other with the rank's receives and reductions) as well as its port. The receiver's
+  // o stays at the call's share. On the netns bed (SCHED_FIFO ranks, 6 on 2 cores) a Send
+  // step takes 10-14 us at 256 B-16 KiB where the call's share charges 71 (docs/sim.md,
+  // twentieth session); false (the default): the sender's o is the receiver's, on its port.
+  bool sendsHoldACore = false;
   // What a call's share of a core makes of a figure measured at overheadShare.
   double atCallShare(double us) const {
     return overheadShare > 0 && callShare > 0 ? us * overheadShare / callShare : us;
   }
   double callOverheadUs() const { return atCallShare(overheadUs); }
   double callGapUs() const { return atCallShare(gapUs); }
+  // The sender's o in a call: a whole core's (measured at overheadShare) with
+  // sendsHoldACore, else the receiver's.
+  double callSendOverheadUs() const {
+    if (!sendsHoldACore) return callOverheadUs();
+    return overheadShare > 0 ? overheadUs * overheadShare : overheadUs;
+  }
   bool operator==(const LinkModel&) const = default;
 };
 

@@ -142,7 +142,7 @@ std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<i
                  " is not waiting in any collective (stopped, busy elsewhere, or not making "
                  "this call)";
     } else {
-      summary += ". rank " + r + ": unknown";
+      summary += ". rank " + r + ": nothing known (no report could be read)";
     }
   }
   if (!storeSilent.empty()) summary += ". No rank's report could be read: " + storeSilent;

@@ -78,9 +78,10 @@ class DirectTransfer {
   // the pointer holds until then). A RecvReduce that cannot fold in its destination (in
   // place, destination unregistered, local operand still being written) lets the peer
   // write there instead and folds from it into the destination: one pass, as the stream's
-  // fold, without the sender's staging copy. One transfer uses it at a time (the
-  // receiving direction's, in step order: the next one's answer goes out only once this
-  // step completed, so only after its fold).
+  // fold, without the sender's staging copy. A Recv into an unregistered destination
+  // lets the peer write there too and copies out once (instead of the ring's two copies). One
+  // transfer uses it at a time (the receiving direction's, in step order: the next one's answer
+  // goes out only once this step completed, so only after its fold).
   virtual size_t bounceBytes() const { return 0; }
   virtual std::byte* bounce(size_t /*bytes*/) { return nullptr; }
   // Receiver: offer() with the bounce buffer as the destination (bounce(bytes) first).

@@ -4,7 +4,8 @@
 // sender's buffer into the receiver's (a RecvReduce's lands in its destination and is
 // folded there, when its local range is apart: rendezvous_reduce.hpp), else through the stream
 // as for any message. A RecvReduce that cannot fold in its destination (in place) lets the
-// sender write into the channel's bounce buffer and folds from there. A receiver that will
+// sender write into the channel's bounce buffer and folds from there; a Recv into an
+// unregistered destination lets it write there too and copies out from there. A receiver that will
 // take any registered source answers as its step begins, without waiting for the offer
 // (clear to send: receiverClearsToSend, reduceLandingBeforeOffer).
 #include "algorithms/schedule_rules.hpp"
@@ -176,7 +177,7 @@ std::optional<RendezvousOffer> Engine::takeOffer(OpState& op, int index, Channel
 // Receiver, from the step's first pass on, before the call's fingerprint from the peer is
 // in (the first message of each call carries one; waiting for it would leave the answer
 // no head start there): numbers the transfer and, when the step will take any registered
-// source (a Recv: receiverClearsToSend; a RecvReduce: reduceLandingBeforeOffer says
+// source (receiverClearsToSend for a Recv, reduceLandingBeforeOffer for a RecvReduce, say
 // Destination or Bounce), sends the answer at once. A peer running
 // another call is still caught by the fingerprint; the most it could write first is the
 // size this rank offered, into this call's destination.
@@ -193,19 +194,19 @@ void Engine::recvClearToSend(OpState& op, int index, Channel& channel, bool& mov
     rv->receiving();
     const bool reducing = step.kind == StepKind::RecvReduce;
     const bool allAllowed = allowedElements(op, index) >= step.dst.count;
-    bool clear;
-    if (reducing) {  // the source is taken as registered: a stream offer withdraws
-      const auto landing = detail::reduceLandingBeforeOffer(
-          region != nullptr,
-          detail::apart(reinterpret_cast<uintptr_t>(detail::resolve(op, step.dst)),
-                        reinterpret_cast<uintptr_t>(detail::resolve(op, step.src)), dataBytes),
-          allAllowed, dataBytes <= rv->bounceBytes());
-      clear = landing != detail::ReduceLanding::Stream;
-      p.intoBounce = landing == detail::ReduceLanding::Bounce;
-    } else {
-      clear = detail::receiverClearsToSend(region != nullptr, allAllowed);
-    }
-    p.rendezvous = clear ? RendezvousState::ClearToSend : RendezvousState::Reading;
+    const bool bounceFits = dataBytes <= rv->bounceBytes();
+    // The source is taken as registered: a stream offer withdraws.
+    const detail::Landing landing =
+        reducing ? detail::reduceLandingBeforeOffer(
+                       region != nullptr,
+                       detail::apart(reinterpret_cast<uintptr_t>(detail::resolve(op, step.dst)),
+                                     reinterpret_cast<uintptr_t>(detail::resolve(op, step.src)),
+                                     dataBytes),
+                       allAllowed, bounceFits)
+                 : detail::receiverClearsToSend(region != nullptr, allAllowed, bounceFits);
+    p.intoBounce = landing == detail::Landing::Bounce;
+    p.rendezvous = landing != detail::Landing::Stream ? RendezvousState::ClearToSend
+                                                      : RendezvousState::Reading;
   }
   if (p.rendezvous == RendezvousState::ClearToSend &&
       (p.intoBounce ? rv->offerBounce(dataBytes)
@@ -254,8 +255,8 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
       const auto landing = detail::reduceLanding(*offer, region != nullptr, localApart(),
                                                  allowedElements(op, index) >= step.dst.count,
                                                  dataBytes <= rv->bounceBytes());
-      accept = landing != detail::ReduceLanding::Stream;
-      p.intoBounce = landing == detail::ReduceLanding::Bounce;
+      accept = landing != detail::Landing::Stream;
+      p.intoBounce = landing == detail::Landing::Bounce;
     } else {
       accept = detail::receiverAccepts(*offer, region != nullptr);
     }
@@ -307,6 +308,16 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
                     to - p.elements);
     if (step.finalize && op.op == RedOp::Avg && config_.nranks > 1)
       kernels::divide(op.type, dst + at, dst + at, to - p.elements, config_.nranks);
+    p.elements = to;
+    moved = true;
+    if (to < step.dst.count) return true;
+  } else if (p.intoBounce) {
+    // A plain Recv into an unregistered destination: copied out of the bounce buffer, as
+    // far as the destination is free to be written.
+    const size_t to = std::min(allowedElements(op, index), step.dst.count);
+    if (to <= p.elements) return true;
+    const size_t at = p.elements * op.elementSize;
+    std::memcpy(dst + at, landing + at, (to - p.elements) * op.elementSize);
     p.elements = to;
     moved = true;
     if (to < step.dst.count) return true;

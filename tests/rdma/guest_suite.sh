@@ -162,6 +162,21 @@ part rndv.np2.registered.rd.large 120 sh -c 'for c in 269 93; do
   [ $c != 93 ] || [ "$(grep -c "direct 8388620 B" /tmp/rd_large.log)" = 2 ] ||
     { echo "FAIL case 93: its 8 MiB in-place messages did not go one-sided"; exit 1; }
 done' "$RUN" "$COLL"
+# A registered source into an unregistered destination (registered0: rank 0 registers,
+# rank 1 does not): rank 1's Recv clears to send into its bounce buffer, rank 0 writes
+# there one-sided and rank 1 copies out once (the other direction streams: an
+# unregistered source). sendRecv of int8 2 MiB + 3 B, float16 4 MiB + 6 B, int32 and
+# float64 1023 elements (4,092 and 8,184 B): rank 0's channel must count their 6,303,741 B
+# as written one-sided (the INFO channel report), rank 1's none.
+part rndv.np2.unregistered.recv 60 sh -c '
+  env CHORUS_IB_RNDV_BYTES=1K CHORUS_DEBUG=INFO "$0" -n 2 --timeout 50 "$1" --transport ib \
+    --buffers registered0 --only sendRecv --case 2532,2562,2541,2571 > /tmp/rndv_unreg.log 2>&1 ||
+    { cat /tmp/rndv_unreg.log; exit 1; }
+  grep -E "passed|direct" /tmp/rndv_unreg.log
+  [ "$(grep -c "rank 0 -> 1 .*direct 6303741 B" /tmp/rndv_unreg.log)" = 1 ] &&
+    [ "$(grep -c "rank 1 -> 0 .*direct 0 B" /tmp/rndv_unreg.log)" = 1 ] ||
+    { echo "FAIL: rank 0 did not write the 6303741 B one-sided into rank 1'"'"'s bounce buffer"; exit 1; }' \
+  "$RUN" "$COLL"
 part rndv.kill.np3.victim1 90 env CHORUS_IB_RNDV_BYTES=16K \
   "$BUILD/tests/multiproc/chorus_kill_test" --transport ib --ranks 3 --victim 1 \
   --buffers registered --algo ring --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40

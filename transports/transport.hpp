@@ -86,6 +86,11 @@ class DirectTransfer {
   virtual std::byte* bounce(size_t /*bytes*/) { return nullptr; }
   // Receiver: offer() with the bounce buffer as the destination (bounce(bytes) first).
   virtual bool offerBounce(size_t /*bytes*/) { return false; }
+  // Receiver: the bytes of the accepted transfer's written middle (from its first byte)
+  // that have landed with every byte before them, while later pieces may still be in
+  // flight (they land in any order across QPs and rails): the engine folds or copies
+  // them out meanwhile. 0 for a transport that only knows the whole (landed()).
+  virtual size_t landedPrefix() { return 0; }
   // Receiver: true once the `bytes` of the accepted transfer that the sender writes (its
   // middle, without the streamed ends) have landed (it is then forgotten).
   virtual bool landed(size_t bytes) = 0;

@@ -274,54 +274,62 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
     if (!accept) return false;
   }
   // Direct: the head and the tail come through the stream (in that order; a RecvReduce
-  // lands them beside the middle too and folds the whole at the end), the middle is
-  // written into the destination, or into the bounce buffer.
+  // lands them beside the middle too), the middle is written into the destination, or
+  // into the bounce buffer. What is in (the head, then the middle's prefix that landed,
+  // pieces landing in any order across QPs, then the tail) is folded, or copied out of
+  // the bounce buffer, while the rest is in flight.
   std::byte* const dst = detail::resolve(op, step.dst);
   std::byte* const landing = p.intoBounce ? rv->bounce(dataBytes) : dst;
   const RendezvousOffer offer = offerIn(p);
   const size_t streamed = size_t{offer.head} + offer.tail;
-  while (p.bytes < streamed) {
-    // The destination must be free to write (the bounce buffer is).
-    if (!p.intoBounce && allowedElements(op, index) < step.dst.count) return true;
-    std::span<const std::byte> incoming = channel.peek();
-    if (incoming.empty()) return true;
-    const bool inHead = p.bytes < offer.head;
-    const size_t at = inHead ? p.bytes : dataBytes - streamed + p.bytes;
-    const size_t used = std::min(incoming.size(), (inHead ? offer.head : streamed) - p.bytes);
-    std::memcpy(landing + at, incoming.data(), used);
-    channel.consume(used);
-    p.bytes += used;
+  const size_t middle = dataBytes - streamed;
+  // Reads streamed bytes up to `upTo` (p.bytes counts them: the head's, then the tail's).
+  const auto readStream = [&](size_t upTo) {
+    while (p.bytes < upTo) {
+      // The destination must be free to write (the bounce buffer is).
+      if (!p.intoBounce && allowedElements(op, index) < step.dst.count) return;
+      std::span<const std::byte> incoming = channel.peek();
+      if (incoming.empty()) return;
+      const bool inHead = p.bytes < offer.head;
+      const size_t at = inHead ? p.bytes : middle + p.bytes;
+      const size_t used = std::min(incoming.size(), (inHead ? offer.head : upTo) - p.bytes);
+      std::memcpy(landing + at, incoming.data(), used);
+      channel.consume(used);
+      p.bytes += used;
+      moved = true;
+    }
+  };
+  readStream(offer.head);
+  if (p.bytes < offer.head) return true;
+  if (!p.middleLanded && rv->landed(middle)) {
+    p.middleLanded = true;
     moved = true;
   }
-  if (p.bytes < dataBytes) {  // `bytes` reaches dataBytes once the middle landed
-    if (!rv->landed(dataBytes - streamed)) return true;
-    p.bytes = dataBytes;
-    moved = true;
-  }
-  if (reducing) {
-    // dst = local OP landed, as far as the local operand is written (all of it when
-    // folding in the destination: its local range was written before the answer).
-    const size_t to = std::min(allowedElements(op, index), step.dst.count);
-    if (to <= p.elements) return true;
+  readStream(streamed);
+  const size_t ready =
+      detail::landedReady(dataBytes, offer.head, offer.tail, p.bytes,
+                          p.middleLanded ? middle : rv->landedPrefix(), p.middleLanded);
+  // dst = local OP landed (a RecvReduce), or the bounce buffer copied out (a Recv into an
+  // unregistered destination), as far as the local operand is written and the
+  // destination free (all of it when folding in the destination: its local range was
+  // written before the answer). A Recv whose data lands in its destination only counts it.
+  const bool inPlace = !reducing && !p.intoBounce;
+  const size_t to = std::min({inPlace ? step.dst.count : allowedElements(op, index), step.dst.count,
+                              ready / op.elementSize});
+  if (to > p.elements) {
     const size_t at = p.elements * op.elementSize;
-    kernels::reduce(op.type, op.op, dst + at, detail::resolve(op, step.src) + at, landing + at,
-                    to - p.elements);
-    if (step.finalize && op.op == RedOp::Avg && config_.nranks > 1)
-      kernels::divide(op.type, dst + at, dst + at, to - p.elements, config_.nranks);
+    if (reducing) {
+      kernels::reduce(op.type, op.op, dst + at, detail::resolve(op, step.src) + at, landing + at,
+                      to - p.elements);
+      if (step.finalize && op.op == RedOp::Avg && config_.nranks > 1)
+        kernels::divide(op.type, dst + at, dst + at, to - p.elements, config_.nranks);
+    } else if (p.intoBounce) {
+      std::memcpy(dst + at, landing + at, (to - p.elements) * op.elementSize);
+    }
     p.elements = to;
     moved = true;
-    if (to < step.dst.count) return true;
-  } else if (p.intoBounce) {
-    // A plain Recv into an unregistered destination: copied out of the bounce buffer, as
-    // far as the destination is free to be written.
-    const size_t to = std::min(allowedElements(op, index), step.dst.count);
-    if (to <= p.elements) return true;
-    const size_t at = p.elements * op.elementSize;
-    std::memcpy(dst + at, landing + at, (to - p.elements) * op.elementSize);
-    p.elements = to;
-    moved = true;
-    if (to < step.dst.count) return true;
   }
+  if (!p.middleLanded || p.bytes < streamed || p.elements < step.dst.count) return true;
   p.elements = step.dst.count;
   completeStep(op, index);
   moved = true;

@@ -88,8 +88,9 @@ class DirectTransfer {
   virtual bool offerBounce(size_t /*bytes*/) { return false; }
   // Receiver: the bytes of the accepted transfer's written middle (from its first byte)
   // that have landed with every byte before them, while later pieces may still be in
-  // flight (they land in any order across QPs and rails): the engine folds or copies
-  // them out meanwhile. 0 for a transport that only knows the whole (landed()).
+  // flight (they land in any order across QPs and rails): the engine may fold or copy
+  // them out meanwhile (rendezvous.cpp's kFoldAsPiecesLand, off: measured slower in the
+  // Soft-RoCE bed). 0 for a transport that only knows the whole (landed()).
   virtual size_t landedPrefix() { return 0; }
   // Receiver: true once the `bytes` of the accepted transfer that the sender writes (its
   // middle, without the streamed ends) have landed (it is then forgotten).

@@ -24,6 +24,15 @@ using detail::OpState;
 using detail::RendezvousOffer;
 using detail::RendezvousState;
 
+// Whether a receiver folds (or copies out) the middle's landed prefix while later pieces
+// are in flight (DirectTransfer::landedPrefix), or all of it once it landed. Off: in the
+// Soft-RoCE (TCG) bed folding as pieces land measured slower, against the same build
+// folding at the end (1 MiB, 5 rounds: rd in place 0.67x, behind in 5 of 5 rounds; rd
+// 0.88x; ring in place 0.88x; docs/verbs_striping.md, 2026-12-05): each piece wakes the
+// rank for a small fold, taking the CPU that rxe's packet processing needs, with little
+// fold time to hide behind the wire. Worth measuring again on hardware verbs.
+constexpr bool kFoldAsPiecesLand = false;
+
 // The channel's rendezvous for a step's message of `bytes`, or nullptr: it streams.
 DirectTransfer* Engine::rendezvousFor(detail::StepProgress& p, Channel& channel, size_t bytes) {
   if (p.rendezvous == RendezvousState::Stream) return nullptr;
@@ -306,9 +315,11 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
     moved = true;
   }
   readStream(streamed);
-  const size_t ready =
-      detail::landedReady(dataBytes, offer.head, offer.tail, p.bytes,
-                          p.middleLanded ? middle : rv->landedPrefix(), p.middleLanded);
+  const size_t ready = detail::landedReady(dataBytes, offer.head, offer.tail, p.bytes,
+                                           p.middleLanded      ? middle
+                                           : kFoldAsPiecesLand ? rv->landedPrefix()
+                                                               : 0,
+                                           p.middleLanded);
   // dst = local OP landed (a RecvReduce), or the bounce buffer copied out (a Recv into an
   // unregistered destination), as far as the local operand is written and the
   // destination free (all of it when folding in the destination: its local range was

@@ -41,14 +41,13 @@
 //   `block` bytes, each on the QP the same scheduler picks (so over every rail), each
 //   immediate marked as a piece and carrying its offset in the written middle; the
 //   receiver places them (PieceLanding: in order per QP, any order across QPs) and hands
-//   the engine the contiguous prefix landed (landedPrefix), which it folds or copies out
-//   while later pieces are in flight. No staging ring, no receive ring, no copy on either
-//   side. The answer carries the transfer's number, so
-//   the receiver may send it before the offer arrived (clear to send; matchAnswer).
-//   A RecvReduce that cannot fold in its destination (in place), and a Recv into an
-//   unregistered destination, answer with the channel's bounce buffer instead (the ring's size,
-//   grown to the largest such message up to CHORUS_IB_BOUNCE, registered on every rail like a
-//   destination) and folds from it.
+//   the engine the contiguous prefix landed (landedPrefix), which it may fold or copy out
+//   while later pieces are in flight (off by default). No staging ring, no receive ring, no copy on
+//   either side. The answer carries the transfer's number, so the receiver may send it before the
+//   offer arrived (clear to send; matchAnswer). A RecvReduce that cannot fold in its destination
+//   (in place), and a Recv into an unregistered destination, answer with the channel's bounce
+//   buffer instead (the ring's size, grown to the largest such message up to CHORUS_IB_BOUNCE,
+//   registered on every rail like a destination) and folds from it.
 // Not thread-safe: one engine thread drives a transport.
 #pragma once
 

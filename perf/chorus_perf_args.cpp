@@ -94,7 +94,8 @@ std::string usage(const ArgsSpec& spec) {
       << "  -K,--repeats <n>         with -A each: runs per algorithm and size, median (3)\n";
   }
   o << "  -R,--local_register <0>  buffers as nccl-tests' -R: 0 plain (mmap), 1 plain and\n"
-    << "                           registered (registerBuffer), 2 from memAlloc\n";
+    << "                           registered (registerBuffer), 2 from memAlloc, 3 the\n"
+    << "                           send buffer registered, the receive buffer plain\n";
   o << "  -J,--output_file <file>  write every row as JSON (rank 0)\n"
     << "  -T,--min_time <ms>       repeat a size until its timed loop lasts this long, so\n"
     << "                           small-size latency is accurate; 0 = exactly -n (default 50)\n"
@@ -232,7 +233,7 @@ ParseStatus parseArgs(int argc, char** argv, const ArgsSpec& spec, Args& args, s
       }
       case 'R': {  // nccl-tests' buffer registration
         auto n = parseInt(v);
-        if (!n || *n < 0 || *n > 2) return fail("bad value '" + std::string(v) + "' for -R");
+        if (!n || *n < 0 || *n > 3) return fail("bad value '" + std::string(v) + "' for -R");
         args.registration = static_cast<int>(*n);
         break;
       }

@@ -28,9 +28,10 @@ struct Args {
   int repeats = 3;                            // -K: with -A each, runs per size (median)
   std::string jsonPath;                       // -J
   Coll coll = Coll::AllReduce;                // -t
-  double minTimeMs = 50;          // -T: repeat small sizes until a timed run lasts this long
-  bool hugePages = false;         // -H: madvise(MADV_HUGEPAGE) on the benchmark buffers
-  int registration = 0;           // -R: 0 plain buffers, 1 registered, 2 the library's allocator
+  double minTimeMs = 50;   // -T: repeat small sizes until a timed run lasts this long
+  bool hugePages = false;  // -H: madvise(MADV_HUGEPAGE) on the benchmark buffers
+  int registration =
+      0;  // -R: 0 plain buffers, 1 registered, 2 the library's allocator, 3 send only
   std::vector<std::string> argv;  // as given, for the JSON report
 };
 

@@ -25,10 +25,12 @@ constexpr double kMaxIters = 1e6;
 constexpr size_t kRankLineBytes = 256;
 
 // Page-aligned anonymous memory, optionally on transparent huge pages, registered with
-// the backend (-R 1); or the backend's own allocation (-R 2).
+// the backend (-R 1; -R 3: the send buffer only, so a registered source meets an
+// unregistered destination); or the backend's own allocation (-R 2).
+enum class Role { Send, Recv };
 class Buffer {
  public:
-  Buffer(size_t bytes, const Args& args, Backend& backend)
+  Buffer(size_t bytes, const Args& args, Backend& backend, Role role)
       : bytes_(std::max<size_t>(bytes, 4096)), backend_(backend) {
     if (args.registration == 2) {
       data_ = static_cast<char*>(backend.allocate(bytes_));
@@ -39,7 +41,8 @@ class Buffer {
     if (p == MAP_FAILED) throw std::bad_alloc();
     if (args.hugePages) madvise(p, bytes_, MADV_HUGEPAGE);
     data_ = static_cast<char*>(p);
-    if (args.registration == 1) handle_ = backend.registerBuffer(data_, bytes_);
+    if (args.registration == 1 || (args.registration == 3 && role == Role::Send))
+      handle_ = backend.registerBuffer(data_, bytes_);
   }
   ~Buffer() {
     try {
@@ -283,8 +286,8 @@ int runBenchmark(const Args& args, Backend& b, const std::string& program) {
     }
     rankLines = gatherRankLines(b);
     if (leader) report->printConfig(args, rankLines, info);
-    Buffer sendBuf(args.maxBytes, args, b);
-    Buffer recvBuf(args.maxBytes, args, b);
+    Buffer sendBuf(args.maxBytes, args, b, Role::Send);
+    Buffer recvBuf(args.maxBytes, args, b, Role::Recv);
     Sweep sweep(args, b, sendBuf.data(), recvBuf.data());
     if (leader) report->printTableHeader();
     const std::vector<size_t> sizes = sweepSizes(args);
@@ -334,8 +337,8 @@ int runVariants(const Args& args, Backend& b, const std::string& program) {
   // auto/best and the closing count only where auto itself ran (`-A each=rd,ring` leaves it
   // out: its column would read 0.00 at every size).
   const bool autoRan = std::find(variants.begin(), variants.end(), "auto") != variants.end();
-  Buffer sendBuf(args.maxBytes, args, b);
-  Buffer recvBuf(args.maxBytes, args, b);
+  Buffer sendBuf(args.maxBytes, args, b, Role::Send);
+  Buffer recvBuf(args.maxBytes, args, b, Role::Recv);
   Sweep sweep(args, b, sendBuf.data(), recvBuf.data());
   int64_t wrong = 0;
   int rows = 0, within10 = 0;

@@ -112,6 +112,8 @@ while [ $r -le "$ROUNDS" ]; do
   # (A/B runs leave out what no change here touches, to fit a measurement slot)
   [ -n "$BUILD_B" ] || chorus sendrecv sendrecv || status=1
   chorus sendrecv.R1 sendrecv -R 1 || status=1
+  # -R 3: registered sources into unregistered destinations (the receiver's bounce buffer)
+  chorus sendrecv.R3 sendrecv -R 3 || status=1
   raw raw.both -b || status=1
   chorus allreduce allreduce || status=1
   chorus allreduce.R1 allreduce -R 1 || status=1
@@ -128,6 +130,7 @@ row raw.both "raw ib_write_bw -b, both directions summed"
 row broadcast "chorus broadcast (one direction)" raw.one 1
 row sendrecv "chorus sendrecv" raw.both 2
 row sendrecv.R1 "chorus sendrecv, registered (-R 1, rendezvous)" raw.both 2
+row sendrecv.R3 "chorus sendrecv, registered source, plain destination (-R 3)" raw.both 2
 row allreduce "chorus allreduce, copy path" raw.both 2
 row allreduce.ip "  in place" raw.both 2
 row allreduce.R1 "chorus allreduce -R 1 (registered), tuner's pick" raw.both 2

@@ -79,13 +79,20 @@ class DirectTransfer {
   // the pointer holds until then). A RecvReduce that cannot fold in its destination (in
   // place, destination unregistered, local operand still being written) lets the peer
   // write there instead and folds from it into the destination: one pass, as the stream's
-  // fold, without the sender's staging copy. One transfer uses it at a time (the
-  // receiving direction's, in step order: the next one's answer goes out only once this
-  // step completed, so only after its fold).
+  // fold, without the sender's staging copy. A Recv into an unregistered destination
+  // lets the peer write there too and copies out once (instead of the ring's two copies). One
+  // transfer uses it at a time (the receiving direction's, in step order: the next one's answer
+  // goes out only once this step completed, so only after its fold).
   virtual size_t bounceBytes() const { return 0; }
   virtual std::byte* bounce(size_t /*bytes*/) { return nullptr; }
   // Receiver: offer() with the bounce buffer as the destination (bounce(bytes) first).
   virtual bool offerBounce(size_t /*bytes*/) { return false; }
+  // Receiver: the bytes of the accepted transfer's written middle (from its first byte)
+  // that have landed with every byte before them, while later pieces may still be in
+  // flight (they land in any order across QPs and rails): the engine may fold or copy
+  // them out meanwhile (rendezvous.cpp's kFoldAsPiecesLand, off: measured slower in the
+  // Soft-RoCE bed). 0 for a transport that only knows the whole (landed()).
+  virtual size_t landedPrefix() { return 0; }
   // Receiver: true once the `bytes` of the accepted transfer that the sender writes (its
   // middle, without the streamed ends) have landed (it is then forgotten).
   virtual bool landed(size_t bytes) = 0;

@@ -38,8 +38,12 @@ struct StepProgress {
   // `record`/`recordBytes` (free in these steps).
   RendezvousState rendezvous = RendezvousState::Undecided;
   // Receiver: the announced message lands in the channel's bounce buffer (a RecvReduce
-  // that cannot fold in its destination: rendezvous_reduce.hpp), folded from there.
+  // that cannot fold in its destination, a Recv into an unregistered destination:
+  // rendezvous_reduce.hpp), folded or copied out from there.
   bool intoBounce = false;
+  // Receiver of an announced message: all of its written middle landed (the prefix
+  // landed before is folded or copied out as it comes: `elements`).
+  bool middleLanded = false;
   // Sender of an announced message written in part: bytes of its tail streamed (the
   // offer in `record` says how many it streams; `bytes` counts the head and the middle).
   size_t tailBytes = 0;

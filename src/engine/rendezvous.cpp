@@ -4,7 +4,8 @@
 // sender's buffer into the receiver's (a RecvReduce's lands in its destination and is
 // folded there, when its local range is apart: rendezvous_reduce.hpp), else through the stream
 // as for any message. A RecvReduce that cannot fold in its destination (in place) lets the
-// sender write into the channel's bounce buffer and folds from there. A receiver that will
+// sender write into the channel's bounce buffer and folds from there; a Recv into an
+// unregistered destination lets it write there too and copies out from there. A receiver that will
 // take any registered source answers as its step begins, without waiting for the offer
 // (clear to send: receiverClearsToSend, reduceLandingBeforeOffer).
 #include "algorithms/schedule_rules.hpp"
@@ -22,6 +23,15 @@ namespace chorus {
 using detail::OpState;
 using detail::RendezvousOffer;
 using detail::RendezvousState;
+
+// Whether a receiver folds (or copies out) the middle's landed prefix while later pieces
+// are in flight (DirectTransfer::landedPrefix), or all of it once it landed. Off: in the
+// Soft-RoCE (TCG) bed folding as pieces land measured slower, against the same build
+// folding at the end (1 MiB, 5 rounds: rd in place 0.67x, behind in 5 of 5 rounds; rd
+// 0.88x; ring in place 0.88x; docs/verbs_striping.md, 2026-12-05): each piece wakes the
+// rank for a small fold, taking the CPU that rxe's packet processing needs, with little
+// fold time to hide behind the wire. Worth measuring again on hardware verbs.
+constexpr bool kFoldAsPiecesLand = false;
 
 // The channel's rendezvous for a step's message of `bytes`, or nullptr: it streams.
 DirectTransfer* Engine::rendezvousFor(detail::StepProgress& p, Channel& channel, size_t bytes) {
@@ -176,7 +186,7 @@ std::optional<RendezvousOffer> Engine::takeOffer(OpState& op, int index, Channel
 // Receiver, from the step's first pass on, before the call's fingerprint from the peer is
 // in (the first message of each call carries one; waiting for it would leave the answer
 // no head start there): numbers the transfer and, when the step will take any registered
-// source (a Recv: receiverClearsToSend; a RecvReduce: reduceLandingBeforeOffer says
+// source (receiverClearsToSend for a Recv, reduceLandingBeforeOffer for a RecvReduce, say
 // Destination or Bounce), sends the answer at once. A peer running
 // another call is still caught by the fingerprint; the most it could write first is the
 // size this rank offered, into this call's destination.
@@ -193,19 +203,19 @@ void Engine::recvClearToSend(OpState& op, int index, Channel& channel, bool& mov
     rv->receiving();
     const bool reducing = step.kind == StepKind::RecvReduce;
     const bool allAllowed = allowedElements(op, index) >= step.dst.count;
-    bool clear;
-    if (reducing) {  // the source is taken as registered: a stream offer withdraws
-      const auto landing = detail::reduceLandingBeforeOffer(
-          region != nullptr,
-          detail::apart(reinterpret_cast<uintptr_t>(detail::resolve(op, step.dst)),
-                        reinterpret_cast<uintptr_t>(detail::resolve(op, step.src)), dataBytes),
-          allAllowed, dataBytes <= rv->bounceBytes());
-      clear = landing != detail::ReduceLanding::Stream;
-      p.intoBounce = landing == detail::ReduceLanding::Bounce;
-    } else {
-      clear = detail::receiverClearsToSend(region != nullptr, allAllowed);
-    }
-    p.rendezvous = clear ? RendezvousState::ClearToSend : RendezvousState::Reading;
+    const bool bounceFits = dataBytes <= rv->bounceBytes();
+    // The source is taken as registered: a stream offer withdraws.
+    const detail::Landing landing =
+        reducing ? detail::reduceLandingBeforeOffer(
+                       region != nullptr,
+                       detail::apart(reinterpret_cast<uintptr_t>(detail::resolve(op, step.dst)),
+                                     reinterpret_cast<uintptr_t>(detail::resolve(op, step.src)),
+                                     dataBytes),
+                       allAllowed, bounceFits)
+                 : detail::receiverClearsToSend(region != nullptr, allAllowed, bounceFits);
+    p.intoBounce = landing == detail::Landing::Bounce;
+    p.rendezvous = landing != detail::Landing::Stream ? RendezvousState::ClearToSend
+                                                      : RendezvousState::Reading;
   }
   if (p.rendezvous == RendezvousState::ClearToSend &&
       (p.intoBounce ? rv->offerBounce(dataBytes)
@@ -254,8 +264,8 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
       const auto landing = detail::reduceLanding(*offer, region != nullptr, localApart(),
                                                  allowedElements(op, index) >= step.dst.count,
                                                  dataBytes <= rv->bounceBytes());
-      accept = landing != detail::ReduceLanding::Stream;
-      p.intoBounce = landing == detail::ReduceLanding::Bounce;
+      accept = landing != detail::Landing::Stream;
+      p.intoBounce = landing == detail::Landing::Bounce;
     } else {
       accept = detail::receiverAccepts(*offer, region != nullptr);
     }
@@ -273,44 +283,64 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
     if (!accept) return false;
   }
   // Direct: the head and the tail come through the stream (in that order; a RecvReduce
-  // lands them beside the middle too and folds the whole at the end), the middle is
-  // written into the destination, or into the bounce buffer.
+  // lands them beside the middle too), the middle is written into the destination, or
+  // into the bounce buffer. What is in (the head, then the middle's prefix that landed,
+  // pieces landing in any order across QPs, then the tail) is folded, or copied out of
+  // the bounce buffer, while the rest is in flight.
   std::byte* const dst = detail::resolve(op, step.dst);
   std::byte* const landing = p.intoBounce ? rv->bounce(dataBytes) : dst;
   const RendezvousOffer offer = offerIn(p);
   const size_t streamed = size_t{offer.head} + offer.tail;
-  while (p.bytes < streamed) {
-    // The destination must be free to write (the bounce buffer is).
-    if (!p.intoBounce && allowedElements(op, index) < step.dst.count) return true;
-    std::span<const std::byte> incoming = channel.peek();
-    if (incoming.empty()) return true;
-    const bool inHead = p.bytes < offer.head;
-    const size_t at = inHead ? p.bytes : dataBytes - streamed + p.bytes;
-    const size_t used = std::min(incoming.size(), (inHead ? offer.head : streamed) - p.bytes);
-    std::memcpy(landing + at, incoming.data(), used);
-    channel.consume(used);
-    p.bytes += used;
+  const size_t middle = dataBytes - streamed;
+  // Reads streamed bytes up to `upTo` (p.bytes counts them: the head's, then the tail's).
+  const auto readStream = [&](size_t upTo) {
+    while (p.bytes < upTo) {
+      // The destination must be free to write (the bounce buffer is).
+      if (!p.intoBounce && allowedElements(op, index) < step.dst.count) return;
+      std::span<const std::byte> incoming = channel.peek();
+      if (incoming.empty()) return;
+      const bool inHead = p.bytes < offer.head;
+      const size_t at = inHead ? p.bytes : middle + p.bytes;
+      const size_t used = std::min(incoming.size(), (inHead ? offer.head : upTo) - p.bytes);
+      std::memcpy(landing + at, incoming.data(), used);
+      channel.consume(used);
+      p.bytes += used;
+      moved = true;
+    }
+  };
+  readStream(offer.head);
+  if (p.bytes < offer.head) return true;
+  if (!p.middleLanded && rv->landed(middle)) {
+    p.middleLanded = true;
     moved = true;
   }
-  if (p.bytes < dataBytes) {  // `bytes` reaches dataBytes once the middle landed
-    if (!rv->landed(dataBytes - streamed)) return true;
-    p.bytes = dataBytes;
-    moved = true;
-  }
-  if (reducing) {
-    // dst = local OP landed, as far as the local operand is written (all of it when
-    // folding in the destination: its local range was written before the answer).
-    const size_t to = std::min(allowedElements(op, index), step.dst.count);
-    if (to <= p.elements) return true;
+  readStream(streamed);
+  const size_t ready = detail::landedReady(dataBytes, offer.head, offer.tail, p.bytes,
+                                           p.middleLanded      ? middle
+                                           : kFoldAsPiecesLand ? rv->landedPrefix()
+                                                               : 0,
+                                           p.middleLanded);
+  // dst = local OP landed (a RecvReduce), or the bounce buffer copied out (a Recv into an
+  // unregistered destination), as far as the local operand is written and the
+  // destination free (all of it when folding in the destination: its local range was
+  // written before the answer). A Recv whose data lands in its destination only counts it.
+  const bool inPlace = !reducing && !p.intoBounce;
+  const size_t to = std::min({inPlace ? step.dst.count : allowedElements(op, index), step.dst.count,
+                              ready / op.elementSize});
+  if (to > p.elements) {
     const size_t at = p.elements * op.elementSize;
-    kernels::reduce(op.type, op.op, dst + at, detail::resolve(op, step.src) + at, landing + at,
-                    to - p.elements);
-    if (step.finalize && op.op == RedOp::Avg && config_.nranks > 1)
-      kernels::divide(op.type, dst + at, dst + at, to - p.elements, config_.nranks);
+    if (reducing) {
+      kernels::reduce(op.type, op.op, dst + at, detail::resolve(op, step.src) + at, landing + at,
+                      to - p.elements);
+      if (step.finalize && op.op == RedOp::Avg && config_.nranks > 1)
+        kernels::divide(op.type, dst + at, dst + at, to - p.elements, config_.nranks);
+    } else if (p.intoBounce) {
+      std::memcpy(dst + at, landing + at, (to - p.elements) * op.elementSize);
+    }
     p.elements = to;
     moved = true;
-    if (to < step.dst.count) return true;
   }
+  if (!p.middleLanded || p.bytes < streamed || p.elements < step.dst.count) return true;
   p.elements = step.dst.count;
   completeStep(op, index);
   moved = true;

@@ -47,6 +47,19 @@ enum class RendezvousState : uint8_t {
   Direct,       // sender: puts into the peer's buffer; receiver: waits for it to land
 };
 
+// A receiver's announced message of `bytes` whose middle is written and whose `head` and
+// `tail` come through the stream (in that order, the tail once the middle is posted):
+// the bytes [0, ready) of where it lands that are in, given the streamed bytes read so
+// far (the head's, then the tail's), the middle's landed prefix (pieces land in any order
+// across QPs; DirectTransfer::landedPrefix) and whether all of the middle landed. The
+// receiver folds or copies out up to there while later pieces are in flight.
+inline size_t landedReady(size_t bytes, size_t head, size_t tail, size_t streamedRead,
+                          size_t middlePrefix, bool middleLanded) {
+  if (streamedRead < head) return streamedRead;
+  if (!middleLanded) return head + middlePrefix;
+  return bytes - tail + (streamedRead - head);
+}
+
 // Whether a message of `bytes` is announced with an offer (both ends decide alike).
 inline bool announced(size_t bytes, size_t minBytes) { return minBytes > 0 && bytes >= minBytes; }
 

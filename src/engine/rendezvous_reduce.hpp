@@ -1,8 +1,9 @@
-// The rendezvous of a RecvReduce (dst = local OP the peer's data): whether its data may
-// land straight in its registered destination, to be folded there, or in the channel's
-// bounce buffer, to be folded from there, or keeps the stream; and when a plain Recv
-// clears to send. Pure decisions, unit-tested on the host (rendezvous_test.cpp);
-// Engine::recvClearToSend and Engine::recvRendezvous act on them.
+// Where an announced message lands at the receiver: a RecvReduce's (dst = local OP the
+// peer's data) straight in its registered destination, to be folded there, or in the
+// channel's bounce buffer, to be folded from there, or it keeps the stream; a plain
+// Recv's in its registered destination, or in the bounce buffer (an unregistered
+// destination), copied out from there. Pure decisions, unit-tested on the host
+// (rendezvous_test.cpp); Engine::recvClearToSend and Engine::recvRendezvous act on them.
 #pragma once
 
 #include "engine/rendezvous.hpp"
@@ -32,28 +33,33 @@ inline bool apart(uintptr_t a, uintptr_t b, size_t bytes) {
 // the receiver takes the source as registered, and an offer that then says otherwise
 // withdraws the answer), and through reduceLanding once the offer is in, when it did not
 // clear to send.
-enum class ReduceLanding : uint8_t { Stream, Destination, Bounce };
-inline ReduceLanding reduceLandingBeforeOffer(bool destinationRegistered, bool localApart,
-                                              bool localWritten, bool bounceFits) {
-  if (destinationRegistered && localApart && localWritten) return ReduceLanding::Destination;
-  return bounceFits ? ReduceLanding::Bounce : ReduceLanding::Stream;
+enum class Landing : uint8_t { Stream, Destination, Bounce };
+inline Landing reduceLandingBeforeOffer(bool destinationRegistered, bool localApart,
+                                        bool localWritten, bool bounceFits) {
+  if (destinationRegistered && localApart && localWritten) return Landing::Destination;
+  return bounceFits ? Landing::Bounce : Landing::Stream;
 }
 
 // Where a RecvReduce's announced data lands once its offer is in: an unregistered source
 // streams, a registered one lands where reduceLandingBeforeOffer says.
-inline ReduceLanding reduceLanding(const RendezvousOffer& offer, bool destinationRegistered,
-                                   bool localApart, bool localWritten, bool bounceFits) {
-  if (!offer.registered) return ReduceLanding::Stream;
+inline Landing reduceLanding(const RendezvousOffer& offer, bool destinationRegistered,
+                             bool localApart, bool localWritten, bool bounceFits) {
+  if (!offer.registered) return Landing::Stream;
   return reduceLandingBeforeOffer(destinationRegistered, localApart, localWritten, bounceFits);
 }
 
-// Clear to send for a plain Recv: the receiver answers with its destination as soon as
-// its step begins, before the offer arrives, when it would take any registered source
-// (receiverAccepts): its destination is registered and free to be written now (the
-// step's `after` allows every element). Otherwise it reads the offer first and answers
-// it. (A RecvReduce decides by reduceLandingBeforeOffer.)
-inline bool receiverClearsToSend(bool destinationRegistered, bool allAllowed) {
-  return destinationRegistered && allAllowed;
+// Clear to send for a plain Recv, as its step begins (before the offer; the source is
+// taken as registered, and an offer that then says otherwise withdraws the answer):
+// - Destination: its destination is registered and free to be written now (the step's
+//   `after` allows every element): the data lands there, no copy on either side.
+// - Bounce: its destination is not registered and the message fits the channel's bounce
+//   buffer (free at every step's start): the data lands there and is copied out into the
+//   destination as its pieces land (as far as the `after` allows): one copy on the
+//   receiver instead of the ring's two (the sender's staging copy, the receiver's).
+// - Stream: else: it reads the offer first and answers it (receiverAccepts).
+inline Landing receiverClearsToSend(bool destinationRegistered, bool allAllowed, bool bounceFits) {
+  if (destinationRegistered) return allAllowed ? Landing::Destination : Landing::Stream;
+  return bounceFits ? Landing::Bounce : Landing::Stream;
 }
 
 }  // namespace chorus::detail

@@ -33,9 +33,10 @@ inline void fillJunk(unsigned char* out, size_t from, size_t bytes, uint64_t see
 }
 
 // Where buffers come from (--buffers): ordinary memory, ordinary memory registered with
-// the communicator (registerBuffer), or chorus::memAlloc; the last two let collectives
-// take the one-sided path.
-enum class BufferMode { Malloc, Registered, MemAlloc };
+// the communicator (registerBuffer) on every rank or on rank 0 only (its registered
+// sources meet the others' unregistered destinations), or chorus::memAlloc; all but the
+// first let collectives take the one-sided path.
+enum class BufferMode { Malloc, Registered, RegisteredOnRank0, MemAlloc };
 struct BufferSource {
   BufferMode mode = BufferMode::Malloc;
   chorus::Communicator* comm = nullptr;  // for Registered
@@ -66,7 +67,9 @@ class GuardedBuffer {
       mem_.reset(allocated_);
     } else {
       mem_.reset(new unsigned char[total_]);
-      if (source.mode == BufferMode::Registered) handle_ = source.comm->registerBuffer(mem_.get(), total_);
+      if (source.mode == BufferMode::Registered ||
+          (source.mode == BufferMode::RegisteredOnRank0 && source.comm->rank() == 0))
+        handle_ = source.comm->registerBuffer(mem_.get(), total_);
     }
     auto base = reinterpret_cast<uintptr_t>(mem_.get()) + kGuard;
     base = (base + 63) & ~uintptr_t{63};

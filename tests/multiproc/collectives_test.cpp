@@ -3,7 +3,7 @@
 // checked element by element against an independent reference (reference.hpp), with
 // guard zones around every buffer and checks that inputs and non-output regions stay
 // untouched. Run under chorus-run:
-//   chorus-run -n 4 chorus_collectives_test --transport shm [--quick] [--case N] [--verbose]
+//   chorus-run -n 4 chorus_collectives_test --transport shm [--quick] [--case N[,N...]] [--verbose]
 // Every failure prints rank, case, first bad index, expected and got; rank 0 ends with
 // "N passed, M failed" (rank-cases, aggregated with the library); exit 1 on any failure.
 #include "buffers.hpp"
@@ -248,13 +248,13 @@ struct Args {
   std::string algo;
   std::string expectLayout;        // Communicator::layout() must say exactly this
   std::string expectAlgo;          // "allreduce:hier,allgather:hier": what algorithmFor must name
-  std::string buffers = "malloc";  // malloc | registered | memalloc (buffers.hpp)
+  std::string buffers = "malloc";  // malloc | registered | registered0 | memalloc (buffers.hpp)
   std::string only;                // run only these collectives' cases (collName, comma-separated)
   bool quick = false;
   bool more = false;  // gather, scatter, all-gather-v, reduce-scatter-v instead
   bool verbose = false;
-  int onlyCase = -1;
-  int every = 1;  // run every k-th selected case only (a fixed sample, for slow beds)
+  std::vector<int> onlyCases;  // --case N[,N...]: these cases only
+  int every = 1;               // run every k-th selected case only (a fixed sample, for slow beds)
 };
 
 bool parseArgs(int argc, char** argv, Args* a) {
@@ -271,14 +271,19 @@ bool parseArgs(int argc, char** argv, Args* a) {
       a->expectAlgo = argv[++i];
     } else if (k == "--buffers" && hasValue) {
       a->buffers = argv[++i];
-      if (a->buffers != "malloc" && a->buffers != "registered" && a->buffers != "memalloc") {
-        std::fprintf(stderr, "--buffers: malloc, registered or memalloc\n");
+      if (a->buffers != "malloc" && a->buffers != "registered" && a->buffers != "registered0" &&
+          a->buffers != "memalloc") {
+        std::fprintf(stderr, "--buffers: malloc, registered, registered0 or memalloc\n");
         return false;
       }
     } else if (k == "--only" && hasValue) {
       a->only = argv[++i];
     } else if (k == "--case" && hasValue) {
-      a->onlyCase = std::atoi(argv[++i]);
+      for (const char* at = argv[++i]; *at;) {
+        char* end = nullptr;
+        a->onlyCases.push_back(static_cast<int>(std::strtol(at, &end, 10)));
+        at = *end == ',' ? end + 1 : end + std::strlen(end);
+      }
     } else if (k == "--every" && hasValue) {
       a->every = std::max(1, std::atoi(argv[++i]));
     } else if (k == "--quick") {
@@ -288,12 +293,12 @@ bool parseArgs(int argc, char** argv, Args* a) {
     } else if (k == "--verbose") {
       a->verbose = true;
     } else {
-      std::fprintf(
-          stderr,
-          "usage: %s [--transport shm|tcp] [--algo SPEC] [--quick] [--more] [--case N] [--every K] "
-          "[--buffers malloc|registered|memalloc] [--only COLLECTIVE,...] "
-          "[--verbose] [--expect-layout TEXT] [--expect-algo COLL:NAME,...]\n",
-          argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--transport shm|tcp] [--algo SPEC] [--quick] [--more] [--case "
+                   "N[,N...]] [--every K] "
+                   "[--buffers malloc|registered|registered0|memalloc] [--only COLLECTIVE,...] "
+                   "[--verbose] [--expect-layout TEXT] [--expect-algo COLL:NAME,...]\n",
+                   argv[0]);
       return false;
     }
   }
@@ -331,9 +336,10 @@ int main(int argc, char** argv) {
   const int rank = comm.rank();
   const int n = comm.size();
   Stats stats;
-  bufferSource() = {args.buffers == "registered" ? BufferMode::Registered
-                    : args.buffers == "memalloc" ? BufferMode::MemAlloc
-                                                 : BufferMode::Malloc,
+  bufferSource() = {args.buffers == "registered"    ? BufferMode::Registered
+                    : args.buffers == "registered0" ? BufferMode::RegisteredOnRank0
+                    : args.buffers == "memalloc"    ? BufferMode::MemAlloc
+                                                    : BufferMode::Malloc,
                     &comm};
 
   // The communicator must match the launcher and the requested transport.
@@ -407,7 +413,9 @@ int main(int argc, char** argv) {
   int selectedSoFar = 0;
   const auto start = Clock::now();
   for (const Case& c : cases) {
-    if (args.onlyCase >= 0 && c.index != args.onlyCase) continue;
+    if (!args.onlyCases.empty() &&
+        std::find(args.onlyCases.begin(), args.onlyCases.end(), c.index) == args.onlyCases.end())
+      continue;
     if (!selected(c)) continue;
     if (selectedSoFar++ % args.every != 0) continue;
     CaseCheck chk(rank, c, stats, runner.scratch());

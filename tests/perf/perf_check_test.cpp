@@ -168,15 +168,16 @@ perf::ParseStatus parse(std::vector<std::string> words, perf::Args& args, std::s
 }
 
 // -R is nccl-tests' buffer registration: 0 ordinary buffers, 1 registered, 2 memAlloc;
+// and 3, the send buffer registered only (a registered source into a plain destination);
 // anything else is refused. The rounds of -A each moved to -K.
 TEST(PerfCheck, RegistrationFlagAsNcclTests) {
   perf::Args args;
   std::string error;
-  for (int v : {0, 1, 2}) {
+  for (int v : {0, 1, 2, 3}) {
     EXPECT_EQ(parse({"chorus-perf", "-R", std::to_string(v)}, args, error), perf::ParseStatus::Ok);
     EXPECT_EQ(args.registration, v);
   }
-  for (const char* v : {"3", "-1", "x"}) {
+  for (const char* v : {"4", "-1", "x"}) {
     EXPECT_EQ(parse({"chorus-perf", "-R", v}, args, error), perf::ParseStatus::Error);
     EXPECT_NE(error.find("for -R"), std::string::npos) << error;
   }

@@ -146,8 +146,11 @@ part rndv.np2.registered 200 env CHORUS_IB_RNDV_BYTES=1K CHORUS_IB_RNDV_STREAMED
   --only sendRecv,allReduce,allGather
 # rd (the tuner's pick on registered buffers at np 2): out of place its fold's guard does
 # not bind, so its receiver clears to send and the data lands in the output; in place the
-# guard holds (schedule_rules.hpp rule 7). A sparser sample: allReduce only.
-part rndv.np2.registered.rd 100 env CHORUS_IB_RNDV_BYTES=1K "$RUN" -n 2 --timeout 80 "$COLL" \
+# guard holds (schedule_rules.hpp rule 7). A sparser sample: allReduce only. Over 4 QPs of
+# 16 KiB blocks: the pieces land out of order across QPs and each fold takes the prefix
+# landed so far (in the destination out of place, in the bounce buffer in place).
+part rndv.np2.registered.rd 100 env CHORUS_IB_RNDV_BYTES=1K CHORUS_IB_QPS_PER_CONNECTION=4 \
+  CHORUS_IB_BLOCK=16K "$RUN" -n 2 --timeout 80 "$COLL" \
   --transport ib --buffers registered --algo allreduce:rd --every 29 --only allReduce
 # In place, rd's message is the whole buffer: the large cases' messages exceed the ring
 # (2 MiB) and land in the grown bounce buffer (float16 4 MiB, then int32 8 MiB in place:
@@ -162,6 +165,25 @@ part rndv.np2.registered.rd.large 120 sh -c 'for c in 269 93; do
   [ $c != 93 ] || [ "$(grep -c "direct 8388620 B" /tmp/rd_large.log)" = 2 ] ||
     { echo "FAIL case 93: its 8 MiB in-place messages did not go one-sided"; exit 1; }
 done' "$RUN" "$COLL"
+# A registered source into an unregistered destination (registered0: rank 0 registers,
+# rank 1 does not): rank 1's Recv clears to send into its bounce buffer, rank 0 writes
+# there one-sided and rank 1 copies out once (the other direction streams: an
+# unregistered source). sendRecv of int8 2 MiB + 3 B, float16 4 MiB + 6 B, int32 and
+# float64 1023 elements (4,092 and 8,184 B), over 4 QPs of 16 KiB blocks (pieces land out
+# of order across QPs; rank 1 copies out the landed prefix as it grows): rank 0's channel
+# must count their 6,303,741 B as written one-sided (the INFO channel report, summed over
+# its QPs), rank 1's none.
+part rndv.np2.unregistered.recv 60 sh -c '
+  env CHORUS_IB_RNDV_BYTES=1K CHORUS_IB_QPS_PER_CONNECTION=4 CHORUS_IB_BLOCK=16K \
+    CHORUS_DEBUG=INFO "$0" -n 2 --timeout 50 "$1" --transport ib --buffers registered0 \
+    --only sendRecv --case 2532,2562,2541,2571 > /tmp/rndv_unreg.log 2>&1 ||
+    { cat /tmp/rndv_unreg.log; exit 1; }
+  grep -E "passed|direct" /tmp/rndv_unreg.log
+  direct() { awk -v from="$1" "\$0 ~ \"ib rank \" from \" -> \" {
+    for (i = 1; i < NF; i++) if (\$i == \"direct\") s += \$(i + 1) } END {print s + 0}" /tmp/rndv_unreg.log; }
+  [ "$(direct 0)" = 6303741 ] && [ "$(direct 1)" = 0 ] ||
+    { echo "FAIL: rank 0 wrote $(direct 0) B one-sided into rank 1'"'"'s bounce buffer, not 6303741 B (rank 1: $(direct 1) B)"; exit 1; }' \
+  "$RUN" "$COLL"
 part rndv.kill.np3.victim1 90 env CHORUS_IB_RNDV_BYTES=16K \
   "$BUILD/tests/multiproc/chorus_kill_test" --transport ib --ranks 3 --victim 1 \
   --buffers registered --algo ring --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40

@@ -1,13 +1,20 @@
 // Host-side checks of the verbs transport's pure decisions (no RDMA device needed):
 // CHORUS_IB_HCA parsing as NCCL_IB_HCA, the RoCE GID choice, the connection record.
 #include "transports/ib/ib_config.hpp"
+#include "engine/rendezvous.hpp"
+#include "kernels/reduce.hpp"
 #include "transports/ib/ib_qp.hpp"
 #include "transports/ib/ib_rendezvous.hpp"
+#include "transports/ib/piece_landing.hpp"
 
 #include <gtest/gtest.h>
 #include <chorus/chorus.hpp>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
 
 using namespace chorus::ib;
 
@@ -228,13 +235,140 @@ TEST(IbRendezvous, AnswersMatchTheirTransfer) {
   EXPECT_EQ(answers.size(), 1u);
 }
 
-// A piece's immediate has the top bit; a stream block's never does (its ring offset is
-// below the ring's 2 GiB bound), so the receiver tells them apart.
-TEST(IbRendezvous, PieceImmediateIsNoStreamLength) {
+// A piece's immediate has the top bit and its offset in the written middle, modulo 2^31; a
+// stream block's never has the top bit (its ring offset is below the ring's 2 GiB bound),
+// so the receiver tells them apart.
+TEST(IbRendezvous, PieceImmediateCarriesItsOffset) {
   using namespace chorus::ib;
   EXPECT_TRUE(isPiece(pieceImmediate(131072)));
-  EXPECT_EQ(immediateLength(pieceImmediate(131072)), 131072u);
-  EXPECT_EQ(immediateLength(pieceImmediate(kMaxPiece)), kMaxPiece);
+  EXPECT_EQ(immediateOffset(pieceImmediate(131072)), 131072u);
+  EXPECT_EQ(immediateOffset(pieceImmediate(0)), 0u);
+  EXPECT_TRUE(isPiece(pieceImmediate(0)));
+  EXPECT_EQ(immediateOffset(pieceImmediate(kMaxPiece)), kMaxPiece);
+  EXPECT_EQ(immediateOffset(pieceImmediate(uint64_t{kPieceBit} + 5)), 5u);  // modulo 2^31
   EXPECT_FALSE(isPiece(131072));
   EXPECT_FALSE(isPiece(0x7fffffff));
+}
+
+// Pieces land in order on each QP, in any order across QPs: the prefix grows only over
+// bytes that all landed; a piece over one that landed, or before its QP's previous one,
+// is refused.
+TEST(IbRendezvous, PiecesLandOutOfOrderAcrossQps) {
+  using namespace chorus::ib;
+  PieceLanding land(3, 16);
+  land.reset(100);
+  // A 100-byte middle in pieces of 16 (the last 4), piece k on QP k % 3.
+  const auto piece = [&](int k) {
+    return land.land(k % 3, pieceImmediate(16u * k), k == 6 ? 4u : 16u);
+  };
+  EXPECT_EQ(piece(2), nullptr);
+  EXPECT_EQ(land.prefix(), 0u);
+  EXPECT_EQ(piece(1), nullptr);
+  EXPECT_EQ(land.prefix(), 0u);
+  EXPECT_EQ(piece(0), nullptr);
+  EXPECT_EQ(land.prefix(), 48u);
+  EXPECT_EQ(piece(5), nullptr);
+  EXPECT_EQ(piece(4), nullptr);
+  EXPECT_EQ(land.prefix(), 48u);
+  EXPECT_NE(land.land(1, pieceImmediate(16), 16), nullptr);  // landed already
+  EXPECT_EQ(piece(3), nullptr);
+  EXPECT_EQ(land.prefix(), 96u);
+  EXPECT_EQ(piece(6), nullptr);
+  EXPECT_EQ(land.prefix(), 100u);
+  EXPECT_EQ(land.total(), 100u);
+  EXPECT_NE(land.land(0, pieceImmediate(100), 17), nullptr);  // longer than a piece
+
+  land.reset(100);  // the next transfer
+  EXPECT_EQ(land.prefix(), 0u);
+  EXPECT_EQ(land.total(), 0u);
+  EXPECT_EQ(land.land(0, pieceImmediate(48), 16), nullptr);
+  EXPECT_NE(land.land(0, pieceImmediate(0), 16), nullptr);  // before QP 0's previous piece
+}
+
+// A middle past 2 GiB: the immediate's offset wraps, and the receiver takes the one at or
+// past its prefix (the sender has far less than 2 GiB in flight).
+TEST(IbRendezvous, PieceOffsetsPast2GiBWrap) {
+  using namespace chorus::ib;
+  constexpr uint32_t kGiB = 1u << 30;
+  PieceLanding land(2, kGiB);
+  land.reset(uint64_t{4} * kGiB);
+  EXPECT_EQ(land.land(1, pieceImmediate(uint64_t{kGiB}), kGiB), nullptr);
+  EXPECT_EQ(land.land(0, pieceImmediate(0), kGiB), nullptr);
+  EXPECT_EQ(land.prefix(), uint64_t{2} * kGiB);
+  EXPECT_EQ(land.land(1, pieceImmediate(uint64_t{3} * kGiB), kGiB), nullptr);  // 2^31 + 2^30
+  EXPECT_EQ(land.prefix(), uint64_t{2} * kGiB);
+  EXPECT_EQ(land.land(0, pieceImmediate(uint64_t{2} * kGiB), kGiB), nullptr);  // imm offset 0
+  EXPECT_EQ(land.prefix(), uint64_t{4} * kGiB);
+}
+
+// The receiver's fold as pieces land (Engine::recvRendezvous): a RecvReduce of 1,000
+// elements whose head (64 B) and tail (64 B) come through the stream and whose middle comes
+// in pieces of 256 B over 4 QPs, the QPs completing in a fixed shuffled order. After each
+// arrival it folds what landedReady says is in; bytes not landed yet are poison (NaN, or
+// a marker for integers) that would show in the result. Exact against the reference, and
+// folded in more than one pass.
+TEST(IbRendezvous, FoldsTheLandedPrefixWhilePiecesLandOutOfOrder) {
+  using namespace chorus::ib;
+  constexpr size_t kCount = 1000, kEs = 4, kBytes = kCount * kEs, kHead = 64, kTail = 64;
+  constexpr size_t kMiddle = kBytes - kHead - kTail, kBlock = 256;
+  constexpr int kQps = 4;
+  for (const auto [type, op] : {std::pair{chorus::DataType::Float32, chorus::RedOp::Sum},
+                                std::pair{chorus::DataType::Int32, chorus::RedOp::Max}}) {
+    std::vector<std::byte> local(kBytes), remote(kBytes), landing(kBytes), dst(kBytes),
+        want(kBytes);
+    for (size_t i = 0; i < kCount; ++i) {
+      if (type == chorus::DataType::Float32) {
+        const float a = 0.25f * static_cast<float>(i % 37), b = -1.5f * static_cast<float>(i % 11);
+        std::memcpy(&local[i * kEs], &a, kEs);
+        std::memcpy(&remote[i * kEs], &b, kEs);
+      } else {
+        const int32_t a = static_cast<int32_t>(i * 7919 % 1000) - 500,
+                      b = static_cast<int32_t>(i * 104729 % 1000) - 500;
+        std::memcpy(&local[i * kEs], &a, kEs);
+        std::memcpy(&remote[i * kEs], &b, kEs);
+      }
+    }
+    chorus::kernels::reduce(type, op, want.data(), local.data(), remote.data(), kCount);
+    std::memset(landing.data(), 0xff, kBytes);  // NaN as float32, -1 as int32: poison
+    // The pieces of each QP, in order (piece k on QP k % kQps).
+    std::vector<std::vector<size_t>> perQp(kQps);
+    for (size_t at = 0, k = 0; at < kMiddle; at += kBlock, ++k) perQp[k % kQps].push_back(at);
+    std::mt19937 pick(7);
+    PieceLanding land(kQps, kBlock);
+    land.reset(kMiddle);
+    size_t elements = 0, passes = 0, streamed = 0;
+    bool middleLanded = false;
+    const auto fold = [&] {
+      const size_t ready =
+          chorus::detail::landedReady(kBytes, kHead, kTail, streamed, land.prefix(), middleLanded);
+      const size_t to = std::min(kCount, ready / kEs);
+      if (to <= elements) return;
+      chorus::kernels::reduce(type, op, &dst[elements * kEs], &local[elements * kEs],
+                              &landing[elements * kEs], to - elements);
+      elements = to;
+      ++passes;
+    };
+    std::memcpy(landing.data(), remote.data(), kHead);  // the head, from the stream
+    streamed = kHead;
+    fold();
+    std::vector<size_t> next(kQps, 0);
+    for (size_t left = (kMiddle + kBlock - 1) / kBlock; left > 0; --left) {
+      int q;
+      do q = static_cast<int>(pick() % kQps);
+      while (next[q] == perQp[q].size());
+      const size_t at = perQp[q][next[q]++];
+      const size_t len = std::min(kBlock, kMiddle - at);
+      std::memcpy(&landing[kHead + at], &remote[kHead + at], len);
+      ASSERT_EQ(land.land(q, pieceImmediate(at), static_cast<uint32_t>(len)), nullptr);
+      fold();
+    }
+    EXPECT_EQ(land.prefix(), kMiddle);
+    middleLanded = true;
+    std::memcpy(&landing[kBytes - kTail], &remote[kBytes - kTail], kTail);  // the tail
+    streamed = kHead + kTail;
+    fold();
+    EXPECT_EQ(elements, kCount);
+    EXPECT_GT(passes, 4u);
+    EXPECT_EQ(std::memcmp(dst.data(), want.data(), kBytes), 0);
+  }
 }

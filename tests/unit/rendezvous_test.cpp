@@ -10,10 +10,10 @@
 
 using chorus::detail::announced;
 using chorus::detail::apart;
+using chorus::detail::Landing;
 using chorus::detail::parseOffer;
 using chorus::detail::receiverAccepts;
 using chorus::detail::receiverClearsToSend;
-using chorus::detail::ReduceLanding;
 using chorus::detail::reduceLanding;
 using chorus::detail::reduceLandingBeforeOffer;
 using chorus::detail::RendezvousOffer;
@@ -106,14 +106,19 @@ TEST(Rendezvous, ReceiverAcceptsOnlyRegisteredToRegistered) {
   EXPECT_FALSE(apart(0, 0, 64));
 }
 
-// A plain Recv clears to send (answers before the offer) only with a registered
-// destination free to be written (every element allowed).
-TEST(Rendezvous, RecvClearsToSendOnlyWhenItWouldTakeAnyRegisteredSource) {
-  // (destination registered, every element allowed)
-  EXPECT_TRUE(receiverClearsToSend(true, true));
-  EXPECT_FALSE(receiverClearsToSend(false, true));
-  EXPECT_FALSE(receiverClearsToSend(true, false));  // not free yet
-  EXPECT_FALSE(receiverClearsToSend(false, false));
+// A plain Recv clears to send (answers before the offer) into its registered destination
+// when it is free to be written (every element allowed), into the bounce buffer when its
+// destination is unregistered and the message fits; otherwise it reads the offer first.
+TEST(Rendezvous, RecvClearsToSendIntoItsDestinationOrTheBounceBuffer) {
+  // (destination registered, every element allowed, bounce fits): every combination
+  EXPECT_EQ(receiverClearsToSend(true, true, true), Landing::Destination);
+  EXPECT_EQ(receiverClearsToSend(true, true, false), Landing::Destination);
+  EXPECT_EQ(receiverClearsToSend(true, false, true), Landing::Stream);  // not free yet
+  EXPECT_EQ(receiverClearsToSend(true, false, false), Landing::Stream);
+  EXPECT_EQ(receiverClearsToSend(false, true, true), Landing::Bounce);   // unregistered
+  EXPECT_EQ(receiverClearsToSend(false, false, true), Landing::Bounce);  // copied out later
+  EXPECT_EQ(receiverClearsToSend(false, true, false), Landing::Stream);  // too large
+  EXPECT_EQ(receiverClearsToSend(false, false, false), Landing::Stream);
 }
 
 // A RecvReduce, as its step begins (the engine's clear to send: anything but Stream
@@ -122,17 +127,17 @@ TEST(Rendezvous, RecvClearsToSendOnlyWhenItWouldTakeAnyRegisteredSource) {
 // the offer.
 TEST(Rendezvous, ReduceClearsToSendIntoItsDestinationOrTheBounceBuffer) {
   // (destination registered, local apart, local written, bounce fits): each condition fails
-  EXPECT_EQ(reduceLandingBeforeOffer(true, true, true, true), ReduceLanding::Destination);
-  EXPECT_EQ(reduceLandingBeforeOffer(true, true, true, false), ReduceLanding::Destination);
-  EXPECT_EQ(reduceLandingBeforeOffer(true, false, true, true), ReduceLanding::Bounce);  // in place
+  EXPECT_EQ(reduceLandingBeforeOffer(true, true, true, true), Landing::Destination);
+  EXPECT_EQ(reduceLandingBeforeOffer(true, true, true, false), Landing::Destination);
+  EXPECT_EQ(reduceLandingBeforeOffer(true, false, true, true), Landing::Bounce);  // in place
   EXPECT_EQ(reduceLandingBeforeOffer(true, true, false, true),
-            ReduceLanding::Bounce);  // local still written
+            Landing::Bounce);  // local still written
   EXPECT_EQ(reduceLandingBeforeOffer(false, true, true, true),
-            ReduceLanding::Bounce);  // unregistered
+            Landing::Bounce);  // unregistered
   EXPECT_EQ(reduceLandingBeforeOffer(true, false, true, false),
-            ReduceLanding::Stream);  // in place, larger than the bounce buffer: read the offer
-  EXPECT_EQ(reduceLandingBeforeOffer(false, true, true, false), ReduceLanding::Stream);
-  EXPECT_EQ(reduceLandingBeforeOffer(true, true, false, false), ReduceLanding::Stream);
+            Landing::Stream);  // in place, larger than the bounce buffer: read the offer
+  EXPECT_EQ(reduceLandingBeforeOffer(false, true, true, false), Landing::Stream);
+  EXPECT_EQ(reduceLandingBeforeOffer(true, true, false, false), Landing::Stream);
 }
 
 // Once the offer is in (a RecvReduce that did not clear to send): a registered source
@@ -145,11 +150,10 @@ TEST(Rendezvous, ReduceThatCannotFoldInItsDestinationLandsInTheBounceBuffer) {
     EXPECT_EQ(reduceLanding(reg, registered, localApart, written, fits),
               reduceLandingBeforeOffer(registered, localApart, written, fits))
         << bits;
-    EXPECT_EQ(reduceLanding(unreg, registered, localApart, written, fits), ReduceLanding::Stream)
-        << bits;
+    EXPECT_EQ(reduceLanding(unreg, registered, localApart, written, fits), Landing::Stream) << bits;
   }
   // (offer, destination registered, local apart, local written, bounce fits)
-  EXPECT_EQ(reduceLanding(reg, true, true, true, false), ReduceLanding::Destination);
-  EXPECT_EQ(reduceLanding(reg, false, false, false, true), ReduceLanding::Bounce);
-  EXPECT_EQ(reduceLanding(reg, true, false, true, false), ReduceLanding::Stream);  // too large
+  EXPECT_EQ(reduceLanding(reg, true, true, true, false), Landing::Destination);
+  EXPECT_EQ(reduceLanding(reg, false, false, false, true), Landing::Bounce);
+  EXPECT_EQ(reduceLanding(reg, true, false, true, false), Landing::Stream);  // too large
 }

@@ -50,7 +50,8 @@ IbChannel::IbChannel(int rank, int peer, const std::vector<IbDevice*>& rails,
       rails_(rails.size()),
       stats_(stripe::registerChannel("ib", rank, peer, qpNames(rails, config.qps))),
       scheduler_(config.qps),
-      assembly_(config.qps, config.block) {
+      assembly_(config.qps, config.block),
+      pieces_(config.qps, std::min<uint64_t>(config.block, kMaxPiece)) {
   if (ring_ > kMaxPiece || ring_ % block_ != 0)  // offsets in imm_data; no write wraps
     throwInvalid("ib: a ring of " + std::to_string(ring_) + " bytes in blocks of " +
                  std::to_string(block_));
@@ -268,9 +269,13 @@ bool IbChannel::progressRail(Rail& rail) {
       const uint32_t imm = ntohl(wc[i].imm_data);
       const uint32_t slot = low >> 16;
       if (wc[i].opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-        if (isPiece(imm))
-          landedBytes_ += immediateLength(imm);
-        else
+        if (isPiece(imm)) {
+          if (const char* why = pieces_.land(q, imm, wc[i].byte_len))
+            fail("rank " + std::to_string(peer_) + " wrote a rendezvous piece that cannot land: " +
+                 why + " (" + std::to_string(wc[i].byte_len) + " bytes at offset " +
+                 std::to_string(immediateOffset(imm)) + " mod 2^31 on QP " + std::to_string(q) +
+                 ")");
+        } else
           blockArrived(q, ringOffset(imm), wc[i].byte_len);
       } else if (wc[i].opcode == IBV_WC_RECV && (wc[i].wc_flags & IBV_WC_WITH_IMM)) {
         remoteConsumed_ += imm;
@@ -477,7 +482,7 @@ bool IbChannel::offer(const LocalRegion* region, std::byte* data, size_t bytes) 
     a.rails = static_cast<uint32_t>(putRails());
     a.addr = reinterpret_cast<uint64_t>(data);
     landing_ = true;
-    landedBytes_ = 0;
+    pieces_.reset(bytes);
   }
   // Send slots follow the receive slots; the one used sendDepth answers ago is done (QP 0
   // has at most sendDepth sends in flight and completes them in order).
@@ -534,13 +539,20 @@ bool IbChannel::offerBounce(size_t bytes) {
   return offer(&bounceRegion_, data, bytes);
 }
 
+size_t IbChannel::landedPrefix() {
+  progress();
+  throwIfFailed();  // a dead writer ends the wait
+  return landing_ ? pieces_.prefix() : 0;
+}
+
 bool IbChannel::landed(size_t bytes) {
   progress();
-  if (landing_ && landedBytes_ >= bytes) {
-    if (landedBytes_ > bytes)
-      fail("rank " + std::to_string(peer_) + " wrote " + std::to_string(landedBytes_) +
-           " bytes into a rendezvous destination that expected " + std::to_string(bytes) +
-           " written (the rest streamed)");
+  if (landing_ && pieces_.total() >= bytes) {
+    if (pieces_.total() > bytes || pieces_.prefix() != bytes)
+      fail("rank " + std::to_string(peer_) + " wrote " + std::to_string(pieces_.total()) +
+           " bytes (" + std::to_string(pieces_.prefix()) +
+           " of them contiguous) into a rendezvous destination that expected " +
+           std::to_string(bytes) + " written (the rest streamed)");
     throwIfFailed();
     landing_ = false;
     landTargets_.clear();
@@ -588,13 +600,14 @@ size_t IbChannel::put(const LocalRegion& region, const std::byte* data, size_t f
   while (putSources_.size() < rails)
     putSources_.push_back(
         rails_[putSources_.size()].device->cache().acquire(region.base, region.bytes));
+  if (putStart_ == kNoPut) putStart_ = from;  // the middle's first byte: offset 0
   while (from < to) {
     const size_t len = std::min<size_t>({to - from, block_, kMaxPiece});
     const int q = pickQp(len, rails);
     if (q < 0) break;
     const int r = links_[q].rail;
     postWrite(q, wrId(kPut, q, len), data + from, len, putSources_[r].lkey(), a.addr + from,
-              a.rkey[r], pieceImmediate(static_cast<uint32_t>(len)));
+              a.rkey[r], pieceImmediate(from - putStart_));
     throwIfFailed();
     posted(q, len);
     stats_->paths[q].direct.fetch_add(len, std::memory_order_relaxed);
@@ -612,6 +625,7 @@ bool IbChannel::putDone(size_t bytes) {
   answers_.pop_front();
   putSources_.clear();
   putPosted_ = 0;
+  putStart_ = kNoPut;
   return true;
 }
 

@@ -39,12 +39,15 @@
 //   (ib_rendezvous.hpp) on QP 0, whose receives post a slot each for it; the sender
 //   registers its source on every rail too and RDMA-WRITEs WITH_IMM pieces of at most
 //   `block` bytes, each on the QP the same scheduler picks (so over every rail), each
-//   immediate marked as a piece; the receiver counts their lengths. No staging ring, no
-//   receive ring, no copy on either side. The answer carries the transfer's number, so
-//   the receiver may send it before the offer arrived (clear to send; matchAnswer).
-//   A RecvReduce that cannot fold in its destination (in place) answers with the
-//   channel's bounce buffer instead (the ring's size, grown to the largest such message up
-//   to CHORUS_IB_BOUNCE, registered on every rail like a destination) and folds from it.
+//   immediate marked as a piece and carrying its offset in the written middle; the
+//   receiver places them (PieceLanding: in order per QP, any order across QPs) and hands
+//   the engine the contiguous prefix landed (landedPrefix), which it may fold or copy out
+//   while later pieces are in flight (off by default). No staging ring, no receive ring, no copy on
+//   either side. The answer carries the transfer's number, so the receiver may send it before the
+//   offer arrived (clear to send; matchAnswer). A RecvReduce that cannot fold in its destination
+//   (in place), and a Recv into an unregistered destination, answer with the channel's bounce
+//   buffer instead (the ring's size, grown to the largest such message up to CHORUS_IB_BOUNCE,
+//   registered on every rail like a destination) and folds from it.
 // Not thread-safe: one engine thread drives a transport.
 #pragma once
 
@@ -56,6 +59,7 @@
 #include "transports/ib/ib_device.hpp"
 #include "transports/ib/ib_qp.hpp"
 #include "transports/ib/ib_rendezvous.hpp"
+#include "transports/ib/piece_landing.hpp"
 #include "transports/ib/reg_cache.hpp"
 #include "transports/transport.hpp"
 
@@ -98,6 +102,7 @@ class IbChannel final : public Channel, public DirectTransfer {
   size_t bounceBytes() const override { return config_.bounce; }
   std::byte* bounce(size_t bytes) override;
   bool offerBounce(size_t bytes) override;
+  size_t landedPrefix() override;
   bool landed(size_t bytes) override;
   Answer answer() override;
   size_t put(const LocalRegion& region, const std::byte* data, size_t from, size_t to) override;
@@ -198,7 +203,9 @@ class IbChannel final : public Channel, public DirectTransfer {
   std::deque<RendezvousAnswer> answers_;      // the peer's answers, oldest first
   std::vector<RegCache::Handle> putSources_;  // sender: the source's registration per rail
   size_t putPosted_ = 0;                      // bytes of the transfer posted
-  int putsInFlight_ = 0;                      // piece writes not completed
+  static constexpr size_t kNoPut = SIZE_MAX;
+  size_t putStart_ = kNoPut;  // the transfer's first byte put: its pieces' offsets count from it
+  int putsInFlight_ = 0;      // piece writes not completed
   // Receiver: where a RecvReduce that cannot fold in its destination lets the peer write
   // (bounce()): from rail 0's pool, taken at the first such transfer, the ring's size or
   // the largest such transfer since, up to config.bounce.
@@ -206,7 +213,7 @@ class IbChannel final : public Channel, public DirectTransfer {
   LocalRegion bounceRegion_;
   std::vector<RegCache::Handle> landTargets_;  // receiver: the destination's, per rail
   bool landing_ = false;                       // an accepted transfer is on its way
-  uint64_t landedBytes_ = 0;
+  PieceLanding pieces_;                        // its pieces that landed
   std::string failure_;
 };
 

@@ -70,12 +70,15 @@ inline bool grantBeforeSleep(uint64_t written, uint64_t ring) { return written >
 
 // Immediate of a write: a stream block carries its offset in the receiver's ring (< 2 GiB,
 // the ring's bound; its length is the completion's byte_len), a rendezvous piece its
-// length with the top bit set.
+// offset in the transfer's written middle, modulo 2^31, with the top bit set (its length
+// is byte_len too; PieceLanding places it).
 constexpr uint32_t kPieceBit = 0x80000000u;
 constexpr size_t kMaxPiece = kPieceBit - 1;
-inline uint32_t pieceImmediate(uint32_t len) { return kPieceBit | len; }
+inline uint32_t pieceImmediate(uint64_t offset) {
+  return kPieceBit | static_cast<uint32_t>(offset & kMaxPiece);
+}
 inline bool isPiece(uint32_t imm) { return (imm & kPieceBit) != 0; }
-inline uint32_t immediateLength(uint32_t imm) { return imm & ~kPieceBit; }
+inline uint32_t immediateOffset(uint32_t imm) { return imm & ~kPieceBit; }
 inline uint32_t ringOffset(uint32_t imm) { return imm; }  // of a stream block
 
 }  // namespace chorus::ib

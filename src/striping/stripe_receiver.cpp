@@ -146,8 +146,11 @@ std::span<const std::byte> StripeReceiver::peek() {
                    : p.error == ETIMEDOUT ? "rank " + std::to_string(peer_) +
                                                 " cannot be reached (no answer from its host for "
                                                 "CHORUS_KEEPALIVE)"
-                                          : "connection to rank " + std::to_string(peer_) +
-                                                " reset: " + std::strerror(p.error));
+                   : p.error == ENETUNREACH || p.error == EHOSTUNREACH
+                       ? "rank " + std::to_string(peer_) + " cannot be reached (" +
+                             std::strerror(p.error) + ")"
+                       : "connection to rank " + std::to_string(peer_) +
+                             " reset: " + std::strerror(p.error));
       }
       closed += p.error < 0;
     }

@@ -98,6 +98,8 @@ void StripeSender::fail(int path, ssize_t err) {
   std::string who = "rank " + std::to_string(peer_);
   if (err == -ETIMEDOUT)
     failure_ = who + " cannot be reached (no answer from its host for CHORUS_KEEPALIVE)";
+  else if (err == -ENETUNREACH || err == -EHOSTUNREACH)  // its network or host went away
+    failure_ = who + " cannot be reached (" + std::strerror(static_cast<int>(-err)) + ")";
   else if (err == -EPIPE || err == 0)
     failure_ = "connection to " + who + " closed (process died?)";
   else

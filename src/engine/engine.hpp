@@ -138,8 +138,6 @@ class Engine {
   size_t allowedElements(const detail::OpState& op, int index) const;
   void completeStep(detail::OpState& op, int index);
   void failAll(Result code, const std::string& cause, std::vector<int> failedRanks = {});
-  FailureReport rootCause(const PeerError& seen);
-  FailureReport reportedBy(int rank);
   // poll(); without `withClock` it skips the clock and what hangs on it (peer checks, the
   // stall deadline) and the stray-call check of a waiting mailbox op (a peer's channel
   // read per idle poll, half of such a poll): waitFor's pauses read the clock every few
@@ -147,6 +145,11 @@ class Engine {
   // that read the clock (and checked the stall deadline with it) stores the time in
   // `*idleNow`, so that the caller need not read it again.
   bool poll(bool withClock, Clock::time_point* idleNow = nullptr);
+  // How often deaths are checked for while calls are in flight (checkPeers).
+  static constexpr auto kPeerCheckEvery = std::chrono::milliseconds(100);
+  // failure_diagnosis.cpp: why the engine cannot go on.
+  FailureReport rootCause(const PeerError& seen);
+  FailureReport reportedBy(int rank);
   void checkPeers(Clock::time_point now);
   void checkDeaths();  // the store's reports, then the transport's; throws PeerError
   void checkStall(Clock::time_point now);

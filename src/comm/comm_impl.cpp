@@ -356,7 +356,7 @@ CommImpl::~CommImpl() {
     if (ready_ && !someoneDied && !ranksInThisProcess_) {
       if (engine_->failed()) {
         // Its store may be cut off too (the failure may be that): a few seconds at most.
-        const Deadline by = Clock::now() + std::chrono::seconds(2);
+        const Deadline by = Clock::now() + kReportBy;
         if (store_->addBy("destroy", 1, by) == nranks_) store_->setBy("destroy/done", {}, by);
       } else {
         storeBarrier(*store_, "destroy", nranks_,

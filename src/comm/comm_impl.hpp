@@ -18,6 +18,11 @@
 
 namespace chorus::detail {
 
+// The longest this rank's reports to the store (stuck, failed, a failed communicator's
+// leaving) wait for it: its host may be cut off, and a report must not hold up the error it
+// goes with (the store answers in milliseconds).
+constexpr auto kReportBy = std::chrono::seconds(2);
+
 // The longest wait without progress: Options::timeout, else CHORUS_TIMEOUT (seconds), else
 // 300 s. Bounds set-up and rendezvous too.
 std::chrono::milliseconds timeoutFor(const Options& options);

@@ -30,9 +30,6 @@ constexpr auto kQuickLook = std::chrono::milliseconds(20);
 // can take longer than a quick look, and then the peer would be named instead of its cause.
 constexpr auto kReportLook = std::chrono::milliseconds(300);
 constexpr size_t kMostPeers = 8;
-// The longest a report of this rank's waits for the store: its host may be cut off, and
-// the report must not hold up the error it goes with (the store answers in milliseconds).
-constexpr auto kReportBy = std::chrono::seconds(2);
 // Resends (200 ms apart at first, doubling) or probes (1 s apart) in a row that went
 // unanswered, after which a silent host is named as such: one lost segment is resent once.
 constexpr int kUnansweredInARow = 3;

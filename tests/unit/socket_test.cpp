@@ -33,6 +33,14 @@ std::pair<Socket, Socket> connectedPair() {
 
 using chorus::test::expectError;
 
+// An int socket option's value (-1 where getsockopt fails, which fails the test).
+int option(const Socket& s, int level, int name) {
+  int v = -1;
+  socklen_t len = sizeof(v);
+  EXPECT_EQ(::getsockopt(s.fd(), level, name, &v, &len), 0);
+  return v;
+}
+
 }  // namespace
 
 TEST(SocketAddress, ParsesIpv4AndPrintsIt) {
@@ -190,12 +198,6 @@ TEST(Socket, BindConflictNamesTheAddress) {
 // The limit becomes keepalive probes from half of it, every eighth, and a user timeout at
 // the limit; 0 leaves the kernel's defaults (no keepalive).
 TEST(Socket, UnansweredLimitSetsKeepaliveAndUserTimeout) {
-  auto option = [](const Socket& s, int level, int name) {
-    int v = -1;
-    socklen_t len = sizeof(v);
-    EXPECT_EQ(::getsockopt(s.fd(), level, name, &v, &len), 0);
-    return v;
-  };
   auto [a, b] = connectedPair();
   a.setUnansweredLimit(30s);
   EXPECT_NE(option(a, SOL_SOCKET, SO_KEEPALIVE), 0);
@@ -217,12 +219,6 @@ TEST(Socket, UnansweredLimitSetsKeepaliveAndUserTimeout) {
 // A stall's diagnosis probes the awaited peers' hosts each second, then restores the
 // configured keepalive (or none); a host that answers leaves nothing unanswered.
 TEST(Socket, ProbingEachSecondThenBackToTheConfiguredKeepalive) {
-  auto option = [](const Socket& s, int level, int name) {
-    int v = -1;
-    socklen_t len = sizeof(v);
-    EXPECT_EQ(::getsockopt(s.fd(), level, name, &v, &len), 0);
-    return v;
-  };
   auto [a, b] = connectedPair();
   a.setUnansweredLimit(30s);
   a.probeEachSecond(true, 30s);

@@ -168,8 +168,12 @@ class Mailbox {
 
 // Data sent to a peer that its host has not acknowledged (Transport::silence).
 struct PeerSilence {
+  // Resends (200 ms apart at first, doubling) or probes (1 s apart) in a row that went
+  // unanswered, after which a silent host is named as such: one lost segment is resent once.
+  static constexpr int kUnansweredInARow = 3;
   std::chrono::milliseconds since{0};  // since the host last acknowledged anything
   int unanswered = 0;  // resends of data or keepalive probes in a row that went unanswered
+  bool cutOff() const { return unanswered >= kUnansweredInARow; }
 };
 
 class Transport {

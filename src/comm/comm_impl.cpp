@@ -306,8 +306,9 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
     self->reportFailure(cause, failedRanks);
   };
   config.lastWords = [self](int peer) { return self->reportedFailure(peer); };
-  config.diagnose = [self](const std::string& mine, const std::vector<int>& peers) {
-    return self->diagnoseStall(mine, peers);
+  config.diagnose = [self](const std::string& mine, const std::vector<int>& peers,
+                           int unreachable) {
+    return self->diagnoseStall(mine, peers, unreachable);
   };
   config.waiting = [self](const std::string& mine, const std::vector<int>& peers) {
     self->reportWaiting(mine, peers);

@@ -150,7 +150,8 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   // are doing.
   void reportFailure(const std::string& cause, const std::vector<int>& failedRanks);
   FailureReport reportedFailure(int peer);
-  std::string diagnoseStall(const std::string& mine, const std::vector<int>& peers);
+  std::string diagnoseStall(const std::string& mine, const std::vector<int>& peers,
+                            int unreachable);
   void reportWaiting(const std::string& mine, const std::vector<int>& peers);
 
   int rank_, nranks_;

@@ -30,9 +30,45 @@ constexpr auto kQuickLook = std::chrono::milliseconds(20);
 // can take longer than a quick look, and then the peer would be named instead of its cause.
 constexpr auto kReportLook = std::chrono::milliseconds(300);
 constexpr size_t kMostPeers = 8;
-// Resends (200 ms apart at first, doubling) or probes (1 s apart) in a row that went
-// unanswered, after which a silent host is named as such: one lost segment is resent once.
-constexpr int kUnansweredInARow = 3;
+
+// What the link to `peer` says when its host stopped answering `rank`.
+std::string cutOffLine(int peer, int rank, const PeerSilence& silent) {
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%.1f",
+                std::chrono::duration<double>(silent.since).count());
+  return "rank " + std::to_string(peer) +
+         " cannot be reached: " + std::to_string(silent.unanswered) +
+         " resends or probes in a row from rank " + std::to_string(rank) +
+         " went unanswered, the last answer came " + seconds +
+         " s ago (its host is down or cut off from this rank's)";
+}
+
+std::string joined(const std::vector<int>& ranks) {
+  std::string list;
+  for (int r : ranks) list += (list.empty() ? "" : ",") + std::to_string(r);
+  return list;
+}
+
+// A rank's "stuck/<rank>" report, as reportWaiting writes it.
+struct WaitReport {
+  std::vector<int> awaited, cutOff;
+  std::string text;
+};
+
+std::vector<int> rankList(const std::string& list) {
+  std::vector<int> ranks;
+  for (const std::string& item : settings::splitList(list))
+    ranks.push_back(std::atoi(item.c_str()));
+  return ranks;
+}
+
+WaitReport parseWaitReport(const std::string& report) {
+  const size_t first = report.find(';');
+  const size_t second = first == std::string::npos ? first : report.find(';', first + 1);
+  if (second == std::string::npos) return {{}, {}, report};
+  return {rankList(report.substr(0, first)), rankList(report.substr(first + 1, second - first - 1)),
+          report.substr(second + 1)};
+}
 
 }  // namespace
 
@@ -72,18 +108,32 @@ FailureReport CommImpl::reportedFailure(int peer) {
 }
 
 void CommImpl::reportWaiting(const std::string& mine, const std::vector<int>& peers) {
-  // "stuck/<rank>" = "<awaited ranks, comma separated>;<what it is in>", so that others
-  // can follow the chain of waits to the rank at its end; empty: waiting no more.
+  // "stuck/<rank>" = "<awaited ranks>;<those whose host does not answer>;<what it is in>"
+  // (ranks comma separated), so that others can follow the chain of waits to the rank at its
+  // end, and name a rank cut off from them as such; empty: waiting no more.
   std::string report;
   if (!mine.empty()) {
-    for (int p : peers) report += (report.empty() ? "" : ",") + std::to_string(p);
-    report += ";rank " + std::to_string(rank_) + " is in " + mine;
+    std::vector<int> cutOff;
+    std::string lines;
+    for (int p : peers) {
+      std::optional<PeerSilence> silent;
+      try {
+        silent = transport_->silence(p);
+      } catch (const std::exception&) {  // its connection's own error will tell
+      }
+      if (!silent || !silent->cutOff()) continue;
+      cutOff.push_back(p);
+      lines += ". " + cutOffLine(p, rank_, *silent);
+    }
+    report = joined(peers) + ";" + joined(cutOff) + ";rank " + std::to_string(rank_) + " is in " +
+             mine + lines;
   }
   store_->setBy("stuck/" + std::to_string(rank_), std::as_bytes(std::span(report)),
                 Clock::now() + kReportBy);
 }
 
-std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<int>& peers) {
+std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<int>& peers,
+                                    int unreachable) {
   // The store's host may be the one cut off: then only the links can say anything.
   std::string storeSilent;
   try {
@@ -96,8 +146,9 @@ std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<i
   // or a rank still counting down would be named as one that is not waiting at all.
   const auto until =
       Clock::now() + std::min<Clock::duration>(std::chrono::seconds(5), timeout_ / 2);
-  std::vector<bool> seen(nranks_, false);
+  std::vector<bool> seen(nranks_, false), cutOff(nranks_, false);
   seen[rank_] = true;
+  if (unreachable >= 0 && unreachable < nranks_) cutOff[unreachable] = true;  // named already
   std::deque<int> queue(peers.begin(), peers.begin() + std::min(peers.size(), kMostPeers));
   std::string summary;
   for (size_t asked = 0; !queue.empty() && asked < 2 * kMostPeers; ++asked) {
@@ -114,26 +165,23 @@ std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<i
         stuck.reset();
         std::this_thread::sleep_for(kQuickLook);
       }
-      if (failed || stuck || Clock::now() >= until) break;
+      // A rank whose host is known to be silent will not report later: one look is enough.
+      if (failed || stuck || cutOff[peer] || Clock::now() >= until) break;
     }
     if (failed) {
       summary += ". " + *failed;
     } else if (stuck) {
-      const size_t semi = stuck->find(';');
-      summary += ". " + stuck->substr(semi == std::string::npos ? 0 : semi + 1);
-      const std::string list = semi == std::string::npos ? "" : stuck->substr(0, semi);
-      for (const std::string& item : settings::splitList(list))  // follow what it waits for
-        queue.push_back(std::atoi(item.c_str()));
+      const WaitReport report = parseWaitReport(*stuck);
+      summary += ". " + report.text;
+      for (int p : report.cutOff)
+        if (p >= 0 && p < nranks_) cutOff[p] = true;    // its report says so already
+      for (int p : report.awaited) queue.push_back(p);  // follow what it waits for
+    } else if (cutOff[peer]) {
+      // Named already: by this rank's own error, or by the report of a rank that waits on it.
     } else if (const std::optional<PeerSilence> silent = transport_->silence(peer);
-               silent && silent->unanswered >= kUnansweredInARow) {
+               silent && silent->cutOff()) {
       // Its report could not reach the store either, most likely: say what the link says.
-      char seconds[32];
-      std::snprintf(seconds, sizeof(seconds), "%.1f",
-                    std::chrono::duration<double>(silent->since).count());
-      summary += ". rank " + r + " cannot be reached: " + std::to_string(silent->unanswered) +
-                 " resends or probes in a row from rank " + std::to_string(rank_) +
-                 " went unanswered, the last answer came " + seconds +
-                 " s ago (its host is down or cut off from this rank's)";
+      summary += ". " + cutOffLine(peer, rank_, *silent);
     } else if (storeSilent.empty()) {
       summary += ". rank " + r +
                  " is not waiting in any collective (stopped, busy elsewhere, or not making "

@@ -644,7 +644,10 @@ bool Engine::poll(bool withClock, Clock::time_point* idleNow) {
       const auto now = Clock::now();
       stampProgress(now);
       checkPeers(now);
-      if (!waitingNoted_ && now - lastProgress_ >= config_.timeout / 2) noteWaiting(true);
+      if (!waitingNoted_ && now - lastProgress_ >= config_.timeout / 2)
+        noteWaiting(true);
+      else if (waitingNoted_)
+        noteSilence(now);
       checkStall(now);
       if (idleNow) *idleNow = now;
     }

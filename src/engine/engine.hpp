@@ -54,11 +54,15 @@ struct EngineConfig {
   // failed, to say why a peer died.
   std::function<FailureReport(int rank)> lastWords;
   // At a stall: given what this rank waits in and the peers it waits for, returns what
-  // those peers are doing (appended to the timeout's message).
-  std::function<std::string(const std::string& self, const std::vector<int>& peers)> diagnose;
+  // those peers are doing (appended to the timeout's message). `unreachable`: a peer this
+  // rank already names as one whose host does not answer (-1: none), not to be named again.
+  std::function<std::string(const std::string& self, const std::vector<int>& peers,
+                            int unreachable)>
+      diagnose;
   // After half the timeout without progress: says what this rank waits in and for whom,
   // so that a peer diagnosing its own stall meanwhile can follow the chain through this
-  // rank; called with ("", {}) when progress resumes.
+  // rank; called with ("", {}) when progress resumes, and again when the probes find an
+  // awaited peer's host silent (Transport::silence), for the report to say so.
   std::function<void(const std::string& self, const std::vector<int>& peers)> waiting;
   // CHORUS_TRACE_STEPS: where the per-step trace goes (engine/step_trace.hpp); empty: off.
   std::string tracePrefix;
@@ -154,6 +158,7 @@ class Engine {
   void checkDeaths();  // the store's reports, then the transport's; throws PeerError
   void checkStall(Clock::time_point now);
   void noteWaiting(bool waiting);
+  void noteSilence(Clock::time_point now);  // reports again when a probed peer falls silent
   std::optional<StepRef> earliestWait() const;
   std::string waitingFor() const;
   std::vector<int> awaitedPeers() const;
@@ -202,8 +207,10 @@ class Engine {
     progressUnstamped_ = false;
   }
   Clock::time_point lastPeerCheck_;
-  bool waitingNoted_ = false;  // config_.waiting told the others we wait
-  std::vector<int> probed_;    // peers the transport probes meanwhile (noteWaiting)
+  bool waitingNoted_ = false;     // config_.waiting told the others we wait
+  std::vector<int> probed_;       // peers the transport probes meanwhile (noteWaiting)
+  std::vector<int> silentNoted_;  // probed peers whose silence the last report included
+  Clock::time_point lastSilenceCheck_{};
   Result failure_ = Result::Success;
   std::string failureCause_;
   std::vector<int> failedRanks_;  // ascending, no repeats

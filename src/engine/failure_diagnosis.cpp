@@ -87,7 +87,7 @@ void Engine::checkStall(Clock::time_point now) {
   if (config_.diagnose) {
     try {
       const std::string self = inFlight_.front()->describe() + ", " + waitingFor();
-      cause += config_.diagnose(self, awaitedPeers());
+      cause += config_.diagnose(self, awaitedPeers(), -1);
     } catch (const std::exception& e) {
       cause += " (no diagnosis: " + std::string(e.what()) + ")";
     }
@@ -100,6 +100,7 @@ void Engine::checkStall(Clock::time_point now) {
 // deadline can tell one that is down or cut off (Transport::probe, silence).
 void Engine::noteWaiting(bool waiting) {
   waitingNoted_ = waiting;
+  silentNoted_.clear();
   try {
     for (int peer : probed_) transport_.probe(peer, false);
     probed_.clear();
@@ -115,6 +116,31 @@ void Engine::noteWaiting(bool waiting) {
       config_.waiting(inFlight_.front()->describe() + ", " + waitingFor(), awaitedPeers());
     else
       config_.waiting("", {});
+  } catch (const std::exception&) {  // best effort: the store may be gone
+  }
+}
+
+// While probing: once an awaited peer's host stops answering, the report says so, for a
+// rank that follows the chain of waits through this one (and cannot probe that peer, or
+// reach it at all) to name it as cut off rather than as not waiting.
+void Engine::noteSilence(Clock::time_point now) {
+  if (probed_.empty() || now - lastSilenceCheck_ < kPeerCheckEvery) return;
+  lastSilenceCheck_ = now;
+  bool fellSilent = false;
+  for (int peer : probed_) {
+    if (std::find(silentNoted_.begin(), silentNoted_.end(), peer) != silentNoted_.end()) continue;
+    try {
+      if (const std::optional<PeerSilence> silent = transport_.silence(peer);
+          silent && silent->cutOff()) {
+        silentNoted_.push_back(peer);
+        fellSilent = true;
+      }
+    } catch (const std::exception&) {  // the connection may be gone: its error will tell
+    }
+  }
+  if (!fellSilent || !config_.waiting || inFlight_.empty()) return;
+  try {
+    config_.waiting(inFlight_.front()->describe() + ", " + waitingFor(), awaitedPeers());
   } catch (const std::exception&) {  // best effort: the store may be gone
   }
 }
@@ -164,7 +190,7 @@ FailureReport Engine::rootCause(const PeerError& seen) {
   try {
     const std::string self = inFlight_.front()->describe() +
                              ", which lost its connection to rank " + std::to_string(peer);
-    chain = config_.diagnose(self, {peer});
+    chain = config_.diagnose(self, {peer}, seen.unreachable() ? peer : -1);
   } catch (const std::exception& e) {
     chain = " (no diagnosis: " + std::string(e.what()) + ")";
   }

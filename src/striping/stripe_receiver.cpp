@@ -140,17 +140,16 @@ std::span<const std::byte> StripeReceiver::peek() {
     int closed = 0;
     for (const Path& p : paths_) {
       if (p.error > 0) {
-        throw PeerError(
-            peer_, p.error == EPROTO ? "rank " + std::to_string(peer_) +
-                                           " sent a bad chunk header (" + badChunk_ + ")"
-                   : p.error == ETIMEDOUT ? "rank " + std::to_string(peer_) +
-                                                " cannot be reached (no answer from its host for "
-                                                "CHORUS_KEEPALIVE)"
-                   : p.error == ENETUNREACH || p.error == EHOSTUNREACH
-                       ? "rank " + std::to_string(peer_) + " cannot be reached (" +
-                             std::strerror(p.error) + ")"
-                       : "connection to rank " + std::to_string(peer_) +
-                             " reset: " + std::strerror(p.error));
+        const std::string rank = "rank " + std::to_string(peer_);
+        if (p.error == EPROTO)
+          throw PeerError(peer_, rank + " sent a bad chunk header (" + badChunk_ + ")");
+        if (p.error == ETIMEDOUT)
+          throw PeerError::unreachable(
+              peer_, rank + " cannot be reached (no answer from its host for CHORUS_KEEPALIVE)");
+        if (p.error == ENETUNREACH || p.error == EHOSTUNREACH)
+          throw PeerError::unreachable(
+              peer_, rank + " cannot be reached (" + std::strerror(p.error) + ")");
+        throw PeerError(peer_, "connection to " + rank + " reset: " + std::strerror(p.error));
       }
       closed += p.error < 0;
     }

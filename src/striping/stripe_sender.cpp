@@ -22,7 +22,7 @@ StripeSender::StripeSender(int peer, int paths, size_t chunk, PathIo& io, Channe
 }
 
 size_t StripeSender::send(const void* data, size_t bytes) {
-  if (!failure_.empty()) throw PeerError(peer_, failure_);
+  if (!failure_.empty()) throwFailure();
   auto* p = static_cast<const std::byte*>(data);
   size_t taken = 0;
   while (taken < bytes) {
@@ -52,7 +52,7 @@ size_t StripeSender::send(const void* data, size_t bytes) {
     }
     if (openPath_ >= 0) break;
   }
-  if (!failure_.empty() && taken == 0) throw PeerError(peer_, failure_);
+  if (!failure_.empty() && taken == 0) throwFailure();
   return taken;
 }
 
@@ -74,7 +74,7 @@ size_t StripeSender::continueChunk(const std::byte* data, size_t bytes) {
   if (n <= 0) {
     fail(path, n);
     if (failure_.empty()) failure_ = "striping: write failed";
-    throw PeerError(peer_, failure_);
+    throwFailure();
   }
   size_t wrote = static_cast<size_t>(n);
   size_t header = std::min(wrote, headerLeft_);
@@ -93,12 +93,18 @@ size_t StripeSender::continueChunk(const std::byte* data, size_t bytes) {
   return payload;
 }
 
+void StripeSender::throwFailure() const {
+  if (unreachable_) throw PeerError::unreachable(peer_, failure_);
+  throw PeerError(peer_, failure_);
+}
+
 void StripeSender::fail(int path, ssize_t err) {
   if (!failure_.empty()) return;
   std::string who = "rank " + std::to_string(peer_);
+  unreachable_ = err == -ETIMEDOUT || err == -ENETUNREACH || err == -EHOSTUNREACH;
   if (err == -ETIMEDOUT)
     failure_ = who + " cannot be reached (no answer from its host for CHORUS_KEEPALIVE)";
-  else if (err == -ENETUNREACH || err == -EHOSTUNREACH)  // its network or host went away
+  else if (unreachable_)  // its network or host went away
     failure_ = who + " cannot be reached (" + std::strerror(static_cast<int>(-err)) + ")";
   else if (err == -EPIPE || err == 0)
     failure_ = "connection to " + who + " closed (process died?)";

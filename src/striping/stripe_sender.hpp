@@ -38,8 +38,9 @@ class StripeSender {
   // Writes the rest of the open chunk from `data`; returns the payload bytes written.
   size_t continueChunk(const std::byte* data, size_t bytes);
   void fail(int path, ssize_t err);
-  void sample();   // fresh backlog readings, at most every kRateWindow / 2
-  void publish();  // weights into the stats, and a log line when they moved
+  [[noreturn]] void throwFailure() const;  // PeerError with failure_
+  void sample();                           // fresh backlog readings, at most every kRateWindow / 2
+  void publish();                          // weights into the stats, and a log line when they moved
 
   int peer_;
   size_t chunk_;
@@ -54,6 +55,7 @@ class StripeSender {
   size_t payloadLeft_ = 0;  // payload bytes still to write
   uint64_t sendPos_ = 0;
   std::string failure_;
+  bool unreachable_ = false;  // failure_ says its host does not answer
   Clock::time_point lastSample_{};
   Clock::time_point lastLog_{};
   std::vector<double> loggedWeights_;

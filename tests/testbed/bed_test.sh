@@ -174,6 +174,15 @@ cutoff() {
     ((keepalive > 0 && r >= n)) && other=0  # the store's host: its connection ends first
     grep -Eq "rank ($other) cannot be reached" <<<"$line" ||
       fail "rank $r does not name a rank of the other side ($other) that cannot be reached"
+    # Said once per rank, and a rank across the cut is never called one that is merely not
+    # waiting (its host does not answer: that is all this side can know).
+    local x said
+    for x in ${other//|/ }; do
+      said=$(grep -o "rank $x cannot be reached" <<<"$line" | wc -l)
+      ((said <= 1)) || fail "rank $r says $said times that rank $x cannot be reached"
+    done
+    grep -Eq "rank ($other) is not waiting in any collective" <<<"$line" &&
+      fail "rank $r calls a rank across the cut not waiting, where its host cannot be reached"
     if ((keepalive == 0)); then  # what it waits for first is across the cut, not beside it
       grep -Eq "\(CHORUS_TIMEOUT\), waiting for (data from )?rank ($other)\b" <<<"$line" ||
         fail "rank $r's timeout does not say it waits for a rank of the other side ($other)"
@@ -195,7 +204,7 @@ torch_cutoff() {
       RANK=\$CHORUS_RANK WORLD_SIZE=\$CHORUS_WORLD_SIZE MASTER_ADDR=\$CHORUS_ADDR \
       MASTER_PORT=\$CHORUS_PORT exec /usr/bin/python3 cutoff_worker.py" >"$log" 2>&1
   local rc=$?
-  grep -E "CUT|ok|FAIL|exited" "$log" | cut -c1-400
+  grep -E "CUT|ok|FAIL|exited" "$log" | cut -c1-1500
   grep -q "rank $n: CUT" "$log" || fail "the cut was not made"
   local r
   for ((r = 0; r < world; ++r)); do

@@ -3,7 +3,8 @@ torch_cutoff): the rendezvous is torch's own TCPStore, so Chorus's store and its
 notices are not there, and only the tcp transport's connections can tell. After the first
 all_reduce the first rank of node 1 takes its node's NICs down; every rank's collectives
 after that must raise a RuntimeError, well before the process group's timeout, naming a
-rank across the cut as one that cannot be reached (CHORUS_KEEPALIVE on the data path).
+rank across the cut as one that cannot be reached (CHORUS_KEEPALIVE on the data path), no
+rank twice, and none across the cut as one not waiting.
 Prints "rank R: ok error after S s: ..." or "rank R: FAIL ..." and exits 0 or 1."""
 import os
 import subprocess
@@ -42,10 +43,14 @@ def main():
         took = time.monotonic() - start
         msg = str(e).splitlines()[0]
         named = [r for r in across if f"rank {r} cannot be reached" in msg]
-        code = 0 if ok and named and took < TIMEOUT_S / 3 else 1
+        # Each said once; and a rank across the cut is not "not waiting": its host is silent.
+        repeated = [r for r in range(size) if msg.count(f"rank {r} cannot be reached") > 1]
+        misnamed = [r for r in across if f"rank {r} is not waiting" in msg]
+        code = 0 if ok and named and not repeated and not misnamed and took < TIMEOUT_S / 3 else 1
         print(f"rank {rank}: {'ok' if code == 0 else 'FAIL'} error after {took:.2f} s "
               f"(first result {'right' if ok else 'WRONG'}; names {named} of {across} as "
-              f"unreachable): {msg}", file=sys.stderr)
+              f"unreachable, {repeated} more than once, {misnamed} as not waiting): {msg}",
+              file=sys.stderr)
     sys.stderr.flush()
     # Stay a while: a rank of this node that leaves closes its connections, and a neighbour
     # still waiting would fail on that close instead of on the cut this test is about.

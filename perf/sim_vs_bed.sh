@@ -89,7 +89,7 @@ fabric_of() {
       # A sender'"'"'s o at a whole core, on its CPU too (LinkModel::sendsHoldACore; docs/sim.md,
       # twentieth session): SENDS_HOLD_A_CORE=1 (off by default: it lowers four guarded counts).
       if (holds == 1) printf "sends_hold_a_core 1\n"
-      # The host's cores as a pool (LinkModel::poolCores; docs/sim.md, twenty-first session):
+      # The cores of the host as a pool (LinkModel::poolCores; docs/sim.md, twenty-first session):
       # CORE_POOL=1 (off by default: see there for what it did to the guarded counts).
       if (pool == 1) printf "core_pool 1\n"
     }' "$1"

@@ -14,8 +14,9 @@ double busyLowerBound(const Schedule& schedule, int rank, int nranks, size_t ele
   const int ports = net.ports();
   // With a pool of host cores a rank's CPU work runs at a whole core: cores / ranks of the
   // call-share figures (sim/replay.hpp), which a bound may not exceed.
-  const int pool = net.poolCores(nranks);
-  const double scale = pool > 0 ? double(pool) / nranks : 1;
+  const NetworkModel::CorePool pool = net.corePool(nranks);
+  const double scale = pool.cores > 0 ? double(pool.cores) / nranks : 1;
+  const double oScale = pool.overheadAtCallShare ? 1 : scale;
   double cpu = 0;
   std::vector<double> egress(ports, 0), ingress(ports, 0);
   for (const Step& s : schedule.steps) {
@@ -29,7 +30,7 @@ double busyLowerBound(const Schedule& schedule, int rank, int nranks, size_t ele
       case StepKind::Send:
         if (remote) {
           const MessageCost c = net.message(rank, s.peer, -1, wire);
-          const double o = c.sendOverheadOnCpu() ? c.senderOverheadUs() : c.overheadUs * scale;
+          const double o = c.sendOverheadOnCpu() ? c.senderOverheadUs() : c.overheadUs * oScale;
           (c.onCpu ? cpu : egress[c.port]) += o + c.wireUs;
           if (c.sendOverheadOnCpu() && !c.onCpu) cpu += o;
         } else {
@@ -40,8 +41,8 @@ double busyLowerBound(const Schedule& schedule, int rank, int nranks, size_t ele
       case StepKind::RecvReduce:
         if (remote) {
           const MessageCost c = net.message(s.peer, rank, -1, wire);
-          cpu += c.overheadUs * scale;
-          ingress[c.port] += c.overheadUs * scale + c.intakeUs;
+          cpu += c.overheadUs * oScale;
+          ingress[c.port] += c.overheadUs * oScale + c.intakeUs;
         }
         if (s.kind == StepKind::RecvReduce) cpu += bytes / net.reduceBytesPerUs() * scale;
         break;

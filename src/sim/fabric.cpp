@@ -138,6 +138,7 @@ const std::map<std::string, Setter>& setters() {
     add("host_cores", &Fabric::hostCores);
     add("host_load", &Fabric::hostLoad);
     add("core_pool", &Fabric::corePool);
+    add("pool_overhead_at_call_share", &Fabric::poolOverheadAtCallShare);
     add("transport_gbps", &Fabric::transportGBps);
     add("seed", &Fabric::seed);
     add("fluid", &Fabric::fluid);
@@ -209,9 +210,9 @@ std::string Fabric::describe() const {
   }
   if (corePool && hostCores > 0) {
     std::snprintf(text, sizeof(text),
-                  "# the host's %g cores a pool: a rank's CPU work at a whole core, waiting for "
-                  "one while all are taken\n",
-                  hostCores);
+                  "# the host's %g cores a pool: a rank's CPU work at a whole core%s, waiting "
+                  "for one while all are taken\n",
+                  hostCores, poolOverheadAtCallShare ? " (o and g at the call's share)" : "");
     line += text;
   }
   if (sendsHoldACore) {

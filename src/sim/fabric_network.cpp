@@ -39,6 +39,7 @@ LinkClasses tunerLinks(const Fabric& f) {
   intra.gapUs = f.gapUs;
   intra.sendsHoldACore = f.sendsHoldACore;
   intra.poolCores = f.corePool ? f.hostCores : 0;
+  intra.poolOverheadAtCallShare = f.poolOverheadAtCallShare;
   LinkModel inter = intra;
   inter.gapUs = f.nicGapUs;
   inter.latencyUs = f.nicLatencyUs + 3 * f.hopLatencyUs;
@@ -221,9 +222,10 @@ int FabricNetwork::rotationUnit(int nranks) const {
   return poolCores(nranks) > 0 ? 0 : nodeRotationUnit(nranks);
 }
 
-int FabricNetwork::poolCores(int nranks) const {
+NetworkModel::CorePool FabricNetwork::corePool(int nranks) const {
   const double cores = fabric_.corePool ? fabric_.hostCores : 0;
-  return cores >= 1 && cores < nranks ? static_cast<int>(cores) : 0;
+  if (!(cores >= 1 && cores < nranks)) return {};
+  return {static_cast<int>(cores), fabric_.poolOverheadAtCallShare};
 }
 
 // With whole nodes: (local index mod the rotation unit, node distance, local distance),

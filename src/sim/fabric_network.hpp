@@ -72,7 +72,7 @@ class FabricNetwork final : public NetworkModel {
   int rotationUnit(int nranks) const override;
   // host_cores with core_pool 1, when at least 1 and fewer than the ranks (then no period
   // but nranks and no rotation: the pool couples every rank).
-  int poolCores(int nranks) const override;
+  CorePool corePool(int nranks) const override;
   // The NIC a GPU uses when other GPUs of its node use it too (lane: the GPU's place among
   // them, GPUs on one NIC being consecutive local indices).
   NicPlace sharedNic(int rank) const override;

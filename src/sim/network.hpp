@@ -128,7 +128,13 @@ class NetworkModel {
   // 0: none (each rank's CPU its own). A pool couples every rank to every other, so no
   // symmetry map keeps it: a network with one says so in period (nranks), xorSymmetric and
   // rotationUnit (none), and the replay refuses to compress it.
-  virtual int poolCores(int /*nranks*/) const { return 0; }
+  // overheadAtCallShare: o and g stay at the call's share (LinkModel::poolOverheadAtCallShare).
+  struct CorePool {
+    int cores = 0;
+    bool overheadAtCallShare = false;
+  };
+  virtual CorePool corePool(int /*nranks*/) const { return {}; }
+  int poolCores(int nranks) const { return corePool(nranks).cores; }
 };
 
 // The tuner's model: messages within a node over `link`, between nodes (with a layout
@@ -190,8 +196,9 @@ class LinkClassNetwork final : public NetworkModel {
     return layout_ && !wantsTraffic() && p > 1 && p < nranks ? 1 : 0;
   }
   // link.poolCores, when at least 1 and fewer than the ranks.
-  int poolCores(int nranks) const override {
-    return link_.poolCores >= 1 && link_.poolCores < nranks ? static_cast<int>(link_.poolCores) : 0;
+  CorePool corePool(int nranks) const override {
+    if (!(link_.poolCores >= 1 && link_.poolCores < nranks)) return {};
+    return {static_cast<int>(link_.poolCores), link_.poolOverheadAtCallShare};
   }
 
  private:

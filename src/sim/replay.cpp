@@ -56,7 +56,8 @@ class Replay {
         net_(net),
         ports_(net.ports()),
         sliceBytes_(static_cast<double>(sliceBytes)),
-        poolCores_(net.poolCores(nranks)),
+        pool_(net.corePool(nranks)),
+        poolCores_(pool_.cores),
         poolScale_(poolCores_ > 0 ? double(poolCores_) / nranks : 1),
         reduceBytesPerUs_(atWholeCore(net.reduceBytesPerUs())),
         copyBytesPerUs_(atWholeCore(net.copyBytesPerUs())),
@@ -391,7 +392,7 @@ class Replay {
       n.cost = net_.message(n.rank, n.peer, n.ordinal, wireBytes(n));
       // With a core pool, o and g (figures at the call's share) run at a whole core; a
       // sender's own o (MessageCost::sendOverheadUs) is a whole core's already.
-      if (poolCores_ > 0) {
+      if (poolCores_ > 0 && !pool_.overheadAtCallShare) {
         n.cost.overheadUs *= poolScale_;
         n.cost.gapUs *= poolScale_;
       }
@@ -612,6 +613,7 @@ class Replay {
   // of its time); as given without a pool.
   double atWholeCore(double bytesPerUs) const { return bytesPerUs / poolScale_; }
 
+  const NetworkModel::CorePool pool_;
   const int poolCores_;
   const double poolScale_;  // poolCores / nranks with a pool, else 1
   const double reduceBytesPerUs_, copyBytesPerUs_;

@@ -37,7 +37,9 @@
 //   transport figures (a rank's at the call's share) at C / R of their time. The cores go
 //   first come first served in event order, each charge to the core that frees latest by
 //   its start (else the first to free). So a rank runs at a whole core while fewer than C
-//   are busy, and all R busy at once take as long as at the call's share. Without a pool
+//   are busy, and all R busy at once take as long as at the call's share (with
+//   CorePool::overheadAtCallShare o and g stay as given: only the byte work speeds up; the
+//   cores are still taken for them). Without a pool
 //   each rank's CPU is its own and the figures are charged as given.
 // - `after` with equal element counts pipelines element by element. The approximation:
 //   the dependent starts once its producer has started and finishes no earlier than

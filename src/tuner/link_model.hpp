@@ -86,6 +86,11 @@ struct LinkModel {
   // ranks wait for a core's turn (docs/sim.md, twentieth session). 0: each rank's CPU its
   // own at the call's share. Not compressible (NetworkModel::poolCores).
   double poolCores = 0;
+  // With poolCores: a message's o and g stay at the call's share (holding a core that long),
+  // only the byte work (reductions, copies, transport copies) runs at a whole core. The
+  // netns bed's small sizes ran 1.5-2.3x faster than measured with o at a whole core
+  // (docs/sim.md, twenty-first session).
+  bool poolOverheadAtCallShare = false;
   // What a call's share of a core makes of a figure measured at overheadShare.
   double atCallShare(double us) const {
     return overheadShare > 0 && callShare > 0 ? us * overheadShare / callShare : us;

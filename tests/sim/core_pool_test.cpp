@@ -104,6 +104,32 @@ TEST(SimCorePool, AMessageWaitsForItsReceiversTurnOnACore) {
   }
 }
 
+// With o kept at the call's share (LinkModel::poolOverheadAtCallShare) the copies still
+// run at a whole core (20 us on the two cores) and the receive still waits for a core, but
+// every o is 2 us: the send is through at 2.040 and the receive holds a core 20-22.
+TEST(SimCorePool, OverheadKeptAtTheCallsShare) {
+  std::vector<Schedule> s(4);
+  send(s[0], 1, in(0, 2));
+  recv(s[1], 0, out(0, 2));
+  copy(s[2], in(0, 10000), out(0, 10000));
+  copy(s[3], in(0, 10000), out(0, 10000));
+  LinkModel link = twoCoresLink();
+  link.poolOverheadAtCallShare = true;
+  LinkClassNetwork net(4, link);
+  EXPECT_TRUE(net.corePool(4).overheadAtCallShare);
+  std::vector<StepTime> timeline;
+  EXPECT_DOUBLE_EQ(replay(s, 4, net, 0, kPipelineSliceBytes, Symmetry::Shift, 0, &timeline).micros,
+                   22);
+  EXPECT_NEAR(stepOf(timeline, 0, 0).finish, 2.040, 1e-12);
+  EXPECT_DOUBLE_EQ(stepOf(timeline, 1, 0).start, 20);
+  EXPECT_DOUBLE_EQ(stepOf(timeline, 2, 0).finish, 20);
+  // The bound: the copy at a whole core, the o as given (the receiver's ingress: o 2 and
+  // 8 B at 1000 B/us, the header left out).
+  LinkClassNetwork alone(4, link);
+  EXPECT_NEAR(busyLowerBound(s[1], 1, 4, 4, alone), 2.008, 1e-12);
+  EXPECT_DOUBLE_EQ(busyLowerBound(s[2], 2, 4, 4, alone), 20);
+}
+
 // The same with TCP's copies on the CPU (40 B/us at the call's share: 1 us a message at
 // each end, 0.5 at a whole core). Own CPUs: the sender's copy ends at 1, the send at 2.040,
 // the receive (o 2 + copy 1) at 2.040 + 10 + 3 = 15.040. Pool: the sender's copy waits for a
@@ -180,6 +206,11 @@ TEST(SimCorePool, TheFabricTakesItLikeTheTuner) {
   EXPECT_DOUBLE_EQ(tunerLinks(f).inter.poolCores, 2);
   EXPECT_DOUBLE_EQ(tunerLinks(parseFabric(bed, "t")).intra.poolCores, 0);
   EXPECT_NE(f.describe().find("the host's 2 cores a pool"), std::string::npos) << f.describe();
+  const Fabric callShareO = parseFabric(bed + "core_pool 1\npool_overhead_at_call_share 1\n", "t");
+  EXPECT_TRUE(tunerLinks(callShareO).intra.poolOverheadAtCallShare);
+  EXPECT_TRUE(FabricNetwork(callShareO).corePool(6).overheadAtCallShare);
+  EXPECT_FALSE(FabricNetwork(f).corePool(6).overheadAtCallShare);
+  EXPECT_NE(callShareO.describe().find("(o and g at the call's share)"), std::string::npos);
   std::vector<Schedule> s(6);
   copy(s[0], in(0, 1000), out(0, 1000));
   FabricNetwork fabric(f), own(parseFabric(bed, "t"));

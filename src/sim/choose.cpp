@@ -12,6 +12,11 @@ double busyLowerBound(const Schedule& schedule, int rank, int nranks, size_t ele
                       const NetworkModel& net) {
   if (!net.boundsMessages()) return 0;
   const int ports = net.ports();
+  // With a pool of host cores a rank's CPU work runs at a whole core: cores / ranks of the
+  // call-share figures (sim/replay.hpp), which a bound may not exceed.
+  const NetworkModel::CorePool pool = net.corePool(nranks);
+  const double scale = pool.cores > 0 ? double(pool.cores) / nranks : 1;
+  const double oScale = pool.overheadAtCallShare ? 1 : scale;
   double cpu = 0;
   std::vector<double> egress(ports, 0), ingress(ports, 0);
   for (const Step& s : schedule.steps) {
@@ -25,30 +30,31 @@ double busyLowerBound(const Schedule& schedule, int rank, int nranks, size_t ele
       case StepKind::Send:
         if (remote) {
           const MessageCost c = net.message(rank, s.peer, -1, wire);
-          (c.onCpu ? cpu : egress[c.port]) += c.senderOverheadUs() + c.wireUs;
-          if (c.sendOverheadOnCpu() && !c.onCpu) cpu += c.senderOverheadUs();
+          const double o = c.sendOverheadOnCpu() ? c.senderOverheadUs() : c.overheadUs * oScale;
+          (c.onCpu ? cpu : egress[c.port]) += o + c.wireUs;
+          if (c.sendOverheadOnCpu() && !c.onCpu) cpu += o;
         } else {
-          cpu += bytes / net.copyBytesPerUs();
+          cpu += bytes / net.copyBytesPerUs() * scale;
         }
         break;
       case StepKind::Recv:
       case StepKind::RecvReduce:
         if (remote) {
           const MessageCost c = net.message(s.peer, rank, -1, wire);
-          cpu += c.overheadUs;
-          ingress[c.port] += c.overheadUs + c.intakeUs;
+          cpu += c.overheadUs * oScale;
+          ingress[c.port] += c.overheadUs * oScale + c.intakeUs;
         }
-        if (s.kind == StepKind::RecvReduce) cpu += bytes / net.reduceBytesPerUs();
+        if (s.kind == StepKind::RecvReduce) cpu += bytes / net.reduceBytesPerUs() * scale;
         break;
       case StepKind::Reduce:
-        cpu += bytes / net.reduceBytesPerUs();
+        cpu += bytes / net.reduceBytesPerUs() * scale;
         break;
       case StepKind::Copy:
       case StepKind::PeerRead:  // the reader moves the bytes (its Expose's record: left out)
-        cpu += bytes / net.copyBytesPerUs();
+        cpu += bytes / net.copyBytesPerUs() * scale;
         break;
       case StepKind::PeerReduce:
-        cpu += bytes / net.reduceBytesPerUs();
+        cpu += bytes / net.reduceBytesPerUs() * scale;
         break;
       case StepKind::Expose:
         break;

@@ -137,6 +137,8 @@ const std::map<std::string, Setter>& setters() {
     add("copy_gbps", &Fabric::copyGBps);
     add("host_cores", &Fabric::hostCores);
     add("host_load", &Fabric::hostLoad);
+    add("core_pool", &Fabric::corePool);
+    add("pool_overhead_at_call_share", &Fabric::poolOverheadAtCallShare);
     add("transport_gbps", &Fabric::transportGBps);
     add("seed", &Fabric::seed);
     add("fluid", &Fabric::fluid);
@@ -204,6 +206,13 @@ std::string Fabric::describe() const {
     std::snprintf(text, sizeof(text),
                   "# per-message overhead %.3f us measured at %.3f of a core: %.3f us in a call\n",
                   overheadUs, overheadShare, charged.callOverheadUs());
+    line += text;
+  }
+  if (corePool && hostCores > 0) {
+    std::snprintf(text, sizeof(text),
+                  "# the host's %g cores a pool: a rank's CPU work at a whole core%s, waiting "
+                  "for one while all are taken\n",
+                  hostCores, poolOverheadAtCallShare ? " (o and g at the call's share)" : "");
     line += text;
   }
   if (sendsHoldACore) {

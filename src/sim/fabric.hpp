@@ -78,6 +78,15 @@ struct Fabric {
   // Other tenants' runnable threads on those cores (the host's load average less the
   // ranks'): a rank's share is then host_cores / (ranks + host_load).
   double hostLoad = 0;
+  // core_pool 1 (LinkModel::poolCores): with host_cores fewer than the ranks, the cores are
+  // a pool that a rank's CPU work takes one at a time, at a whole core (host_cores / ranks of
+  // its cost at the call's share), waiting for one when all are taken: a rank runs at a
+  // whole core while few are busy, at the call's share when all are. No compression then.
+  // 0 (the default): every rank's CPU its own, at the call's share.
+  bool corePool = false;
+  // pool_overhead_at_call_share 1 (LinkModel::poolOverheadAtCallShare): with core_pool, a
+  // message's o and g stay at the call's share; only the byte work runs at a whole core.
+  bool poolOverheadAtCallShare = false;
   // TCP rather than DMA: a message's bytes cost its sender's CPU (the copy into the
   // kernel) and its receiver's (the copy out) at this rate per core, on the same CPU as
   // the rank's reductions (with host_cores, each rank's share of the cores). So a rank that

@@ -38,6 +38,8 @@ LinkClasses tunerLinks(const Fabric& f) {
   intra.transportBytesPerUs = f.transportGBps * 1000 * f.cpuShare();  // as FabricNetwork's
   intra.gapUs = f.gapUs;
   intra.sendsHoldACore = f.sendsHoldACore;
+  intra.poolCores = f.corePool ? f.hostCores : 0;
+  intra.poolOverheadAtCallShare = f.poolOverheadAtCallShare;
   LinkModel inter = intra;
   inter.gapUs = f.nicGapUs;
   inter.latencyUs = f.nicLatencyUs + 3 * f.hopLatencyUs;
@@ -200,16 +202,30 @@ NicPlace FabricNetwork::sharedNic(int rank) const {
   return {rank / G * fabric_.nicsPerNode + nic, local - first};
 }
 
-int FabricNetwork::period(int nranks) const {
+int FabricNetwork::nodePeriod(int nranks) const {
   return nranks % fabric_.gpusPerNode == 0 && nranks > fabric_.gpusPerNode ? fabric_.gpusPerNode
                                                                            : nranks;
 }
 
-int FabricNetwork::rotationUnit(int nranks) const {
+int FabricNetwork::nodeRotationUnit(int nranks) const {
   const int G = fabric_.gpusPerNode, I = fabric_.nicsPerNode;
-  if (period(nranks) != G || G == 1) return 0;
+  if (nodePeriod(nranks) != G || G == 1) return 0;
   const int unit = I % G == 0 ? 1 : G % I == 0 ? G / I : G;
   return unit < G ? unit : 0;
+}
+
+int FabricNetwork::period(int nranks) const {
+  return poolCores(nranks) > 0 ? nranks : nodePeriod(nranks);
+}
+
+int FabricNetwork::rotationUnit(int nranks) const {
+  return poolCores(nranks) > 0 ? 0 : nodeRotationUnit(nranks);
+}
+
+NetworkModel::CorePool FabricNetwork::corePool(int nranks) const {
+  const double cores = fabric_.corePool ? fabric_.hostCores : 0;
+  if (!(cores >= 1 && cores < nranks)) return {};
+  return {static_cast<int>(cores), fabric_.poolOverheadAtCallShare};
 }
 
 // With whole nodes: (local index mod the rotation unit, node distance, local distance),
@@ -298,8 +314,9 @@ void FabricNetwork::prepare(const Traffic& traffic) {
     throwInvalid("fabric " + fabric_.name + " has " + std::to_string(gpus_) + " GPUs, not " +
                  std::to_string(traffic.nranks));
   nranks_ = traffic.nranks;
-  classPeriod_ = period(nranks_);
-  unit_ = rotationUnit(nranks_);
+  // The flow classes are the fabric's own (a pool of host cores changes no flow).
+  classPeriod_ = nodePeriod(nranks_);
+  unit_ = nodeRotationUnit(nranks_);
   if (unit_ == 0) unit_ = classPeriod_;  // no turn: classes by the local index itself
   ordinals_.clear();
   for (size_t k = 0; k < traffic.ordinals.size(); ++k)

@@ -70,6 +70,9 @@ class FabricNetwork final : public NetworkModel {
   // share a NIC onto GPUs that share one), 1 when every GPU has NICs of its own; 0 when
   // neither (no rotation) or nranks is not whole nodes.
   int rotationUnit(int nranks) const override;
+  // host_cores with core_pool 1, when at least 1 and fewer than the ranks (then no period
+  // but nranks and no rotation: the pool couples every rank).
+  CorePool corePool(int nranks) const override;
   // The NIC a GPU uses when other GPUs of its node use it too (lane: the GPU's place among
   // them, GPUs on one NIC being consecutive local indices).
   NicPlace sharedNic(int rank) const override;
@@ -103,6 +106,10 @@ class FabricNetwork final : public NetworkModel {
   double intake(int to, bool sameNode) const;
   std::shared_ptr<const ClassTable> solve(const Traffic& traffic, int ordinal);
   uint64_t classKey(int from, int to) const;
+  // The fabric's own period and rotation unit (one node, its NICs' turn), which its flow
+  // classes use whatever a core pool does to the replay's.
+  int nodePeriod(int nranks) const;
+  int nodeRotationUnit(int nranks) const;
 
   Fabric fabric_;
   int gpus_;

@@ -122,6 +122,19 @@ class NetworkModel {
   // (Symmetry::Rotate; nodes of G = period(nranks) < nranks ranks, u divides G) maps the
   // network onto itself: message(R from, R to) costs what message(from, to) does. 0: none.
   virtual int rotationUnit(int /*nranks*/) const { return 0; }
+  // The host's cores as a pool shared by all nranks ranks (LinkModel::poolCores, fabric key
+  // core_pool): 1 .. nranks - 1 cores, which a rank's CPU work takes one at a time, first
+  // come first served, at nranks / cores the speed its figures (at the call's share) say;
+  // 0: none (each rank's CPU its own). A pool couples every rank to every other, so no
+  // symmetry map keeps it: a network with one says so in period (nranks), xorSymmetric and
+  // rotationUnit (none), and the replay refuses to compress it.
+  // overheadAtCallShare: o and g stay at the call's share (LinkModel::poolOverheadAtCallShare).
+  struct CorePool {
+    int cores = 0;
+    bool overheadAtCallShare = false;
+  };
+  virtual CorePool corePool(int /*nranks*/) const { return {}; }
+  int poolCores(int nranks) const { return corePool(nranks).cores; }
 };
 
 // The tuner's model: messages within a node over `link`, between nodes (with a layout
@@ -159,6 +172,7 @@ class LinkClassNetwork final : public NetworkModel {
   // Without two classes every rank is alike; with them, a block layout (node = rank /
   // per node) repeats every node.
   int period(int nranks) const override {
+    if (poolCores(nranks) > 0) return nranks;
     if (!layout_) return 1;
     const int perNode = layout_->uniformLocalSize();
     if (perNode == 0 || nranks % perNode != 0) return nranks;
@@ -180,6 +194,11 @@ class LinkClassNetwork final : public NetworkModel {
   int rotationUnit(int nranks) const override {
     const int p = period(nranks);
     return layout_ && !wantsTraffic() && p > 1 && p < nranks ? 1 : 0;
+  }
+  // link.poolCores, when at least 1 and fewer than the ranks.
+  CorePool corePool(int nranks) const override {
+    if (!(link_.poolCores >= 1 && link_.poolCores < nranks)) return {};
+    return {static_cast<int>(link_.poolCores), link_.poolOverheadAtCallShare};
   }
 
  private:

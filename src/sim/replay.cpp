@@ -56,7 +56,12 @@ class Replay {
         net_(net),
         ports_(net.ports()),
         sliceBytes_(static_cast<double>(sliceBytes)),
-        transportBytesPerUs_(net.transportBytesPerUs()),
+        pool_(net.corePool(nranks)),
+        poolCores_(pool_.cores),
+        poolScale_(poolCores_ > 0 ? double(poolCores_) / nranks : 1),
+        reduceBytesPerUs_(atWholeCore(net.reduceBytesPerUs())),
+        copyBytesPerUs_(atWholeCore(net.copyBytesPerUs())),
+        transportBytesPerUs_(atWholeCore(net.transportBytesPerUs())),
         burstUs_(net.nicBurstUs()),
         queues_(nranks) {
     sendBegin_.reserve(replayed + 1);
@@ -135,6 +140,7 @@ class Replay {
     nicInFree_.assign(nics_, 0);
     nicOutCredit_.assign(nics_, 0);
     nicInCredit_.assign(nics_, 0);
+    coreFree_.assign(poolCores_, 0);
     if (credits.size() == 2 * nics_) {
       std::copy(credits.begin(), credits.begin() + nics_, nicOutCredit_.begin());
       std::copy(credits.begin() + nics_, credits.end(), nicInCredit_.begin());
@@ -317,24 +323,22 @@ class Replay {
     const double b = bytes(n);
     switch (n.kind) {
       case StepKind::Send:
-        return selfMessage(n) ? b / net_.copyBytesPerUs()
-                              : n.cost.senderOverheadUs() + n.cost.wireUs;
+        return selfMessage(n) ? b / copyBytesPerUs_ : n.cost.senderOverheadUs() + n.cost.wireUs;
       case StepKind::Recv:
         return selfMessage(n) ? 0 : n.cost.overheadUs + transportCpu(n) + copyOut(n);
       case StepKind::RecvReduce:
-        return (selfMessage(n) ? 0 : n.cost.overheadUs + transportCpu(n)) +
-               b / net_.reduceBytesPerUs();
+        return (selfMessage(n) ? 0 : n.cost.overheadUs + transportCpu(n)) + b / reduceBytesPerUs_;
       case StepKind::Reduce:
         return fold(n, b);
       case StepKind::Copy:
-        return b / net_.copyBytesPerUs();
+        return b / copyBytesPerUs_;
       // One-sided: the message is only a description; the reader moves the bytes.
       case StepKind::Expose:
         return selfMessage(n) ? 0 : n.cost.overheadUs;
       // The reader takes the Expose's record off the channel (a receive's overhead), then
       // moves the bytes.
       case StepKind::PeerRead:
-        return record(n) + b / net_.copyBytesPerUs();
+        return record(n) + b / copyBytesPerUs_;
       case StepKind::PeerReduce:
         return record(n) + fold(n, b);
     }
@@ -345,9 +349,7 @@ class Replay {
   // by one as pairwise reduces, peer_twoshot's fold of n sources cost as much as
   // peer_ring's n - 1 separate folds, and the replay picked peer_ring for memAlloc buffers
   // at np 4, which ran at 0.5-0.66x peer_twoshot there (perf/README.md, bw9).
-  double fold(const Node& n, double b) const {
-    return (n.chained ? b / 3 : b) / net_.reduceBytesPerUs();
-  }
+  double fold(const Node& n, double b) const { return (n.chained ? b / 3 : b) / reduceBytesPerUs_; }
   // An Expose and the peer's read of it exchange a record through the channel, whatever
   // the range (an empty one says "done with yours"): the engine sends and takes it as a
   // message (its overhead at each end).
@@ -361,9 +363,7 @@ class Replay {
   // (MessageCost::onCpu: shm's FIFO) copies the bytes out again on the receiver's CPU (the
   // engine's advanceRecv: memcpy from the channel's peek into the destination); a
   // RecvReduce folds them straight from there, its reduce is the only pass.
-  double copyOut(const Node& n) const {
-    return n.cost.onCpu ? bytes(n) / net_.copyBytesPerUs() : 0;
-  }
+  double copyOut(const Node& n) const { return n.cost.onCpu ? bytes(n) / copyBytesPerUs_ : 0; }
   // CPU time of the transport's copy of a message at one end (0 without such a cost).
   double transportCpu(const Node& n) const {
     return transportBytesPerUs_ > 0 ? wireBytes(n) / transportBytesPerUs_ : 0;
@@ -387,8 +387,16 @@ class Replay {
       }
       net_.prepare(traffic);
     }
-    for (Node& n : nodes_)
-      if (n.ordinal >= 0) n.cost = net_.message(n.rank, n.peer, n.ordinal, wireBytes(n));
+    for (Node& n : nodes_) {
+      if (n.ordinal < 0) continue;
+      n.cost = net_.message(n.rank, n.peer, n.ordinal, wireBytes(n));
+      // With a core pool, o and g (figures at the call's share) run at a whole core; a
+      // sender's own o (MessageCost::sendOverheadUs) is a whole core's already.
+      if (poolCores_ > 0 && !pool_.overheadAtCallShare) {
+        n.cost.overheadUs *= poolScale_;
+        n.cost.gapUs *= poolScale_;
+      }
+    }
     // The shared NICs of the replayed ranks (a receiver's is its class representative's),
     // densely numbered.
     std::unordered_map<int, int> dense;
@@ -508,7 +516,10 @@ class Replay {
       return;
     }
     double cost = ownCost(n);
-    const double start = std::max(n.earliestStart, free_[resource]);
+    double start = std::max(n.earliestStart, free_[resource]);
+    // A step on its rank's CPU runs once it holds one of the host's cores (a pool).
+    const bool onCore = poolCores_ > 0 && resource % (ports_ + 1) == 1;
+    if (onCore) start = takeCore(start, cost);
     if (recordBegan_) began_[static_cast<size_t>(&n - nodes_.data())] = start;
     const bool message = isOutgoing(n.kind) && !selfMessage(n);
     // Shaped NICs (NetworkModel::nicBurstUs): each bucket banks its NIC's idle time, up to
@@ -536,6 +547,7 @@ class Replay {
       if (n.afterWait == AfterWait::Elementwise)
         n.earliestFinish = nodes_[n.after].finish + sliceOf(n, cost);
     }
+    if (onCore) coreFree_[lastCore_] = start + cost;  // what the shaper left of it
     // The sender's next message on this port (or CPU) starts no earlier than g after this
     // one (MessageCost::gapUs); the message itself is done at start + cost.
     free_[resource] = start + (message ? std::max(cost, n.cost.gapUs) : cost);
@@ -565,7 +577,9 @@ class Replay {
           (n.cost.sendOverheadOnCpu() && !n.cost.onCpu ? n.cost.senderOverheadUs() : 0);
       if (senderCpu > 0) {
         double& cpu = free_[cpuOf(n.rank)];
-        cpu = std::max(cpu, start) + senderCpu;
+        cpu = std::max(cpu, start);
+        if (poolCores_ > 0) cpu = takeCore(cpu, senderCpu);
+        cpu += senderCpu;
         n.finish = std::max(n.finish, cpu);
       }
     }
@@ -578,8 +592,35 @@ class Replay {
   NetworkModel& net_;
   const int ports_;
   const double sliceBytes_;
+  // The host's cores as a pool (NetworkModel::poolCores; 0: none): a CPU charge of `work`
+  // that may start at `at` takes the core that frees latest by then (else the first to
+  // free), first come first served in event order; returns when it begins there.
+  double takeCore(double at, double work) {
+    size_t best = 0;
+    for (size_t c = 1; c < coreFree_.size(); ++c) {
+      const bool fits = coreFree_[c] <= at, bestFits = coreFree_[best] <= at;
+      if (fits != bestFits ? fits
+          : fits           ? coreFree_[c] > coreFree_[best]
+                           : coreFree_[c] < coreFree_[best])
+        best = c;
+    }
+    const double begin = std::max(at, coreFree_[best]);
+    coreFree_[best] = begin + work;
+    lastCore_ = best;
+    return begin;
+  }
+  // A figure at the call's share as a whole core of the pool runs it (poolCores / nranks
+  // of its time); as given without a pool.
+  double atWholeCore(double bytesPerUs) const { return bytesPerUs / poolScale_; }
+
+  const NetworkModel::CorePool pool_;
+  const int poolCores_;
+  const double poolScale_;  // poolCores / nranks with a pool, else 1
+  const double reduceBytesPerUs_, copyBytesPerUs_;
   const double transportBytesPerUs_;
-  const double burstUs_;  // NetworkModel::nicBurstUs
+  std::vector<double> coreFree_;  // when each of the pool's cores frees
+  size_t lastCore_ = 0;           // the core takeCore gave last
+  const double burstUs_;          // NetworkModel::nicBurstUs
   std::vector<Node> nodes_;
   std::vector<SendRef> sends_;
   std::vector<size_t> sendBegin_;
@@ -622,7 +663,10 @@ ReplayResult replay(std::span<const Schedule> schedules, size_t elementSize, Net
       symmetry == Symmetry::Rotate &&
       (replayed == 0 || perNode <= 0 || nranks % perNode != 0 ||
        replayed % (nranks / perNode) != 0 || perNode % (replayed / (nranks / perNode)) != 0);
-  if (replayed == 0 || nranks % replayed != 0 || badRotation) {
+  // A pool of host cores couples every rank to every other: no map keeps it
+  // (NetworkModel::poolCores), so it is replayed in full or not at all.
+  const bool pooledCompression = replayed < nranks && net.poolCores(nranks) > 0;
+  if (replayed == 0 || nranks % replayed != 0 || badRotation || pooledCompression) {
     ReplayResult bad;
     bad.deadlock = true;
     bad.micros = kInfinity;

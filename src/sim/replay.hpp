@@ -31,6 +31,16 @@
 //   starts sending) and again in the receive step on the receiver's CPU: a rank that sends
 //   and receives at once, or reduces meanwhile, does them one after the other. 0 (the
 //   tuner's links, GPU fabrics): no such cost.
+// - A pool of host cores (NetworkModel::poolCores: C cores shared by all R ranks, C < R):
+//   every CPU charge above (a CPU step's cost, the sender's transport copy and held o) runs
+//   once it holds one of the C cores, at a whole core: the network's o, g, reduce, copy and
+//   transport figures (a rank's at the call's share) at C / R of their time. The cores go
+//   first come first served in event order, each charge to the core that frees latest by
+//   its start (else the first to free). So a rank runs at a whole core while fewer than C
+//   are busy, and all R busy at once take as long as at the call's share (with
+//   CorePool::overheadAtCallShare o and g stay as given: only the byte work speeds up; the
+//   cores are still taken for them). Without a pool
+//   each rank's CPU is its own and the figures are charged as given.
 // - `after` with equal element counts pipelines element by element. The approximation:
 //   the dependent starts once its producer has started and finishes no earlier than
 //   producer's finish + its own cost of one slice (kPipelineSliceBytes), the last slice
@@ -55,7 +65,11 @@
 // r are those of q0 = n G + l mod u to r turned back by l - l mod u. Recursive halving-
 // doubling between nodes whose count is not a power of two (hier_rhd at 12,500 nodes: a
 // fold, so no node is like another) is the same on every local index of a node.
-// Cost: O(S log S) time and O(S) memory for S replayed steps.
+// A pool of host cores is shared by every rank, so the ranks of a class do not run alike
+// once they wait for the same cores (which one gets a core first depends on the others):
+// the networks with one declare no map, and replay() refuses compression with a pool (it
+// returns a deadlock, as for a malformed map).
+// Cost: O(S log S) time and O(S) memory for S replayed steps (x C with a pool).
 #pragma once
 
 #include "algorithms/schedule.hpp"

@@ -26,7 +26,8 @@ struct CacheKey {
     auto fields = [](const LinkModel& m) {
       return std::tie(m.latencyUs, m.bytesPerUs, m.reduceBytesPerUs, m.copyBytesPerUs, m.overheadUs,
                       m.transportBytesPerUs, m.nicBytesPerUs, m.cpuSends, m.nicBurstBytes,
-                      m.channelBytes, m.overheadShare, m.callShare, m.gapUs, m.sendsHoldACore);
+                      m.channelBytes, m.overheadShare, m.callShare, m.gapUs, m.sendsHoldACore,
+                      m.poolCores, m.poolOverheadAtCallShare);
     };
     return std::tuple_cat(
         std::tie(algorithm, collective, nranks, count, elementSize, sliceBytes, layout),

@@ -77,6 +77,20 @@ struct LinkModel {
   // step takes 10-14 us at 256 B-16 KiB where the call's share charges 71 (docs/sim.md,
   // twentieth session); false (the default): the sender's o is the receiver's, on its port.
   bool sendsHoldACore = false;
+  // The host's cores as a pool (the netns bed: every rank of the communicator on one
+  // machine's cores): with this many cores, at least 1 and fewer than the ranks, a rank's CPU
+  // work (o, g, reductions, copies, transport copies: the figures at the call's share) runs
+  // at cores / ranks of its call-share cost, a whole core, once it holds one of the cores,
+  // which the replay hands out first come first served (sim/replay.hpp): a rank runs at a
+  // whole core while few ranks are busy and at the call's share when all are. The bed's
+  // ranks wait for a core's turn (docs/sim.md, twentieth session). 0: each rank's CPU its
+  // own at the call's share. Not compressible (NetworkModel::poolCores).
+  double poolCores = 0;
+  // With poolCores: a message's o and g stay at the call's share (holding a core that long),
+  // only the byte work (reductions, copies, transport copies) runs at a whole core. The
+  // netns bed's small sizes ran 1.5-2.3x faster than measured with o at a whole core
+  // (docs/sim.md, twenty-first session).
+  bool poolOverheadAtCallShare = false;
   // What a call's share of a core makes of a figure measured at overheadShare.
   double atCallShare(double us) const {
     return overheadShare > 0 && callShare > 0 ? us * overheadShare / callShare : us;

@@ -46,6 +46,17 @@ if(TARGET chorus_collectives_test AND TARGET chorus-topo)
              COMMAND ${_bed} cutoff 2 ${PROJECT_BINARY_DIR} 0)
     set_tests_properties(topology.bed.cutoff.2x2.no_keepalive PROPERTIES
       LABELS "topology;fault" TIMEOUT 180 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
+    # The same over ucx: the ucx transport probes UCX's tcp connections. About 25 s.
+    if(CHORUS_WITH_UCX AND CHORUS_UCX_SOURCES)
+      add_test(NAME topology.bed.cutoff.2x2.ucx
+               COMMAND ${_bed} cutoff 2 ${PROJECT_BINARY_DIR} 0 ucx)
+      set_tests_properties(topology.bed.cutoff.2x2.ucx PROPERTIES
+        LABELS "topology;fault;ucx" TIMEOUT 180 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
+      # A rank stopped on a live host is never called unreachable. About 35 s.
+      add_test(NAME topology.bed.stop.2x2.ucx COMMAND ${_bed} stop 2 ${PROJECT_BINARY_DIR} ucx)
+      set_tests_properties(topology.bed.stop.2x2.ucx PROPERTIES
+        LABELS "topology;fault;ucx" TIMEOUT 180 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
+    endif()
   endif()
   # The cut under torch.distributed (torch's store, Chorus's tcp transport). About 15 s.
   if(TARGET _chorus_torch)

@@ -2,6 +2,7 @@
 
 #include "errors.hpp"
 #include "net/fork_guard.hpp"
+#include "net/host_probe.hpp"
 #include "settings/settings.hpp"
 
 #include <arpa/inet.h>
@@ -341,15 +342,7 @@ void Socket::setUnansweredLimit(std::chrono::milliseconds limit) {
     throwSystemError("setsockopt(keepalive)");
 }
 
-std::optional<Socket::Unanswered> Socket::unanswered() const {
-  tcp_info info{};
-  socklen_t length = sizeof(info);
-  if (::getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return std::nullopt;
-  const int resends = info.tcpi_unacked > 0 ? info.tcpi_retransmits : 0;
-  const int count = std::max<int>(resends, info.tcpi_probes);
-  if (count == 0) return std::nullopt;
-  return Unanswered{std::chrono::milliseconds(info.tcpi_last_ack_recv), count};
-}
+std::optional<Socket::Unanswered> Socket::unanswered() const { return unansweredOn(fd_); }
 
 void Socket::probeEachSecond(bool on, std::chrono::milliseconds limit) {
   if (!on) {
@@ -358,14 +351,7 @@ void Socket::probeEachSecond(bool on, std::chrono::milliseconds limit) {
     ::setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &zero, sizeof(zero));
     return;
   }
-  // The most probes the kernel takes (127): a host silent that long is gone anyway, and
-  // where setUnansweredLimit set TCP_USER_TIMEOUT, that still ends the connection first.
-  const int one = 1, most = 127;
-  if (::setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) != 0 ||
-      ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPIDLE, &one, sizeof(one)) != 0 ||
-      ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPINTVL, &one, sizeof(one)) != 0 ||
-      ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPCNT, &most, sizeof(most)) != 0)
-    throwSystemError("setsockopt(keepalive probes)");
+  if (!probeEachSecondOn(fd_)) throwSystemError("setsockopt(keepalive probes)");
 }
 
 void Socket::setNonBlocking(bool on) {

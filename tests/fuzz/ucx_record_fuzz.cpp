@@ -13,11 +13,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const RecordSettings ours{256 << 10, 8, 4, true};
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
   chorus::fuzz::expectOnlyChorusErrors([&] {
-    std::vector<std::string> addresses = decodeRecord(bytes, 3, 0, ours);
+    std::vector<std::string> hosts;
+    std::vector<std::string> addresses = decodeRecord(bytes, 3, 0, ours, &hosts);
     if (addresses.empty()) __builtin_trap();
     for (const std::string& a : addresses)
       if (a.empty()) __builtin_trap();
-    auto again = encodeRecord(ours, addresses);
+    for (const std::string& h : hosts)
+      if (h.empty() || h.size() > kLongestHostAddress) __builtin_trap();
+    auto again = encodeRecord(ours, addresses, hosts);
     if (again.size() != size || std::memcmp(again.data(), data, size) != 0) __builtin_trap();
   });
   return 0;

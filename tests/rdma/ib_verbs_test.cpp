@@ -20,6 +20,9 @@
 //      before its offer too, must land in transfer 2's destination (the sender dropped
 //      1's answer), exact, with 1's destination untouched; transfer 3 takes the old path
 //      (the offer first, then the answer).
+//   7. Whether the peer's host answers (IbChannel::probe, silence): the probes of a peer
+//      that never polls (as a stopped rank: its HCA answers for it) are all answered; once
+//      its QPs are gone (nobody answers) a probe goes unanswered, and silence says so.
 // Exit 0 when every check passes; each failed check prints a FAIL line.
 #include "errors.hpp"
 #include "memory/shared_memory.hpp"
@@ -41,6 +44,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -438,6 +442,33 @@ void rendezvousChecks(chorus::ib::IbDevice& dev) {
 
 }  // namespace
 
+void probeChecks(chorus::ib::IbDevice& dev) {
+  using namespace std::chrono_literals;
+  chorus::ib::IbConfig cfg = chorus::ib::IbConfig::fromEnv();
+  cfg.timeout = 8;  // ~1 ms ack timeout, one retry: a gone peer's probe fails fast
+  cfg.retryCnt = 1;
+  ChannelPair pair = connectedPair(dev, cfg);
+  auto pollFor = [&](std::chrono::milliseconds span) {  // a's engine, waiting; b never polls
+    const auto until = std::chrono::steady_clock::now() + span;
+    while (std::chrono::steady_clock::now() < until) {
+      pair.a->progress();
+      std::this_thread::sleep_for(20ms);
+    }
+  };
+  pair.a->probe(true);
+  pollFor(2500ms);  // probes at 0, 1 and 2 s
+  check(!pair.a->silence().has_value(), "the probes of a peer that never polls are answered");
+  pair.b.reset();
+  pollFor(2500ms);
+  const auto quiet = pair.a->silence();
+  check(quiet && quiet->unanswered >= 1 && quiet->since >= 2s,
+        "a probe of a peer whose QPs are gone goes unanswered");
+  if (quiet)
+    std::printf("     %d unanswered, the last answer %lld ms ago\n", quiet->unanswered,
+                static_cast<long long>(quiet->since.count()));
+  pair.a->probe(false);
+}
+
 int main() {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   // Fork the ranks before this process opens the device (no fork after verbs set-up).
@@ -450,6 +481,7 @@ int main() {
     channelChecks(*dev);
     peerMemoryChecks(*dev);
     rendezvousChecks(*dev);
+    probeChecks(*dev);
   } catch (const std::exception& e) {
     std::printf("FAIL %s\n", e.what());
     ++gFailures;

@@ -23,6 +23,14 @@
 #       and none with a wrong result. KEEPALIVE_S 0 (keepalive off): every rank fails at
 #       CHORUS_TIMEOUT (10 s) instead, its timeout saying it waits for a rank across the cut
 #       and that rank cannot be reached (the engine probes the awaited peers' hosts).
+#   bed_test.sh cutoff N BUILD_DIR 0 ucx
+#       the same cut with keepalive off over ucx (CHORUS_NET=ucx, one UCX worker per NIC):
+#       every rank's timeout names a rank across the cut that cannot be reached (the ucx
+#       transport probes UCX's tcp connections to the awaited peers' hosts).
+#   bed_test.sh stop N BUILD_DIR ucx
+#       2 nodes x N ranks over ucx (as cutoff ... ucx); rank N (node 1) stops (SIGSTOP) at
+#       call 2: its host still answers, so every other rank's timeout must name it and none
+#       may call any rank one that cannot be reached.
 #   bed_test.sh torch_cutoff N BUILD_DIR
 #       the same cut (keepalive 4 s) under torch.distributed with torch's own TCPStore: each
 #       rank's collective raises within 20 s, naming a rank across the cut as unreachable.
@@ -154,16 +162,27 @@ bind_decision() {
 # it each rank probes the peers it waits for, so its timeout diagnosis names a rank on the
 # other side as unreachable, and a cut-off store holds up no rank's error.
 cutoff() {
-  local n=$1 build=$2 keepalive=${3:-4} world=$(($1 * 2)) timeout=90s limit_ms=20000
+  local n=$1 build=$2 keepalive=${3:-4} net=${4:-tcp} world=$(($1 * 2)) timeout=90s limit_ms=20000
   ((keepalive == 0)) && timeout=10s limit_ms=25000
-  bring_up 2 1gbit "$n ranks per node, node 1 cut off at call 2, keepalive ${keepalive}s"
-  "$bed" run -b "$id" -n "$n" -t 120 -e CHORUS_KEEPALIVE=${keepalive}s \
+  [[ $net == tcp || $keepalive == 0 ]] || fail "over $net only keepalive 0 (the store's) is tested"
+  local env=()
+  # UCX's own keepalive (after 10 s idle by default) waits past the deadline here, so that
+  # only the transport's probes can make a silent host's idle connections count.
+  [[ $net == ucx ]] && env=(-e CHORUS_NET=ucx -e CHORUS_UCX_NET_DEVICES=auto -e CHORUS_DEBUG=INFO
+    -e UCX_TCP_KEEPIDLE=60s)
+  bring_up 2 1gbit "$n ranks per node over $net, node 1 cut off at call 2, keepalive ${keepalive}s"
+  "$bed" run -b "$id" -n "$n" -t 120 -e CHORUS_KEEPALIVE=${keepalive}s "${env[@]}" \
     -e CHORUS_TIMEOUT=$timeout -- "$build/tests/fault/chorus_fault_trial" --fault cutoff \
     --victim "$n" --at 2 --calls 6 --seed 5 >"$log" 2>&1
   local rc=$?
-  grep -E "FAULT|ERROR|OK|WRONG" "$log" | cut -c1-400
+  grep -E "^\[[0-9]+\] rank [0-9]+: (FAULT|ERROR|OK|WRONG)" "$log" | cut -c1-600
   ((rc == 3)) || fail "the run's status is $rc, not 3 (every rank fails with an error)"
   grep -q "FAULT cutoff at call 2" "$log" || fail "the cut was not made"
+  if [[ $net == ucx ]]; then
+    local used
+    used=$(grep -c "ready: transport ucx" "$log")
+    ((used == world)) || fail "$used of $world ranks used ucx"
+  fi
   local r line ms node0="$(seq -s '|' 0 $((n - 1)))" node1="$(seq -s '|' "$n" $((world - 1)))"
   for ((r = 0; r < world; ++r)); do
     line=$(grep "^\[$r\] rank $r: ERROR after" "$log") || fail "rank $r reported no error"
@@ -188,8 +207,36 @@ cutoff() {
         fail "rank $r's timeout does not say it waits for a rank of the other side ($other)"
     fi
   done
-  echo "bed_test: OK: node 1 cut off (keepalive ${keepalive}s); every rank failed within" \
+  echo "bed_test: OK: node 1 cut off over $net (keepalive ${keepalive}s); every rank failed within" \
     "$limit_ms ms, naming the other side"
+}
+
+# A rank stopped on a live host: the probes of its host are answered (by its kernel), so it
+# is named as not waiting, never as unreachable.
+stopped() {
+  local n=$1 build=$2 net=$3 world=$(($1 * 2))
+  [[ $net == ucx ]] || fail "stop: only over ucx (tcp: the fault suite's stop trials)"
+  bring_up 2 1gbit "$n ranks per node over $net, rank $n stopped at call 2"
+  "$bed" run -b "$id" -n "$n" -t 30 -e CHORUS_KEEPALIVE=0s -e CHORUS_NET=ucx \
+    -e CHORUS_UCX_NET_DEVICES=auto -e CHORUS_DEBUG=INFO -e UCX_TCP_KEEPIDLE=60s \
+    -e CHORUS_TIMEOUT=10s -- "$build/tests/fault/chorus_fault_trial" --fault stop \
+    --victim "$n" --at 2 --calls 6 --seed 5 >"$log" 2>&1
+  local rc=$?
+  grep -E "^\[[0-9]+\] rank [0-9]+: (FAULT|ERROR|OK|WRONG)" "$log" | cut -c1-600
+  # 3: the others' errors (the bed stops the stopped rank once they are out); 124: the limit
+  ((rc == 3 || rc == 124)) || fail "the run's status is $rc, not 3 (the others fail) or 124"
+  grep -q "rank $n: FAULT stop at call 2" "$log" || fail "rank $n did not stop"
+  local used
+  used=$(grep -c "ready: transport ucx" "$log")
+  ((used == world)) || fail "$used of $world ranks used ucx"
+  local r line
+  for ((r = 0; r < world; ++r)); do
+    ((r == n)) && continue
+    line=$(grep "^\[$r\] rank $r: ERROR after" "$log") || fail "rank $r reported no error"
+    grep -q "rank $n[^0-9]" <<<"$line" || fail "rank $r does not name the stopped rank $n"
+    grep -q "cannot be reached" <<<"$line" && fail "rank $r calls a rank on a live host unreachable"
+  done
+  echo "bed_test: OK: rank $n stopped over $net; every other rank named it, none as unreachable"
 }
 
 # The same cut under torch.distributed (tests/torch/cutoff_worker.py): torch's TCPStore is
@@ -256,7 +303,8 @@ case ${1:-} in
   ucx) shift; ucx_rails "$@" ;;
   bind) shift; bind_decision "$@" ;;
   cutoff) shift; cutoff "$@" ;;
+  stop) shift; stopped "$@" ;;
   torch_cutoff) shift; torch_cutoff "$@" ;;
   cleanup) cleanup ;;
-  *) sed -n '2,26p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,41p' "$0" >&2; exit 2 ;;
 esac

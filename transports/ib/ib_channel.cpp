@@ -21,7 +21,8 @@ enum Kind : uint64_t {
   kRecv = 3,
   kRead = 4,  // low half: the ticket
   kPut = 5,
-  kAnswer = 6
+  kAnswer = 6,
+  kProbe = 7  // a zero-length write on the probe QP
 };
 uint64_t wrId(Kind k, int q) { return (static_cast<uint64_t>(k) << 56) | static_cast<uint16_t>(q); }
 uint64_t wrId(Kind k, int q, size_t bytes) {
@@ -64,7 +65,9 @@ IbChannel::IbChannel(int rank, int peer, const std::vector<IbDevice*>& rails,
     Rail& rail = rails_[r];
     rail.device = rails[r];
     const int qpsHere = (config.qps - r + nrails - 1) / nrails;  // QPs r, r + R, ...
-    const int cqe = std::max(1, qpsHere) * (config.sendDepth + config.recvDepth);
+    const int cqe = std::min(rail.device->attr().max_cqe,
+                             std::max(1, qpsHere) * (config.sendDepth + config.recvDepth) +
+                                 (r == 0 ? kMostProbes + 1 : 0));  // rail 0: the probe QP too
     rail.cq = ibv_create_cq(rail.device->context(), cqe, this, events.at(r), 0);
     if (!rail.cq)
       throwSystemError("ib: ibv_create_cq(" + std::to_string(cqe) + ") on " + rail.device->name() +
@@ -92,6 +95,11 @@ IbChannel::IbChannel(int rank, int peer, const std::vector<IbDevice*>& rails,
     links_[q].psn = rd() & 0xffffff;
     for (int i = 0; i < config.recvDepth; ++i) postRecv(q, static_cast<uint32_t>(i));
   }
+  IbConfig probeConfig = config;  // kMostProbes writes in flight, no receives
+  probeConfig.sendDepth = kMostProbes;
+  probeConfig.recvDepth = 1;
+  probeQp_ = createQp(*rails_[0].device, rails_[0].cq, probeConfig);
+  probePsn_ = rd() & 0xffffff;
   if (!failure_.empty()) throw Error(Result::SystemError, failure_);
 }
 
@@ -99,6 +107,7 @@ IbChannel::~IbChannel() {
   stripe::logChannelReport(*stats_);
   for (auto& l : links_)
     if (l.qp) ibv_destroy_qp(l.qp);
+  if (probeQp_) ibv_destroy_qp(probeQp_);
   landTargets_.clear();
   dropBounce();  // once no QP can write into it
   for (auto& r : rails_) {
@@ -126,6 +135,7 @@ PeerInfo IbChannel::localInfo() const {
     p.rails.push_back(a);
   }
   for (const auto& l : links_) p.qps.push_back({l.qp->qp_num, l.psn});
+  p.qps.push_back({probeQp_->qp_num, probePsn_});  // the probe QP last
   return p;
 }
 
@@ -135,12 +145,12 @@ void IbChannel::connect(const PeerInfo& remote) {
                 "ib: rank " + std::to_string(rank_) +
                     " got a connection record meant for another pair from rank " +
                     std::to_string(peer_));
-  if (remote.qps.size() != links_.size() || remote.block != block_ || remote.ring != ring_ ||
+  if (remote.qps.size() != links_.size() + 1 || remote.block != block_ || remote.ring != ring_ ||
       remote.rails.size() != rails_.size() || remote.rendezvous != config_.rendezvous ||
       static_cast<bool>(remote.ethernet) != device_.ethernet()) {
     throw Error(Result::InvalidUsage,
                 "ib: rank " + std::to_string(peer_) +
-                    " uses CHORUS_IB_QPS_PER_CONNECTION=" + std::to_string(remote.qps.size()) +
+                    " uses CHORUS_IB_QPS_PER_CONNECTION=" + std::to_string(remote.qps.size() - 1) +
                     " CHORUS_IB_BLOCK=" + std::to_string(remote.block) +
                     " CHORUS_IB_BUFFER=" + std::to_string(remote.ring) +
                     " CHORUS_IB_RNDV_BYTES=" + std::to_string(remote.rendezvous) + " " +
@@ -158,6 +168,60 @@ void IbChannel::connect(const PeerInfo& remote) {
     connectQp(links_[q].qp, *rails_[r].device, config_, links_[q].psn, remote.ethernet != 0,
               remote.rails[r], remote.qps[q], peer_);
   }
+  connectQp(probeQp_, *rails_[0].device, config_, probePsn_, remote.ethernet != 0, remote.rails[0],
+            remote.qps.back(), peer_);
+  lastAnswer_ = Clock::now();
+}
+
+void IbChannel::probe(bool on) {
+  probing_ = on;
+  if (on) probeIfDue(Clock::now());
+}
+
+void IbChannel::probeIfDue(Clock::time_point now) {
+  if (!probing_ || probeBroken_ || !probeQp_ || now - lastProbe_ < std::chrono::seconds(1) ||
+      probes_.size() >= kMostProbes)
+    return;
+  // No bytes: no local buffer, and the peer's ring (its key on rail 0) is not touched.
+  ibv_send_wr wr{};
+  wr.wr_id = wrId(kProbe, 0);
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = remoteAddr_;
+  wr.wr.rdma.rkey = rails_[0].remoteKey;
+  ibv_send_wr* bad = nullptr;
+  if (ibv_post_send(probeQp_, &wr, &bad) != 0) {
+    probeBroken_ = true;  // the QP is in error: what it had posted stays unanswered
+    return;
+  }
+  lastProbe_ = now;
+  probes_.push_back(now);
+}
+
+// Success: the peer's HCA acknowledged the write (and every one before it). Retry
+// exceeded: nobody answered, and what was posted after it is flushed unsent: all stay
+// unanswered. Any other error is the peer's HCA refusing: an answer (the probe QP is broken
+// either way).
+void IbChannel::probeDone(ibv_wc_status status, Clock::time_point now) {
+  if (status == IBV_WC_SUCCESS) {
+    if (!probes_.empty()) probes_.pop_front();
+    lastAnswer_ = now;
+    return;
+  }
+  probeBroken_ = true;
+  if (status == IBV_WC_RETRY_EXC_ERR || status == IBV_WC_WR_FLUSH_ERR) return;
+  probes_.clear();
+  lastAnswer_ = now;
+}
+
+std::optional<PeerSilence> IbChannel::silence() const {
+  const auto now = Clock::now();
+  const auto unanswered = std::count_if(probes_.begin(), probes_.end(), [&](auto posted) {
+    return now - posted >= std::chrono::seconds(1);
+  });
+  if (unanswered == 0) return std::nullopt;
+  return PeerSilence{std::chrono::duration_cast<std::chrono::milliseconds>(now - lastAnswer_),
+                     static_cast<int>(unanswered)};
 }
 
 size_t IbChannel::trySend(const void* data, size_t bytes) {
@@ -223,6 +287,7 @@ void IbChannel::flushBeforeSleep() {
 }
 
 bool IbChannel::progress() {
+  if (probing_) probeIfDue(Clock::now());
   bool any = false;
   for (Rail& rail : rails_) any = progressRail(rail) || any;
   return any;
@@ -236,8 +301,14 @@ bool IbChannel::progressRail(Rail& rail) {
     if (n < 0) fail("ibv_poll_cq failed");
     if (n <= 0) return any;
     any = true;
+    const auto now = Clock::now();
     for (int i = 0; i < n; ++i) {
       const Kind kind = static_cast<Kind>(wc[i].wr_id >> 56);
+      if (kind == kProbe) {
+        probeDone(wc[i].status, now);
+        continue;
+      }
+      if (wc[i].status == IBV_WC_SUCCESS) lastAnswer_ = now;  // acknowledged, or arrived
       const uint32_t low = static_cast<uint32_t>(wc[i].wr_id & 0xffffffff);
       const int q = kind == kRead ? static_cast<int>((wc[i].wr_id >> 32) & 0xffff)
                                   : static_cast<int>(low & 0xffff);
@@ -288,7 +359,7 @@ bool IbChannel::progressRail(Rail& rail) {
       }
       postRecv(q, slot);
     }
-    reportDrained(Clock::now());
+    reportDrained(now);
   }
 }
 

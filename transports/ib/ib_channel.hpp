@@ -48,6 +48,12 @@
 //   (in place), and a Recv into an unregistered destination, answer with the channel's bounce
 //   buffer instead (the ring's size, grown to the largest such message up to CHORUS_IB_BOUNCE,
 //   registered on every rail like a destination) and folds from it.
+// - Whether the peer's host answers (Transport::probe, silence): while probing, a
+//   zero-length RDMA WRITE each second on a QP of its own (rail 0), signaled. The peer's
+//   HCA acknowledges it without its process (a stopped rank's host answers), and on its
+//   own QP no write of ours waits behind a receiver-not-ready retry or a long backlog, so
+//   a probe still unanswered after a second means the host did not answer. The probe QP
+//   failing (retry exceeded) does not fail the channel: the data QPs say that themselves.
 // Not thread-safe: one engine thread drives a transport.
 #pragma once
 
@@ -69,6 +75,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -128,6 +135,10 @@ class IbChannel final : public Channel, public DirectTransfer {
   void arm();                 // next completion signals the completion channel
   void checkAsyncFailures();  // after the device reported QP or port events
   const std::string& failure() const { return failure_; }
+  // Probes the peer's host each second from now (on) or no more (off); silence: the
+  // probes unanswered for over a second, and since when nothing of ours was acknowledged.
+  void probe(bool on);
+  std::optional<PeerSilence> silence() const;
 
  private:
   struct Rail {
@@ -153,6 +164,8 @@ class IbChannel final : public Channel, public DirectTransfer {
   };
 
   bool progressRail(Rail& rail);
+  void probeIfDue(Clock::time_point now);
+  void probeDone(ibv_wc_status status, Clock::time_point now);
   void postRecv(int q, uint32_t slot);
   void throwIfFailed() const;
   void post(int q, ibv_send_wr& wr);
@@ -215,6 +228,17 @@ class IbChannel final : public Channel, public DirectTransfer {
   bool landing_ = false;                       // an accepted transfer is on its way
   PieceLanding pieces_;                        // its pieces that landed
   std::string failure_;
+
+  // Probing the peer's host: a QP for zero-length writes only, the probes in flight (when
+  // each was posted; they complete in order) and when anything of ours was last
+  // acknowledged (or anything of the peer's arrived).
+  static constexpr int kMostProbes = 8;
+  ibv_qp* probeQp_ = nullptr;
+  uint32_t probePsn_ = 0;
+  bool probing_ = false;
+  bool probeBroken_ = false;  // the probe QP failed: no more probes
+  std::deque<Clock::time_point> probes_;
+  Clock::time_point lastProbe_{}, lastAnswer_{};
 };
 
 }  // namespace chorus::ib

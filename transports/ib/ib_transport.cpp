@@ -107,6 +107,15 @@ class IbTransport final : public Transport {
     return *channels_[peer];
   }
 
+  // Zero-length writes on each connection's probe QP, answered by the peer's HCA.
+  void probe(int peer, bool on) override {
+    if (peer >= 0 && peer < nranks_ && channels_[peer]) channels_[peer]->probe(on);
+  }
+  std::optional<PeerSilence> silence(int peer) override {
+    if (peer < 0 || peer >= nranks_ || !channels_[peer]) return std::nullopt;
+    return channels_[peer]->silence();
+  }
+
   // Grants first (a sender may be waiting for them), then arm every CQ: a completion
   // after this point wakes wait(); the engine's next pass sees those before it.
   uint64_t prepareWait() override {

@@ -408,9 +408,15 @@ void UcxChannel::fail(const std::string& what, ucs_status_t status) {
   if (!failure_.empty()) return;
   failure_ =
       "ucx: " + what + " rank " + std::to_string(peer_) + " failed: " + ucs_status_string(status);
-  if (status == UCS_ERR_CONNECTION_RESET || status == UCS_ERR_ENDPOINT_TIMEOUT ||
-      status == UCS_ERR_UNREACHABLE)
-    failure_ += " (rank " + std::to_string(peer_) + " died?)";
+  // A dead process's host resets its connections; a host that is down or cut off (or this
+  // one: a cut node's ranks lose their links to each other too) answers nothing.
+  const std::string who = "rank " + std::to_string(peer_);
+  if (status == UCS_ERR_UNREACHABLE)
+    failure_ += " (" + who + " cannot be reached: no route to its host)";
+  else if (status == UCS_ERR_ENDPOINT_TIMEOUT)
+    failure_ += " (" + who + " cannot be reached?)";
+  else if (status == UCS_ERR_CONNECTION_RESET)
+    failure_ += " (" + who + " died?)";
 }
 
 void UcxChannel::failWith(const std::string& why) {

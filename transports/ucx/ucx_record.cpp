@@ -7,7 +7,7 @@
 namespace chorus::ucx {
 namespace {
 
-constexpr uint64_t kMagic = 0x3278637553524843ull;  // "CHRSucx2"
+constexpr uint64_t kMagic = 0x3378637553524843ull;  // "CHRSucx3"
 
 struct Header {
   uint64_t magic;
@@ -17,7 +17,7 @@ struct Header {
   int32_t peerErrors;
   int32_t paths;
   int32_t devices;
-  int32_t reserved;
+  int32_t hosts;
 };
 static_assert(sizeof(Header) == 40);
 
@@ -31,7 +31,8 @@ std::string describe(int nranks, uint64_t block, int window, bool peerErrors, in
 }  // namespace
 
 std::vector<std::byte> encodeRecord(const RecordSettings& ours,
-                                    std::span<const std::string> workerAddresses) {
+                                    std::span<const std::string> workerAddresses,
+                                    std::span<const std::string> hostAddresses) {
   Header h{kMagic,
            ours.block,
            ours.window,
@@ -39,21 +40,24 @@ std::vector<std::byte> encodeRecord(const RecordSettings& ours,
            ours.peerErrors ? 1 : 0,
            ours.paths,
            static_cast<int32_t>(workerAddresses.size()),
-           0};
+           static_cast<int32_t>(hostAddresses.size())};
   std::vector<std::byte> out(sizeof(h));
   std::memcpy(out.data(), &h, sizeof(h));
-  for (const std::string& address : workerAddresses) {
+  auto append = [&](const std::string& address) {
     const auto length = static_cast<uint32_t>(address.size());
     const size_t at = out.size();
     out.resize(at + sizeof(length) + address.size());
     std::memcpy(out.data() + at, &length, sizeof(length));
     if (!address.empty()) std::memcpy(out.data() + at + sizeof(length), address.data(), length);
-  }
+  };
+  for (const std::string& address : workerAddresses) append(address);
+  for (const std::string& address : hostAddresses) append(address);
   return out;
 }
 
 std::vector<std::string> decodeRecord(std::span<const std::byte> record, int peer, int rank,
-                                      const RecordSettings& ours) {
+                                      const RecordSettings& ours,
+                                      std::vector<std::string>* hostAddresses) {
   auto bad = [&](const char* why) {
     return Error(Result::InternalError, std::string("ucx: bad worker address record from rank ") +
                                             std::to_string(peer) + " (" + why + ")");
@@ -62,25 +66,29 @@ std::vector<std::string> decodeRecord(std::span<const std::byte> record, int pee
   if (record.size() > sizeof(h)) std::memcpy(&h, record.data(), sizeof(h));
   if (h.magic != kMagic || h.paths < 1 || h.paths > 64 ||
       (h.peerErrors != 0 && h.peerErrors != 1) || h.devices < 1 || h.devices > kMostDevices ||
-      h.reserved != 0)
+      h.hosts < 0 || h.hosts > kMostHostAddresses)
     throw bad("header");
   std::string theirs = describe(h.nranks, h.block, h.window, h.peerErrors != 0, h.paths);
   std::string mine = describe(ours.nranks, ours.block, ours.window, ours.peerErrors, ours.paths);
   if (theirs != mine)
     throw Error(Result::InvalidUsage, "ucx: rank " + std::to_string(peer) + " uses " + theirs +
                                           " but rank " + std::to_string(rank) + " uses " + mine);
-  std::vector<std::string> addresses;
   size_t at = sizeof(h);
-  for (int d = 0; d < h.devices; ++d) {
+  auto next = [&](size_t most) {
     uint32_t length = 0;
     if (record.size() - at < sizeof(length)) throw bad("truncated");
     std::memcpy(&length, record.data() + at, sizeof(length));
     at += sizeof(length);
-    if (length == 0 || record.size() - at < length) throw bad("address length");
-    addresses.emplace_back(reinterpret_cast<const char*>(record.data()) + at, length);
+    if (length == 0 || length > most || record.size() - at < length) throw bad("address length");
+    std::string address(reinterpret_cast<const char*>(record.data()) + at, length);
     at += length;
-  }
+    return address;
+  };
+  std::vector<std::string> addresses, hosts;
+  for (int d = 0; d < h.devices; ++d) addresses.push_back(next(record.size()));
+  for (int i = 0; i < h.hosts; ++i) hosts.push_back(next(kLongestHostAddress));
   if (at != record.size()) throw bad("bytes after the last address");
+  if (hostAddresses) *hostAddresses = std::move(hosts);
   return addresses;
 }
 

@@ -26,17 +26,25 @@ struct RecordSettings {
 // Most workers (devices) a rank publishes.
 inline constexpr int kMostDevices = 64;
 
+// Most host addresses (net::hostAddresses) a rank publishes, and the longest one.
+inline constexpr int kMostHostAddresses = 64;
+inline constexpr size_t kLongestHostAddress = 64;
+
 // magic[8] | block u64 | window i32 | nranks i32 | peerErrors i32 | paths i32 | devices i32 |
-// reserved i32 (0) | devices x (length u32 | address): the fields as laid out in memory
-// (both ends are the same build). Ranks may differ in their device count (a pair uses the
-// smaller), not in the settings above.
+// hosts i32 | devices x (length u32 | address) | hosts x (length u32 | host address): the
+// fields as laid out in memory (both ends are the same build). Ranks may differ in their
+// device count (a pair uses the smaller), not in the settings above. The host addresses
+// (this host's, text) let a peer find its connections to this rank's host (Transport::probe).
 std::vector<std::byte> encodeRecord(const RecordSettings& ours,
-                                    std::span<const std::string> workerAddresses);
-// The worker addresses in rank `peer`'s record, one per device (at least one). Throws
-// Error(InternalError) for a record that is not one (bad magic or reserved field, no or
-// empty address, bytes left over), Error(InvalidUsage) naming both ranks' settings when
+                                    std::span<const std::string> workerAddresses,
+                                    std::span<const std::string> hostAddresses = {});
+// The worker addresses in rank `peer`'s record, one per device (at least one), and its host
+// addresses into *hostAddresses where given. Throws Error(InternalError) for a record that is
+// not one (bad magic, too many host addresses, no or empty worker address, an empty or too
+// long host address, bytes left over), Error(InvalidUsage) naming both ranks' settings when
 // they differ from `ours`.
 std::vector<std::string> decodeRecord(std::span<const std::byte> record, int peer, int rank,
-                                      const RecordSettings& ours);
+                                      const RecordSettings& ours,
+                                      std::vector<std::string>* hostAddresses = nullptr);
 
 }  // namespace chorus::ucx

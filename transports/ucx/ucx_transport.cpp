@@ -4,8 +4,11 @@
 // choice), a UcxChannel per peer (CHORUS_UCX_PATHS endpoints per rail, striped:
 // ucx_channel.hpp; worker addresses exchanged through the store), a wait that sleeps on
 // the workers' event fds (ucp_worker_arm + poll) until the deadline, and a progress thread
-// for the time the engine is away (ucx_progress.hpp).
+// for the time the engine is away (ucx_progress.hpp). A stall's diagnosis asks a peer's host
+// for an answer on this process's TCP connections to it (UCX's tcp transport's among them:
+// net/host_probe.hpp), found by the host addresses each rank publishes with its workers'.
 #include "errors.hpp"
+#include "net/host_probe.hpp"
 #include "net/socket.hpp"
 #include "settings/settings.hpp"
 #include "store/store.hpp"
@@ -83,7 +86,12 @@ class UcxTransport final : public Transport {
     if (ctx.store == nullptr) throwInvalid("ucx: no store to rendezvous through");
     std::vector<std::string> addresses;
     for (const auto& worker : workers_) addresses.push_back(worker->address());
-    ctx.store->set("ucx/" + std::to_string(rank_), ucx::encodeRecord(settings(), addresses));
+    std::vector<std::string> hosts;
+    for (std::string& host : net::hostAddresses())
+      if (hosts.size() < size_t{ucx::kMostHostAddresses} && host.size() <= ucx::kLongestHostAddress)
+        hosts.push_back(std::move(host));
+    ctx.store->set("ucx/" + std::to_string(rank_), ucx::encodeRecord(settings(), addresses, hosts));
+    peerHosts_.resize(static_cast<size_t>(nranks_));
     try {
       for (int p = 0; p < nranks_; ++p) {
         if (p == rank_) continue;
@@ -114,6 +122,23 @@ class UcxTransport final : public Transport {
   // ucp_worker_arm refuses to arm while events are pending, so nothing that arrives after
   // the engine's last pass is lost: no token needed.
   uint64_t prepareWait() override { return 0; }
+
+  // Keepalive probes on this process's connections to the peer's host, whatever opened
+  // them; UCX's own keepalive settings come back when probing ends.
+  void probe(int peer, bool on) override {
+    if (peer >= 0 && peer < nranks_ && peer != rank_ && !peerHosts_[peer].empty())
+      hostProbe_.probe(peer, peerHosts_[peer], on);
+  }
+
+  // Empty where no connection to its host exists (UCX reached it otherwise: verbs, shared
+  // memory) or none went unanswered.
+  std::optional<PeerSilence> silence(int peer) override {
+    if (peer < 0 || peer >= nranks_ || peer == rank_ || peerHosts_[peer].empty())
+      return std::nullopt;
+    const auto quiet = hostProbe_.silence(peerHosts_[peer]);
+    if (!quiet) return std::nullopt;
+    return PeerSilence{quiet->since, quiet->unanswered};
+  }
 
   void wait(uint64_t, Deadline deadline) override {
     const Deadline until = std::min(deadline, Clock::now() + kWaitSlice);
@@ -146,7 +171,7 @@ class UcxTransport final : public Transport {
                                 " got no worker address from rank " + std::to_string(peer) +
                                 " (never started?): " + e.what());
     }
-    return ucx::decodeRecord(value, peer, rank_, settings());
+    return ucx::decodeRecord(value, peer, rank_, settings(), &peerHosts_[peer]);
   }
 
   ucx::RecordSettings settings() const {
@@ -184,6 +209,8 @@ class UcxTransport final : public Transport {
   std::vector<std::unique_ptr<ucx::Worker>> workers_;
   std::vector<ucx::Device> devices_;
   std::unique_ptr<ucx::Progress> progress_;  // stopped first: it uses the workers and channels
+  std::vector<std::vector<std::string>> peerHosts_;  // each peer's host addresses (its record)
+  net::HostProbe hostProbe_;  // puts the connections it probes back to UCX's settings
 };
 
 }  // namespace

@@ -49,10 +49,12 @@ std::string joined(const std::vector<int>& ranks) {
   return list;
 }
 
-// A rank's "stuck/<rank>" report, as reportWaiting writes it.
+// A rank's "stuck/<rank>" report, as reportWaiting writes it: what it waits in, then one
+// line (newline separated) for each awaited peer whose host does not answer it.
 struct WaitReport {
   std::vector<int> awaited, cutOff;
-  std::string text;
+  std::string state;
+  std::vector<std::string> cutOffLines;  // cutOffLines[i] is about cutOff[i]
 };
 
 std::vector<int> rankList(const std::string& list) {
@@ -65,9 +67,22 @@ std::vector<int> rankList(const std::string& list) {
 WaitReport parseWaitReport(const std::string& report) {
   const size_t first = report.find(';');
   const size_t second = first == std::string::npos ? first : report.find(';', first + 1);
-  if (second == std::string::npos) return {{}, {}, report};
-  return {rankList(report.substr(0, first)), rankList(report.substr(first + 1, second - first - 1)),
-          report.substr(second + 1)};
+  if (second == std::string::npos) return {{}, {}, report, {}};
+  WaitReport parsed{rankList(report.substr(0, first)),
+                    rankList(report.substr(first + 1, second - first - 1)),
+                    "",
+                    {}};
+  std::vector<std::string> parts;
+  for (size_t from = second + 1;;) {
+    const size_t end = report.find('\n', from);
+    parts.push_back(report.substr(from, end == std::string::npos ? end : end - from));
+    if (end == std::string::npos) break;
+    from = end + 1;
+  }
+  parsed.state = parts.front();
+  parsed.cutOffLines.assign(parts.begin() + 1, parts.end());
+  parsed.cutOffLines.resize(parsed.cutOff.size());
+  return parsed;
 }
 
 }  // namespace
@@ -123,7 +138,7 @@ void CommImpl::reportWaiting(const std::string& mine, const std::vector<int>& pe
       }
       if (!silent || !silent->cutOff()) continue;
       cutOff.push_back(p);
-      lines += ". " + cutOffLine(p, rank_, *silent);
+      lines += "\n" + cutOffLine(p, rank_, *silent);
     }
     report = joined(peers) + ";" + joined(cutOff) + ";rank " + std::to_string(rank_) + " is in " +
              mine + lines;
@@ -172,9 +187,13 @@ std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<i
       summary += ". " + *failed;
     } else if (stuck) {
       const WaitReport report = parseWaitReport(*stuck);
-      summary += ". " + report.text;
-      for (int p : report.cutOff)
-        if (p >= 0 && p < nranks_) cutOff[p] = true;    // its report says so already
+      summary += ". " + report.state;
+      for (size_t i = 0; i < report.cutOff.size(); ++i) {  // each rank named once
+        const int p = report.cutOff[i];
+        if (p < 0 || p >= nranks_ || cutOff[p]) continue;
+        cutOff[p] = true;
+        if (!report.cutOffLines[i].empty()) summary += ". " + report.cutOffLines[i];
+      }
       for (int p : report.awaited) queue.push_back(p);  // follow what it waits for
     } else if (cutOff[peer]) {
       // Named already: by this rank's own error, or by the report of a rank that waits on it.
@@ -182,6 +201,7 @@ std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<i
                silent && silent->cutOff()) {
       // Its report could not reach the store either, most likely: say what the link says.
       summary += ". " + cutOffLine(peer, rank_, *silent);
+      cutOff[peer] = true;
     } else if (storeSilent.empty()) {
       summary += ". rank " + r +
                  " is not waiting in any collective (stopped, busy elsewhere, or not making "
@@ -190,7 +210,20 @@ std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<i
       summary += ". rank " + r + ": nothing known (no report could be read)";
     }
   }
-  if (!storeSilent.empty()) summary += ". No rank's report could be read: " + storeSilent;
+  if (!storeSilent.empty()) {
+    // No report to follow: the links to every other rank say what they can (the engine
+    // probes every peer once its own report could not reach the store).
+    for (int peer = 0; peer < nranks_; ++peer) {
+      if (peer == rank_ || cutOff[peer]) continue;
+      try {
+        if (const std::optional<PeerSilence> silent = transport_->silence(peer);
+            silent && silent->cutOff())
+          summary += ". " + cutOffLine(peer, rank_, *silent);
+      } catch (const std::exception&) {
+      }
+    }
+    summary += ". No rank's report could be read: " + storeSilent;
+  }
   return summary;
 }
 

@@ -111,12 +111,28 @@ void Engine::noteWaiting(bool waiting) {
   } catch (const std::exception&) {  // best effort: the connection may be gone
   }
   if (!config_.waiting) return;
+  bool reported = true;
   try {
     if (waiting && !inFlight_.empty())
       config_.waiting(inFlight_.front()->describe() + ", " + waitingFor(), awaitedPeers());
     else
       config_.waiting("", {});
   } catch (const std::exception&) {  // best effort: the store may be gone
+    reported = false;
+  }
+  // A store this rank cannot reach hints at a cut: probe every peer, so that the diagnosis
+  // can name the ones across it even where this rank waits first on one beside it (whose
+  // report it cannot read).
+  if (!reported && waiting && !inFlight_.empty()) {
+    for (int peer = 0; peer < config_.nranks; ++peer) {
+      if (peer == config_.rank || std::find(probed_.begin(), probed_.end(), peer) != probed_.end())
+        continue;
+      try {
+        transport_.probe(peer, true);
+        probed_.push_back(peer);
+      } catch (const std::exception&) {
+      }
+    }
   }
 }
 

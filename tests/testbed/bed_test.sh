@@ -193,12 +193,14 @@ cutoff() {
     ((keepalive > 0 && r >= n)) && other=0  # the store's host: its connection ends first
     grep -Eq "rank ($other) cannot be reached" <<<"$line" ||
       fail "rank $r does not name a rank of the other side ($other) that cannot be reached"
-    # Said once per rank, and a rank across the cut is never called one that is merely not
-    # waiting (its host does not answer: that is all this side can know).
-    local x said
+    # Said once per rank and observer ("... from rank M"; this rank's own where none is
+    # named: its connection's error), and a rank across the cut is never called one that is
+    # merely not waiting (its host does not answer: that is all this side can know).
+    local x twice
     for x in ${other//|/ }; do
-      said=$(grep -o "rank $x cannot be reached" <<<"$line" | wc -l)
-      ((said <= 1)) || fail "rank $r says $said times that rank $x cannot be reached"
+      twice=$(grep -oE "rank $x cannot be reached(: [0-9]+ resends or probes in a row from rank [0-9]+)?" <<<"$line" |
+        sed -E "s/.* from rank ([0-9]+)$/\1/; s/^rank .*/$r/" | sort | uniq -d)
+      [[ -z $twice ]] || fail "rank $r says more than once, as seen from rank $twice, that rank $x cannot be reached"
     done
     grep -Eq "rank ($other) is not waiting in any collective" <<<"$line" &&
       fail "rank $r calls a rank across the cut not waiting, where its host cannot be reached"

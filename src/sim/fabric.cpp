@@ -142,6 +142,7 @@ const std::map<std::string, Setter>& setters() {
     add("core_pool", &Fabric::corePool);
     add("pool_overhead_at_call_share", &Fabric::poolOverheadAtCallShare);
     add("pool_waiters_spin", &Fabric::poolWaitersSpin);
+    add("pool_bound_cores", &Fabric::poolBoundCores);
     add("transport_gbps", &Fabric::transportGBps);
     add("seed", &Fabric::seed);
     add("fluid", &Fabric::fluid);

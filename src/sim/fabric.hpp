@@ -94,6 +94,9 @@ struct Fabric {
   // What a waiting rank holds its core for (LinkModel::poolSpinUs): the engine's figure with
   // pool_waiters_spin and core_pool, else 0.
   double poolSpinUs() const;
+  // pool_bound_cores 1 (LinkModel::poolBoundCores): with core_pool, rank r's work on core
+  // r mod host_cores only, as the engine binds ranks that outnumber the cores.
+  bool poolBoundCores = false;
   // TCP rather than DMA: a message's bytes cost its sender's CPU (the copy into the
   // kernel) and its receiver's (the copy out) at this rate per core, on the same CPU as
   // the rank's reductions (with host_cores, each rank's share of the cores). So a rank that

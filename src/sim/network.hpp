@@ -135,6 +135,7 @@ class NetworkModel {
     int cores = 0;
     bool overheadAtCallShare = false;
     double spinUs = 0;
+    bool bound = false;  // rank r on core r mod cores only (LinkModel::poolBoundCores)
   };
   virtual CorePool corePool(int /*nranks*/) const { return {}; }
   int poolCores(int nranks) const { return corePool(nranks).cores; }
@@ -201,7 +202,8 @@ class LinkClassNetwork final : public NetworkModel {
   // link.poolCores, when at least 1 and fewer than the ranks.
   CorePool corePool(int nranks) const override {
     if (!(link_.poolCores >= 1 && link_.poolCores < nranks)) return {};
-    return {static_cast<int>(link_.poolCores), link_.poolOverheadAtCallShare, link_.poolSpinUs};
+    return {static_cast<int>(link_.poolCores), link_.poolOverheadAtCallShare, link_.poolSpinUs,
+            link_.poolBoundCores};
   }
 
  private:

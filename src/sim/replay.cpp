@@ -604,6 +604,10 @@ class Replay {
   // them yield comes first, and `rank` stops yielding (it has work).
   double takeCore(double at, int rank) {
     if (!spins_.empty()) spins_[rank].until = std::min(spins_[rank].until, at);
+    if (pool_.bound) {  // the engine's binding: rank r on core r mod cores
+      lastCore_ = static_cast<size_t>(rank % poolCores_);
+      return std::max(at, coreFree_[lastCore_]);
+    }
     size_t best = 0;
     int bestYielders = yieldersOn(0, at, rank);
     for (size_t c = 1; c < coreFree_.size(); ++c) {

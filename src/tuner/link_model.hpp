@@ -99,6 +99,10 @@ struct LinkModel {
   // core is shared, not free. 0: a waiting rank frees its core at once (docs/sim.md,
   // twenty-second session).
   double poolSpinUs = 0;
+  // With poolCores: rank r's CPU work runs on core r mod poolCores only, as the engine binds
+  // a rank where the machine's ranks outnumber its cores (CHORUS_BIND_CORE: its rank among
+  // the machine's modulo the cores; comm_impl.cpp, bindToCore). false: any core that frees.
+  bool poolBoundCores = false;
   // What a call's share of a core makes of a figure measured at overheadShare.
   double atCallShare(double us) const {
     return overheadShare > 0 && callShare > 0 ? us * overheadShare / callShare : us;

@@ -283,5 +283,31 @@ TEST(SimCorePool, TheFabricTakesTheEnginesSpin) {
       << spin.describe();
 }
 
+// Bound as the engine binds ranks that outnumber the cores (LinkModel::poolBoundCores: rank
+// r on core r mod cores): ranks 0 and 2 copy 2000 B (1 us at a whole core each), ranks 1 and
+// 3 do nothing. Any core: both at once, 1 us. Bound: both on core 0, rank 2 from 1 to 2
+// (2 us, as at the call's share).
+TEST(SimCorePool, ARankRunsOnItsBoundCore) {
+  std::vector<Schedule> s(4);
+  copy(s[0], in(0, 500), out(0, 500));
+  copy(s[2], in(0, 500), out(0, 500));
+  LinkModel link = twoCoresLink();
+  EXPECT_DOUBLE_EQ(replaySchedules(s, 4, link).micros, 1);
+  link.poolBoundCores = true;
+  EXPECT_TRUE(LinkClassNetwork(4, link).corePool(4).bound);
+  LinkClassNetwork net(4, link);
+  std::vector<StepTime> timeline;
+  EXPECT_DOUBLE_EQ(replay(s, 4, net, 0, kPipelineSliceBytes, Symmetry::Shift, 0, &timeline).micros,
+                   2);
+  EXPECT_DOUBLE_EQ(stepOf(timeline, 2, 0).start, 1);
+  EXPECT_DOUBLE_EQ(replaySchedules(s, 4, withoutPool(link)).micros, 2);
+  const std::string bed =
+      "nodes 3\ngpus_per_node 2\nnics_per_node 1\nhost_cores 2\ncopy_gbps 1\nreduce_gbps 1\n";
+  const Fabric f = parseFabric(bed + "core_pool 1\npool_bound_cores 1\n", "t");
+  EXPECT_TRUE(tunerLinks(f).intra.poolBoundCores);
+  EXPECT_TRUE(FabricNetwork(f).corePool(6).bound);
+  EXPECT_FALSE(tunerLinks(parseFabric(bed + "pool_bound_cores 1\n", "t")).intra.poolBoundCores);
+}
+
 }  // namespace
 }  // namespace chorus::sim

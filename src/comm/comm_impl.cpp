@@ -7,7 +7,7 @@
 #include "algorithms/schedule_rules.hpp"
 #include "bootstrap/process_watch.hpp"
 #include "engine/wire_header.hpp"
-#include "engine/yield_policy.hpp"
+#include "engine/wait_figures.hpp"
 #include "errors.hpp"
 #include "log.hpp"
 #include "settings/settings.hpp"

@@ -20,13 +20,6 @@
 
 namespace chorus {
 
-// How long a waiting rank polls before it sleeps (CHORUS_SPIN_US's defaults): where the
-// machine's ranks outnumber its cores all of it with sched_yield (no pause-polling there:
-// CHORUS_PAUSE_SPIN_US is 0), else 50 us. chorus-sim's core pool takes the first
-// (sim::Fabric::poolSpinUs).
-inline constexpr std::chrono::microseconds kOversubscribedSpin{200};
-inline constexpr std::chrono::microseconds kDefaultSpin{50};
-
 class YieldPolicy {
  public:
   using Duration = std::chrono::nanoseconds;

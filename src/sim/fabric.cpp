@@ -1,6 +1,6 @@
 #include "sim/fabric.hpp"
 
-#include "engine/yield_policy.hpp"
+#include "engine/wait_figures.hpp"
 
 #include "errors.hpp"
 #include "tuner/link_model.hpp"

@@ -93,7 +93,7 @@ struct LinkModel {
   bool poolOverheadAtCallShare = false;
   // With poolCores: a rank that waits keeps the core its last CPU work ran on this long,
   // polling with sched_yield (the engine's wait where ranks outnumber cores: no pause, then
-  // yielding for CHORUS_SPIN_US, kOversubscribedSpin in engine/yield_policy.hpp, then it
+  // yielding for CHORUS_SPIN_US, kOversubscribedSpin in engine/wait_figures.hpp, then it
   // sleeps). A yielding rank is runnable, so work that takes a core where k such ranks wait
   // gets the kernel's fair share of it, 1 / (1 + k), until their spins end: a waiting rank's
   // core is shared, not free. 0: a waiting rank frees its core at once (docs/sim.md,

@@ -5,7 +5,7 @@
 # fabric file describing the bed, and prints per size and algorithm measured and simulated
 # busbw, their ratio, and per size the measured winner, the simulated winner and the
 # tuner's pick in the bed. Needs root.
-#   [MIN_MS=200] [PERF=build/perf/chorus-perf] [BEGIN=64K] [END=64M] [SENDS_HOLD_A_CORE=0] [CORE_POOL=0|1|2] perf/sim_vs_bed.sh [RATE_MBIT=1000] [LAYOUTS="2x2 3x2"] [ROUNDS=1] [OUT=sim_vs_bed]
+#   [MIN_MS=200] [PERF=build/perf/chorus-perf] [BEGIN=64K] [END=64M] [SENDS_HOLD_A_CORE=0] [CORE_POOL=0|1|2] [POOL_WAITERS_SPIN=0|1] [POOL_BOUND_CORES=0|1] perf/sim_vs_bed.sh [RATE_MBIT=1000] [LAYOUTS="2x2 3x2"] [ROUNDS=1] [OUT=sim_vs_bed]
 #   [SIM=chorus-sim] perf/sim_vs_bed.sh --compare DIR [LAYOUTS]
 # --compare measures nothing: it simulates DIR/bed_KxN.fabric against the measured table
 # DIR/bed_KxN.txt recorded earlier (perf/data/sim_vs_bed/ holds one; ctest's
@@ -41,7 +41,7 @@ fabric_of() {
   fi
   awk -v k="$2" -v n="$3" -v layout="$4" -v cores="$cores" -v load="${load:-0}" \
     -v transport="${TRANSPORT_GBPS:-2.2}" -v line="${RATE_MBIT:-1000}" -v holds="${SENDS_HOLD_A_CORE:-0}" \
-    -v pool="${CORE_POOL:-0}" '
+    -v pool="${CORE_POOL:-0}" -v spin="${POOL_WAITERS_SPIN:-0}" -v bound="${POOL_BOUND_CORES:-0}" '
     /^\[0\].*tuning \(probe\):/ { within = $0 }
     /^\[0\].*tuning between nodes/ { between = $0 }
     function get(line, key,   m) { return match(line, key "=[0-9.e+-]+") ? substr(line, RSTART + length(key) + 1, RLENGTH - length(key) - 1) : "" }
@@ -92,8 +92,13 @@ fabric_of() {
       # The cores of the host as a pool (LinkModel::poolCores; docs/sim.md, twenty-first session):
       # CORE_POOL=1, or 2 with o and g kept at the call share (off by default: see there for
       # what each did to the guarded counts).
+      # With it, POOL_WAITERS_SPIN=1 (a waiting rank keeps its core, yielding, for the
+      # engine'"'"'s spin) and POOL_BOUND_CORES=1 (rank r on core r mod cores, as the engine
+      # binds it): twenty-second session, off by default.
       if (pool >= 1) printf "core_pool 1\n"
       if (pool == 2) printf "pool_overhead_at_call_share 1\n"
+      if (pool >= 1 && spin == 1) printf "pool_waiters_spin 1\n"
+      if (pool >= 1 && bound == 1) printf "pool_bound_cores 1\n"
     }' "$1"
 }
 

@@ -7,6 +7,7 @@
 #include "algorithms/schedule_rules.hpp"
 #include "bootstrap/process_watch.hpp"
 #include "engine/wire_header.hpp"
+#include "engine/wait_figures.hpp"
 #include "errors.hpp"
 #include "log.hpp"
 #include "settings/settings.hpp"
@@ -273,8 +274,8 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   // Oversubscribed ranks poll with sched_yield, which hands the core straight to a peer
   // with work; 200 us of that keeps small-message latency low (perf/compare.sh) before
   // the rank sleeps on a futex and stops costing anything.
-  config.spin = std::chrono::microseconds(
-      settings::integer("CHORUS_SPIN_US", config.yieldWhileSpinning ? 200 : 50));
+  config.spin = std::chrono::microseconds(settings::integer(
+      "CHORUS_SPIN_US", (config.yieldWhileSpinning ? kOversubscribedSpin : kDefaultSpin).count()));
   config.adaptiveYield = settings::boolean("CHORUS_YIELD_ADAPT");
   config.pauseSpin = std::chrono::microseconds(
       config.yieldWhileSpinning ? 0 : settings::integer("CHORUS_PAUSE_SPIN_US", 20));

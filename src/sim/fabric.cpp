@@ -1,5 +1,7 @@
 #include "sim/fabric.hpp"
 
+#include "engine/wait_figures.hpp"
+
 #include "errors.hpp"
 #include "tuner/link_model.hpp"
 
@@ -139,6 +141,8 @@ const std::map<std::string, Setter>& setters() {
     add("host_load", &Fabric::hostLoad);
     add("core_pool", &Fabric::corePool);
     add("pool_overhead_at_call_share", &Fabric::poolOverheadAtCallShare);
+    add("pool_waiters_spin", &Fabric::poolWaitersSpin);
+    add("pool_bound_cores", &Fabric::poolBoundCores);
     add("transport_gbps", &Fabric::transportGBps);
     add("seed", &Fabric::seed);
     add("fluid", &Fabric::fluid);
@@ -175,6 +179,12 @@ void validate(const Fabric& f, const std::string& where) {
 
 }  // namespace
 
+double Fabric::poolSpinUs() const {
+  return corePool && poolWaitersSpin
+             ? std::chrono::duration<double, std::micro>(kOversubscribedSpin).count()
+             : 0;
+}
+
 std::string Fabric::describe() const {
   char text[512];
   std::snprintf(text, sizeof(text),
@@ -209,10 +219,12 @@ std::string Fabric::describe() const {
     line += text;
   }
   if (corePool && hostCores > 0) {
-    std::snprintf(text, sizeof(text),
-                  "# the host's %g cores a pool: a rank's CPU work at a whole core%s, waiting "
-                  "for one while all are taken\n",
-                  hostCores, poolOverheadAtCallShare ? " (o and g at the call's share)" : "");
+    std::snprintf(
+        text, sizeof(text),
+        "# the host's %g cores a pool: a rank's CPU work at a whole core%s, waiting "
+        "for one while all are taken%s\n",
+        hostCores, poolOverheadAtCallShare ? " (o and g at the call's share)" : "",
+        poolWaitersSpin ? "; a waiting rank keeps its core, yielding, for the engine's spin" : "");
     line += text;
   }
   if (sendsHoldACore) {

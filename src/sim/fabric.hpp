@@ -87,6 +87,16 @@ struct Fabric {
   // pool_overhead_at_call_share 1 (LinkModel::poolOverheadAtCallShare): with core_pool, a
   // message's o and g stay at the call's share; only the byte work runs at a whole core.
   bool poolOverheadAtCallShare = false;
+  // pool_waiters_spin 1 (LinkModel::poolSpinUs): with core_pool, a waiting rank keeps its
+  // core for the engine's spin where ranks outnumber cores (kOversubscribedSpin, 200 us),
+  // yielding: work on that core gets a fair share of it meanwhile.
+  bool poolWaitersSpin = false;
+  // What a waiting rank holds its core for (LinkModel::poolSpinUs): the engine's figure with
+  // pool_waiters_spin and core_pool, else 0.
+  double poolSpinUs() const;
+  // pool_bound_cores 1 (LinkModel::poolBoundCores): with core_pool, rank r's work on core
+  // r mod host_cores only, as the engine binds ranks that outnumber the cores.
+  bool poolBoundCores = false;
   // TCP rather than DMA: a message's bytes cost its sender's CPU (the copy into the
   // kernel) and its receiver's (the copy out) at this rate per core, on the same CPU as
   // the rank's reductions (with host_cores, each rank's share of the cores). So a rank that

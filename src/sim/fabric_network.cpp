@@ -40,6 +40,8 @@ LinkClasses tunerLinks(const Fabric& f) {
   intra.sendsHoldACore = f.sendsHoldACore;
   intra.poolCores = f.corePool ? f.hostCores : 0;
   intra.poolOverheadAtCallShare = f.poolOverheadAtCallShare;
+  intra.poolSpinUs = f.poolSpinUs();
+  intra.poolBoundCores = f.corePool && f.poolBoundCores;
   LinkModel inter = intra;
   inter.gapUs = f.nicGapUs;
   inter.latencyUs = f.nicLatencyUs + 3 * f.hopLatencyUs;
@@ -225,7 +227,8 @@ int FabricNetwork::rotationUnit(int nranks) const {
 NetworkModel::CorePool FabricNetwork::corePool(int nranks) const {
   const double cores = fabric_.corePool ? fabric_.hostCores : 0;
   if (!(cores >= 1 && cores < nranks)) return {};
-  return {static_cast<int>(cores), fabric_.poolOverheadAtCallShare};
+  return {static_cast<int>(cores), fabric_.poolOverheadAtCallShare, fabric_.poolSpinUs(),
+          fabric_.poolBoundCores};
 }
 
 // With whole nodes: (local index mod the rotation unit, node distance, local distance),

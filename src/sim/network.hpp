@@ -129,9 +129,13 @@ class NetworkModel {
   // symmetry map keeps it: a network with one says so in period (nranks), xorSymmetric and
   // rotationUnit (none), and the replay refuses to compress it.
   // overheadAtCallShare: o and g stay at the call's share (LinkModel::poolOverheadAtCallShare).
+  // spinUs: how long a waiting rank keeps its core, yielding (LinkModel::poolSpinUs; 0: it
+  // frees it at once).
   struct CorePool {
     int cores = 0;
     bool overheadAtCallShare = false;
+    double spinUs = 0;
+    bool bound = false;  // rank r on core r mod cores only (LinkModel::poolBoundCores)
   };
   virtual CorePool corePool(int /*nranks*/) const { return {}; }
   int poolCores(int nranks) const { return corePool(nranks).cores; }
@@ -198,7 +202,8 @@ class LinkClassNetwork final : public NetworkModel {
   // link.poolCores, when at least 1 and fewer than the ranks.
   CorePool corePool(int nranks) const override {
     if (!(link_.poolCores >= 1 && link_.poolCores < nranks)) return {};
-    return {static_cast<int>(link_.poolCores), link_.poolOverheadAtCallShare};
+    return {static_cast<int>(link_.poolCores), link_.poolOverheadAtCallShare, link_.poolSpinUs,
+            link_.poolBoundCores};
   }
 
  private:

@@ -141,6 +141,7 @@ class Replay {
     nicOutCredit_.assign(nics_, 0);
     nicInCredit_.assign(nics_, 0);
     coreFree_.assign(poolCores_, 0);
+    spins_.assign(pool_.spinUs > 0 ? nranks_ : 0, Spin{});
     if (credits.size() == 2 * nics_) {
       std::copy(credits.begin(), credits.begin() + nics_, nicOutCredit_.begin());
       std::copy(credits.begin() + nics_, credits.end(), nicInCredit_.begin());
@@ -519,7 +520,7 @@ class Replay {
     double start = std::max(n.earliestStart, free_[resource]);
     // A step on its rank's CPU runs once it holds one of the host's cores (a pool).
     const bool onCore = poolCores_ > 0 && resource % (ports_ + 1) == 1;
-    if (onCore) start = takeCore(start, cost);
+    if (onCore) start = takeCore(start, n.rank);
     if (recordBegan_) began_[static_cast<size_t>(&n - nodes_.data())] = start;
     const bool message = isOutgoing(n.kind) && !selfMessage(n);
     // Shaped NICs (NetworkModel::nicBurstUs): each bucket banks its NIC's idle time, up to
@@ -547,7 +548,7 @@ class Replay {
       if (n.afterWait == AfterWait::Elementwise)
         n.earliestFinish = nodes_[n.after].finish + sliceOf(n, cost);
     }
-    if (onCore) coreFree_[lastCore_] = start + cost;  // what the shaper left of it
+    if (onCore) cost = holdCore(start, cost, n.rank);  // what the shaper left of it
     // The sender's next message on this port (or CPU) starts no earlier than g after this
     // one (MessageCost::gapUs); the message itself is done at start + cost.
     free_[resource] = start + (message ? std::max(cost, n.cost.gapUs) : cost);
@@ -578,8 +579,12 @@ class Replay {
       if (senderCpu > 0) {
         double& cpu = free_[cpuOf(n.rank)];
         cpu = std::max(cpu, start);
-        if (poolCores_ > 0) cpu = takeCore(cpu, senderCpu);
-        cpu += senderCpu;
+        if (poolCores_ > 0) {
+          cpu = takeCore(cpu, n.rank);
+          cpu += holdCore(cpu, senderCpu, n.rank);
+        } else {
+          cpu += senderCpu;
+        }
         n.finish = std::max(n.finish, cpu);
       }
     }
@@ -592,22 +597,67 @@ class Replay {
   NetworkModel& net_;
   const int ports_;
   const double sliceBytes_;
-  // The host's cores as a pool (NetworkModel::poolCores; 0: none): a CPU charge of `work`
+  // The host's cores as a pool (NetworkModel::poolCores; 0: none): a CPU charge of `rank`
   // that may start at `at` takes the core that frees latest by then (else the first to
-  // free), first come first served in event order; returns when it begins there.
-  double takeCore(double at, double work) {
+  // free), first come first served in event order; returns when it begins there. With
+  // waiting ranks that keep their cores (CorePool::spinUs), a free core where fewer of
+  // them yield comes first, and `rank` stops yielding (it has work).
+  double takeCore(double at, int rank) {
+    if (!spins_.empty()) spins_[rank].until = std::min(spins_[rank].until, at);
+    if (pool_.bound) {  // the engine's binding: rank r on core r mod cores
+      lastCore_ = static_cast<size_t>(rank % poolCores_);
+      return std::max(at, coreFree_[lastCore_]);
+    }
     size_t best = 0;
+    int bestYielders = yieldersOn(0, at, rank);
     for (size_t c = 1; c < coreFree_.size(); ++c) {
       const bool fits = coreFree_[c] <= at, bestFits = coreFree_[best] <= at;
-      if (fits != bestFits ? fits
-          : fits           ? coreFree_[c] > coreFree_[best]
-                           : coreFree_[c] < coreFree_[best])
+      const int yielders = fits && bestFits ? yieldersOn(c, at, rank) : 0;
+      if (fits != bestFits                   ? fits
+          : fits && yielders != bestYielders ? yielders < bestYielders
+          : fits                             ? coreFree_[c] > coreFree_[best]
+                                             : coreFree_[c] < coreFree_[best]) {
         best = c;
+        bestYielders = yieldersOn(c, at, rank);
+      }
     }
-    const double begin = std::max(at, coreFree_[best]);
-    coreFree_[best] = begin + work;
     lastCore_ = best;
-    return begin;
+    return std::max(at, coreFree_[best]);
+  }
+  // `rank`'s charge of `work` (at a whole core) runs on the core takeCore gave from `begin`;
+  // returns how long it takes. Alone there, `work`. Where k waiting ranks yield on that core
+  // it runs at 1 / (1 + k) of it until each one's spin ends (the kernel's fair share among
+  // runnable threads; each spin as known at `begin`). Then `rank` waits on that core,
+  // yielding, for spinUs.
+  double holdCore(double begin, double work, int rank) {
+    double took = work;
+    if (!spins_.empty()) {
+      std::vector<double>& ends = spinEnds_;
+      ends.clear();
+      for (int r = 0; r < nranks_; ++r) {
+        const Spin& w = spins_[r];
+        if (r != rank && w.core == lastCore_ && w.from <= begin && w.until > begin)
+          ends.push_back(w.until);
+      }
+      std::sort(ends.begin(), ends.end());
+      double t = begin, left = work;
+      size_t k = ends.size(), i = 0;
+      for (; i < ends.size() && left > (ends[i] - t) / double(1 + k); ++i, --k) {
+        left -= (ends[i] - t) / double(1 + k);
+        t = ends[i];
+      }
+      if (!ends.empty()) took = t + left * double(1 + k) - begin;
+      spins_[rank] = {lastCore_, begin + took, begin + took + pool_.spinUs};
+    }
+    coreFree_[lastCore_] = begin + took;
+    return took;
+  }
+  // How many other ranks wait, yielding, on core c at `at`.
+  int yieldersOn(size_t c, double at, int rank) const {
+    int k = 0;
+    for (int r = 0; r < static_cast<int>(spins_.size()); ++r)
+      k += r != rank && spins_[r].core == c && spins_[r].from <= at && spins_[r].until > at;
+    return k;
   }
   // A figure at the call's share as a whole core of the pool runs it (poolCores / nranks
   // of its time); as given without a pool.
@@ -619,6 +669,13 @@ class Replay {
   const double reduceBytesPerUs_, copyBytesPerUs_;
   const double transportBytesPerUs_;
   std::vector<double> coreFree_;  // when each of the pool's cores frees
+  // A waiting rank yielding on `core` from `from` until `until` (CorePool::spinUs), by rank.
+  struct Spin {
+    size_t core = 0;
+    double from = 0, until = 0;
+  };
+  std::vector<Spin> spins_;
+  std::vector<double> spinEnds_;  // holdCore's scratch
   size_t lastCore_ = 0;           // the core takeCore gave last
   const double burstUs_;          // NetworkModel::nicBurstUs
   std::vector<Node> nodes_;

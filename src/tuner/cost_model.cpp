@@ -27,7 +27,7 @@ struct CacheKey {
       return std::tie(m.latencyUs, m.bytesPerUs, m.reduceBytesPerUs, m.copyBytesPerUs, m.overheadUs,
                       m.transportBytesPerUs, m.nicBytesPerUs, m.cpuSends, m.nicBurstBytes,
                       m.channelBytes, m.overheadShare, m.callShare, m.gapUs, m.sendsHoldACore,
-                      m.poolCores, m.poolOverheadAtCallShare);
+                      m.poolCores, m.poolOverheadAtCallShare, m.poolSpinUs, m.poolBoundCores);
     };
     return std::tuple_cat(
         std::tie(algorithm, collective, nranks, count, elementSize, sliceBytes, layout),

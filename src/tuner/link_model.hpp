@@ -91,6 +91,18 @@ struct LinkModel {
   // netns bed's small sizes ran 1.5-2.3x faster than measured with o at a whole core
   // (docs/sim.md, twenty-first session).
   bool poolOverheadAtCallShare = false;
+  // With poolCores: a rank that waits keeps the core its last CPU work ran on this long,
+  // polling with sched_yield (the engine's wait where ranks outnumber cores: no pause, then
+  // yielding for CHORUS_SPIN_US, kOversubscribedSpin in engine/wait_figures.hpp, then it
+  // sleeps). A yielding rank is runnable, so work that takes a core where k such ranks wait
+  // gets the kernel's fair share of it, 1 / (1 + k), until their spins end: a waiting rank's
+  // core is shared, not free. 0: a waiting rank frees its core at once (docs/sim.md,
+  // twenty-second session).
+  double poolSpinUs = 0;
+  // With poolCores: rank r's CPU work runs on core r mod poolCores only, as the engine binds
+  // a rank where the machine's ranks outnumber its cores (CHORUS_BIND_CORE: its rank among
+  // the machine's modulo the cores; comm_impl.cpp, bindToCore). false: any core that frees.
+  bool poolBoundCores = false;
   // What a call's share of a core makes of a figure measured at overheadShare.
   double atCallShare(double us) const {
     return overheadShare > 0 && callShare > 0 ? us * overheadShare / callShare : us;

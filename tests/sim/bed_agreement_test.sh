@@ -61,6 +61,8 @@ sim=$1 root=$2
 # (docs/sim.md, twentieth session). The host's cores as a pool (core_pool, twenty-first
 # session) is off here: with it 11 entries fall below these counts (10 with o kept at the
 # call's share, 13 with sends_hold_a_core too; perf/data/sim_vs_bed/pool_sim20/).
+# Its waiting ranks yielding on their cores (pool_waiters_spin) or the ranks bound to cores
+# (pool_bound_cores; twenty-second session) lower 11-28 entries (perf/data/sim_vs_bed/spin_sim21/).
 want="sim_vs_bed:2x2:37:1 sim_vs_bed:3x2:27:6 sim_vs_bed/transport_tuner:2x2:33:3
   sim_vs_bed/transport_tuner:3x2:24:4 sim_vs_bed/nic_tuner:2x2:47:5 sim_vs_bed/nic_tuner:3x2:41:6
   sim_vs_bed/ninth_nochrt:2x2:33:5 sim_vs_bed/ninth_nochrt:3x2:36:5 sim_vs_bed/ninth_nochrt_2:3x2:37:4

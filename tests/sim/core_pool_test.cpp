@@ -223,5 +223,91 @@ TEST(SimCorePool, TheFabricTakesItLikeTheTuner) {
   EXPECT_NEAR(replay(s, 4, tuner).micros, 12, 1e-9);
 }
 
+// A waiting rank keeps its core, yielding, for the engine's spin (LinkModel::poolSpinUs):
+// work that takes that core shares it with the yielder (half of it) until the spin ends.
+// Ranks 0 and 1 copy 2000 B (1 us at a whole core) on the two cores 0-1 and then wait,
+// yielding there; ranks 2 and 3 wait for the cores and copy 4000 B (2 us at a whole core)
+// from 1. Spin 100 us: each shares its core with a yielder for the whole copy, 1-5: 5 us
+// (3 with the cores freed at once, 4 at the call's share). Spin 2 us: half of it until 3,
+// then the rest at a whole core: 1 + 2 x 1 + 1 = 4.
+TEST(SimCorePool, AWaitingRankSharesItsCore) {
+  std::vector<Schedule> s(4);
+  for (int r = 0; r < 2; ++r) copy(s[r], in(0, 500), out(0, 500));
+  for (int r = 2; r < 4; ++r) copy(s[r], in(0, 1000), out(0, 1000));
+  LinkModel link = twoCoresLink();
+  EXPECT_DOUBLE_EQ(replaySchedules(s, 4, link).micros, 3);
+  EXPECT_DOUBLE_EQ(replaySchedules(s, 4, withoutPool(link)).micros, 4);
+  link.poolSpinUs = 100;
+  EXPECT_EQ(LinkClassNetwork(4, link).corePool(4).spinUs, 100);
+  LinkClassNetwork net(4, link);
+  std::vector<StepTime> timeline;
+  EXPECT_DOUBLE_EQ(replay(s, 4, net, 0, kPipelineSliceBytes, Symmetry::Shift, 0, &timeline).micros,
+                   5);
+  for (int r = 2; r < 4; ++r) {
+    EXPECT_DOUBLE_EQ(stepOf(timeline, r, 0).start, 1) << "rank " << r;
+    EXPECT_DOUBLE_EQ(stepOf(timeline, r, 0).finish, 5) << "rank " << r;
+  }
+  link.poolSpinUs = 2;
+  EXPECT_DOUBLE_EQ(replaySchedules(s, 4, link).micros, 4);
+  // Without a pool the spin changes nothing.
+  EXPECT_DOUBLE_EQ(replaySchedules(s, 4, withoutPool(link)).micros, 4);
+}
+
+// A rank's own wait does not slow its own next work: rank 0 copies 2000 B twice (1 us each
+// at a whole core), the second on the core it yields on: 2 us, as with the cores freed at
+// once (4 at the call's share).
+TEST(SimCorePool, ARanksOwnWaitDoesNotSlowItsNextWork) {
+  std::vector<Schedule> s(4);
+  copy(s[0], in(0, 500), out(0, 500));
+  copy(s[0], in(0, 500), out(500, 500));
+  LinkModel link = twoCoresLink();
+  link.poolSpinUs = 100;
+  EXPECT_DOUBLE_EQ(replaySchedules(s, 4, link).micros, 2);
+  EXPECT_DOUBLE_EQ(replaySchedules(s, 4, withoutPool(link)).micros, 4);
+}
+
+// chorus-sim's fabric: pool_waiters_spin 1 with core_pool 1 takes the engine's spin where
+// ranks outnumber cores (kOversubscribedSpin, 200 us), in the fabric and the tuner's classes
+// alike; without core_pool, none.
+TEST(SimCorePool, TheFabricTakesTheEnginesSpin) {
+  const std::string bed =
+      "nodes 3\ngpus_per_node 2\nnics_per_node 1\nhost_cores 2\ncopy_gbps 1\nreduce_gbps 1\n";
+  const Fabric spin = parseFabric(bed + "core_pool 1\npool_waiters_spin 1\n", "t");
+  EXPECT_DOUBLE_EQ(spin.poolSpinUs(), 200);
+  EXPECT_DOUBLE_EQ(tunerLinks(spin).intra.poolSpinUs, 200);
+  EXPECT_DOUBLE_EQ(tunerLinks(spin).inter.poolSpinUs, 200);
+  EXPECT_DOUBLE_EQ(FabricNetwork(spin).corePool(6).spinUs, 200);
+  EXPECT_DOUBLE_EQ(parseFabric(bed + "pool_waiters_spin 1\n", "t").poolSpinUs(), 0);
+  EXPECT_DOUBLE_EQ(parseFabric(bed + "core_pool 1\n", "t").poolSpinUs(), 0);
+  EXPECT_NE(spin.describe().find("yielding, for the engine's spin"), std::string::npos)
+      << spin.describe();
+}
+
+// Bound as the engine binds ranks that outnumber the cores (LinkModel::poolBoundCores: rank
+// r on core r mod cores): ranks 0 and 2 copy 2000 B (1 us at a whole core each), ranks 1 and
+// 3 do nothing. Any core: both at once, 1 us. Bound: both on core 0, rank 2 from 1 to 2
+// (2 us, as at the call's share).
+TEST(SimCorePool, ARankRunsOnItsBoundCore) {
+  std::vector<Schedule> s(4);
+  copy(s[0], in(0, 500), out(0, 500));
+  copy(s[2], in(0, 500), out(0, 500));
+  LinkModel link = twoCoresLink();
+  EXPECT_DOUBLE_EQ(replaySchedules(s, 4, link).micros, 1);
+  link.poolBoundCores = true;
+  EXPECT_TRUE(LinkClassNetwork(4, link).corePool(4).bound);
+  LinkClassNetwork net(4, link);
+  std::vector<StepTime> timeline;
+  EXPECT_DOUBLE_EQ(replay(s, 4, net, 0, kPipelineSliceBytes, Symmetry::Shift, 0, &timeline).micros,
+                   2);
+  EXPECT_DOUBLE_EQ(stepOf(timeline, 2, 0).start, 1);
+  EXPECT_DOUBLE_EQ(replaySchedules(s, 4, withoutPool(link)).micros, 2);
+  const std::string bed =
+      "nodes 3\ngpus_per_node 2\nnics_per_node 1\nhost_cores 2\ncopy_gbps 1\nreduce_gbps 1\n";
+  const Fabric f = parseFabric(bed + "core_pool 1\npool_bound_cores 1\n", "t");
+  EXPECT_TRUE(tunerLinks(f).intra.poolBoundCores);
+  EXPECT_TRUE(FabricNetwork(f).corePool(6).bound);
+  EXPECT_FALSE(tunerLinks(parseFabric(bed + "pool_bound_cores 1\n", "t")).intra.poolBoundCores);
+}
+
 }  // namespace
 }  // namespace chorus::sim

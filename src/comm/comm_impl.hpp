@@ -153,6 +153,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   std::string diagnoseStall(const std::string& mine, const std::vector<int>& peers,
                             int unreachable);
   void reportWaiting(const std::string& mine, const std::vector<int>& peers);
+  std::optional<PeerSilence> silentHost(int peer);
 
   int rank_, nranks_;
   int localRank_ = 0, localSize_ = 1;  // among the ranks on this rank's host

@@ -102,8 +102,7 @@ void CommImpl::reportFailure(const std::string& cause, const std::vector<int>& f
     }
   }
   // The ranks first (comma separated), so that whoever reads the report finds them.
-  std::string ranks;
-  for (int r : failedRanks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+  const std::string ranks = joined(failedRanks);
   const Deadline by = Clock::now() + kReportBy;
   store_->setBy("failed-ranks/" + std::to_string(rank_), std::as_bytes(std::span(ranks)), by);
   store_->setBy("failed/" + std::to_string(rank_), std::as_bytes(std::span(report)), by);
@@ -122,6 +121,17 @@ FailureReport CommImpl::reportedFailure(int peer) {
   return report;
 }
 
+// What the link to `peer` says where its host stopped answering; empty otherwise, and
+// where the connection cannot tell (its own error will).
+std::optional<PeerSilence> CommImpl::silentHost(int peer) {
+  try {
+    if (std::optional<PeerSilence> silent = transport_->silence(peer); silent && silent->cutOff())
+      return silent;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
 void CommImpl::reportWaiting(const std::string& mine, const std::vector<int>& peers) {
   // "stuck/<rank>" = "<awaited ranks>;<those whose host does not answer>;<what it is in>"
   // (ranks comma separated), so that others can follow the chain of waits to the rank at its
@@ -131,12 +141,8 @@ void CommImpl::reportWaiting(const std::string& mine, const std::vector<int>& pe
     std::vector<int> cutOff;
     std::string lines;
     for (int p : peers) {
-      std::optional<PeerSilence> silent;
-      try {
-        silent = transport_->silence(p);
-      } catch (const std::exception&) {  // its connection's own error will tell
-      }
-      if (!silent || !silent->cutOff()) continue;
+      const std::optional<PeerSilence> silent = silentHost(p);
+      if (!silent) continue;
       cutOff.push_back(p);
       lines += "\n" + cutOffLine(p, rank_, *silent);
     }
@@ -197,8 +203,7 @@ std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<i
       for (int p : report.awaited) queue.push_back(p);  // follow what it waits for
     } else if (cutOff[peer]) {
       // Named already: by this rank's own error, or by the report of a rank that waits on it.
-    } else if (const std::optional<PeerSilence> silent = transport_->silence(peer);
-               silent && silent->cutOff()) {
+    } else if (const std::optional<PeerSilence> silent = silentHost(peer)) {
       // Its report could not reach the store either, most likely: say what the link says.
       summary += ". " + cutOffLine(peer, rank_, *silent);
       cutOff[peer] = true;
@@ -215,12 +220,8 @@ std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<i
     // probes every peer once its own report could not reach the store).
     for (int peer = 0; peer < nranks_; ++peer) {
       if (peer == rank_ || cutOff[peer]) continue;
-      try {
-        if (const std::optional<PeerSilence> silent = transport_->silence(peer);
-            silent && silent->cutOff())
-          summary += ". " + cutOffLine(peer, rank_, *silent);
-      } catch (const std::exception&) {
-      }
+      if (const std::optional<PeerSilence> silent = silentHost(peer))
+        summary += ". " + cutOffLine(peer, rank_, *silent);
     }
     summary += ". No rank's report could be read: " + storeSilent;
   }

@@ -8,7 +8,7 @@
 # script: one build, then a repeatable run each: the seed corpus (fuzz/corpus/NAME) and
 # CHORUS_FUZZ_RUNS inputs mutated from seed 1. Timed runs with fresh seeds are by hand
 # (`tests/fuzz/run_fuzz.sh all SECONDS`).
-file(GLOB _chorus_fuzzers CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/*_fuzz.cpp)
+file(GLOB _chorus_fuzzers CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/fuzz/*_fuzz.cpp)
 if(CHORUS_FUZZ)
   add_custom_target(chorus_fuzzers)
   foreach(_src ${_chorus_fuzzers})
@@ -32,7 +32,7 @@ if(CHORUS_FUZZ)
   endforeach()
 else()
   set(CHORUS_FUZZ_RUNS 20000 CACHE STRING "Inputs per harness in `ctest -L fuzz` (seed 1)")
-  set(_script ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_fuzz.sh -B ${PROJECT_BINARY_DIR}/fuzz-build)
+  set(_script ${CMAKE_CURRENT_LIST_DIR}/fuzz/run_fuzz.sh -B ${PROJECT_BINARY_DIR}/fuzz-build)
   add_test(NAME fuzz.build COMMAND ${_script} build)
   set_tests_properties(fuzz.build PROPERTIES LABELS fuzz TIMEOUT 1800 FIXTURES_SETUP chorus_fuzz
                                              RESOURCE_LOCK chorus_multiproc)

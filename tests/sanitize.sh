@@ -12,6 +12,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 dir=
 if [[ ${1:-} == -B ]]; then dir=$2; shift 2; fi
 jobs=${CHORUS_SANITIZE_JOBS:-2}
+source "$root/tests/tree_lock.sh"
 # -O1 -g1: line tables are enough for the reports, and the two builds stay short in CI.
 # CHORUS_MP_FULL_RANKS_*=0: the collective suites run --quick there (every type x op x
 # count still, the large count only for a few pairs): the threads and the engine are the
@@ -53,6 +54,7 @@ sanitizer_env() {
 }
 
 build() {  # asan|tsan
+  take_tree_lock "$dir"
   local flags=address,undefined
   [[ $1 == tsan ]] && flags=thread
   cmake -S "$root" -B "$dir" "${common[@]}" -DCHORUS_SANITIZE=$flags >"$dir.configure.log" 2>&1 ||

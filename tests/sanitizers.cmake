@@ -6,7 +6,7 @@ option(CHORUS_SANITIZER_TESTS "Register the asan/tsan labels (instrumented build
 if(NOT CHORUS_SANITIZER_TESTS OR CHORUS_SANITIZE)
   return()
 endif()
-set(_sanitize ${CMAKE_CURRENT_SOURCE_DIR}/sanitize.sh)
+set(_sanitize ${CMAKE_CURRENT_LIST_DIR}/sanitize.sh)
 foreach(_s asan tsan)
   set(_dir ${PROJECT_BINARY_DIR}/sanitize-${_s})
   add_test(NAME ${_s}.build COMMAND ${_sanitize} -B ${_dir} build ${_s})

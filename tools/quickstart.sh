@@ -36,6 +36,9 @@ case "$mode" in
   perf)
     exec "$build/tools/chorus-run" -n 4 "$build/perf/chorus-perf" -b 8 -e 64M -f 4 ;;
   test)
+    # The instrumented trees (labels fuzz, asan, tsan) build at idle priority while the
+    # other tests run; their tests come last and wait for them (tests/prebuild.sh).
+    setsid tests/prebuild.sh "$build" &
     cd "$build"
     exec ctest --output-on-failure --no-tests=error --timeout 900 ;;
   *)

@@ -16,8 +16,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=$root/build-fuzz
 if [[ ${1:-} == -B ]]; then build=$2; shift 2; fi
+source "$root/tests/tree_lock.sh"
 
 configure_and_build() {
+  take_tree_lock "$build"
   local cxx=${CHORUS_FUZZ_CXX:-clang++} cc=${CHORUS_FUZZ_CC:-clang}
   command -v "$cxx" >/dev/null || { echo "run_fuzz: $cxx not found (apt-get install clang libclang-rt-14-dev)"; exit 1; }
   # -O1 -g1: line tables suffice for the reports, and the build stays short in CI.

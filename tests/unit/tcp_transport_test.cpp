@@ -176,7 +176,7 @@ void ringSizes(int nranks, const std::vector<size_t>& sizes, const DriveOptions&
   });
 }
 
-const std::vector<size_t> kRingSizes = {0, 8, 1000, (1 << 20) + 24, 16 << 20};
+const std::vector<size_t> kRingSizes = {0, 8, 1000, (1 << 20) + 24, test::bulk(16 << 20)};
 
 TEST(TcpTransport, RingTwoStreamsDefault) {
   Env env{{"CHORUS_SOCKET_IFNAME", "lo"}, {"CHORUS_TCP_STREAMS", "2"}};
@@ -218,7 +218,7 @@ TEST(TcpTransport, AllToAllFourRanks) {
   const int n = 4;
   auto bytes = [](int src, int dst) -> size_t {
     if (src == dst) return 0;
-    return (size_t{1} << 20) * (src + 1) + size_t{8} * dst + size_t{3} * src;  // some odd
+    return test::bulk(size_t{1} << 20) * (src + 1) + size_t{8} * dst + size_t{3} * src;  // odd
   };
   runRanks(n, [&](int rank, Transport& t) {
     for (int round = 0; round < 2; ++round) {
@@ -273,8 +273,8 @@ TEST(TcpTransport, PeerDiesMidStream) {
         std::map<int, Flow> flows;
         for (int p = 0; p < n; ++p) {
           if (p == r) continue;
-          flows[p].out = pattern(r, p, 0, 64 << 20);
-          flows[p].expected = r == victim ? (2 << 20) : (64 << 20);
+          flows[p].out = pattern(r, p, 0, test::bulk(64 << 20));
+          flows[p].expected = test::bulk(64 << 20);
         }
         if (r == victim) {
           flows.clear();  // only receive a little, then die with data unread

@@ -2,6 +2,7 @@
 // (good and malformed input), the cluster view, ring order and NIC choice.
 #include "topology/topology.hpp"
 #include "bootstrap/bootstrap.hpp"
+#include "time_bounds.hpp"
 #include "topology/detect_parts.hpp"
 
 #include <gtest/gtest.h>
@@ -231,7 +232,7 @@ TEST(TopologyFileTest, NeverCrashes) {
                                           "2-"};
   std::mt19937 rng(7);
   int accepted = 0;
-  for (int i = 0; i < 3000; ++i) {
+  for (size_t i = 0; i < chorus::test::bulk(3000); ++i) {
     std::string text;
     int n = int(rng() % 12);
     for (int w = 0; w < n; ++w) text += words[rng() % words.size()] + " ";

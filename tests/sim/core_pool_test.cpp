@@ -35,6 +35,22 @@ LinkModel withoutPool(LinkModel link) {
   return link;
 }
 
+// Rank 0 sends 8 B to rank 1 while ranks 2 and 3 copy 40,000 B each.
+std::vector<Schedule> aMessageBesideTwoCopies() {
+  std::vector<Schedule> s(4);
+  send(s[0], 1, in(0, 2));
+  recv(s[1], 0, out(0, 2));
+  copy(s[2], in(0, 10000), out(0, 10000));
+  copy(s[3], in(0, 10000), out(0, 10000));
+  return s;
+}
+
+// The 4 ranks' replay on `net` (uncompressed), its step times in `timeline`.
+double replayTimed(const std::vector<Schedule>& s, NetworkModel& net,
+                   std::vector<StepTime>& timeline) {
+  return replay(s, 4, net, 0, kPipelineSliceBytes, Symmetry::Shift, 0, &timeline).micros;
+}
+
 // The timeline's entry for `rank`'s step `step`.
 StepTime stepOf(const std::vector<StepTime>& timeline, int rank, int step) {
   for (const StepTime& t : timeline)
@@ -64,8 +80,7 @@ TEST(SimCorePool, AllBusyTakeTheCallsShare) {
   EXPECT_DOUBLE_EQ(replaySchedules(s, 4, withoutPool(twoCoresLink())).micros, 4);
   LinkClassNetwork net(4, twoCoresLink());
   std::vector<StepTime> timeline;
-  EXPECT_DOUBLE_EQ(replay(s, 4, net, 0, kPipelineSliceBytes, Symmetry::Shift, 0, &timeline).micros,
-                   4);
+  EXPECT_DOUBLE_EQ(replayTimed(s, net, timeline), 4);
   const double starts[] = {0, 0, 2, 2};
   for (int r = 0; r < 4; ++r) {
     EXPECT_DOUBLE_EQ(stepOf(timeline, r, 0).start, starts[r]) << "rank " << r;
@@ -81,16 +96,11 @@ TEST(SimCorePool, AllBusyTakeTheCallsShare) {
 // both cores 0-20 us; the send (a port, no core) is through at 1.040 (o 1 + wire), but the
 // receive, ready at 10, waits for a core until 20 and takes its o 1 there: 21.
 TEST(SimCorePool, AMessageWaitsForItsReceiversTurnOnACore) {
-  std::vector<Schedule> s(4);
-  send(s[0], 1, in(0, 2));
-  recv(s[1], 0, out(0, 2));
-  copy(s[2], in(0, 10000), out(0, 10000));
-  copy(s[3], in(0, 10000), out(0, 10000));
+  const std::vector<Schedule> s = aMessageBesideTwoCopies();
   for (const bool pool : {false, true}) {
     LinkClassNetwork net(4, pool ? twoCoresLink() : withoutPool(twoCoresLink()));
     std::vector<StepTime> timeline;
-    const double micros =
-        replay(s, 4, net, 0, kPipelineSliceBytes, Symmetry::Shift, 0, &timeline).micros;
+    const double micros = replayTimed(s, net, timeline);
     const StepTime received = stepOf(timeline, 1, 0);
     if (pool) {
       EXPECT_DOUBLE_EQ(micros, 21);
@@ -108,18 +118,13 @@ TEST(SimCorePool, AMessageWaitsForItsReceiversTurnOnACore) {
 // run at a whole core (20 us on the two cores) and the receive still waits for a core, but
 // every o is 2 us: the send is through at 2.040 and the receive holds a core 20-22.
 TEST(SimCorePool, OverheadKeptAtTheCallsShare) {
-  std::vector<Schedule> s(4);
-  send(s[0], 1, in(0, 2));
-  recv(s[1], 0, out(0, 2));
-  copy(s[2], in(0, 10000), out(0, 10000));
-  copy(s[3], in(0, 10000), out(0, 10000));
+  const std::vector<Schedule> s = aMessageBesideTwoCopies();
   LinkModel link = twoCoresLink();
   link.poolOverheadAtCallShare = true;
   LinkClassNetwork net(4, link);
   EXPECT_TRUE(net.corePool(4).overheadAtCallShare);
   std::vector<StepTime> timeline;
-  EXPECT_DOUBLE_EQ(replay(s, 4, net, 0, kPipelineSliceBytes, Symmetry::Shift, 0, &timeline).micros,
-                   22);
+  EXPECT_DOUBLE_EQ(replayTimed(s, net, timeline), 22);
   EXPECT_NEAR(stepOf(timeline, 0, 0).finish, 2.040, 1e-12);
   EXPECT_DOUBLE_EQ(stepOf(timeline, 1, 0).start, 20);
   EXPECT_DOUBLE_EQ(stepOf(timeline, 2, 0).finish, 20);
@@ -136,18 +141,13 @@ TEST(SimCorePool, OverheadKeptAtTheCallsShare) {
 // core until 20 (20.5), so the message is through at 20.5; the receive's o 1 + copy 0.5
 // take the other core 20-21.5, and it completes at 20.5 + 10 + 1.5 = 32.
 TEST(SimCorePool, TheSendersTransportCopyTakesACore) {
-  std::vector<Schedule> s(4);
-  send(s[0], 1, in(0, 2));
-  recv(s[1], 0, out(0, 2));
-  copy(s[2], in(0, 10000), out(0, 10000));
-  copy(s[3], in(0, 10000), out(0, 10000));
+  const std::vector<Schedule> s = aMessageBesideTwoCopies();
   LinkModel link = twoCoresLink();
   link.transportBytesPerUs = 40;
   for (const bool pool : {false, true}) {
     LinkClassNetwork net(4, pool ? link : withoutPool(link));
     std::vector<StepTime> timeline;
-    const double micros =
-        replay(s, 4, net, 0, kPipelineSliceBytes, Symmetry::Shift, 0, &timeline).micros;
+    const double micros = replayTimed(s, net, timeline);
     if (pool) {
       EXPECT_NEAR(micros, 32, 1e-12);
       EXPECT_NEAR(stepOf(timeline, 0, 0).finish, 20.5, 1e-12);
@@ -241,8 +241,7 @@ TEST(SimCorePool, AWaitingRankSharesItsCore) {
   EXPECT_EQ(LinkClassNetwork(4, link).corePool(4).spinUs, 100);
   LinkClassNetwork net(4, link);
   std::vector<StepTime> timeline;
-  EXPECT_DOUBLE_EQ(replay(s, 4, net, 0, kPipelineSliceBytes, Symmetry::Shift, 0, &timeline).micros,
-                   5);
+  EXPECT_DOUBLE_EQ(replayTimed(s, net, timeline), 5);
   for (int r = 2; r < 4; ++r) {
     EXPECT_DOUBLE_EQ(stepOf(timeline, r, 0).start, 1) << "rank " << r;
     EXPECT_DOUBLE_EQ(stepOf(timeline, r, 0).finish, 5) << "rank " << r;
@@ -297,8 +296,7 @@ TEST(SimCorePool, ARankRunsOnItsBoundCore) {
   EXPECT_TRUE(LinkClassNetwork(4, link).corePool(4).bound);
   LinkClassNetwork net(4, link);
   std::vector<StepTime> timeline;
-  EXPECT_DOUBLE_EQ(replay(s, 4, net, 0, kPipelineSliceBytes, Symmetry::Shift, 0, &timeline).micros,
-                   2);
+  EXPECT_DOUBLE_EQ(replayTimed(s, net, timeline), 2);
   EXPECT_DOUBLE_EQ(stepOf(timeline, 2, 0).start, 1);
   EXPECT_DOUBLE_EQ(replaySchedules(s, 4, withoutPool(link)).micros, 2);
   const std::string bed =

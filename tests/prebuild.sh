@@ -10,12 +10,21 @@
 # core takes it from a compiler at once. A tree whose lock is already taken (its test got
 # there first) is left alone.
 set -uo pipefail
+# A process group of its own (setsid keeps the parent), so that its builds stop together.
+[[ $(cut -d' ' -f5 /proc/$$/stat) == "$$" ]] || exec setsid "$0" "$@"
 build=$(cd "${1:?usage: prebuild.sh BUILD_DIR}" && pwd)
 exec >"$build/prebuild.log" 2>&1 </dev/null
 if ! chrt --idle -p 0 $$ 2>/dev/null; then
   renice -n 19 -p $$ >/dev/null || true
 fi
 ionice -c 3 -p $$ 2>/dev/null || true
+# Stop with the test command: its parent (quickstart.sh, which then becomes ctest) gone, the
+# builds in this process group are stopped too (an interrupted ctest leaves nothing behind).
+parent=$PPID
+( while kill -0 "$parent" 2>/dev/null; do sleep 2; done
+  echo "prebuild: the test command (pid $parent) has ended: stopping the builds"
+  kill -TERM -- -$$ ) &
+watcher=$!
 
 mapfile -t tests < <(ctest --test-dir "$build" --show-only=json-v1 -R '^(fuzz|asan|tsan)\.build$' |
   python3 -c 'import json, shlex, sys
@@ -30,3 +39,4 @@ for line in "${tests[@]}"; do
   (eval "set -- ${line#* }"; cd "$1" && shift && CHORUS_TREE_LOCK_WAIT=0 "$@")
   echo "prebuild: $name exited $? after $((SECONDS - start)) s"
 done
+kill "$watcher" 2>/dev/null

@@ -38,7 +38,7 @@ case "$mode" in
   test)
     # The instrumented trees (labels fuzz, asan, tsan) build at idle priority while the
     # other tests run; their tests come last and wait for them (tests/prebuild.sh).
-    setsid tests/prebuild.sh "$build" &
+    tests/prebuild.sh "$build" &
     cd "$build"
     exec ctest --output-on-failure --no-tests=error --timeout 900 ;;
   *)

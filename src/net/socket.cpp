@@ -325,13 +325,17 @@ void Socket::setNoDelay() {
     throwSystemError("setsockopt(TCP_NODELAY)");
 }
 
+KeepaliveTimes keepaliveTimes(std::chrono::milliseconds limit) {
+  const int seconds = int(std::clamp<int64_t>(limit.count() / 1000, 1, INT32_MAX));
+  const int idle = std::max(1, seconds / 2), interval = std::max(1, seconds / 8);
+  return {idle, interval, std::max(1, (seconds - idle) / interval)};
+}
+
 void Socket::setUnansweredLimit(std::chrono::milliseconds limit) {
   if (limit.count() <= 0) return;
-  // Probes start after half the limit and come every eighth of it (whole seconds, at least
-  // 1); TCP_USER_TIMEOUT then ends the connection at the limit, probes or unacked data alike.
-  const int seconds = int(std::max<int64_t>(1, limit.count() / 1000));
-  const int idle = std::max(1, seconds / 2), interval = std::max(1, seconds / 8);
-  const int probes = std::max(1, (seconds - idle) / interval);
+  // TCP_USER_TIMEOUT ends the connection at the limit, probes or unacked data alike.
+  const KeepaliveTimes times = keepaliveTimes(limit);
+  const int idle = times.idleSeconds, interval = times.intervalSeconds, probes = times.probes;
   const unsigned userTimeout = unsigned(std::min<int64_t>(limit.count(), INT32_MAX));
   const int one = 1;
   if (::setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) != 0 ||

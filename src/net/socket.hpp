@@ -38,6 +38,14 @@ std::vector<Interface> findInterfaces(const std::string& spec);
 // its order.
 std::vector<std::string> findInterfaceNames(const std::string& spec);
 
+// The TCP keepalive that tells a host silent for `limit` (CHORUS_KEEPALIVE): probes after
+// half of it, every eighth of it (whole seconds, at least 1), as many as fit in the rest.
+// Socket::setUnansweredLimit sets these; the ucx transport gives them to UCX's tcp transport.
+struct KeepaliveTimes {
+  int idleSeconds = 0, intervalSeconds = 0, probes = 0;
+};
+KeepaliveTimes keepaliveTimes(std::chrono::milliseconds limit);
+
 class Socket {
  public:
   Socket() = default;

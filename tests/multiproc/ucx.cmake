@@ -28,6 +28,23 @@ add_executable(chorus_send_then_away_test send_then_away_test.cpp)
 target_link_libraries(chorus_send_then_away_test PRIVATE chorus)
 target_compile_options(chorus_send_then_away_test PRIVATE -Wall -Wextra)
 
+# CHORUS_KEEPALIVE on UCX's tcp connections: 8 s is keepalive after 4 s idle, every 1 s, 4
+# probes (UCX's own: 10 s, 2 s, the kernel's 9; UCX's conversion can make these 9 s and
+# 1 s: `~`); a UCX_TCP_KEEPIDLE of the user's wins over its part; 0 leaves UCX's own. Under
+# a second each.
+add_executable(chorus_ucx_keepalive_test ucx_keepalive_test.cpp)
+target_link_libraries(chorus_ucx_keepalive_test PRIVATE chorus)
+target_compile_options(chorus_ucx_keepalive_test PRIVATE -Wall -Wextra)
+set(_ucx_ka ${_run} -n 2 --timeout 50 $<TARGET_FILE:chorus_ucx_keepalive_test>)
+chorus_ucx_test(ucx.keepalive.mapped 60 ${_ucx_ka} --idle 4 --interval 1 --probes 4)
+chorus_ucx_test(ucx.keepalive.user_idle_wins 60 ${_ucx_ka} --idle ~60 --interval 1 --probes 4)
+chorus_ucx_test(ucx.keepalive.zero_leaves_ucx 60
+  ${_ucx_ka} --idle ~10 --interval ~2 --probes kernel)
+set_tests_properties(ucx.keepalive.mapped PROPERTIES ENVIRONMENT CHORUS_KEEPALIVE=8s)
+set_tests_properties(ucx.keepalive.user_idle_wins
+  PROPERTIES ENVIRONMENT "CHORUS_KEEPALIVE=8s;UCX_TCP_KEEPIDLE=60s")
+set_tests_properties(ucx.keepalive.zero_leaves_ucx PROPERTIES ENVIRONMENT CHORUS_KEEPALIVE=0s)
+
 # Every collective x type x op x count x in-place at 1..4 ranks, --quick at 5 and 8.
 set(CHORUS_MP_FULL_RANKS_UCX 4 CACHE STRING "Largest rank count that runs the full ucx case list")
 foreach(_n 1 2 3 4 5 8)

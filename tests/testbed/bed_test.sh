@@ -23,10 +23,19 @@
 #       and none with a wrong result. KEEPALIVE_S 0 (keepalive off): every rank fails at
 #       CHORUS_TIMEOUT (10 s) instead, its timeout saying it waits for a rank across the cut
 #       and that rank cannot be reached (the engine probes the awaited peers' hosts).
+#   bed_test.sh cutoff N BUILD_DIR 0 tcp follower
+#       the same cut with keepalive off over tcp, the all-reduces on a ring (0 -> 1 -> ... ->
+#       2N-1 -> 0; CHORUS_ALGO), rank 1's CHORUS_TIMEOUT 9 s and the others' 10 s: rank 1
+#       waits for rank 0 beside it, which waits for rank 2N-1 across the cut on a connection
+#       that carries nothing to it (only the probes from rank 0's half deadline can find its
+#       host silent). Rank 1's deadline comes first, so it must read that silence from rank
+#       0's report, written again when the probes found it (Engine::noteSilence), and name
+#       rank 2N-1 as cut off as seen from rank 0 (never as not waiting or nothing known).
 #   bed_test.sh cutoff N BUILD_DIR 0 ucx
-#       the same cut with keepalive off over ucx (CHORUS_NET=ucx, one UCX worker per NIC):
-#       every rank's timeout names a rank across the cut that cannot be reached (the ucx
-#       transport probes UCX's tcp connections to the awaited peers' hosts).
+#       the same cut with keepalive off over ucx (CHORUS_NET=ucx, one UCX worker per NIC),
+#       the all-reduces hierarchical (hier_rd): every rank's timeout names a rank across the
+#       cut that cannot be reached (the ucx transport probes UCX's tcp connections to the
+#       awaited peers' hosts).
 #   bed_test.sh stop N BUILD_DIR ucx
 #       2 nodes x N ranks over ucx (as cutoff ... ucx); rank N (node 1) stops (SIGSTOP) at
 #       call 2: its host still answers, so every other rank's timeout must name it and none
@@ -162,18 +171,34 @@ bind_decision() {
 # it each rank probes the peers it waits for, so its timeout diagnosis names a rank on the
 # other side as unreachable, and a cut-off store holds up no rank's error.
 cutoff() {
-  local n=$1 build=$2 keepalive=${3:-4} net=${4:-tcp} world=$(($1 * 2)) timeout=90s limit_ms=20000
+  local n=$1 build=$2 keepalive=${3:-4} net=${4:-tcp} follower=${5:-} world=$(($1 * 2))
+  local timeout=90s limit_ms=20000
   ((keepalive == 0)) && timeout=10s limit_ms=25000
   [[ $net == tcp || $keepalive == 0 ]] || fail "over $net only keepalive 0 (the store's) is tested"
-  local env=()
+  [[ -z $follower || ($follower == follower && $net == tcp && $keepalive == 0) ]] ||
+    fail "'follower' goes with keepalive 0 over tcp"
+  local env=() wrap=() seed=5
   # UCX's own keepalive (after 10 s idle by default) waits past the deadline here, so that
   # only the transport's probes can make a silent host's idle connections count.
+  # hier_rd: each node-0 rank waits first for the rank across the cut, while its neighbour's
+  # receive of the next phase is queued too (Engine::earliestWait).
   [[ $net == ucx ]] && env=(-e CHORUS_NET=ucx -e CHORUS_UCX_NET_DEVICES=auto -e CHORUS_DEBUG=INFO
-    -e UCX_TCP_KEEPIDLE=60s)
+    -e UCX_TCP_KEEPIDLE=60s -e CHORUS_ALGO=allreduce:hier_rd)
+  if [[ -n $follower ]]; then
+    # Rank 0's probes (from 5 s) find rank 2N-1's host silent after 3 of them, a second
+    # apart: rank 1's deadline comes after that and a second before rank 0's. Seed 95: an
+    # all-to-all (connecting every pair), two ring all-reduces, the cut at the second (seed
+    # 5's all-to-all just before the cut left rank 0's data to rank 3 unacknowledged in 1
+    # of 5 runs: resends, found before noteSilence could matter).
+    env=(-e CHORUS_ALGO=allreduce:ring)
+    seed=95
+    # shellcheck disable=SC2016  # expanded by each rank's shell
+    wrap=(sh -c '[ "$CHORUS_RANK" = 1 ] && export CHORUS_TIMEOUT=9s; exec "$@"' follower)
+  fi
   bring_up 2 1gbit "$n ranks per node over $net, node 1 cut off at call 2, keepalive ${keepalive}s"
   "$bed" run -b "$id" -n "$n" -t 120 -e CHORUS_KEEPALIVE=${keepalive}s "${env[@]}" \
-    -e CHORUS_TIMEOUT=$timeout -- "$build/tests/fault/chorus_fault_trial" --fault cutoff \
-    --victim "$n" --at 2 --calls 6 --seed 5 >"$log" 2>&1
+    -e CHORUS_TIMEOUT=$timeout -- "${wrap[@]}" "$build/tests/fault/chorus_fault_trial" \
+    --fault cutoff --victim "$n" --at 2 --calls 6 --seed "$seed" >"$log" 2>&1
   local rc=$?
   grep -E "^\[[0-9]+\] rank [0-9]+: (FAULT|ERROR|OK|WRONG)" "$log" | cut -c1-600
   ((rc == 3)) || fail "the run's status is $rc, not 3 (every rank fails with an error)"
@@ -204,13 +229,27 @@ cutoff() {
     done
     grep -Eq "rank ($other) is not waiting in any collective" <<<"$line" &&
       fail "rank $r calls a rank across the cut not waiting, where its host cannot be reached"
-    if ((keepalive == 0)); then  # what it waits for first is across the cut, not beside it
+    if [[ -n $follower ]]; then  # on the ring: it waits for the rank before it or after it
+      local before=$(((r + world - 1) % world)) after=$(((r + 1) % world))
+      grep -Eq "\(CHORUS_TIMEOUT\), waiting for (data from rank $before|rank $after to take data)\b" <<<"$line" ||
+        fail "rank $r's timeout does not say it waits for its ring neighbour ($before or $after)"
+      grep -Eq "rank ($other): nothing known" <<<"$line" &&
+        fail "rank $r knows nothing of a rank across the cut, where its host cannot be reached"
+    elif ((keepalive == 0)); then  # what it waits for first is across the cut, not beside it
       grep -Eq "\(CHORUS_TIMEOUT\), waiting for (data from )?rank ($other)\b" <<<"$line" ||
         fail "rank $r's timeout does not say it waits for a rank of the other side ($other)"
     fi
   done
-  echo "bed_test: OK: node 1 cut off over $net (keepalive ${keepalive}s); every rank failed within" \
-    "$limit_ms ms, naming the other side"
+  if [[ -n $follower ]]; then
+    # Rank 1, at its own deadline (before rank 0's), names rank 2N-1 through rank 0's report.
+    local last=$((world - 1))
+    line=$(grep "^\[1\] rank 1: ERROR after" "$log")
+    grep -Eq "no progress for 9\.0+ s" <<<"$line" || fail "rank 1's deadline was not its own 9 s"
+    grep -Eq "rank $last cannot be reached: [0-9]+ resends or probes in a row from rank 0 " <<<"$line" ||
+      fail "rank 1 does not name rank $last as cut off as seen from rank 0 (rank 0's report)"
+  fi
+  echo "bed_test: OK: node 1 cut off over $net (keepalive ${keepalive}s${follower:+, rank 1 following}); every" \
+    "rank failed within $limit_ms ms, naming the other side"
 }
 
 # A rank stopped on a live host: the probes of its host are answered (by its kernel), so it
@@ -308,5 +347,5 @@ case ${1:-} in
   stop) shift; stopped "$@" ;;
   torch_cutoff) shift; torch_cutoff "$@" ;;
   cleanup) cleanup ;;
-  *) sed -n '2,41p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,49p' "$0" >&2; exit 2 ;;
 esac

@@ -77,6 +77,7 @@ UcxConfig UcxConfig::fromEnv() {
   if (mode != "peer" && mode != "none")
     throwInvalid("CHORUS_UCX_ERR_MODE='" + mode + "': expected peer or none");
   c.peerErrors = mode == "peer";
+  c.keepalive = settings::duration("CHORUS_KEEPALIVE");
   return c;
 }
 

@@ -57,6 +57,7 @@ struct UcxConfig {
   // none: every transport, shared memory included; a dead rank is then found through the
   // rendezvous store only.
   bool peerErrors = true;
+  std::chrono::milliseconds keepalive{30'000};  // CHORUS_KEEPALIVE (ucx::Context)
   static UcxConfig fromEnv();
 };
 

@@ -1,8 +1,13 @@
 #include "transports/ucx/ucx_resources.hpp"
 
 #include "errors.hpp"
+#include "log.hpp"
+#include "net/socket.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <string>
+#include <utility>
 
 namespace chorus::ucx {
 
@@ -10,10 +15,60 @@ void throwStatus(const std::string& what, ucs_status_t status) {
   throw Error(Result::SystemError, "ucx: " + what + ": " + ucs_status_string(status));
 }
 
-Context::Context(int estimatedEndpoints, const std::string& netDevices) {
+namespace {
+
+// Whether a context on `netDevices` may open UCX's tcp transport: a network interface among
+// them (UCX's choice, or a name without the port of an RDMA device's "mlx5_0:1"), and tcp
+// not left out by UCX_TLS. Keys that no transport of a worker takes earn UCX's "invalid
+// configuration" warning.
+bool mayUseTcp(const std::string& netDevices) {
+  bool interface = netDevices.empty();
+  for (size_t from = 0; from <= netDevices.size() && !interface;) {
+    const size_t end = std::min(netDevices.find(',', from), netDevices.size());
+    interface = netDevices.substr(from, end - from).find(':') == std::string::npos;
+    from = end + 1;
+  }
+  const char* tls = std::getenv("UCX_TLS");
+  if (!interface || tls == nullptr || *tls == '\0') return interface;
+  const std::string list = tls;
+  const bool named = list.find("tcp") != std::string::npos;
+  return list[0] == '^' ? !named : named || list.find("all") != std::string::npos;
+}
+
+// CHORUS_KEEPALIVE onto UCX's tcp transport, which sets its sockets' keepalive itself
+// (UCX_TCP_KEEPIDLE, KEEPINTVL, KEEPCNT; 10 s, 2 s and the kernel's 9 probes by default):
+// the same probes as the tcp transport's (net::keepaliveTimes), each where the user's
+// environment does not set UCX's variable. UCX 1.13 sets no TCP_USER_TIMEOUT, so a
+// connection with unacknowledged data lives as long as the kernel's resends instead.
+// ucp_config_modify hands names UCP does not know to each transport's configuration.
+void applyKeepalive(ucp_config_t* config, const std::string& netDevices,
+                    std::chrono::milliseconds limit) {
+  if (limit.count() <= 0 || !mayUseTcp(netDevices)) return;
+  const net::KeepaliveTimes times = net::keepaliveTimes(limit);
+  // UCX keeps times in clock ticks and truncates them to whole seconds for the socket: "4s"
+  // can come back as 3. Half a second more lands on the intended second.
+  const std::pair<const char*, std::string> settings[] = {
+      {"KEEPIDLE", std::to_string(times.idleSeconds) + ".5s"},
+      {"KEEPINTVL", std::to_string(times.intervalSeconds) + ".5s"},
+      {"KEEPCNT", std::to_string(times.probes)}};
+  for (const auto& [name, value] : settings) {
+    const std::string variable = std::string("UCX_TCP_") + name;
+    if (std::getenv(variable.c_str()) != nullptr) continue;  // the user's
+    if (const ucs_status_t status = ucp_config_modify(config, name, value.c_str());
+        status != UCS_OK)
+      logf(LogLevel::Warn, "ucx: CHORUS_KEEPALIVE not applied: %s=%s: %s", variable.c_str(),
+           value.c_str(), ucs_status_string(status));
+  }
+}
+
+}  // namespace
+
+Context::Context(int estimatedEndpoints, const std::string& netDevices,
+                 std::chrono::milliseconds keepalive) {
   ucp_config_t* config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
   if (status != UCS_OK) throwStatus("reading the UCX configuration", status);
+  applyKeepalive(config, netDevices, keepalive);
   if (!netDevices.empty()) {
     status = ucp_config_modify(config, "NET_DEVICES", netDevices.c_str());
     if (status != UCS_OK) {

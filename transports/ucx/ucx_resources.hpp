@@ -5,6 +5,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 
@@ -16,8 +17,10 @@ namespace chorus::ucx {
 class Context {
  public:
   // netDevices: UCX's NET_DEVICES for this context (e.g. "rail0" or "mlx5_0:1"); empty:
-  // UCX's configuration (UCX_NET_DEVICES or all devices).
-  Context(int estimatedEndpoints, const std::string& netDevices);
+  // UCX's configuration (UCX_NET_DEVICES or all devices). keepalive: CHORUS_KEEPALIVE, for
+  // UCX's tcp transport's connections where the user did not set UCX's own (0: UCX's).
+  Context(int estimatedEndpoints, const std::string& netDevices,
+          std::chrono::milliseconds keepalive);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

@@ -70,8 +70,8 @@ class UcxTransport final : public Transport {
     const std::vector<std::string> names = netDevices();
     std::vector<ucx::Worker*> workers;
     for (const std::string& name : names) {
-      contexts_.push_back(
-          std::make_unique<ucx::Context>(std::max(1, ctx.nranks - 1) * config_.paths, name));
+      contexts_.push_back(std::make_unique<ucx::Context>(
+          std::max(1, ctx.nranks - 1) * config_.paths, name, config_.keepalive));
       workers_.push_back(std::make_unique<ucx::Worker>(*contexts_.back()));
       devices_.push_back({name, contexts_.back().get(), workers_.back().get()});
       workers.push_back(workers_.back().get());

@@ -3,11 +3,13 @@
 #include "errors.hpp"
 #include "log.hpp"
 #include "net/socket.hpp"
+#include "settings/settings.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace chorus::ucx {
 
@@ -22,12 +24,11 @@ namespace {
 // not left out by UCX_TLS. Keys that no transport of a worker takes earn UCX's "invalid
 // configuration" warning.
 bool mayUseTcp(const std::string& netDevices) {
-  bool interface = netDevices.empty();
-  for (size_t from = 0; from <= netDevices.size() && !interface;) {
-    const size_t end = std::min(netDevices.find(',', from), netDevices.size());
-    interface = netDevices.substr(from, end - from).find(':') == std::string::npos;
-    from = end + 1;
-  }
+  const std::vector<std::string> devices = settings::splitList(netDevices);
+  const bool interface =
+      devices.empty() || std::any_of(devices.begin(), devices.end(), [](const std::string& d) {
+        return d.find(':') == std::string::npos;
+      });
   const char* tls = std::getenv("UCX_TLS");
   if (!interface || tls == nullptr || *tls == '\0') return interface;
   const std::string list = tls;

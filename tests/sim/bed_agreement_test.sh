@@ -63,6 +63,9 @@ sim=$1 root=$2
 # call's share, 13 with sends_hold_a_core too; perf/data/sim_vs_bed/pool_sim20/).
 # Its waiting ranks yielding on their cores (pool_waiters_spin) or the ranks bound to cores
 # (pool_bound_cores; twenty-second session) lower 11-28 entries (perf/data/sim_vs_bed/spin_sim21/).
+# quiet_stop41/ (rec/ to rec_4/: four 3x2 rounds and two 2x2 rounds, 18:35-18:55 UTC, no other
+# session on the machine, load 1.9-3.7; chrt -f 1, perf/sim_vs_bed_round.sh): the first
+# recordings of a nearly idle host, with today's model and tuner (docs/sim.md, twenty-third session).
 want="sim_vs_bed:2x2:37:1 sim_vs_bed:3x2:27:6 sim_vs_bed/transport_tuner:2x2:33:3
   sim_vs_bed/transport_tuner:3x2:24:4 sim_vs_bed/nic_tuner:2x2:47:5 sim_vs_bed/nic_tuner:3x2:41:6
   sim_vs_bed/ninth_nochrt:2x2:33:5 sim_vs_bed/ninth_nochrt:3x2:36:5 sim_vs_bed/ninth_nochrt_2:3x2:37:4
@@ -75,7 +78,10 @@ want="sim_vs_bed:2x2:37:1 sim_vs_bed:3x2:27:6 sim_vs_bed/transport_tuner:2x2:33:
   sim_vs_bed/slope_sim17/rec_2:3x2:45:5 sim_vs_bed/slope_sim17/rec_3:3x2:44:6
   sim_vs_bed/gap_sim18/rec:2x2:47:5 sim_vs_bed/gap_sim18/rec:3x2:47:5
   sim_vs_bed/gap_sim18/rec_2:3x2:44:5 sim_vs_bed/gap_sim18/rec_3:3x2:40:5
-  sim_vs_bed/small_sim19/rec:2x2:46:5 sim_vs_bed/small_sim19/rec:3x2:41:6"
+  sim_vs_bed/small_sim19/rec:2x2:46:5 sim_vs_bed/small_sim19/rec:3x2:41:6
+  sim_vs_bed/quiet_stop41/rec:2x2:48:5 sim_vs_bed/quiet_stop41/rec_2:2x2:47:5
+  sim_vs_bed/quiet_stop41/rec:3x2:42:3 sim_vs_bed/quiet_stop41/rec_2:3x2:42:5
+  sim_vs_bed/quiet_stop41/rec_3:3x2:42:6 sim_vs_bed/quiet_stop41/rec_4:3x2:44:6"
 bad=0
 for w in $want; do
   IFS=: read -r dir layout min picks <<<"$w"

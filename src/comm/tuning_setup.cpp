@@ -328,9 +328,11 @@ void CommImpl::setUpTuner(int localRanks, int cores, const std::vector<bool>& on
                                  ? static_cast<int>(std::min(layout_.ranksOf(node0).size(),
                                                              layout_.ranksOf(partner).size()))
                                  : 1;
-      if (link == LinkClass::Tcp)
+      if (link == LinkClass::Tcp) {
         nicFromProbe(*inter, concurrent, line);
-      else if (line > 0 && inter->bytesPerUs > line)
+        // A shaper's burst the probe cannot tell from the line (its 256 KiB fits in it).
+        inter->nicBurstBytes = static_cast<double>(settings::bytes("CHORUS_NIC_BURST"));
+      } else if (line > 0 && inter->bytesPerUs > line)
         inter->bytesPerUs = line;
     }
     // tcp's copies through the kernel, on the CPU at both ends (no extra probe: the

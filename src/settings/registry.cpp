@@ -83,6 +83,11 @@ const std::vector<Spec> kSpecs = {
      "machine's ranks modulo the cores, unless its affinity was narrowed already; a "
      "program that computes on threads of its own gives them their affinity back "
      "(chorus-train does)"},
+    {"CHORUS_NIC_BURST", Size, "0",
+     "between nodes over tcp: the token bucket of a rate-limited NIC (tc's tbf, a cloud "
+     "instance's bandwidth shaping), the bytes that pass at the interface's own speed after an "
+     "idle spell; the tuner's model of the NIC takes it (0: none, the NIC runs at its rate)",
+     0, G},
     {"CHORUS_SLICE_BYTES", Size, "256K", "most bytes one step moves per engine pass", 4 * K, G},
     {"CHORUS_STREAM_FROM_BYTES", Size, "64M",
      "one-sided copies into the output use streaming stores from this op size x ranks", 0,

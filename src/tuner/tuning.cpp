@@ -49,6 +49,8 @@ std::string Tuning::toLine() const {
   if (model.transportBytesPerUs > 0)
     s += " transport_bytes_per_us=" + format(model.transportBytesPerUs);
   if (model.nicBytesPerUs > 0) s += " nic_bytes_per_us=" + format(model.nicBytesPerUs);
+  if (model.nicBurstBytes > 0)  // bytes: whole, not %g's 1.25e+06
+    s += " nic_burst_bytes=" + std::to_string(std::llround(model.nicBurstBytes));
   if (model.overheadShare > 0) s += " overhead_share=" + format(model.overheadShare);
   if (model.callShare > 0) s += " call_share=" + format(model.callShare);
   if (model.gapUs > 0) s += " gap_us=" + format(model.gapUs);
@@ -127,6 +129,10 @@ std::vector<Tuning> parseTuneFile(std::string_view text, std::string_view name) 
       }
       if (key == "nic_bytes_per_us") {  // 0: no NIC shared by a node's ranks
         t.model.nicBytesPerUs = v;
+        continue;
+      }
+      if (key == "nic_burst_bytes") {  // 0: the NIC has no token bucket (LinkModel::nicBurstBytes)
+        t.model.nicBurstBytes = v;
         continue;
       }
       if (key == "overhead_share" || key == "call_share") {  // 0: overhead_us as given

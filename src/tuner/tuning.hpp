@@ -9,6 +9,8 @@
 // Optional: overhead_us, transport_bytes_per_us (a transport's CPU copy rate at each end:
 // tcp; absent or 0: none), and nic_bytes_per_us (between nodes: the node's NIC, which the
 // flows leaving or entering the node share; absent or 0: every rank has its own port),
+// nic_burst_bytes (with nic_bytes_per_us: the bytes a rate-limited NIC's token bucket lets
+// pass at once after an idle spell, CHORUS_NIC_BURST; absent or 0: none),
 // cpu_sends (1: the sender's CPU moves the bytes, LinkModel::cpuSends; absent: the link
 // class's own, 1 for shm), and overhead_share and call_share (the share of a core a rank had
 // when overhead_us was measured, and has in a call: LinkModel::callOverheadUs; absent or 0:

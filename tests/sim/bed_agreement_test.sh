@@ -66,6 +66,7 @@ sim=$1 root=$2
 # quiet_stop41/ (rec/ to rec_4/: four 3x2 rounds and two 2x2 rounds, 18:35-18:55 UTC, no other
 # session on the machine, load 1.9-3.7; chrt -f 1, perf/sim_vs_bed_round.sh): the first
 # recordings of a nearly idle host, with today's model and tuner (docs/sim.md, twenty-third session).
+# burst_stop41/: the same, the bed's tuner given the shaper's burst (CHORUS_NIC_BURST).
 want="sim_vs_bed:2x2:37:1 sim_vs_bed:3x2:27:6 sim_vs_bed/transport_tuner:2x2:33:3
   sim_vs_bed/transport_tuner:3x2:24:4 sim_vs_bed/nic_tuner:2x2:47:5 sim_vs_bed/nic_tuner:3x2:41:6
   sim_vs_bed/ninth_nochrt:2x2:33:5 sim_vs_bed/ninth_nochrt:3x2:36:5 sim_vs_bed/ninth_nochrt_2:3x2:37:4
@@ -81,7 +82,9 @@ want="sim_vs_bed:2x2:37:1 sim_vs_bed:3x2:27:6 sim_vs_bed/transport_tuner:2x2:33:
   sim_vs_bed/small_sim19/rec:2x2:46:5 sim_vs_bed/small_sim19/rec:3x2:41:6
   sim_vs_bed/quiet_stop41/rec:2x2:48:5 sim_vs_bed/quiet_stop41/rec_2:2x2:47:5
   sim_vs_bed/quiet_stop41/rec:3x2:42:3 sim_vs_bed/quiet_stop41/rec_2:3x2:42:5
-  sim_vs_bed/quiet_stop41/rec_3:3x2:42:6 sim_vs_bed/quiet_stop41/rec_4:3x2:44:6"
+  sim_vs_bed/quiet_stop41/rec_3:3x2:42:6 sim_vs_bed/quiet_stop41/rec_4:3x2:44:6
+  sim_vs_bed/burst_stop41/rec:2x2:48:5 sim_vs_bed/burst_stop41/rec:3x2:41:5
+  sim_vs_bed/burst_stop41/rec_2:3x2:44:6 sim_vs_bed/burst_stop41/rec_3:3x2:44:5"
 bad=0
 for w in $want; do
   IFS=: read -r dir layout min picks <<<"$w"

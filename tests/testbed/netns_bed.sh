@@ -50,11 +50,17 @@ rate_bytes() {
 
 # Limits egress of $2 in namespace $1. The bucket holds 10 ms of traffic (at least 256 KiB,
 # so a 64 KiB GSO packet always fits); 50 ms of queue before drops.
+tbf_burst() {  # tbf_burst RATE: the token bucket's bytes for RATE (0: no shaper)
+  local bytes
+  bytes=$(rate_bytes "$1")
+  ((bytes == 0)) && { echo 0; return; }
+  echo $((bytes / 100 > 262144 ? bytes / 100 : 262144))
+}
+
 limit() {
-  local ns=$1 dev=$2 rate=$3 bytes
-  bytes=$(rate_bytes "$rate")
-  ((bytes == 0)) && return 0
-  local burst=$((bytes / 100 > 262144 ? bytes / 100 : 262144))
+  local ns=$1 dev=$2 rate=$3 burst
+  burst=$(tbf_burst "$rate")
+  ((burst == 0)) && return 0
   ip netns exec "$ns" tc qdisc add dev "$dev" root tbf rate "$rate" burst "$burst" latency 50ms
 }
 
@@ -128,6 +134,8 @@ do_up() {
       [[ $rate == 0 ]] || echo "nic rail$rail speed ${rate,,}"
     done
   } >"$STATE_ROOT/$id/bed.topo"
+  # ... nor the shaper's burst, which the ranks' tuner takes from CHORUS_NIC_BURST.
+  tbf_burst "$rate" >"$STATE_ROOT/$id/nic_burst"
   # Every rail reaches every node: a connection to a closed port is refused, not lost
   # (links need a moment to come up: retry for up to 5 s).
   for ((node = 1; node < k; ++node)); do
@@ -159,6 +167,7 @@ run_ranks() {
         CHORUS_LOCAL_RANK=$lr CHORUS_LOCAL_SIZE=$n CHORUS_ADDR=10.77.0.1 CHORUS_PORT=$PORT \
         CHORUS_SOCKET_IFNAME="${CHORUS_SOCKET_IFNAME:-rail}" CHORUS_BED_NODE=$node \
         CHORUS_TOPO_FILE="${CHORUS_TOPO_FILE:-$STATE_ROOT/$id/bed.topo}" \
+        CHORUS_NIC_BURST="${CHORUS_NIC_BURST:-$(cat "$STATE_ROOT/$id/nic_burst" 2>/dev/null || echo 0)}" \
         "${EXTRA_ENV[@]}" timeout --kill-after=5 "$timeout" "$@" \
         > >(sed -u "s/^/[$rank] /") 2>&1 </dev/null &
       pids+=($!)

@@ -50,6 +50,14 @@ TEST(TuneFile, LineRoundTrips) {
   // Nor a shared NIC.
   EXPECT_EQ(parseTuneFile("tcp latency_us=3\n")[0].model.nicBytesPerUs, 0);
   EXPECT_EQ(defaultTuning(LinkClass::Tcp).toLine().find("nic_"), std::string::npos);
+  // A rate-limited NIC's token bucket (CHORUS_NIC_BURST, the netns bed's tbf).
+  t.model.nicBurstBytes = 1250000;
+  EXPECT_NE(t.toLine().find(" nic_burst_bytes=1250000"), std::string::npos);
+  parsed = parseTuneFile(t.toLine(), "t");
+  parsed[0].source = t.source;
+  EXPECT_EQ(parsed[0], t);
+  EXPECT_EQ(parseTuneFile("tcp latency_us=3\n")[0].model.nicBurstBytes, 0);
+  t.model.nicBurstBytes = 0;
   // The shares of a core the overhead was measured at and a call runs at (the probe's).
   t.model.overheadShare = 0.6667;
   t.model.callShare = 0.3333;

@@ -347,6 +347,9 @@ CommImpl::~CommImpl() {
   // Leave together, so that no rank mistakes an orderly exit for a death, and the store
   // hosted here outlives every rank's last use of it.
   if (engine_) engine_->drain(Clock::now() + timeout_);
+  // Where a failed communicator's store did not answer its check-out (cut off, most likely:
+  // the failure may be that), the goodbye gets as long, not its usual 10 s.
+  bool storeSilent = false;
   try {
     // A creation that failed has no one to wait for. A failed communicator checks out
     // without waiting, so that ranks whose calls completed are not left waiting for it.
@@ -365,6 +368,9 @@ CommImpl::~CommImpl() {
                      Clock::now() + std::min(timeout_, std::chrono::milliseconds(30000)));
       }
     }
+  } catch (const Error& e) {
+    storeSilent = e.code() == Result::Timeout && engine_ && engine_->failed();
+    logf(LogLevel::Warn, "rank %d: leaving without the others: %s", rank_, e.what());
   } catch (const std::exception& e) {
     logf(LogLevel::Warn, "rank %d: leaving without the others: %s", rank_, e.what());
   }
@@ -374,8 +380,14 @@ CommImpl::~CommImpl() {
     // this one still uses the client: the claim may outlive it in a shrunk or grown one.
     // A root communicator's claim is its own client (one more reference, ours).
     const long ownClaim = claim_ && claim_ == storeClient_ ? 1 : 0;
-    if (storeClient_ && storeClient_.use_count() == 1 + ownClaim) storeClient_->goodbye();
-    if (claim_ && claim_ != storeClient_ && claim_.use_count() == 1) claim_->goodbye();
+    auto goodbye = [&](TcpStoreClient& client) {
+      if (storeSilent)
+        client.goodbye(Clock::now() + kReportBy);
+      else
+        client.goodbye();
+    };
+    if (storeClient_ && storeClient_.use_count() == 1 + ownClaim) goodbye(*storeClient_);
+    if (claim_ && claim_ != storeClient_ && claim_.use_count() == 1) goodbye(*claim_);
   } catch (const std::exception&) {
   }
   transport_.reset();

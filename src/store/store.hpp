@@ -114,8 +114,10 @@ class TcpStoreClient : public Store {
   std::vector<int> unreachableRanks();
   // Whether the connection to the server ended because its host stopped answering.
   bool serverStoppedAnswering();
-  // Tells the server this rank leaves cleanly; it will not be reported dead.
+  // Tells the server this rank leaves cleanly; it will not be reported dead. Waits for the
+  // server's answer until `deadline` (10 s without one), then leaves anyway.
   void goodbye();
+  void goodbye(Deadline deadline);
   int fd() const;
 
  private:

@@ -249,12 +249,13 @@ bool TcpStoreClient::serverStoppedAnswering() {
   return impl_->unanswered;
 }
 
-void TcpStoreClient::goodbye() {
+void TcpStoreClient::goodbye() { goodbye(deadlineIn(std::chrono::seconds(10))); }
+
+void TcpStoreClient::goodbye(Deadline deadline) {
   std::lock_guard lock(impl_->mutex);
   if (impl_->closed) return;
   try {
-    impl_->request(kGoodbye, {}, kGoodbyeOk, deadlineIn(std::chrono::seconds(10)),
-                   "saying goodbye");
+    impl_->request(kGoodbye, {}, kGoodbyeOk, deadline, "saying goodbye");
   } catch (const Error&) {
     // Leaving anyway: a store that is gone or slow cannot report us dead.
   }

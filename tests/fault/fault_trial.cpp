@@ -12,7 +12,10 @@
 //             through it (the peer gets part of a message); tcp/ucx only;
 //   store     shut down its connection to the rendezvous store.
 //   cutoff    take every NIC of its network namespace but loopback down (the test bed's
-//             node: its ranks stay alive but nobody can reach them; root, tests/testbed).
+//             node: its ranks stay alive but nobody can reach them; root, tests/testbed);
+//   mark      create the file --mark names and go on: the fault comes from outside (the
+//             two-node Soft-RoCE bed's host cuts a node off once it sees the file).
+// --only allReduce: every call an allReduce(sum) (the seed still picks its count).
 // Each rank ends with one line: "rank R: OK verified <calls> calls", "rank R: ERROR after
 // <ms> ms: <message>" ("ERROR during set-up after" when the communicator could not be
 // made) or "rank R: WRONG ..." (a wrong result reported as success).
@@ -44,6 +47,8 @@ using chorus::RedOp;
 struct Options {
   uint64_t seed = 1;
   std::string fault = "kill";
+  std::string mark;  // --mark: the file `mark` creates
+  bool allReduceOnly = false;
   int victim = 1, at = 3, calls = 6;
 };
 
@@ -75,12 +80,14 @@ int64_t input(int rank, int call, size_t i) {
 
 class Trial {
  public:
-  Trial(chorus::Communicator& comm, uint64_t seed) : comm_(comm), rng_(seed) {}
+  Trial(chorus::Communicator& comm, uint64_t seed, bool allReduceOnly)
+      : comm_(comm), rng_(seed), allReduceOnly_(allReduceOnly) {}
 
   // Runs call `c`; false and a printed WRONG line if the result is wrong.
   bool run(int c, bool big) {
     const int n = comm_.size(), r = comm_.rank();
-    const int kind = static_cast<int>(rng_() % 7);
+    const int drawn = static_cast<int>(rng_() % 7);  // drawn either way: the same counts
+    const int kind = allReduceOnly_ ? 0 : drawn;
     const size_t count = big ? (size_t{1} << 20) : 1 + rng_() % 40000;
     const int root = static_cast<int>(rng_() % n);
     std::vector<int64_t> in(count * n), out(count * n, -1);
@@ -135,6 +142,7 @@ class Trial {
  private:
   chorus::Communicator& comm_;
   std::mt19937_64 rng_;
+  bool allReduceOnly_;
 };
 
 // Strikes at the start of call `at`; false if there was nothing to strike.
@@ -143,6 +151,7 @@ bool inject(const Options& o, const std::string& transport, std::mt19937_64& loc
   if (f == "kill") std::raise(SIGKILL);
   if (f == "stop") std::raise(SIGSTOP);
   if (f == "exit") _exit(7);
+  if (f == "mark") return !o.mark.empty() && std::ofstream(o.mark).good();
   if (f == "cutoff")
     return std::system(
                "for nic in $(ls /sys/class/net); do [ $nic = lo ] || "
@@ -185,6 +194,14 @@ int main(int argc, char** argv) {
       o.at = std::stoi(v);
     else if (k == "--calls")
       o.calls = std::stoi(v);
+    else if (k == "--mark")
+      o.mark = v;
+    else if (k == "--only" && v == "allReduce")
+      o.allReduceOnly = true;
+    else {
+      std::fprintf(stderr, "chorus_fault_trial: unknown option %s %s\n", k.c_str(), v.c_str());
+      return 2;
+    }
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int rank = -1;  // until the communicator says: what the launcher said
@@ -199,7 +216,7 @@ int main(int argc, char** argv) {
   try {
     chorus::Communicator comm = chorus::Communicator::initFromEnv();
     rank = comm.rank();
-    Trial trial(comm, o.seed);
+    Trial trial(comm, o.seed, o.allReduceOnly);
     std::mt19937_64 local(o.seed * 977 + rank);
     for (int c = 0; c < o.calls; ++c) {
       // The truncated call is a large all-reduce on every rank (they must agree).

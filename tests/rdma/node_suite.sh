@@ -23,14 +23,31 @@
 #              what two-shot reads and use both rails, and on the channels to the other
 #              node the scheduler must have read at least 2x as much over rxe0 as rxe1 (unslowed: 1.3x);
 #   kill       node 1 SIGKILLs rank 3 in the middle of an all-reduce loop: every other rank
-#              must exit with an error naming rank 3 within DETECT_S seconds.
+#              must exit with an error naming rank 3 within DETECT_S seconds;
+#   cutoff     (on demand: PARTS=cutoff; last: the link stays cut) the host cuts node 1 off in the middle of an
+#              all-reduce loop (chorus_fault_trial --only allReduce, results checked): rank
+#              0 marks its call 3 in the common share (cutoff.running), two_nodes.sh then
+#              takes node 1's taps off both rails' bridges (frames vanish; no link goes down,
+#              nothing errs at once) and says so (cutoff.cut). Keepalive off, CHORUS_TIMEOUT
+#              CUT_TIMEOUT s: only the stall's probes over verbs (a probe QP's zero-length
+#              RDMA WRITEs) can tell a silent host. Every rank on both nodes must exit with an
+#              error (status 3, not the guest's kill) within CUT_S s of the cut, naming the
+#              collective, its sequence number and a rank of the other node that cannot be
+#              reached (tests/testbed/cutoff_check.sh, as the netns bed's cut tests). Needs
+#              the tap link (LINK=tap from two_nodes.sh); skipped on the socket link.
 # Prints PASS/FAIL per part; exits non-zero if any failed. Every wait has a deadline.
 . /mnt/env
 C=/mnt/common
 # `rails` is not in the default set: a rail slow enough to tell apart from rail 0 under
 # TCG (200 kbit/s) makes it take ~100 s, beyond what CI can spend (PARTS=rails runs it).
+# `cutoff` neither (yet): in 1 of 6 runs rank 3, whose first wait was its node neighbour
+# rank 2 (the store cut off, so no report to follow), named no rank of node 0 ("rank 2:
+# nothing known (no report could be read)"), although the engine probes every peer once
+# its own report cannot reach the store; not understood yet (docs/verbs_striping.md).
 PARTS=${PARTS:-allreduce stripe rndv kill}
 DETECT_S=${DETECT_S:-20}
+CUT_TIMEOUT=${CUT_TIMEOUT:-20}
+CUT_S=${CUT_S:-$((CUT_TIMEOUT + 15))}
 set -f
 status=0
 me=$((NODE + 1))
@@ -111,6 +128,8 @@ verdict() {  # verdict PART OK SECONDS: prints PASS/FAIL and the ranks' last lin
     status=1
   fi
 }
+# alive PID: the process runs (not gone, not a zombie this shell has not reaped yet)
+alive() { s=$(cut -d ' ' -f 3 "/proc/$1/stat" 2>/dev/null) && [ "$s" != Z ]; }
 elapsed() { awk "BEGIN{printf \"%.1f\", $(date +%s.%N)-$1}"; }
 
 COLL="$BUILD/tests/multiproc/chorus_collectives_test"
@@ -286,6 +305,48 @@ if wanted kill; then
   echo "kill: survivors on node $NODE exited $took s after the kill; rank $((2 * NODE)) said:"
   grep -m 1 'rank 3' "$C/kill.rank$((2 * NODE)).log"
   verdict kill $ok "$(elapsed "$t")"
+fi
+if wanted cutoff && [ "${LINK:-}" != tap ]; then
+  echo "SKIP cutoff: the host cuts only the tap link (this is ${LINK:-unknown})"
+elif wanted cutoff; then
+  barrier cutoff || exit 1
+  t=$(date +%s.%N)
+  # A loop far longer than the test (checked all-reduces, both rails): it ends only by the
+  # error. Rank 0 marks call 3; the host cuts node 1 off when it sees the mark.
+  ranks cutoff 29506 120 CHORUS_IB_HCA=rxe0,rxe1 CHORUS_IB_QPS_PER_CONNECTION=2 \
+    CHORUS_KEEPALIVE=0s CHORUS_TIMEOUT="${CUT_TIMEOUT}s" "$BUILD/tests/fault/chorus_fault_trial" \
+    --fault mark --mark "$C/cutoff.running" --victim 0 --at 3 --calls 1000000 --seed 5 \
+    --only allReduce
+  # Until the host has cut node 1 off, or both ranks ended before (a failed set-up).
+  ok=1
+  end=$(($(date +%s) + 100))
+  until [ -e "$C/cutoff.cut" ]; do
+    if ! alive "$pid0" && ! alive "$pid1" || [ "$(date +%s)" -ge "$end" ]; then
+      echo "FAIL: no cut (the host's cutoff.cut) while the ranks ran, within 100 s"; ok=0; break
+    fi
+    sleep 0.2
+  done
+  cut=$(date +%s.%N)
+  echo "cutoff: the cut seen at $(elapsed "$t") s"
+  reap
+  took=$(elapsed "$cut")
+  other="2|3"; [ "$NODE" = 1 ] && other="0|1"
+  for local in 0 1; do
+    r=$((2 * NODE + local)); eval "rc=\$rc$local"
+    line=$(grep -m 1 "^rank $r: ERROR after" "$C/cutoff.rank$r.log")
+    echo "cutoff: rank $r exited $rc: $(echo "$line" | cut -c1-700)"
+    if [ "$rc" != 3 ]; then
+      echo "cutoff: rank $r exited $rc, not 3 (an error of Chorus's; 137: killed at the limit)"
+      ok=0
+    fi
+    why=$(bash "$SRC/tests/testbed/cutoff_check.sh" "$r" "$other" $((CUT_S * 1000)) "$line") ||
+      { echo "cutoff: $why"; ok=0; }
+  done
+  if awk "BEGIN{exit !($took > $CUT_S)}"; then
+    echo "cutoff: the ranks took $took s after the cut (limit $CUT_S s)"; ok=0
+  fi
+  echo "cutoff: both ranks exited $took s after the cut was seen"
+  verdict cutoff $ok "$(elapsed "$t")"
 fi
 # Retransmissions and errors on the rails (rxe's counters), for the record.
 for d in rxe0 rxe1; do

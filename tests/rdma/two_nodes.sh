@@ -11,6 +11,12 @@
 #   guest's virtio-net transmit queue made no progress for 180 s, NETDEV WATCHDOG, under
 #   2 cores' load): its two qemu processes hold each other's frames in one TCP stream, where
 #   the bridge's queues decouple them (a full queue drops a frame and RC retransmits it).
+#   The guests get LINK=tap|socket in /mnt/env.
+#
+# The cut (node_suite.sh's cutoff part, tap link only): once a guest creates
+# common/cutoff.running, node 1's taps leave both rails' bridges (ip link set nomaster):
+# its frames reach no one and none reach it, while every link stays up (nothing errs at
+# once, as where a switch port dies); then common/cutoff.cut says when.
 #
 # Usage: two_nodes.sh [KEY=VALUE...]   (passed to both guests' /mnt/env: BUILD, SRC, ...)
 # Exit: 0 when both guests' suites passed; 1 when a part failed or a guest did not boot
@@ -47,7 +53,11 @@ tap_link() {  # tap_link: the netns with a bridge per rail and a tap per NIC; fa
   done
 }
 made_ns=0
-cleanup() { [ "$made_ns" = 0 ] || ip netns del "$NS" 2>/dev/null; }
+cutter=""
+cleanup() {
+  [ -z "$cutter" ] || kill "$cutter" 2>/dev/null
+  [ "$made_ns" = 0 ] || ip netns del "$NS" 2>/dev/null
+}
 trap cleanup EXIT
 case $LINK in
   auto | tap)
@@ -98,11 +108,25 @@ start_node() {  # start_node NODE KEY=VALUE...
   local node=$1; shift
   SHARE=$RUN/node$node CONSOLE=$RUN/console$node.log COMMON=$RUN/common \
     NET_ARGS="$(net_args "$node")" QEMU_PREFIX="$QEMU_PREFIX" \
-    nice -n 5 bash "$HERE/softroce.sh" "$HERE/node_suite.sh" NODE="$node" "$@" \
+    nice -n 5 bash "$HERE/softroce.sh" "$HERE/node_suite.sh" NODE="$node" LINK="$LINK" "$@" \
     > "$RUN/node$node.out" 2>&1 &
   pids+=($!)
 }
 listening() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; }
+
+cut_node1() {  # cut_node1: waits for the guests' mark, then cuts node 1 off both rails
+  until [ -e "$RUN/common/cutoff.running" ]; do sleep 0.2; done
+  if ip -n "$NS" link set r0n1 nomaster && ip -n "$NS" link set r1n1 nomaster; then
+    echo "two_nodes: node 1 cut off at $(date +%T.%N | cut -c1-12) (its taps off the bridges)"
+    : > "$RUN/common/cutoff.cut"
+  else
+    echo "two_nodes: FAIL: could not cut node 1 off"
+  fi
+}
+if [ "$LINK" = tap ]; then
+  cut_node1 &
+  cutter=$!
+fi
 
 pids=()
 start_node 0 "$@"
@@ -128,6 +152,7 @@ for i in 0 1; do
   rcs+=($?)
 done
 t1=$(date +%s.%N)
+[ -z "$cutter" ] || kill "$cutter" 2>/dev/null
 for node in 0 1; do
   echo "===== node $node (exit ${rcs[$node]})"
   grep -v '^\[init\]' "$RUN/node$node.out" | grep -v '^$'

@@ -208,27 +208,17 @@ cutoff() {
     used=$(grep -c "ready: transport ucx" "$log")
     ((used == world)) || fail "$used of $world ranks used ucx"
   fi
-  local r line ms node0="$(seq -s '|' 0 $((n - 1)))" node1="$(seq -s '|' "$n" $((world - 1)))"
+  local r line node0="$(seq -s '|' 0 $((n - 1)))" node1="$(seq -s '|' "$n" $((world - 1)))"
   for ((r = 0; r < world; ++r)); do
     line=$(grep "^\[$r\] rank $r: ERROR after" "$log") || fail "rank $r reported no error"
-    ms=$(sed -n 's/.*ERROR after \([0-9]*\) ms.*/\1/p' <<<"$line")
-    ((ms < limit_ms)) || fail "rank $r failed after $ms ms (limit $limit_ms)"
     local other=$node1
     ((r < n)) || other=$node0
     ((keepalive > 0 && r >= n)) && other=0  # the store's host: its connection ends first
-    grep -Eq "rank ($other) cannot be reached" <<<"$line" ||
-      fail "rank $r does not name a rank of the other side ($other) that cannot be reached"
-    # Said once per rank and observer ("... from rank M"; this rank's own where none is
-    # named: its connection's error), and a rank across the cut is never called one that is
-    # merely not waiting (its host does not answer: that is all this side can know).
-    local x twice
-    for x in ${other//|/ }; do
-      twice=$(grep -oE "rank $x cannot be reached(: [0-9]+ resends or probes in a row from rank [0-9]+)?" <<<"$line" |
-        sed -E "s/.* from rank ([0-9]+)$/\1/; s/^rank .*/$r/" | sort | uniq -d)
-      [[ -z $twice ]] || fail "rank $r says more than once, as seen from rank $twice, that rank $x cannot be reached"
-    done
-    grep -Eq "rank ($other) is not waiting in any collective" <<<"$line" &&
-      fail "rank $r calls a rank across the cut not waiting, where its host cannot be reached"
+    # Within the limit, naming the call, a rank of the other side that cannot be reached
+    # (once per observer), and none there as merely not waiting (cutoff_check.sh, shared
+    # with the ib cut of tests/rdma/node_suite.sh).
+    local why
+    why=$("$here/cutoff_check.sh" "$r" "$other" "$limit_ms" "$line") || fail "$why"
     if [[ -n $follower ]]; then  # on the ring: it waits for the rank before it or after it
       local before=$(((r + world - 1) % world)) after=$(((r + 1) % world))
       grep -Eq "\(CHORUS_TIMEOUT\), waiting for (data from rank $before|rank $after to take data)\b" <<<"$line" ||

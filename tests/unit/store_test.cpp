@@ -7,7 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -197,6 +201,35 @@ TEST(TcpStore, ClientSayingGoodbyeIsNotReported) {
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(c0->add("x", 1), 1);  // a round trip: the server has seen the close by now
   EXPECT_EQ(c0->deadRanks(), std::vector<int>{});
+}
+
+// A store that stops answering (its host cut off; here its process stopped) holds a goodbye
+// until the deadline given, not the usual 10 s: a failed communicator leaves within seconds.
+TEST(TcpStore, GoodbyeToAServerThatStoppedAnsweringEndsAtItsDeadline) {
+  int port[2];
+  ASSERT_EQ(::pipe(port), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // the store's process
+    auto server = makeServer();
+    const uint16_t p = server->address().port();
+    if (::write(port[1], &p, sizeof p) != sizeof p) ::_exit(1);
+    ::pause();
+    ::_exit(0);
+  }
+  uint16_t p = 0;
+  ASSERT_EQ(::read(port[0], &p, sizeof p), static_cast<ssize_t>(sizeof p));
+  ::close(port[0]);
+  ::close(port[1]);
+  TcpStoreClient client(net::SocketAddress::parse("127.0.0.1", p), kSecret, 0, deadlineIn(10s));
+  EXPECT_EQ(client.add("x", 1), 1);  // answered while it runs
+  ASSERT_EQ(::kill(child, SIGSTOP), 0);
+  const auto start = Clock::now();
+  client.goodbye(deadlineIn(300ms));
+  EXPECT_LT(Clock::now() - start, chorus::test::within(3s));
+  EXPECT_THROW(client.add("x", 1), Error);  // gone all the same
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
 }
 
 TEST(TcpStore, LosingTheServerHostedByARankNamesThatRank) {

@@ -101,38 +101,49 @@ void Engine::checkStall(Clock::time_point now) {
 void Engine::noteWaiting(bool waiting) {
   waitingNoted_ = waiting;
   silentNoted_.clear();
+  const bool stalled = waiting && !inFlight_.empty();
   try {
     for (int peer : probed_) transport_.probe(peer, false);
     probed_.clear();
-    if (waiting && !inFlight_.empty()) {
+    if (stalled) {
       probed_ = awaitedPeers();
       for (int peer : probed_) transport_.probe(peer, true);
     }
   } catch (const std::exception&) {  // best effort: the connection may be gone
   }
   if (!config_.waiting) return;
+  // A store this rank cannot reach hints at a cut: then every peer is probed, so that the
+  // diagnosis can name the ones across it even where this rank waits first on one beside it
+  // (whose report it cannot read). The probing starts before the report is written: a write
+  // to a silent store fails only after kReportBy, and a probe needs most of the half
+  // timeout left to find a host silent (ib: 8 unanswered probes, one a second).
+  std::vector<int> unawaited;
+  if (stalled)
+    for (int peer = 0; peer < config_.nranks; ++peer) {
+      if (peer == config_.rank || std::find(probed_.begin(), probed_.end(), peer) != probed_.end())
+        continue;
+      try {
+        transport_.probe(peer, true);
+        unawaited.push_back(peer);
+      } catch (const std::exception&) {
+      }
+    }
   bool reported = true;
   try {
-    if (waiting && !inFlight_.empty())
+    if (stalled)
       config_.waiting(inFlight_.front()->describe() + ", " + waitingFor(), awaitedPeers());
     else
       config_.waiting("", {});
   } catch (const std::exception&) {  // best effort: the store may be gone
     reported = false;
   }
-  // A store this rank cannot reach hints at a cut: probe every peer, so that the diagnosis
-  // can name the ones across it even where this rank waits first on one beside it (whose
-  // report it cannot read).
-  if (!reported && waiting && !inFlight_.empty()) {
-    for (int peer = 0; peer < config_.nranks; ++peer) {
-      if (peer == config_.rank || std::find(probed_.begin(), probed_.end(), peer) != probed_.end())
-        continue;
-      try {
-        transport_.probe(peer, true);
-        probed_.push_back(peer);
+  if (reported) {  // the store answers: the awaited peers' probes are enough
+    for (int peer : unawaited) try {
+        transport_.probe(peer, false);
       } catch (const std::exception&) {
       }
-    }
+  } else {
+    probed_.insert(probed_.end(), unawaited.begin(), unawaited.end());
   }
 }
 

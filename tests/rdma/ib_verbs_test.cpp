@@ -467,6 +467,29 @@ void probeChecks(chorus::ib::IbDevice& dev) {
     std::printf("     %d unanswered, the last answer %lld ms ago\n", quiet->unanswered,
                 static_cast<long long>(quiet->since.count()));
   pair.a->probe(false);
+
+  // A channel the engine's steps do not use is progressed only by silence() (the engine
+  // probes every peer when the store is silent): its probes must go on and be reaped there.
+  // The default ack timeout (~4 s a try): the probe QP keeps going, as in a job.
+  ChannelPair idle = connectedPair(dev, chorus::ib::IbConfig::fromEnv());
+  auto askFor = [&](std::chrono::milliseconds span) {  // silence() only, as the engine asks
+    const auto until = std::chrono::steady_clock::now() + span;
+    while (std::chrono::steady_clock::now() < until) {
+      (void)idle.a->silence();
+      std::this_thread::sleep_for(100ms);
+    }
+  };
+  idle.a->probe(true);
+  askFor(2500ms);
+  check(!idle.a->silence().has_value(),
+        "an idle channel's probes are answered (reaped in silence)");
+  idle.b.reset();
+  askFor(4500ms);
+  const auto cut = idle.a->silence();
+  check(cut && cut->cutOff(),
+        "an idle channel's peer gone: probes go on, three in a row unanswered");
+  if (cut) std::printf("     idle: %d unanswered\n", cut->unanswered);
+  idle.a->probe(false);
 }
 
 int main() {

@@ -214,7 +214,11 @@ void IbChannel::probeDone(ibv_wc_status status, Clock::time_point now) {
   lastAnswer_ = now;
 }
 
-std::optional<PeerSilence> IbChannel::silence() const {
+std::optional<PeerSilence> IbChannel::silence() {
+  // A channel no step uses is progressed only here: without it its probes stopped at the
+  // first (never three in a row: a cut-off host never named) and a live host's answers were
+  // never reaped (named silent after a second). Its own failure is its data QPs' to tell.
+  progress();
   const auto now = Clock::now();
   const auto unanswered = std::count_if(probes_.begin(), probes_.end(), [&](auto posted) {
     return now - posted >= std::chrono::seconds(1);

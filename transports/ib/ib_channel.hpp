@@ -137,8 +137,11 @@ class IbChannel final : public Channel, public DirectTransfer {
   const std::string& failure() const { return failure_; }
   // Probes the peer's host each second from now (on) or no more (off); silence: the
   // probes unanswered for over a second, and since when nothing of ours was acknowledged.
+  // silence() progresses the channel first (posts a due probe, reaps the answers): the
+  // engine progresses only the channels its steps use, and probes every peer where the
+  // store is silent.
   void probe(bool on);
-  std::optional<PeerSilence> silence() const;
+  std::optional<PeerSilence> silence();
 
  private:
   struct Rail {

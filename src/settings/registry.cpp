@@ -148,7 +148,8 @@ const std::vector<Spec> kSpecs = {
      "`peer`: dead peers detected (over tcp); `none`: also shared memory", 0, 0, "peer|none"},
     {"CHORUS_UCX_PROGRESS_THREAD", Boolean, "1",
      "a thread drives UCX progress between calls (`0`, for measurement only: a peer waiting on a "
-     "rank that is outside Chorus, e.g. in a barrier on the store, then fails at CHORUS_TIMEOUT)"},
+     "rank that is outside Chorus, e.g. in a barrier on the store, then fails at CHORUS_TIMEOUT, "
+     "and UCX's connections accepted after set-up keep no CHORUS_KEEPALIVE)"},
     // --- chorus-run -------------------------------------------------------------------------
     {"CHORUS_RUN_GRACE", Duration, "15s",
      "chorus-run: how long the other ranks get to finish after one fails", 0,

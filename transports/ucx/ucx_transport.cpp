@@ -108,10 +108,11 @@ class UcxTransport final : public Transport {
       close();
       throw;
     }
-    keepAcceptedConnections(ctx.deadline);
     // CHORUS_UCX_PROGRESS_THREAD=0 turns the thread off (to measure without it); bytes
     // then move only while the engine calls in.
-    if (settings::boolean("CHORUS_UCX_PROGRESS_THREAD")) progress_->start();
+    const bool progressThread = settings::boolean("CHORUS_UCX_PROGRESS_THREAD");
+    keepAcceptedConnections(ctx.deadline, progressThread);
+    if (progressThread) progress_->start();
   }
 
   ~UcxTransport() override { close(); }
@@ -183,16 +184,18 @@ class UcxTransport final : public Transport {
   // CHORUS_KEEPALIVE on the connections UCX accepted (ucx_keepalive.hpp), which UCX 1.13
   // leaves without. UCX wires an endpoint pair over a connection one of the two ranks opened
   // and the other accepted; once every endpoint of this rank is wired, the connections its
-  // peers opened to it are here. Bounded by kWireTime, not an error (the sockets then keep
-  // UCX's settings): with CHORUS_UCX_PROGRESS_THREAD=0 a peer that is done with its own
-  // wiring progresses no more until its first collective.
-  void keepAcceptedConnections(Deadline deadline) {
+  // peers opened to it are here. Bounded by kWireTime (or `deadline`), not an error: the
+  // sockets accepted later keep UCX's settings. Without the progress thread (`wait` false)
+  // the connections accepted so far only: a peer done with its own wiring then progresses
+  // no more until its first collective, and this rank would wait the whole kWireTime
+  // (seen: 5.4 s at 4 ranks, 1 run of 3).
+  void keepAcceptedConnections(Deadline deadline, bool wait) {
     const bool wanted = std::any_of(devices_.begin(), devices_.end(), [](const ucx::Device& d) {
       return d.context->acceptedKeepalive() && !d.worker->listeningPorts().empty();
     });
     if (!wanted) return;
     const Deadline until = std::min(deadline, Clock::now() + kWireTime);
-    for (;;) {
+    while (wait) {
       const bool wired =
           std::all_of(channels_.begin(), channels_.end(), [](auto& c) { return !c || c->wired(); });
       if (wired) break;

@@ -10,6 +10,11 @@
 #       the collectives suite between the nodes over ucx with one UCX worker per NIC
 #       (CHORUS_UCX_NET_DEVICES=auto): it must pass, and each NIC must carry at least a
 #       quarter of the bytes the nodes send (the kernel's counters): both are rails.
+#   bed_test.sh ucx_keepalive N BUILD_DIR
+#       2 nodes x N ranks over ucx, one UCX worker per NIC, CHORUS_KEEPALIVE=8s: every end
+#       of every UCX tcp connection, between the nodes and within one, the connecting end's
+#       (UCX's) and the accepting end's (Chorus's, ucx_keepalive.hpp), must have keepalive
+#       after 4 s idle, every 1 s, 4 probes (chorus_ucx_keepalive_test).
 #   bed_test.sh bind K N BUILD_DIR
 #       K nodes x N ranks: the nodes are namespaces on this one machine, so every rank must
 #       count all K x N ranks on the machine (not its node's N) against the cores it may
@@ -120,6 +125,24 @@ rail_sent() {
     total=$((total + v))
   done
   echo "$total"
+}
+
+ucx_keepalive() {
+  local n=$1 build=$2 world=$(($1 * 2))
+  bring_up 2 1gbit "$n ranks per node over ucx, keepalive 8 s"
+  "$bed" run -b "$id" -n "$n" -t 60 -e CHORUS_KEEPALIVE=8s -e CHORUS_UCX_NET_DEVICES=auto \
+    -e CHORUS_DEBUG=INFO -- "$build/tests/multiproc/chorus_ucx_keepalive_test" \
+    --idle 4 --interval 1 --probes 4 >"$log" 2>&1
+  local rc=$?
+  grep -E "rank [0-9]+: (OK|FAIL): [0-9]|FAIL" "$log" | cut -c1-300
+  ((rc == 0)) || fail "the run's status is $rc, not 0"
+  local used ok
+  used=$(grep -c "ready: transport ucx" "$log")
+  ((used == world)) || fail "$used of $world ranks used ucx"
+  # Each rank: (world - 1) peers x 2 rails, one end each.
+  ok=$(grep -c "rank [0-9]*: OK: socket" "$log")
+  ((ok == world * (world - 1) * 2)) || fail "$ok connection ends checked, not $((world * (world - 1) * 2))"
+  echo "bed_test: OK: every end of the $((world * (world - 1))) UCX connections has CHORUS_KEEPALIVE's keepalive"
 }
 
 ucx_rails() {
@@ -352,6 +375,7 @@ cleanup() {
 case ${1:-} in
   collectives) shift; collectives "$@" ;;
   ucx) shift; ucx_rails "$@" ;;
+  ucx_keepalive) shift; ucx_keepalive "$@" ;;
   bind) shift; bind_decision "$@" ;;
   cutoff) shift; cutoff "$@" ;;
   stop) shift; stopped "$@" ;;

@@ -31,6 +31,14 @@ if(TARGET chorus_collectives_test AND TARGET chorus-topo)
     set_tests_properties(topology.bed.collectives.2x2.ucx PROPERTIES
       LABELS "topology;ucx" TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
   endif()
+  # CHORUS_KEEPALIVE on both ends of UCX's connections between hosts (the peers' addresses,
+  # not loopback) and on both NICs' workers. About 2 s.
+  if(CHORUS_WITH_UCX AND CHORUS_UCX_SOURCES)
+    add_test(NAME topology.bed.keepalive.2x2.ucx
+             COMMAND ${_bed} ucx_keepalive 2 ${PROJECT_BINARY_DIR})
+    set_tests_properties(topology.bed.keepalive.2x2.ucx PROPERTIES
+      LABELS "topology;ucx" TIMEOUT 120 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
+  endif()
   # Binding and yielding count the ranks on the machine, not on a node (namespace). A few s.
   add_test(NAME topology.bed.bind.2x2 COMMAND ${_bed} bind 2 2 ${PROJECT_BINARY_DIR})
   set_tests_properties(topology.bed.bind.2x2 PROPERTIES

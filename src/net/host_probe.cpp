@@ -22,6 +22,36 @@ int option(int fd, int level, int name) {
   return ::getsockopt(fd, level, name, &value, &length) == 0 ? value : 0;
 }
 
+// Calls fn(fd, inode) for each of this process's TCP sockets (IPv4 or IPv6, listening or
+// not), found through /proc/self/fd.
+template <typename Fn>
+void forEachTcpSocket(Fn fn) {
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return;
+  while (dirent* entry = ::readdir(dir)) {
+    const int fd = std::atoi(entry->d_name);
+    struct stat st {};
+    if (fd <= 2 || ::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    if (option(fd, SOL_SOCKET, SO_TYPE) != SOCK_STREAM) continue;
+    sockaddr_storage mine{};
+    socklen_t length = sizeof(mine);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &length) != 0) continue;
+    if (mine.ss_family != AF_INET && mine.ss_family != AF_INET6) continue;
+    fn(fd, st.st_ino);
+  }
+  ::closedir(dir);
+}
+
+int localPort(int fd) {
+  sockaddr_storage mine{};
+  socklen_t length = sizeof(mine);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &length) != 0) return -1;
+  if (mine.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(mine).sin_port);
+  if (mine.ss_family == AF_INET6)
+    return ntohs(reinterpret_cast<const sockaddr_in6&>(mine).sin6_port);
+  return -1;
+}
+
 }  // namespace
 
 std::string hostText(const sockaddr_storage& address) {
@@ -71,22 +101,35 @@ bool probeEachSecondOn(int fd) {
 
 std::vector<HostProbe::Connection> HostProbe::connections() {
   std::vector<Connection> found;
-  DIR* dir = ::opendir("/proc/self/fd");
-  if (dir == nullptr) return found;
-  while (dirent* entry = ::readdir(dir)) {
-    const int fd = std::atoi(entry->d_name);
-    struct stat st {};
-    if (fd <= 2 || ::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    int type = 0;
-    socklen_t length = sizeof(type);
-    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) != 0 || type != SOCK_STREAM) continue;
+  forEachTcpSocket([&](int fd, ino_t inode) {
     sockaddr_storage other{};
-    length = sizeof(other);
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&other), &length) != 0) continue;
-    if (other.ss_family != AF_INET && other.ss_family != AF_INET6) continue;
-    found.push_back({fd, st.st_ino, hostText(other)});
-  }
-  ::closedir(dir);
+    socklen_t length = sizeof(other);
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&other), &length) != 0) return;
+    found.push_back({fd, inode, hostText(other)});
+  });
+  return found;
+}
+
+std::set<uint16_t> listeningPorts() {
+  std::set<uint16_t> ports;
+  forEachTcpSocket([&](int fd, ino_t) {
+    if (option(fd, SOL_SOCKET, SO_ACCEPTCONN) != 1) return;
+    if (const int port = localPort(fd); port > 0) ports.insert(uint16_t(port));
+  });
+  return ports;
+}
+
+std::vector<int> acceptedConnections(const std::set<uint16_t>& ports,
+                                     const std::vector<std::string>& addresses) {
+  std::vector<int> found;
+  forEachTcpSocket([&](int fd, ino_t) {
+    sockaddr_storage other{};
+    socklen_t length = sizeof(other);
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&other), &length) != 0) return;
+    const int port = localPort(fd);
+    if (port > 0 && ports.count(uint16_t(port)) != 0 && among(hostText(other), addresses))
+      found.push_back(fd);
+  });
   return found;
 }
 

@@ -10,8 +10,10 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,13 @@ std::vector<std::string> hostAddresses();
 // process holds but need not own; false where a setsockopt failed.
 std::optional<Socket::Unanswered> unansweredOn(int fd);
 bool probeEachSecondOn(int fd);
+
+// The ports this process's TCP sockets listen on.
+std::set<uint16_t> listeningPorts();
+// This process's connected TCP sockets that a listener on one of `ports` accepted (their
+// local port is its) from a host with one of `addresses`.
+std::vector<int> acceptedConnections(const std::set<uint16_t>& ports,
+                                     const std::vector<std::string>& addresses);
 
 class HostProbe {
  public:

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <functional>
 #include <thread>
+#include <utility>
 
 namespace chorus::net {
 namespace {
@@ -331,17 +332,21 @@ KeepaliveTimes keepaliveTimes(std::chrono::milliseconds limit) {
   return {idle, interval, std::max(1, (seconds - idle) / interval)};
 }
 
+bool keepaliveOn(int fd, const KeepaliveTimes& times) {
+  const int one = 1;
+  const std::pair<int, int> options[] = {{TCP_KEEPIDLE, times.idleSeconds},
+                                         {TCP_KEEPINTVL, times.intervalSeconds},
+                                         {TCP_KEEPCNT, times.probes}};
+  for (const auto& [name, value] : options)
+    if (value > 0 && ::setsockopt(fd, IPPROTO_TCP, name, &value, sizeof(value)) != 0) return false;
+  return ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) == 0;
+}
+
 void Socket::setUnansweredLimit(std::chrono::milliseconds limit) {
   if (limit.count() <= 0) return;
   // TCP_USER_TIMEOUT ends the connection at the limit, probes or unacked data alike.
-  const KeepaliveTimes times = keepaliveTimes(limit);
-  const int idle = times.idleSeconds, interval = times.intervalSeconds, probes = times.probes;
   const unsigned userTimeout = unsigned(std::min<int64_t>(limit.count(), INT32_MAX));
-  const int one = 1;
-  if (::setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) != 0 ||
-      ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) != 0 ||
-      ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval)) != 0 ||
-      ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes)) != 0 ||
+  if (!keepaliveOn(fd_, keepaliveTimes(limit)) ||
       ::setsockopt(fd_, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeout, sizeof(userTimeout)) != 0)
     throwSystemError("setsockopt(keepalive)");
 }

@@ -45,6 +45,10 @@ struct KeepaliveTimes {
   int idleSeconds = 0, intervalSeconds = 0, probes = 0;
 };
 KeepaliveTimes keepaliveTimes(std::chrono::milliseconds limit);
+// SO_KEEPALIVE on, with `times`, on a descriptor this process holds but need not own (a time
+// or count of 0: the kernel's); false where a setsockopt failed. setUnansweredLimit's
+// keepalive, and the ucx transport's on the connections UCX accepted.
+bool keepaliveOn(int fd, const KeepaliveTimes& times);
 
 class Socket {
  public:

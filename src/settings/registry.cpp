@@ -23,8 +23,8 @@ const std::vector<Spec> kSpecs = {
      "answering this long (crashed or cut off; a stopped process still answers) ends, and its "
      "rank is reported as not reachable (TCP keepalive; `0`: the kernel's, hours); over ucx, "
      "the same keepalive for UCX's tcp connections (UCX_TCP_KEEPIDLE, KEEPINTVL and KEEPCNT, "
-     "each unless set; `0`: UCX's own), which UCX 1.13 sets at the connecting end only and "
-     "which ends idle connections only",
+     "each unless set; `0`: UCX's own), at the connecting end through UCX and at the "
+     "accepting end (which UCX 1.13 leaves without) by Chorus; it ends idle connections only",
      0, 3600 * kSecond},
     {"CHORUS_TRANSPORT", Enum, "auto",
      "`auto`: shm when all ranks share the host, else `CHORUS_NET`; or force one for every peer", 0,
@@ -153,7 +153,8 @@ const std::vector<Spec> kSpecs = {
      "`peer`: dead peers detected (over tcp); `none`: also shared memory", 0, 0, "peer|none"},
     {"CHORUS_UCX_PROGRESS_THREAD", Boolean, "1",
      "a thread drives UCX progress between calls (`0`, for measurement only: a peer waiting on a "
-     "rank that is outside Chorus, e.g. in a barrier on the store, then fails at CHORUS_TIMEOUT)"},
+     "rank that is outside Chorus, e.g. in a barrier on the store, then fails at CHORUS_TIMEOUT, "
+     "and UCX's connections accepted after set-up keep no CHORUS_KEEPALIVE)"},
     // --- chorus-run -------------------------------------------------------------------------
     {"CHORUS_RUN_GRACE", Duration, "15s",
      "chorus-run: how long the other ranks get to finish after one fails", 0,

@@ -28,18 +28,21 @@ add_executable(chorus_send_then_away_test send_then_away_test.cpp)
 target_link_libraries(chorus_send_then_away_test PRIVATE chorus)
 target_compile_options(chorus_send_then_away_test PRIVATE -Wall -Wextra)
 
-# CHORUS_KEEPALIVE on UCX's tcp connections: 8 s is keepalive after 4 s idle, every 1 s, 4
-# probes (UCX's own: 10 s, 2 s, the kernel's 9; UCX's conversion can make these 9 s and
-# 1 s: `~`); a UCX_TCP_KEEPIDLE of the user's wins over its part; 0 leaves UCX's own. Under
-# a second each.
+# CHORUS_KEEPALIVE on UCX's tcp connections, both ends (UCX's connecting end through its
+# configuration, the accepting end by Chorus: ucx_keepalive.hpp): 8 s is keepalive after 4 s
+# idle, every 1 s, 4 probes (UCX's own: 10 s, 2 s, the kernel's 9; UCX's conversion can make
+# these 9 s and 1 s: `~`); a UCX_TCP_KEEPIDLE of the user's wins over its part at both ends
+# (3 ranks: each rank both connects and accepts); 0 leaves UCX's own (the accepting end
+# off). Under a second each.
 add_executable(chorus_ucx_keepalive_test ucx_keepalive_test.cpp)
 target_link_libraries(chorus_ucx_keepalive_test PRIVATE chorus)
 target_compile_options(chorus_ucx_keepalive_test PRIVATE -Wall -Wextra)
 set(_ucx_ka ${_run} -n 2 --timeout 50 $<TARGET_FILE:chorus_ucx_keepalive_test>)
 chorus_ucx_test(ucx.keepalive.mapped 60 ${_ucx_ka} --idle 4 --interval 1 --probes 4)
-chorus_ucx_test(ucx.keepalive.user_idle_wins 60 ${_ucx_ka} --idle ~60 --interval 1 --probes 4)
+chorus_ucx_test(ucx.keepalive.user_idle_wins 60 ${_run} -n 3 --timeout 50
+  $<TARGET_FILE:chorus_ucx_keepalive_test> --idle ~60 --interval 1 --probes 4)
 chorus_ucx_test(ucx.keepalive.zero_leaves_ucx 60
-  ${_ucx_ka} --idle ~10 --interval ~2 --probes kernel)
+  ${_ucx_ka} --idle ~10 --interval ~2 --probes kernel --accepting off)
 set_tests_properties(ucx.keepalive.mapped PROPERTIES ENVIRONMENT CHORUS_KEEPALIVE=8s)
 set_tests_properties(ucx.keepalive.user_idle_wins
   PROPERTIES ENVIRONMENT "CHORUS_KEEPALIVE=8s;UCX_TCP_KEEPIDLE=60s")

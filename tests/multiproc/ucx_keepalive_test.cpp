@@ -7,9 +7,11 @@
 //   chorus-run -n 2 chorus_ucx_keepalive_test --idle 4 --interval 1 --probes 4
 // `--probes kernel`: net.ipv4.tcp_keepalive_probes (what UCX leaves by default). `~N`: N or
 // N-1, for a time UCX converted itself (its "10s" becomes 9 or 10 whole seconds, depending
-// on the measured clock). UCX 1.13 turns keepalive on at the end that connected only: the
-// other end's socket is listed, not checked. Exit 0 when at least one socket of the two
-// ranks has keepalive on and every one that has it has those values.
+// on the measured clock). UCX 1.13 turns keepalive on at the end that connected only; Chorus
+// turns it on at the accepting end (ucx_keepalive.hpp). `--accepting on` (default): every
+// end of every connection must have keepalive on with those values; `--accepting off`
+// (CHORUS_KEEPALIVE=0, UCX's own): as many ends off as on (the accepting ones), those on
+// with those values. Exit 0 when that holds over both ranks' sockets.
 #include <chorus/chorus.hpp>
 
 #include "../common/socket_census.hpp"
@@ -54,6 +56,7 @@ struct Expected {
 
 int main(int argc, char** argv) {
   Expected idle, interval, probes;
+  bool accepting = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--idle")
@@ -62,6 +65,8 @@ int main(int argc, char** argv) {
       interval = Expected::parse(v);
     else if (k == "--probes")
       probes = Expected::parse(v);
+    else if (k == "--accepting")
+      accepting = v == "on";
   }
   if (idle.value <= 0 || interval.value <= 0 || probes.value <= 0) {
     std::printf("usage: %s --idle [~]S --interval [~]S --probes N|kernel\n", argv[0]);
@@ -81,7 +86,7 @@ int main(int argc, char** argv) {
     }
     const char* port = std::getenv("CHORUS_PORT");
     const auto fds = chorus::test_support::connectedInetSockets(port ? std::atoi(port) : -1, false);
-    int64_t counts[2] = {0, 0};  // ends with keepalive on; those of them with other values
+    int64_t counts[3] = {0, 0, 0};  // ends with keepalive on; those with other values; off
     for (int fd : fds) {
       const int on = option(fd, SOL_SOCKET, SO_KEEPALIVE);
       const int s = option(fd, IPPROTO_TCP, TCP_KEEPIDLE),
@@ -91,26 +96,33 @@ int main(int argc, char** argv) {
       if (on == 1) {
         counts[0] += 1;
         counts[1] += ok ? 0 : 1;
+      } else {
+        counts[2] += 1;
       }
       std::printf(
           "rank %d: %s: socket %d: keepalive %s, idle %d s, every %d s, %d probes "
           "(expected %s%d s, %s%d s, %d)\n",
           rank,
-          on != 1 ? "not checked"
+          on != 1 ? (accepting ? "FAIL" : "off")
           : ok    ? "OK"
                   : "FAIL",
           fd, on == 1 ? "on" : "off", s, e, n, idle.orOneLess ? "~" : "", idle.value,
           interval.orOneLess ? "~" : "", interval.value, probes.value);
     }
     // Both ranks learn the totals, and neither leaves while the other still reads.
-    comm.allReduce(counts, counts, 2, chorus::DataType::Int64, chorus::RedOp::Sum).wait();
+    comm.allReduce(counts, counts, 3, chorus::DataType::Int64, chorus::RedOp::Sum).wait();
     if (counts[0] == 0) {
       std::printf("rank %d: FAIL: no end of a TCP connection of UCX's with keepalive on\n", rank);
       return 1;
     }
     if (counts[1] != 0) return 1;
-    std::printf("rank %d: OK: %lld UCX tcp connection ends with the expected keepalive\n", rank,
-                (long long)counts[0]);
+    if (accepting ? counts[2] != 0 : counts[2] != counts[0]) {
+      std::printf("rank %d: FAIL: %lld ends with keepalive off, %lld on (expected %s)\n", rank,
+                  (long long)counts[2], (long long)counts[0], accepting ? "none off" : "as many");
+      return 1;
+    }
+    std::printf("rank %d: OK: %lld UCX tcp connection ends with the expected keepalive, %lld off\n",
+                rank, (long long)counts[0], (long long)counts[2]);
     return 0;
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());

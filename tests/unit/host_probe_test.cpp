@@ -13,6 +13,8 @@
 
 #include <optional>
 #include <ostream>
+#include <set>
+#include <vector>
 
 using namespace chorus;
 using namespace chorus::net;
@@ -100,4 +102,37 @@ TEST(HostProbe, HostTextIsTheAddressWithoutPortAndIpv4MappedAsIpv4) {
     EXPECT_NE(host.rfind("127.", 0), 0u) << host;
     EXPECT_NE(host, "::1");
   }
+}
+
+// The ucx transport's way to find the connections UCX accepted: a listener's port, then the
+// connections whose local port is that one. The connecting end (another local port), the
+// listener itself, a listener opened before and a host that is not asked for are left out.
+TEST(HostProbe, AcceptedConnectionsAreThoseOnAListenersPortFromTheHostsAsked) {
+  Socket other = Socket::listen(SocketAddress::parse("127.0.0.1", 0));
+  const std::set<uint16_t> before = listeningPorts();
+  EXPECT_TRUE(before.count(other.localAddress().port()));
+  Socket listener = Socket::listen(SocketAddress::parse("127.0.0.1", 0));
+  std::set<uint16_t> opened;
+  for (const uint16_t port : listeningPorts())
+    if (!before.count(port)) opened.insert(port);
+  ASSERT_EQ(opened, std::set<uint16_t>{listener.localAddress().port()});
+  Socket client = Socket::connect(listener.localAddress(), deadlineIn(5s));
+  Socket server = listener.accept(deadlineIn(5s));
+  Socket elsewhereClient = Socket::connect(other.localAddress(), deadlineIn(5s));
+  Socket elsewhereServer = other.accept(deadlineIn(5s));
+  EXPECT_EQ(acceptedConnections(opened, {"127.0.0.1"}), std::vector<int>{server.fd()});
+  EXPECT_TRUE(acceptedConnections(opened, {"192.0.2.1", "::1"}).empty());
+  EXPECT_TRUE(acceptedConnections({}, {"127.0.0.1"}).empty());
+}
+
+// keepaliveOn sets what it is given and leaves a 0 to the kernel.
+TEST(HostProbe, KeepaliveOnSetsTheTimesGivenAndKeepsTheKernelsForZero) {
+  auto [client, server] = connectedPair();
+  const int kernelCount = option(server, IPPROTO_TCP, TCP_KEEPCNT);
+  ASSERT_TRUE(keepaliveOn(server.fd(), KeepaliveTimes{7, 3, 0}));
+  EXPECT_EQ(option(server, SOL_SOCKET, SO_KEEPALIVE), 1);
+  EXPECT_EQ(option(server, IPPROTO_TCP, TCP_KEEPIDLE), 7);
+  EXPECT_EQ(option(server, IPPROTO_TCP, TCP_KEEPINTVL), 3);
+  EXPECT_EQ(option(server, IPPROTO_TCP, TCP_KEEPCNT), kernelCount);
+  EXPECT_EQ(option(client, SOL_SOCKET, SO_KEEPALIVE), 0);
 }

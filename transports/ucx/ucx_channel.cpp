@@ -465,6 +465,29 @@ bool UcxChannel::idle() {
   return true;
 }
 
+bool UcxChannel::wired() {
+  if (!wiringStarted_) {
+    wiringStarted_ = true;
+    ucp_request_param_t param{};
+    for (ucp_ep_h ep : eps_) {
+      if (!ep) continue;
+      ucs_status_ptr_t request = ucp_ep_flush_nbx(ep, &param);
+      if (request != nullptr && !UCS_PTR_IS_ERR(request)) wireRequests_.push_back(request);
+    }
+  }
+  std::erase_if(wireRequests_, [](void* request) {
+    if (ucp_request_check_status(request) == UCS_INPROGRESS) return false;
+    ucp_request_free(request);
+    return true;
+  });
+  return wireRequests_.empty();
+}
+
+void UcxChannel::forgetWiring() {
+  for (void* request : wireRequests_) ucp_request_free(request);  // UCX's once it completes
+  wireRequests_.clear();
+}
+
 std::byte* UcxChannel::recvBuffer(const Slot& slot) const {
   return rails_[static_cast<size_t>(slot.rail)].recvMemory->data() +
          (slot.railSeq % window_) * block_;

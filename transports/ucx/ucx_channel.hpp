@@ -90,6 +90,12 @@ class UcxChannel final : public Channel {
   void cancelReceives();
   void closeEndpoint();
   bool idle();
+  // Whether UCX has wired every endpoint (its connections up, whichever end opened them): a
+  // flush of each, started on the first call, completes then (or fails). Called with the
+  // progress thread stopped, between progress passes; forgetWiring() lets go of the
+  // flushes still going.
+  bool wired();
+  void forgetWiring();
 
  private:
   struct Slot {
@@ -150,6 +156,8 @@ class UcxChannel final : public Channel {
   std::vector<Rail> rails_;    // filled once, before any receive is posted: slots stay put
   std::vector<ucp_ep_h> eps_;  // one per path (path p on rail p / pathsPerRail_); null once closed
   std::vector<void*> closeRequests_;
+  std::vector<void*> wireRequests_;  // wired(): flushes still going
+  bool wiringStarted_ = false;
   std::vector<Slot> sendSlots_;    // indexed by stream sequence % window
   std::vector<Slot*> arrived_;     // the slot holding stream sequence s at s % window, or null
   std::vector<Slot> creditSlots_;  // [0..1] outgoing credits, [2] the posted credit receive

@@ -3,10 +3,15 @@
 // (CHORUS_UCX_NET_DEVICES), and memory mapped through ucp_mem_map for the staging buffers.
 #pragma once
 
+#include "net/socket.hpp"
+
 #include <ucp/api/ucp.h>
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <set>
 #include <string>
 
 namespace chorus::ucx {
@@ -25,9 +30,12 @@ class Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
   ucp_context_h get() const { return context_; }
+  // The keepalive for the TCP connections UCX accepted (ucx_keepalive.hpp); empty: none.
+  const std::optional<net::KeepaliveTimes>& acceptedKeepalive() const { return acceptedKeepalive_; }
 
  private:
   ucp_context_h context_ = nullptr;
+  std::optional<net::KeepaliveTimes> acceptedKeepalive_;
 };
 
 class Worker {
@@ -42,10 +50,13 @@ class Worker {
   std::string address() const;
   // One progress pass; true when something happened.
   bool progress() { return ucp_worker_progress(worker_) != 0; }
+  // The TCP ports this worker's transports listen on (UCX's tcp transport's).
+  const std::set<uint16_t>& listeningPorts() const { return listeningPorts_; }
 
  private:
   ucp_worker_h worker_ = nullptr;
   int efd_ = -1;
+  std::set<uint16_t> listeningPorts_;
 };
 
 // `bytes` of page-aligned memory registered with the context.

@@ -8,12 +8,14 @@
 // for an answer on this process's TCP connections to it (UCX's tcp transport's among them:
 // net/host_probe.hpp), found by the host addresses each rank publishes with its workers'.
 #include "errors.hpp"
+#include "log.hpp"
 #include "net/host_probe.hpp"
 #include "net/socket.hpp"
 #include "settings/settings.hpp"
 #include "store/store.hpp"
 #include "transports/transport.hpp"
 #include "transports/ucx/ucx_channel.hpp"
+#include "transports/ucx/ucx_keepalive.hpp"
 #include "transports/ucx/ucx_progress.hpp"
 #include "transports/ucx/ucx_record.hpp"
 #include "transports/ucx/ucx_resources.hpp"
@@ -27,6 +29,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace chorus {
@@ -36,6 +39,8 @@ constexpr int kMaxRanks = 1 << 23;  // the rank field of a tag
 // Sleeps are cut into slices this long, as insurance against a missed wake-up.
 constexpr auto kWaitSlice = std::chrono::milliseconds(10);
 constexpr auto kCloseTime = std::chrono::seconds(2);
+// The longest this rank waits for UCX to wire its endpoints (keepAcceptedConnections).
+constexpr auto kWireTime = std::chrono::seconds(5);
 
 // CHORUS_UCX_NET_DEVICES: the NET_DEVICES value of each worker's context. Empty: one
 // worker, UCX's choice. `auto`: one per interface CHORUS_SOCKET_IFNAME selects (the NICs
@@ -105,7 +110,9 @@ class UcxTransport final : public Transport {
     }
     // CHORUS_UCX_PROGRESS_THREAD=0 turns the thread off (to measure without it); bytes
     // then move only while the engine calls in.
-    if (settings::boolean("CHORUS_UCX_PROGRESS_THREAD")) progress_->start();
+    const bool progressThread = settings::boolean("CHORUS_UCX_PROGRESS_THREAD");
+    keepAcceptedConnections(ctx.deadline, progressThread);
+    if (progressThread) progress_->start();
   }
 
   ~UcxTransport() override { close(); }
@@ -172,6 +179,55 @@ class UcxTransport final : public Transport {
                                 " (never started?): " + e.what());
     }
     return ucx::decodeRecord(value, peer, rank_, settings(), &peerHosts_[peer]);
+  }
+
+  // CHORUS_KEEPALIVE on the connections UCX accepted (ucx_keepalive.hpp), which UCX 1.13
+  // leaves without. UCX wires an endpoint pair over a connection one of the two ranks opened
+  // and the other accepted; once every endpoint of this rank is wired, the connections its
+  // peers opened to it are here. Bounded by kWireTime (or `deadline`), not an error: the
+  // sockets accepted later keep UCX's settings. Without the progress thread (`wait` false)
+  // the connections accepted so far only: a peer done with its own wiring then progresses
+  // no more until its first collective, and this rank would wait the whole kWireTime
+  // (seen: 5.4 s at 4 ranks, 1 run of 3).
+  void keepAcceptedConnections(Deadline deadline, bool wait) {
+    const bool wanted = std::any_of(devices_.begin(), devices_.end(), [](const ucx::Device& d) {
+      return d.context->acceptedKeepalive() && !d.worker->listeningPorts().empty();
+    });
+    if (!wanted) return;
+    const Deadline until = std::min(deadline, Clock::now() + kWireTime);
+    while (wait) {
+      const bool wired =
+          std::all_of(channels_.begin(), channels_.end(), [](auto& c) { return !c || c->wired(); });
+      if (wired) break;
+      if (Clock::now() >= until) {
+        logf(LogLevel::Info,
+             "ucx: rank %d: endpoints not wired within %.1f s; connections accepted later keep "
+             "UCX's keepalive settings",
+             rank_, std::chrono::duration<double>(kWireTime).count());
+        break;
+      }
+      bool any = false;
+      for (auto& worker : workers_) any = worker->progress() || any;
+      if (!any) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    for (auto& c : channels_)
+      if (c) c->forgetWiring();
+    // The peers' hosts; a peer on this host connects over loopback (UCX's tcp transport
+    // listens on lo too).
+    std::vector<std::string> hosts;
+    for (const auto& h : peerHosts_) hosts.insert(hosts.end(), h.begin(), h.end());
+    const std::vector<std::string> mine = net::hostAddresses();
+    if (std::any_of(mine.begin(), mine.end(), [&](const std::string& a) {
+          return std::find(hosts.begin(), hosts.end(), a) != hosts.end();
+        })) {
+      hosts.push_back("127.0.0.1");
+      hosts.push_back("::1");
+    }
+    int set = 0;
+    for (const ucx::Device& d : devices_)
+      if (const auto& times = d.context->acceptedKeepalive())
+        set += ucx::keepAccepted(d.worker->listeningPorts(), hosts, *times);
+    logf(LogLevel::Trace, "ucx: rank %d: keepalive on %d accepted connections", rank_, set);
   }
 
   ucx::RecordSettings settings() const {

@@ -6,6 +6,7 @@
 #include "time_bounds.hpp"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -206,6 +207,11 @@ TEST(TcpStore, ClientSayingGoodbyeIsNotReported) {
 // A store that stops answering (its host cut off; here its process stopped) holds a goodbye
 // until the deadline given, not the usual 10 s: a failed communicator leaves within seconds.
 TEST(TcpStore, GoodbyeToAServerThatStoppedAnsweringEndsAtItsDeadline) {
+#if defined(__SANITIZE_THREAD__)
+  // The store's process is a fork of this multithreaded one, and starts threads: TSan does
+  // not support that (the child hung in its runtime, and the read below waited forever).
+  GTEST_SKIP() << "fork of a multithreaded process that starts threads: not under TSan";
+#endif
   int port[2];
   ASSERT_EQ(::pipe(port), 0);
   const pid_t child = ::fork();
@@ -218,6 +224,8 @@ TEST(TcpStore, GoodbyeToAServerThatStoppedAnsweringEndsAtItsDeadline) {
     ::_exit(0);
   }
   uint16_t p = 0;
+  pollfd ready{port[0], POLLIN, 0};  // never wait without a deadline: a child that hangs fails
+  ASSERT_EQ(::poll(&ready, 1, 10000), 1) << "the store's process did not start in 10 s";
   ASSERT_EQ(::read(port[0], &p, sizeof p), static_cast<ssize_t>(sizeof p));
   ::close(port[0]);
   ::close(port[1]);

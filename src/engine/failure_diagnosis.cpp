@@ -116,7 +116,7 @@ void Engine::noteWaiting(bool waiting) {
   // diagnosis can name the ones across it even where this rank waits first on one beside it
   // (whose report it cannot read). The probing starts before the report is written: a write
   // to a silent store fails only after kReportBy, and a probe needs most of the half
-  // timeout left to find a host silent (ib: 8 unanswered probes, one a second).
+  // timeout left to find a host silent (PeerSilence::kUnansweredInARow unanswered, one a second).
   std::vector<int> unawaited;
   if (stalled)
     for (int peer = 0; peer < config_.nranks; ++peer) {

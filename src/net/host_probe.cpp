@@ -22,8 +22,8 @@ int option(int fd, int level, int name) {
   return ::getsockopt(fd, level, name, &value, &length) == 0 ? value : 0;
 }
 
-// Calls fn(fd, inode) for each of this process's TCP sockets (IPv4 or IPv6, listening or
-// not), found through /proc/self/fd.
+// Calls fn(fd, inode, local address) for each of this process's TCP sockets (IPv4 or IPv6,
+// listening or not), found through /proc/self/fd.
 template <typename Fn>
 void forEachTcpSocket(Fn fn) {
   DIR* dir = ::opendir("/proc/self/fd");
@@ -37,15 +37,12 @@ void forEachTcpSocket(Fn fn) {
     socklen_t length = sizeof(mine);
     if (::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &length) != 0) continue;
     if (mine.ss_family != AF_INET && mine.ss_family != AF_INET6) continue;
-    fn(fd, st.st_ino);
+    fn(fd, st.st_ino, mine);
   }
   ::closedir(dir);
 }
 
-int localPort(int fd) {
-  sockaddr_storage mine{};
-  socklen_t length = sizeof(mine);
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &length) != 0) return -1;
+int localPort(const sockaddr_storage& mine) {
   if (mine.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(mine).sin_port);
   if (mine.ss_family == AF_INET6)
     return ntohs(reinterpret_cast<const sockaddr_in6&>(mine).sin6_port);
@@ -101,7 +98,7 @@ bool probeEachSecondOn(int fd) {
 
 std::vector<HostProbe::Connection> HostProbe::connections() {
   std::vector<Connection> found;
-  forEachTcpSocket([&](int fd, ino_t inode) {
+  forEachTcpSocket([&](int fd, ino_t inode, const sockaddr_storage&) {
     sockaddr_storage other{};
     socklen_t length = sizeof(other);
     if (::getpeername(fd, reinterpret_cast<sockaddr*>(&other), &length) != 0) return;
@@ -112,9 +109,9 @@ std::vector<HostProbe::Connection> HostProbe::connections() {
 
 std::set<uint16_t> listeningPorts() {
   std::set<uint16_t> ports;
-  forEachTcpSocket([&](int fd, ino_t) {
+  forEachTcpSocket([&](int fd, ino_t, const sockaddr_storage& mine) {
     if (option(fd, SOL_SOCKET, SO_ACCEPTCONN) != 1) return;
-    if (const int port = localPort(fd); port > 0) ports.insert(uint16_t(port));
+    if (const int port = localPort(mine); port > 0) ports.insert(uint16_t(port));
   });
   return ports;
 }
@@ -122,11 +119,11 @@ std::set<uint16_t> listeningPorts() {
 std::vector<int> acceptedConnections(const std::set<uint16_t>& ports,
                                      const std::vector<std::string>& addresses) {
   std::vector<int> found;
-  forEachTcpSocket([&](int fd, ino_t) {
+  forEachTcpSocket([&](int fd, ino_t, const sockaddr_storage& mine) {
     sockaddr_storage other{};
     socklen_t length = sizeof(other);
     if (::getpeername(fd, reinterpret_cast<sockaddr*>(&other), &length) != 0) return;
-    const int port = localPort(fd);
+    const int port = localPort(mine);
     if (port > 0 && ports.count(uint16_t(port)) != 0 && among(hostText(other), addresses))
       found.push_back(fd);
   });

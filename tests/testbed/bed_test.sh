@@ -304,10 +304,13 @@ stopped() {
 # the rendezvous, so only the tcp transport's own keepalive can tell; every rank must raise
 # naming a rank across the cut within a third of the group's 60 s timeout.
 torch_cutoff() {
-  local n=$1 build=$2 net=${3:-tcp} world=$(($1 * 2)) torch_dir
+  local n=$1 build=$2 net=${3:-tcp} world=$(($1 * 2)) torch_dir bounds=()
   torch_dir=$(cd "$here/../torch" && pwd)
+  # ucx: a rank with data in flight across the cut fails at the group's deadline (12 s here),
+  # naming the other side from its probes (cutoff_worker.py says why).
+  [[ $net == ucx ]] && bounds=(-e CUTOFF_GROUP_TIMEOUT_S=12 -e CUTOFF_BOUND_S=30)
   bring_up 2 1gbit "$n ranks per node under torch.distributed over $net, node 1 cut off"
-  "$bed" run -b "$id" -n "$n" -t 120 -e CHORUS_KEEPALIVE=4s -e CHORUS_TRANSPORT="$net" \
+  "$bed" run -b "$id" -n "$n" -t 120 -e CHORUS_KEEPALIVE=4s -e CHORUS_TRANSPORT="$net" "${bounds[@]}" \
     -e CHORUS_DEBUG=INFO -e PYTHONPATH="$build/python" -e PYTHONWARNINGS=ignore -- sh -c "cd '$torch_dir' &&
       RANK=\$CHORUS_RANK WORLD_SIZE=\$CHORUS_WORLD_SIZE MASTER_ADDR=\$CHORUS_ADDR \
       MASTER_PORT=\$CHORUS_PORT exec /usr/bin/python3 cutoff_worker.py" >"$log" 2>&1

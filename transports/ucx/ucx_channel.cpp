@@ -151,7 +151,7 @@ void UcxChannel::progressLocked() {
 size_t UcxChannel::trySend(const void* data, size_t bytes) {
   std::lock_guard lock(progress_.mutex());
   progressLocked();
-  if (!failure_.empty()) throw PeerError(peer_, failure_);
+  if (!failure_.empty()) throwFailure();
   auto* from = static_cast<const std::byte*>(data);
   const auto now = Clock::now();
   size_t sent = 0;
@@ -179,7 +179,7 @@ size_t UcxChannel::trySend(const void* data, size_t bytes) {
                          dataTag(rank_, path, rail.sent++, sendSeq_), &param);
     if (UCS_PTR_IS_ERR(request)) {
       fail("send to", UCS_PTR_STATUS(request));
-      throw PeerError(peer_, failure_);
+      throwFailure();
     }
     if (request != nullptr) {
       slot.busy = true;
@@ -201,7 +201,7 @@ std::span<const std::byte> UcxChannel::peek() {
     const Slot& slot = *arrived_[head_ % window_];
     return {recvBuffer(slot) + slot.offset, slot.length - slot.offset};
   }
-  if (!failure_.empty()) throw PeerError(peer_, failure_);
+  if (!failure_.empty()) throwFailure();
   return {};
 }
 
@@ -412,12 +412,21 @@ void UcxChannel::fail(const std::string& what, ucs_status_t status) {
   // A dead process's host resets its connections; a host that is down or cut off (or this
   // one: a cut node's ranks lose their links to each other too) answers nothing.
   const std::string who = "rank " + std::to_string(peer_);
+  // UCX's tcp transport times an endpoint out when the socket's keepalive or resends went
+  // unacknowledged (ETIMEDOUT), which a stopped process's kernel would still acknowledge.
   if (status == UCS_ERR_UNREACHABLE)
     failure_ += " (" + who + " cannot be reached: no route to its host)";
   else if (status == UCS_ERR_ENDPOINT_TIMEOUT)
-    failure_ += " (" + who + " cannot be reached?)";
+    failure_ += " (" + who + " cannot be reached: its host stopped answering)";
   else if (status == UCS_ERR_CONNECTION_RESET)
     failure_ += " (" + who + " died?)";
+  unreachable_ = status == UCS_ERR_UNREACHABLE || status == UCS_ERR_ENDPOINT_TIMEOUT;
+}
+
+void UcxChannel::throwFailure() const {
+  // A host that does not answer is named as such here: the diagnosis need not say it again.
+  if (unreachable_) throw PeerError::unreachable(peer_, failure_);
+  throw PeerError(peer_, failure_);
 }
 
 void UcxChannel::failWith(const std::string& why) {

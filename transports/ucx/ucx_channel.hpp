@@ -144,6 +144,7 @@ class UcxChannel final : public Channel {
             ucp_tag_t mask, ucp_mem_h memh);
   void fail(const std::string& what, ucs_status_t status);
   void failWith(const std::string& why);
+  [[noreturn]] void throwFailure() const;  // failure_, as a PeerError
   std::byte* recvBuffer(const Slot& slot) const;
 
   Progress& progress_;
@@ -173,6 +174,8 @@ class UcxChannel final : public Channel {
   uint64_t consumed_ = 0;  // stream bytes consumed
   uint64_t credited_ = 0;  // the last consumed count sent to the peer
   std::string failure_;    // non-empty once the peer is gone
+
+  bool unreachable_ = false;  // failure_ says the peer's host does not answer
 };
 
 }  // namespace chorus::ucx

@@ -149,8 +149,13 @@ void CommImpl::reportWaiting(const std::string& mine, const std::vector<int>& pe
     report = joined(peers) + ";" + joined(cutOff) + ";rank " + std::to_string(rank_) + " is in " +
              mine + lines;
   }
-  store_->setBy("stuck/" + std::to_string(rank_), std::as_bytes(std::span(report)),
-                Clock::now() + kReportBy);
+  const std::string key = "stuck/" + std::to_string(rank_);
+  const Deadline by = Clock::now() + kReportBy;
+  store_->setBy(key, std::as_bytes(std::span(report)), by);
+  // Read back: a store that takes writes without answering them (torch's TCPStore sends no
+  // reply to a set) may be cut off from this rank, and then the others' reports cannot be
+  // read either; throws, so that this rank probes every peer and says nothing is known.
+  store_->get(key, by);
 }
 
 std::string CommImpl::diagnoseStall(const std::string& mine, const std::vector<int>& peers,

@@ -77,9 +77,11 @@ if(TARGET chorus_collectives_test AND TARGET chorus-topo)
              COMMAND ${_bed} torch_cutoff 2 ${PROJECT_BINARY_DIR})
     set_tests_properties(topology.bed.cutoff.2x2.torch PROPERTIES
       LABELS "topology;fault;torch" TIMEOUT 180 SKIP_RETURN_CODE 77 RESOURCE_LOCK chorus_multiproc)
-    # The same over ucx: UCX closes the cut connections (Endpoint timeout) before the stall
-    # is diagnosed, and the sockets the probes would ask go with them; the ranks across the
-    # cut must still be named as cut off, not as not waiting (UcxTransport::silence).
+    # The same over ucx: a rank whose UCX connection timed out (Endpoint timeout) names the
+    # rank across the cut once, as cut off (UcxChannel's PeerError::unreachable); one with
+    # data in flight fails at the group's deadline and names it from its probes, also where
+    # torch's store sits across the cut (CommImpl::reportWaiting reads its report back).
+    # About 36 s.
     if(CHORUS_WITH_UCX AND CHORUS_UCX_SOURCES)
       add_test(NAME topology.bed.cutoff.2x2.torch.ucx
                COMMAND ${_bed} torch_cutoff 2 ${PROJECT_BINARY_DIR} ucx)

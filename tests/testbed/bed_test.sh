@@ -301,8 +301,9 @@ stopped() {
 }
 
 # The same cut under torch.distributed (tests/torch/cutoff_worker.py): torch's TCPStore is
-# the rendezvous, so only the tcp transport's own keepalive can tell; every rank must raise
-# naming a rank across the cut within a third of the group's 60 s timeout.
+# the rendezvous, so only the transport's connections can tell; every rank must raise naming
+# a rank across the cut, over tcp within a third of the group's 60 s timeout (CHORUS_KEEPALIVE
+# and the resend limit), over ucx within 30 s of a 12 s timeout (see below).
 torch_cutoff() {
   local n=$1 build=$2 net=${3:-tcp} world=$(($1 * 2)) torch_dir bounds=()
   torch_dir=$(cd "$here/../torch" && pwd)

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -73,6 +74,43 @@ TEST(ShmMailbox, TakesWholeMessagesOfTheAskedSequenceOnly) {
     EXPECT_FALSE(box0->tryTake(2, seq, got.data(), 4));  // rank 2 never posted
   }
   EXPECT_THROW(box1->post(7, got.data(), box1->capacity() + 1), Error);
+}
+
+// A rank asleep in Transport::wait (after prepareWait and one more look at the slot) is
+// woken by the peer's post, whether the post came before it fell asleep or after. The
+// deadline's limit shows that the rank really sleeps until it is woken.
+TEST(ShmMailbox, PostWakesARankAsleepAfterLooking) {
+  Created c = createAll({"h", "h"});
+  for (const auto& e : c.errors) ASSERT_EQ(e, "");
+  Transport& sleeper = *c.transports[0];
+  Mailbox& poster = *c.transports[1]->mailbox();
+  // How long rank 0 slept (until `limit` at most) when rank 1 posted message `seq` (or
+  // did not: seq 0) `after` it looked at the slot.
+  auto sleptFor = [&](uint32_t seq, std::chrono::milliseconds after,
+                      std::chrono::milliseconds limit) {
+    std::atomic<bool> looked{false}, sawIt{false};
+    Clock::duration slept{};
+    std::thread t([&] {
+      std::byte got[8];
+      const uint64_t token = sleeper.prepareWait();
+      sawIt = seq != 0 && sleeper.mailbox()->tryTake(1, seq, got, sizeof got);
+      looked = true;
+      if (sawIt) return;
+      const auto start = Clock::now();
+      sleeper.wait(token, start + limit);
+      slept = Clock::now() - start;
+    });
+    while (!looked) std::this_thread::yield();
+    std::this_thread::sleep_for(after);
+    const auto sent = message(1, seq, 8);
+    if (seq != 0) poster.post(seq, sent.data(), sent.size());
+    t.join();
+    EXPECT_FALSE(sawIt) << seq;
+    return slept;
+  };
+  EXPECT_GE(sleptFor(0, 0ms, 400ms), 350ms);  // nothing posted: asleep until the limit
+  EXPECT_LT(sleptFor(1, 0ms, 20s), 10s);      // posted while it fell asleep
+  EXPECT_LT(sleptFor(2, 50ms, 20s), 10s);     // posted once it was in the futex
 }
 
 TEST(ShmMailbox, ThreeRanksExchangeManyMessagesInStep) {

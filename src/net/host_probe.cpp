@@ -16,12 +16,6 @@ bool among(const std::string& host, const std::vector<std::string>& addresses) {
   return std::find(addresses.begin(), addresses.end(), host) != addresses.end();
 }
 
-int option(int fd, int level, int name) {
-  int value = 0;
-  socklen_t length = sizeof(value);
-  return ::getsockopt(fd, level, name, &value, &length) == 0 ? value : 0;
-}
-
 // Calls fn(fd, inode, local address) for each of this process's TCP sockets (IPv4 or IPv6,
 // listening or not), found through /proc/self/fd.
 template <typename Fn>
@@ -32,7 +26,7 @@ void forEachTcpSocket(Fn fn) {
     const int fd = std::atoi(entry->d_name);
     struct stat st {};
     if (fd <= 2 || ::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    if (option(fd, SOL_SOCKET, SO_TYPE) != SOCK_STREAM) continue;
+    if (socketOption(fd, SOL_SOCKET, SO_TYPE) != SOCK_STREAM) continue;
     sockaddr_storage mine{};
     socklen_t length = sizeof(mine);
     if (::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &length) != 0) continue;
@@ -50,6 +44,12 @@ int localPort(const sockaddr_storage& mine) {
 }
 
 }  // namespace
+
+int socketOption(int fd, int level, int name) {
+  int value = 0;
+  socklen_t length = sizeof(value);
+  return ::getsockopt(fd, level, name, &value, &length) == 0 ? value : 0;
+}
 
 std::string hostText(const sockaddr_storage& address) {
   char text[INET6_ADDRSTRLEN] = {};
@@ -110,7 +110,7 @@ std::vector<HostProbe::Connection> HostProbe::connections() {
 std::set<uint16_t> listeningPorts() {
   std::set<uint16_t> ports;
   forEachTcpSocket([&](int fd, ino_t, const sockaddr_storage& mine) {
-    if (option(fd, SOL_SOCKET, SO_ACCEPTCONN) != 1) return;
+    if (socketOption(fd, SOL_SOCKET, SO_ACCEPTCONN) != 1) return;
     if (const int port = localPort(mine); port > 0) ports.insert(uint16_t(port));
   });
   return ports;
@@ -161,10 +161,10 @@ void HostProbe::apply() {
       Saved s = mine ? was->second : Saved{};
       if (!mine) {
         s.inode = c.inode;
-        s.keepalive = option(c.fd, SOL_SOCKET, SO_KEEPALIVE);
-        s.idle = option(c.fd, IPPROTO_TCP, TCP_KEEPIDLE);
-        s.interval = option(c.fd, IPPROTO_TCP, TCP_KEEPINTVL);
-        s.count = option(c.fd, IPPROTO_TCP, TCP_KEEPCNT);
+        s.keepalive = socketOption(c.fd, SOL_SOCKET, SO_KEEPALIVE);
+        s.idle = socketOption(c.fd, IPPROTO_TCP, TCP_KEEPIDLE);
+        s.interval = socketOption(c.fd, IPPROTO_TCP, TCP_KEEPINTVL);
+        s.count = socketOption(c.fd, IPPROTO_TCP, TCP_KEEPCNT);
       }
       if (mine || probeEachSecondOn(c.fd)) still[c.fd] = s;
     } else if (mine) {

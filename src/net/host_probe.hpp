@@ -31,6 +31,10 @@ std::vector<std::string> hostAddresses();
 std::optional<Socket::Unanswered> unansweredOn(int fd);
 bool probeEachSecondOn(int fd);
 
+// An int socket option of a descriptor this process holds (SO_KEEPALIVE, TCP_KEEPIDLE, ...);
+// 0 where getsockopt fails.
+int socketOption(int fd, int level, int name);
+
 // The ports this process's TCP sockets listen on.
 std::set<uint16_t> listeningPorts();
 // This process's connected TCP sockets that a listener on one of `ports` accepted (their

@@ -47,6 +47,13 @@ set_tests_properties(ucx.keepalive.mapped PROPERTIES ENVIRONMENT CHORUS_KEEPALIV
 set_tests_properties(ucx.keepalive.user_idle_wins
   PROPERTIES ENVIRONMENT "CHORUS_KEEPALIVE=8s;UCX_TCP_KEEPIDLE=60s")
 set_tests_properties(ucx.keepalive.zero_leaves_ucx PROPERTIES ENVIRONMENT CHORUS_KEEPALIVE=0s)
+# Without the progress thread UCX wires the endpoints during the first collective, after
+# start-up: the connections accepted then get keepalive from the engine's peer checks
+# (UcxTransport::checkPeers). 3 ranks, all-reduces for 1.5 s before the check (~2 s).
+chorus_ucx_test(ucx.keepalive.accepted_later 60 ${_run} -n 3 --timeout 50
+  $<TARGET_FILE:chorus_ucx_keepalive_test> --idle 4 --interval 1 --probes 4 --settle-ms 1500)
+set_tests_properties(ucx.keepalive.accepted_later
+  PROPERTIES ENVIRONMENT "CHORUS_KEEPALIVE=8s;CHORUS_UCX_PROGRESS_THREAD=0")
 
 # Every collective x type x op x count x in-place at 1..4 ranks, --quick at 5 and 8.
 set(CHORUS_MP_FULL_RANKS_UCX 4 CACHE STRING "Largest rank count that runs the full ucx case list")

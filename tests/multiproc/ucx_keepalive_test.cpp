@@ -11,7 +11,9 @@
 // turns it on at the accepting end (ucx_keepalive.hpp). `--accepting on` (default): every
 // end of every connection must have keepalive on with those values; `--accepting off`
 // (CHORUS_KEEPALIVE=0, UCX's own): as many ends off as on (the accepting ones), those on
-// with those values. Exit 0 when that holds over both ranks' sockets.
+// with those values. `--settle-ms M`: before the check, all-reduces 20 ms apart for M ms
+// (connections accepted after start-up get keepalive from the engine's peer checks, which
+// run while a collective does). Exit 0 when that holds over both ranks' sockets.
 #include <chorus/chorus.hpp>
 
 #include "../common/socket_census.hpp"
@@ -20,10 +22,12 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -57,6 +61,7 @@ struct Expected {
 int main(int argc, char** argv) {
   Expected idle, interval, probes;
   bool accepting = true;
+  int settleMs = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--idle")
@@ -67,6 +72,8 @@ int main(int argc, char** argv) {
       probes = Expected::parse(v);
     else if (k == "--accepting")
       accepting = v == "on";
+    else if (k == "--settle-ms")
+      settleMs = std::atoi(v.c_str());
   }
   if (idle.value <= 0 || interval.value <= 0 || probes.value <= 0) {
     std::printf("usage: %s --idle [~]S --interval [~]S --probes N|kernel\n", argv[0]);
@@ -83,6 +90,16 @@ int main(int argc, char** argv) {
     if (value != int64_t(comm.size()) * (comm.size() + 1) / 2) {
       std::printf("rank %d: FAIL: the all-reduce gave %lld\n", rank, (long long)value);
       return 1;
+    }
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(settleMs);
+         std::chrono::steady_clock::now() < until;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      int64_t one = 1;
+      comm.allReduce(&one, &one, 1, chorus::DataType::Int64, chorus::RedOp::Sum).wait();
+      if (one != comm.size()) {
+        std::printf("rank %d: FAIL: an all-reduce of ones gave %lld\n", rank, (long long)one);
+        return 1;
+      }
     }
     const char* port = std::getenv("CHORUS_PORT");
     const auto fds = chorus::test_support::connectedInetSockets(port ? std::atoi(port) : -1, false);

@@ -104,9 +104,7 @@ int keepAccepted(const std::set<uint16_t>& ucxPorts, const std::vector<std::stri
   int set = 0;
   if (ucxPorts.empty() || peerHosts.empty()) return set;
   for (const int fd : net::acceptedConnections(ucxPorts, peerHosts)) {
-    int on = 0;
-    socklen_t length = sizeof(on);
-    if (::getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, &length) != 0 || on != 0) continue;
+    if (net::socketOption(fd, SOL_SOCKET, SO_KEEPALIVE) != 0) continue;
     if (net::keepaliveOn(fd, times))
       ++set;
     else

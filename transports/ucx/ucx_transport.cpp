@@ -185,33 +185,70 @@ class UcxTransport final : public Transport {
   // leaves without. UCX wires an endpoint pair over a connection one of the two ranks opened
   // and the other accepted; once every endpoint of this rank is wired, the connections its
   // peers opened to it are here. Bounded by kWireTime (or `deadline`), not an error: the
-  // sockets accepted later keep UCX's settings. Without the progress thread (`wait` false)
-  // the connections accepted so far only: a peer done with its own wiring then progresses
-  // no more until its first collective, and this rank would wait the whole kWireTime
-  // (seen: 5.4 s at 4 ranks, 1 run of 3).
+  // sockets accepted later get theirs from checkPeers. Without the progress thread (`wait`
+  // false) the connections accepted so far only, and the rest from checkPeers: a peer done
+  // with its own wiring then progresses no more until its first collective, and this rank
+  // would wait the whole kWireTime (seen: 5.4 s at 4 ranks, 1 run of 3).
   void keepAcceptedConnections(Deadline deadline, bool wait) {
     const bool wanted = std::any_of(devices_.begin(), devices_.end(), [](const ucx::Device& d) {
       return d.context->acceptedKeepalive() && !d.worker->listeningPorts().empty();
     });
     if (!wanted) return;
     const Deadline until = std::min(deadline, Clock::now() + kWireTime);
-    while (wait) {
-      const bool wired =
-          std::all_of(channels_.begin(), channels_.end(), [](auto& c) { return !c || c->wired(); });
-      if (wired) break;
+    bool wired = allWired();
+    while (wait && !wired) {
       if (Clock::now() >= until) {
         logf(LogLevel::Info,
-             "ucx: rank %d: endpoints not wired within %.1f s; connections accepted later keep "
-             "UCX's keepalive settings",
+             "ucx: rank %d: endpoints not wired within %.1f s; the connections accepted later "
+             "get keepalive once they are (checkPeers)",
              rank_, std::chrono::duration<double>(kWireTime).count());
         break;
       }
       bool any = false;
       for (auto& worker : workers_) any = worker->progress() || any;
       if (!any) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      wired = allWired();
     }
+    keepAcceptedSoFar();
+    if (wired) {
+      forgetWiring();
+    } else {
+      // Endpoints wired later (the progress thread off, or wiring slower than kWireTime)
+      // bring connections accepted later: checkPeers sets those too, until all are wired.
+      keepalivePending_ = true;
+      nextKeepaliveScan_ = Clock::now();
+    }
+  }
+
+  // The engine's peer check (every ~100 ms while a collective runs): keepalive on the
+  // connections accepted since start-up, while some endpoint was not wired by then; the
+  // scans (of this process's file descriptors) back off from 100 ms to 10 s, and the last
+  // runs once every endpoint is wired.
+  void checkPeers() override {
+    if (!keepalivePending_ || Clock::now() < nextKeepaliveScan_) return;
+    bool wired;
+    {
+      std::lock_guard lock(progress_->mutex());
+      wired = allWired();
+      if (wired) forgetWiring();
+    }
+    keepAcceptedSoFar();
+    keepalivePending_ = !wired;
+    keepaliveScanEvery_ = std::min<Clock::duration>(2 * keepaliveScanEvery_, kLongestScanGap);
+    nextKeepaliveScan_ = Clock::now() + keepaliveScanEvery_;
+  }
+
+  bool allWired() {
+    return std::all_of(channels_.begin(), channels_.end(),
+                       [](auto& c) { return !c || c->wired(); });
+  }
+  void forgetWiring() {
     for (auto& c : channels_)
       if (c) c->forgetWiring();
+  }
+
+  // Keepalive on the UCX connections accepted so far that have none yet.
+  void keepAcceptedSoFar() {
     // The peers' hosts; a peer on this host connects over loopback (UCX's tcp transport
     // listens on lo too).
     std::vector<std::string> hosts;
@@ -265,6 +302,11 @@ class UcxTransport final : public Transport {
   std::vector<std::unique_ptr<ucx::Worker>> workers_;
   std::vector<ucx::Device> devices_;
   std::unique_ptr<ucx::Progress> progress_;  // stopped first: it uses the workers and channels
+  // checkPeers's scans for connections accepted after start-up (keepAcceptedConnections).
+  static constexpr Clock::duration kLongestScanGap = std::chrono::seconds(10);
+  bool keepalivePending_ = false;
+  Clock::time_point nextKeepaliveScan_{};
+  Clock::duration keepaliveScanEvery_ = std::chrono::milliseconds(100);
   std::vector<std::vector<std::string>> peerHosts_;  // each peer's host addresses (its record)
   net::HostProbe hostProbe_;  // puts the connections it probes back to UCX's settings
 };

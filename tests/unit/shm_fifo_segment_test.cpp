@@ -71,5 +71,43 @@ TEST(ShmFifoSegment, ClaimedOnFirstSendAndResidentByUse) {
   EXPECT_FALSE(own.inbound(0).has_value()) << "rank 0 (the owner) never sends to itself";
 }
 
+// The writer maps (and so allocates) its FIFO's pages 64 KiB ahead of its bytes, one
+// system call per 64 KiB instead of a fault per page, and no further: memory still grows
+// only as bytes pass. A write across the end maps the rest.
+TEST(ShmFifoSegment, WriterMapsPagesAheadInChunksAsBytesPass) {
+  FifoSegment own = FifoSegment::create("chorus-unit-segment", 4, FifoSizing{});
+  FifoSegment peerView = FifoSegment::map(0, getpid(), own.fd(), own.bytes(), 4);
+  const size_t empty = own.residentBytes();
+  Fifo out = peerView.claim(1, FifoSizing{});
+  auto in = own.inbound(1);
+  ASSERT_TRUE(in.has_value());
+  auto taken = [&] { return own.residentBytes() - empty; };
+  std::vector<std::byte> data(100 * K, std::byte{7});
+  ASSERT_EQ(out.write(data.data(), 100), 100u);
+  EXPECT_GE(taken(), 64 * K) << "the first write maps the first 64 KiB";
+  EXPECT_LT(taken(), 64 * K + 8 * K);
+  ASSERT_EQ(out.write(data.data(), 64 * K), 64 * K);  // through 64 KiB + 100 B
+  EXPECT_GE(taken(), 128 * K);
+  EXPECT_LT(taken(), 128 * K + 8 * K);
+  // The reader maps ahead too (its own mapping; nothing more is allocated) and reads
+  // what was written.
+  auto span = in->readable();
+  ASSERT_EQ(span.size(), 64 * K + 100);
+  EXPECT_EQ(span[64 * K + 99], std::byte{7});
+  in->release(span.size());
+  EXPECT_LT(taken(), 128 * K + 8 * K);
+  // Up to the end (1 MiB) and across it: everything is mapped.
+  size_t written = 64 * K + 100;
+  while (written < M + 10) {
+    const size_t n = out.write(data.data(), std::min(data.size(), M + 10 - written));
+    ASSERT_GT(n, 0u);
+    written += n;
+    auto r = in->readable();
+    in->release(r.size());
+  }
+  EXPECT_GE(taken(), M);
+  EXPECT_LT(taken(), M + 8 * K);
+}
+
 }  // namespace
 }  // namespace chorus::shm

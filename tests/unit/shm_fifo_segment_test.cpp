@@ -7,8 +7,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <random>
+#include <thread>
 #include <vector>
 
 namespace chorus::shm {
@@ -39,6 +42,33 @@ TEST(ShmFifoSegment, SizesByBudget) {
   EXPECT_EQ(fixed.regionBytes(5), 4 * 256 * K);
 }
 
+// The byte at `offset` of a test stream.
+std::byte streamByte(uint64_t offset) { return std::byte((offset * 7 + 3) ^ (offset >> 13)); }
+
+// Passes `bytes` more of the test stream (from `offset`) through the FIFO in writes of at
+// most `chunk`, reading everything out after each write; counts the wrong bytes read.
+size_t passThrough(Fifo& out, Fifo& in, uint64_t& offset, size_t bytes, size_t chunk) {
+  std::vector<std::byte> buffer(chunk);
+  size_t wrong = 0;
+  for (size_t done = 0; done < bytes;) {
+    const size_t ask = std::min(chunk, bytes - done);
+    for (size_t i = 0; i < ask; ++i) buffer[i] = streamByte(offset + done + i);
+    const size_t n = out.write(buffer.data(), ask);
+    EXPECT_GT(n, 0u) << "an empty FIFO takes bytes";
+    if (n == 0) return wrong + 1;
+    for (size_t got = 0; got < n;) {
+      auto span = in.readable();
+      for (size_t i = 0; i < span.size(); ++i)
+        wrong += span[i] != streamByte(offset + done + got + i);
+      got += span.size();
+      in.release(span.size());
+    }
+    done += n;
+  }
+  offset += bytes;
+  return wrong;
+}
+
 TEST(ShmFifoSegment, ClaimedOnFirstSendAndResidentByUse) {
   const int n = 64;
   FifoSizing s;
@@ -51,15 +81,13 @@ TEST(ShmFifoSegment, ClaimedOnFirstSendAndResidentByUse) {
   // Rank 5 sends, through its own mapping of the segment (as a peer process would).
   FifoSegment peerView = FifoSegment::map(0, getpid(), own.fd(), own.bytes(), n);
   Fifo out = peerView.claim(5, s);
-  std::vector<std::byte> data(512 * K);
-  for (size_t i = 0; i < data.size(); ++i) data[i] = std::byte(i * 7 + 3);
-  ASSERT_EQ(out.write(data.data(), data.size()), data.size());
-  EXPECT_EQ(out.write(data.data(), 1), 0u) << "full at 512 KiB";
+  EXPECT_EQ(out.capacity(), 512 * K);
   auto in = own.inbound(5);
   ASSERT_TRUE(in.has_value());
-  auto span = in->readable();
-  ASSERT_EQ(span.size(), data.size());
-  EXPECT_EQ(std::memcmp(span.data(), data.data(), data.size()), 0);
+  // Writes of 1 MiB grow the window to the whole 512 KiB (then the FIFO is full).
+  uint64_t offset = 0;
+  EXPECT_EQ(passThrough(out, *in, offset, 3 * M, M), 0u);
+  EXPECT_EQ(out.window(), 512 * K);
   const size_t oneFifo = own.residentBytes() - empty;
   EXPECT_GE(oneFifo, 512 * K);
   EXPECT_LT(oneFifo, 512 * K + 64 * K);
@@ -71,42 +99,123 @@ TEST(ShmFifoSegment, ClaimedOnFirstSendAndResidentByUse) {
   EXPECT_FALSE(own.inbound(0).has_value()) << "rank 0 (the owner) never sends to itself";
 }
 
-// The writer maps (and so allocates) its FIFO's pages 64 KiB ahead of its bytes, one
-// system call per 64 KiB instead of a fault per page, and no further: memory still grows
-// only as bytes pass. A write across the end maps the rest.
-TEST(ShmFifoSegment, WriterMapsPagesAheadInChunksAsBytesPass) {
+// Small messages stay in the first window (64 KiB of a 1 MiB FIFO): the same cache lines
+// and pages, and the memory of one window, however many pass.
+TEST(ShmFifoSegment, SmallMessagesStayInTheFirstWindow) {
   FifoSegment own = FifoSegment::create("chorus-unit-segment", 4, FifoSizing{});
   FifoSegment peerView = FifoSegment::map(0, getpid(), own.fd(), own.bytes(), 4);
   const size_t empty = own.residentBytes();
   Fifo out = peerView.claim(1, FifoSizing{});
   auto in = own.inbound(1);
   ASSERT_TRUE(in.has_value());
+  EXPECT_EQ(out.capacity(), M);
+  uint64_t offset = 0;
+  for (int message = 0; message < 2000; ++message)
+    ASSERT_EQ(passThrough(out, *in, offset, 2000 + message % 7, 8 * K), 0u) << message;
+  EXPECT_EQ(out.window(), Fifo::kFirstWindow);
+  EXPECT_GE(own.residentBytes() - empty, 64 * K);
+  EXPECT_LT(own.residentBytes() - empty, 64 * K + 8 * K);
+}
+
+// The window doubles when the FIFO was found full and is then empty, up to the capacity;
+// not while bytes are still unread.
+TEST(ShmFifoSegment, WindowDoublesAfterFullThenEmptyUpToTheCapacity) {
+  FifoSegment own = FifoSegment::create("chorus-unit-segment", 4, FifoSizing{});
+  FifoSegment peerView = FifoSegment::map(0, getpid(), own.fd(), own.bytes(), 4);
+  Fifo out = peerView.claim(2, FifoSizing{});
+  auto in = own.inbound(2);
+  ASSERT_TRUE(in.has_value());
+  std::vector<std::byte> data(2 * M, std::byte{5});
+  auto readAll = [&] {  // what is there, across the window's end
+    size_t total = 0;
+    for (auto span = in->readable(); !span.empty(); span = in->readable()) {
+      total += span.size();
+      in->release(span.size());
+    }
+    return total;
+  };
+  for (size_t window = 64 * K; window <= M; window *= 2) {
+    EXPECT_EQ(out.write(data.data(), data.size()), window);
+    EXPECT_EQ(out.write(data.data(), 1), 0u) << "full at " << window;
+    auto span = in->readable();
+    ASSERT_FALSE(span.empty());
+    in->release(1);  // one byte read, the rest still there: no growth
+    EXPECT_EQ(out.write(data.data(), data.size()), 1u) << "still " << window;
+    EXPECT_EQ(out.window(), window);
+    EXPECT_EQ(readAll(), window);
+  }
+  EXPECT_EQ(out.window(), M);
+  EXPECT_EQ(out.write(data.data(), data.size()), M) << "never past the capacity";
+}
+
+// A producer and a consumer thread pass 48 MiB in writes and reads of sizes from a fixed
+// seed (1 B to 1.5 MiB), so that the window grows while the other side runs: every byte
+// arrives, in order.
+TEST(ShmFifoSegment, StreamStaysExactWhileTheWindowGrowsUnderAConcurrentReader) {
+  FifoSegment own = FifoSegment::create("chorus-unit-segment", 4, FifoSizing{});
+  FifoSegment peerView = FifoSegment::map(0, getpid(), own.fd(), own.bytes(), 4);
+  Fifo out = peerView.claim(3, FifoSizing{});
+  auto in = own.inbound(3);
+  ASSERT_TRUE(in.has_value());
+  constexpr uint64_t kTotal = 48 * M;
+  std::thread producer([&] {
+    std::mt19937_64 random(20261206);
+    std::vector<std::byte> buffer(1536 * K);
+    for (uint64_t offset = 0; offset < kTotal;) {
+      const size_t ask = std::min<uint64_t>(1 + random() % buffer.size(), kTotal - offset);
+      for (size_t i = 0; i < ask; ++i) buffer[i] = streamByte(offset + i);
+      size_t done = 0;
+      while (done < ask) {
+        const size_t n = out.write(buffer.data() + done, ask - done);
+        if (n == 0) std::this_thread::yield();
+        done += n;
+      }
+      offset += ask;
+    }
+  });
+  std::mt19937_64 random(7);
+  uint64_t offset = 0, wrong = 0;
+  while (offset < kTotal) {
+    auto span = in->readable();
+    if (span.empty()) {
+      std::this_thread::yield();
+      continue;
+    }
+    const size_t take = std::min<size_t>(span.size(), 1 + random() % (256 * K));
+    for (size_t i = 0; i < take; ++i) wrong += span[i] != streamByte(offset + i);
+    in->release(take);
+    offset += take;
+  }
+  producer.join();
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(out.window(), M) << "writes larger than the window grew it to the capacity";
+}
+
+// Each side maps (the writer so allocates) its FIFO's pages 64 KiB ahead of its bytes, one
+// system call per 64 KiB instead of a fault per page, and no further: memory still grows
+// only as bytes pass.
+TEST(ShmFifoSegment, WriterMapsPagesAheadInChunksAsBytesPass) {
+  FifoSizing small{256 * K, 256 * K, 0};  // window 64 KiB first
+  FifoSegment own = FifoSegment::create("chorus-unit-segment", 4, small);
+  FifoSegment peerView = FifoSegment::map(0, getpid(), own.fd(), own.bytes(), 4);
+  const size_t empty = own.residentBytes();
+  Fifo out = peerView.claim(1, small);
+  auto in = own.inbound(1);
+  ASSERT_TRUE(in.has_value());
   auto taken = [&] { return own.residentBytes() - empty; };
-  std::vector<std::byte> data(100 * K, std::byte{7});
-  ASSERT_EQ(out.write(data.data(), 100), 100u);
+  uint64_t offset = 0;
+  ASSERT_EQ(passThrough(out, *in, offset, 100, 100), 0u);
   EXPECT_GE(taken(), 64 * K) << "the first write maps the first 64 KiB";
   EXPECT_LT(taken(), 64 * K + 8 * K);
-  ASSERT_EQ(out.write(data.data(), 64 * K), 64 * K);  // through 64 KiB + 100 B
+  // A write larger than the window fills it; once read, the window doubles to 128 KiB and
+  // the next bytes map the next 64 KiB as they pass.
+  ASSERT_EQ(passThrough(out, *in, offset, 64 * K, 64 * K), 0u);
+  ASSERT_EQ(passThrough(out, *in, offset, 70 * K, 70 * K), 0u);  // full, then empty
+  EXPECT_EQ(out.window(), 128 * K);
+  EXPECT_LT(taken(), 64 * K + 8 * K) << "no bytes past 64 KiB yet";
+  ASSERT_EQ(passThrough(out, *in, offset, 100 * K, 8 * K), 0u);
   EXPECT_GE(taken(), 128 * K);
   EXPECT_LT(taken(), 128 * K + 8 * K);
-  // The reader maps ahead too (its own mapping; nothing more is allocated) and reads
-  // what was written.
-  auto span = in->readable();
-  ASSERT_EQ(span.size(), 64 * K + 100);
-  EXPECT_EQ(span[64 * K + 99], std::byte{7});
-  in->release(span.size());
-  EXPECT_LT(taken(), 128 * K + 8 * K);
-  // Up to the end (1 MiB) and across it: everything is mapped.
-  size_t written = 64 * K + 100;
-  while (written < M + 10) {
-    const size_t n = out.write(data.data(), std::min(data.size(), M + 10 - written));
-    ASSERT_GT(n, 0u);
-    written += n;
-    auto r = in->readable();
-    in->release(r.size());
-  }
-  EXPECT_GE(taken(), M);
-  EXPECT_LT(taken(), M + 8 * K);
 }
 
 }  // namespace

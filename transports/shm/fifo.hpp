@@ -1,9 +1,17 @@
 // A single-producer single-consumer byte FIFO living in shared memory. Head and tail are
 // free-running byte counters on their own cache lines; capacity is a power of two.
+//
+// The bytes in use are a window at the start of the capacity, a power of two that the
+// producer doubles when it found the FIFO full and then finds it empty again: small
+// messages keep cycling through the same few cache lines and pages, large transfers get
+// the whole capacity after a few messages. The producer changes the window only while
+// the FIFO is empty, and publishes it with the head (the consumer reads it after the head):
+// no byte is ever read under another window than it was written under.
 #pragma once
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -14,11 +22,15 @@ namespace chorus::shm {
 
 struct alignas(64) FifoHeader {
   alignas(64) std::atomic<uint64_t> head{0};  // bytes ever written (producer)
+  std::atomic<uint64_t> window{0};            // bytes in use (producer; 0: nothing written)
   alignas(64) std::atomic<uint64_t> tail{0};  // bytes ever read (consumer)
 };
 
 class Fifo {
  public:
+  // The first window (or the capacity, when smaller).
+  static constexpr size_t kFirstWindow = size_t{64} << 10;
+
   Fifo() = default;
   Fifo(FifoHeader* header, std::byte* data, size_t capacity)
       : header_(header), data_(data), capacity_(capacity) {}
@@ -27,11 +39,20 @@ class Fifo {
   size_t write(const void* src, size_t bytes) {
     uint64_t head = header_->head.load(std::memory_order_relaxed);
     uint64_t tail = header_->tail.load(std::memory_order_acquire);
-    size_t n = std::min<size_t>(bytes, capacity_ - (head - tail));
+    if (window_ == 0)  // this process's window, where a remade channel claimed the FIFO again
+      window_ = header_->window.load(std::memory_order_relaxed);
+    if (head == tail && bytes > 0 && (window_ == 0 || (wasFull_ && window_ < capacity_))) {
+      window_ = window_ == 0 ? std::min(kFirstWindow, capacity_) : 2 * window_;
+      wasFull_ = false;
+      header_->window.store(window_, std::memory_order_relaxed);  // published by the head
+    }
+    if (window_ == 0) return 0;  // nothing asked, nothing written yet
+    size_t n = std::min<size_t>(bytes, window_ - (head - tail));
+    if (n < bytes) wasFull_ = true;
     if (n == 0) return 0;
-    size_t at = head & (capacity_ - 1);
-    if (mapped_ < capacity_) mapThrough(at + n, MADV_POPULATE_WRITE);
-    size_t first = std::min(n, capacity_ - at);
+    size_t at = head & (window_ - 1);
+    if (mapped_ < window_) mapThrough(at + n, window_, MADV_POPULATE_WRITE);
+    size_t first = std::min(n, window_ - at);
     std::memcpy(data_ + at, src, first);
     if (n > first) std::memcpy(data_, static_cast<const std::byte*>(src) + first, n - first);
     header_->head.store(head + n, std::memory_order_release);
@@ -42,15 +63,23 @@ class Fifo {
   std::span<const std::byte> readable() const {
     uint64_t tail = header_->tail.load(std::memory_order_relaxed);
     uint64_t head = header_->head.load(std::memory_order_acquire);
-    size_t at = tail & (capacity_ - 1);
-    size_t n = std::min<size_t>(head - tail, capacity_ - at);
-    if (mapped_ < capacity_ && n > 0) mapThrough(at + n, MADV_POPULATE_READ);
+    if (head == tail) return {};
+    // At least as new as the head just read, and no newer: the producer changes it only
+    // when the FIFO is empty, which it is not until these bytes are released.
+    const size_t window = header_->window.load(std::memory_order_relaxed);
+    size_t at = tail & (window - 1);
+    size_t n = std::min<size_t>(head - tail, window - at);
+    if (mapped_ < window) mapThrough(at + n, window, MADV_POPULATE_READ);
     return {data_ + at, n};
   }
   void release(size_t bytes) {
     header_->tail.store(header_->tail.load(std::memory_order_relaxed) + bytes,
                         std::memory_order_release);
   }
+
+  size_t capacity() const { return capacity_; }
+  // Producer side: the window its next bytes go to (0 before the first write).
+  size_t window() const { return window_; }
 
  private:
   // Bytes are first written, and read, a page at a time: each page's first touch is a
@@ -60,10 +89,9 @@ class Fifo {
   // it, kMapAhead at a time, one system call each; memory still grows only as bytes pass.
   // MADV_POPULATE_*: Linux 5.14; where refused, the pages come by faults as before.
   static constexpr size_t kMapAhead = size_t{64} << 10;
-  void mapThrough(size_t end, int advice) const {
-    const size_t to = end >= capacity_
-                          ? capacity_
-                          : std::min(capacity_, (end + kMapAhead - 1) / kMapAhead * kMapAhead);
+  void mapThrough(size_t end, size_t window, int advice) const {
+    const size_t to =
+        end >= window ? window : std::min(window, (end + kMapAhead - 1) / kMapAhead * kMapAhead);
     if (to <= mapped_) return;
     mapped_ = ::madvise(data_ + mapped_, to - mapped_, advice) == 0 ? to : capacity_;
   }
@@ -71,6 +99,8 @@ class Fifo {
   FifoHeader* header_ = nullptr;
   std::byte* data_ = nullptr;
   size_t capacity_ = 0;
+  size_t window_ = 0;          // producer: the window in use (0 before the first write)
+  bool wasFull_ = false;       // producer: a write found no room since the window last grew
   mutable size_t mapped_ = 0;  // bytes of data mapped ahead in this process (mapThrough)
 };
 

@@ -69,6 +69,21 @@ size_t passThrough(Fifo& out, Fifo& in, uint64_t& offset, size_t bytes, size_t c
   return wrong;
 }
 
+// One FIFO of a 4-rank segment: rank 0 owns the segment, rank `from` sends through its
+// own mapping of it (as a peer process would); `empty` is what the segment took before.
+struct OneFifo {
+  FifoSegment own, peerView;
+  size_t empty = 0;
+  Fifo out, in;
+  OneFifo(int from, const FifoSizing& sizing)
+      : own(FifoSegment::create("chorus-unit-segment", 4, sizing)),
+        peerView(FifoSegment::map(0, getpid(), own.fd(), own.bytes(), 4)),
+        empty(own.residentBytes()),
+        out(peerView.claim(from, sizing)),
+        in(own.inbound(from).value()) {}  // claimed just now: there (else the test fails)
+  size_t taken() const { return own.residentBytes() - empty; }
+};
+
 TEST(ShmFifoSegment, ClaimedOnFirstSendAndResidentByUse) {
   const int n = 64;
   FifoSizing s;
@@ -102,44 +117,36 @@ TEST(ShmFifoSegment, ClaimedOnFirstSendAndResidentByUse) {
 // Small messages stay in the first window (64 KiB of a 1 MiB FIFO): the same cache lines
 // and pages, and the memory of one window, however many pass.
 TEST(ShmFifoSegment, SmallMessagesStayInTheFirstWindow) {
-  FifoSegment own = FifoSegment::create("chorus-unit-segment", 4, FifoSizing{});
-  FifoSegment peerView = FifoSegment::map(0, getpid(), own.fd(), own.bytes(), 4);
-  const size_t empty = own.residentBytes();
-  Fifo out = peerView.claim(1, FifoSizing{});
-  auto in = own.inbound(1);
-  ASSERT_TRUE(in.has_value());
-  EXPECT_EQ(out.capacity(), M);
+  OneFifo f(1, FifoSizing{});
+  EXPECT_EQ(f.out.capacity(), M);
   uint64_t offset = 0;
   for (int message = 0; message < 2000; ++message)
-    ASSERT_EQ(passThrough(out, *in, offset, 2000 + message % 7, 8 * K), 0u) << message;
-  EXPECT_EQ(out.window(), Fifo::kFirstWindow);
-  EXPECT_GE(own.residentBytes() - empty, 64 * K);
-  EXPECT_LT(own.residentBytes() - empty, 64 * K + 8 * K);
+    ASSERT_EQ(passThrough(f.out, f.in, offset, 2000 + message % 7, 8 * K), 0u) << message;
+  EXPECT_EQ(f.out.window(), Fifo::kFirstWindow);
+  EXPECT_GE(f.taken(), 64 * K);
+  EXPECT_LT(f.taken(), 64 * K + 8 * K);
 }
 
 // The window doubles when the FIFO was found full and is then empty, up to the capacity;
 // not while bytes are still unread.
 TEST(ShmFifoSegment, WindowDoublesAfterFullThenEmptyUpToTheCapacity) {
-  FifoSegment own = FifoSegment::create("chorus-unit-segment", 4, FifoSizing{});
-  FifoSegment peerView = FifoSegment::map(0, getpid(), own.fd(), own.bytes(), 4);
-  Fifo out = peerView.claim(2, FifoSizing{});
-  auto in = own.inbound(2);
-  ASSERT_TRUE(in.has_value());
+  OneFifo f(2, FifoSizing{});
+  Fifo &out = f.out, &in = f.in;
   std::vector<std::byte> data(2 * M, std::byte{5});
   auto readAll = [&] {  // what is there, across the window's end
     size_t total = 0;
-    for (auto span = in->readable(); !span.empty(); span = in->readable()) {
+    for (auto span = in.readable(); !span.empty(); span = in.readable()) {
       total += span.size();
-      in->release(span.size());
+      in.release(span.size());
     }
     return total;
   };
   for (size_t window = 64 * K; window <= M; window *= 2) {
     EXPECT_EQ(out.write(data.data(), data.size()), window);
     EXPECT_EQ(out.write(data.data(), 1), 0u) << "full at " << window;
-    auto span = in->readable();
+    auto span = in.readable();
     ASSERT_FALSE(span.empty());
-    in->release(1);  // one byte read, the rest still there: no growth
+    in.release(1);  // one byte read, the rest still there: no growth
     EXPECT_EQ(out.write(data.data(), data.size()), 1u) << "still " << window;
     EXPECT_EQ(out.window(), window);
     EXPECT_EQ(readAll(), window);
@@ -152,11 +159,8 @@ TEST(ShmFifoSegment, WindowDoublesAfterFullThenEmptyUpToTheCapacity) {
 // seed (1 B to 1.5 MiB), so that the window grows while the other side runs: every byte
 // arrives, in order.
 TEST(ShmFifoSegment, StreamStaysExactWhileTheWindowGrowsUnderAConcurrentReader) {
-  FifoSegment own = FifoSegment::create("chorus-unit-segment", 4, FifoSizing{});
-  FifoSegment peerView = FifoSegment::map(0, getpid(), own.fd(), own.bytes(), 4);
-  Fifo out = peerView.claim(3, FifoSizing{});
-  auto in = own.inbound(3);
-  ASSERT_TRUE(in.has_value());
+  OneFifo f(3, FifoSizing{});
+  Fifo &out = f.out, &in = f.in;
   constexpr uint64_t kTotal = 48 * M;
   std::thread producer([&] {
     std::mt19937_64 random(20261206);
@@ -176,14 +180,14 @@ TEST(ShmFifoSegment, StreamStaysExactWhileTheWindowGrowsUnderAConcurrentReader) 
   std::mt19937_64 random(7);
   uint64_t offset = 0, wrong = 0;
   while (offset < kTotal) {
-    auto span = in->readable();
+    auto span = in.readable();
     if (span.empty()) {
       std::this_thread::yield();
       continue;
     }
     const size_t take = std::min<size_t>(span.size(), 1 + random() % (256 * K));
     for (size_t i = 0; i < take; ++i) wrong += span[i] != streamByte(offset + i);
-    in->release(take);
+    in.release(take);
     offset += take;
   }
   producer.join();
@@ -195,25 +199,20 @@ TEST(ShmFifoSegment, StreamStaysExactWhileTheWindowGrowsUnderAConcurrentReader) 
 // call per write, and no further: memory grows a page at a time as bytes pass.
 TEST(ShmFifoSegment, PagesAreTakenAsBytesPassAndNoFurther) {
   FifoSizing small{256 * K, 256 * K, 0};  // window 64 KiB first
-  FifoSegment own = FifoSegment::create("chorus-unit-segment", 4, small);
-  FifoSegment peerView = FifoSegment::map(0, getpid(), own.fd(), own.bytes(), 4);
-  const size_t empty = own.residentBytes();
-  Fifo out = peerView.claim(1, small);
-  auto in = own.inbound(1);
-  ASSERT_TRUE(in.has_value());
-  auto taken = [&] { return own.residentBytes() - empty; };
+  OneFifo f(1, small);
+  Fifo &out = f.out, &in = f.in;
   uint64_t offset = 0;
-  ASSERT_EQ(passThrough(out, *in, offset, 100, 100), 0u);
-  EXPECT_EQ(taken(), 4 * K) << "100 bytes: one page";
-  ASSERT_EQ(passThrough(out, *in, offset, 40 * K, 40 * K), 0u);  // through 40 KiB + 100 B
-  EXPECT_EQ(taken(), 44 * K);
+  ASSERT_EQ(passThrough(out, in, offset, 100, 100), 0u);
+  EXPECT_EQ(f.taken(), 4 * K) << "100 bytes: one page";
+  ASSERT_EQ(passThrough(out, in, offset, 40 * K, 40 * K), 0u);  // through 40 KiB + 100 B
+  EXPECT_EQ(f.taken(), 44 * K);
   // A write larger than the window fills it; once read, the window doubles to 128 KiB and
   // its last 6 KiB land at 104-110 KiB: the new part is mapped from 64 KiB through there.
-  ASSERT_EQ(passThrough(out, *in, offset, 70 * K, 70 * K), 0u);
+  ASSERT_EQ(passThrough(out, in, offset, 70 * K, 70 * K), 0u);
   EXPECT_EQ(out.window(), 128 * K);
-  EXPECT_EQ(taken(), 112 * K);
-  ASSERT_EQ(passThrough(out, *in, offset, 100 * K, 8 * K), 0u);
-  EXPECT_EQ(taken(), 128 * K);
+  EXPECT_EQ(f.taken(), 112 * K);
+  ASSERT_EQ(passThrough(out, in, offset, 100 * K, 8 * K), 0u);
+  EXPECT_EQ(f.taken(), 128 * K);
 }
 
 }  // namespace

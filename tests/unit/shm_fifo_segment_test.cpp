@@ -127,9 +127,10 @@ TEST(ShmFifoSegment, SmallMessagesStayInTheFirstWindow) {
   EXPECT_LT(f.taken(), 64 * K + 8 * K);
 }
 
-// The window doubles when the FIFO was found full and is then empty, up to the capacity;
-// not while bytes are still unread.
-TEST(ShmFifoSegment, WindowDoublesAfterFullThenEmptyUpToTheCapacity) {
+// When a write found the FIFO full, the window widens once the FIFO is empty again, in one
+// step, to room for four of the largest write asked (a power of two), and no further for
+// writes of that size; never while bytes are still unread; never past the capacity.
+TEST(ShmFifoSegment, WindowWidensOnceToRoomForFourOfTheLargestWrite) {
   OneFifo f(2, FifoSizing{});
   Fifo &out = f.out, &in = f.in;
   std::vector<std::byte> data(2 * M, std::byte{5});
@@ -141,18 +142,35 @@ TEST(ShmFifoSegment, WindowDoublesAfterFullThenEmptyUpToTheCapacity) {
     }
     return total;
   };
-  for (size_t window = 64 * K; window <= M; window *= 2) {
-    EXPECT_EQ(out.write(data.data(), data.size()), window);
-    EXPECT_EQ(out.write(data.data(), 1), 0u) << "full at " << window;
-    auto span = in.readable();
-    ASSERT_FALSE(span.empty());
-    in.release(1);  // one byte read, the rest still there: no growth
-    EXPECT_EQ(out.write(data.data(), data.size()), 1u) << "still " << window;
-    EXPECT_EQ(out.window(), window);
-    EXPECT_EQ(readAll(), window);
-  }
+  auto fillWith = [&](size_t ask) {  // writes of `ask` until one finds no room
+    size_t total = 0;
+    for (size_t n = ask; n == ask; total += n) n = out.write(data.data(), ask);
+    return total;
+  };
+  // 40 KiB writes fill the first 64 KiB window. One byte read, the rest still there: the
+  // window stays. All read: 4 x 40 KiB = 160 KiB, so 256 KiB, in one step.
+  EXPECT_EQ(fillWith(40 * K), 64 * K);
+  ASSERT_FALSE(in.readable().empty());
+  in.release(1);
+  EXPECT_EQ(out.write(data.data(), 40 * K), 1u);
+  EXPECT_EQ(out.window(), 64 * K) << "not while bytes are unread";
+  EXPECT_EQ(readAll(), 64 * K);
+  EXPECT_EQ(out.write(data.data(), 40 * K), 40 * K);
+  EXPECT_EQ(out.window(), 256 * K);
+  // Full again with writes of the same size: wide enough already.
+  EXPECT_EQ(fillWith(40 * K) + 40 * K, 256 * K);
+  EXPECT_EQ(readAll(), 256 * K);
+  EXPECT_EQ(out.write(data.data(), 40 * K), 40 * K);
+  EXPECT_EQ(out.window(), 256 * K) << "no wider than four of the largest write";
+  EXPECT_EQ(readAll(), 40 * K);
+  // A 300 KiB write fills it; four of those would be 1.2 MiB: the whole 1 MiB capacity.
+  EXPECT_EQ(out.write(data.data(), 300 * K), 256 * K);
+  EXPECT_EQ(readAll(), 256 * K);
+  EXPECT_EQ(out.write(data.data(), 300 * K), 300 * K);
   EXPECT_EQ(out.window(), M);
-  EXPECT_EQ(out.write(data.data(), data.size()), M) << "never past the capacity";
+  EXPECT_EQ(readAll(), 300 * K);
+  EXPECT_EQ(out.write(data.data(), 2 * M), M) << "never past the capacity";
+  EXPECT_EQ(out.window(), M);
 }
 
 // A producer and a consumer thread pass 48 MiB in writes and reads of sizes from a fixed
@@ -206,13 +224,14 @@ TEST(ShmFifoSegment, PagesAreTakenAsBytesPassAndNoFurther) {
   EXPECT_EQ(f.taken(), 4 * K) << "100 bytes: one page";
   ASSERT_EQ(passThrough(out, in, offset, 40 * K, 40 * K), 0u);  // through 40 KiB + 100 B
   EXPECT_EQ(f.taken(), 44 * K);
-  // A write larger than the window fills it; once read, the window doubles to 128 KiB and
-  // its last 6 KiB land at 104-110 KiB: the new part is mapped from 64 KiB through there.
+  // A 70 KiB write fills the 64 KiB window; once read, the window widens to the whole
+  // 256 KiB (room for four would be 280 KiB), and the write's last 6 KiB land at 104-110
+  // KiB: the new part is mapped from 64 KiB through there, not further.
   ASSERT_EQ(passThrough(out, in, offset, 70 * K, 70 * K), 0u);
-  EXPECT_EQ(out.window(), 128 * K);
+  EXPECT_EQ(out.window(), 256 * K);
   EXPECT_EQ(f.taken(), 112 * K);
-  ASSERT_EQ(passThrough(out, in, offset, 100 * K, 8 * K), 0u);
-  EXPECT_EQ(f.taken(), 128 * K);
+  ASSERT_EQ(passThrough(out, in, offset, 100 * K, 8 * K), 0u);  // through 210 KiB + 100 B
+  EXPECT_EQ(f.taken(), 212 * K);
 }
 
 }  // namespace

@@ -6,8 +6,10 @@
 
 #include "clock.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
@@ -32,6 +34,15 @@ class Channel {
   virtual std::span<const std::byte> peek() = 0;
   // Releases the first `bytes` of what peek() returned.
   virtual void consume(size_t bytes) = 0;
+  // Copies up to `bytes` of the incoming bytes available now into `out`, consuming none,
+  // also past where peek() stops (the end of a ring); returns how many it copied. This
+  // default copies only what peek() returns.
+  virtual size_t peekCopy(std::byte* out, size_t bytes) {
+    const std::span<const std::byte> now = peek();
+    const size_t n = std::min(bytes, now.size());
+    if (n > 0) std::memcpy(out, now.data(), n);
+    return n;
+  }
   // Zero-copy transfers of large messages between registered buffers beside the stream,
   // or nullptr where this channel has none (verbs has them).
   virtual DirectTransfer* directTransfer() { return nullptr; }

@@ -38,11 +38,11 @@ void Engine::submitMailbox(std::shared_ptr<OpState> op) {
 // within a few polls, and always before the rank yields or sleeps.
 bool Engine::checkStrayCall(OpState& op, int peer, std::byte* slot, size_t bytes) {
   if (!recvQueue_[peer].empty()) return false;
-  std::span<const std::byte> incoming = transport_.channel(peer).peek();
-  if (incoming.size() < sizeof(WireHeader)) return false;
+  WireHeader theirs;  // whole, also where it straddles the end of the channel's ring
+  if (transport_.channel(peer).peekCopy(reinterpret_cast<std::byte*>(&theirs), sizeof theirs) <
+      sizeof theirs)
+    return false;
   if (transport_.mailbox()->tryTake(peer, op.mailboxSeq, slot, bytes)) return true;
-  WireHeader theirs;
-  std::memcpy(&theirs, incoming.data(), sizeof theirs);
   if (auto wrong = detail::mismatch(op, theirs, peer)) throw Error(Result::InvalidUsage, *wrong);
   return false;
 }

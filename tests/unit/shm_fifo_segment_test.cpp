@@ -173,6 +173,29 @@ TEST(ShmFifoSegment, WindowWidensOnceToRoomForFourOfTheLargestWrite) {
   EXPECT_EQ(out.window(), M);
 }
 
+// copyReadable copies what is there across the window's end, where readable() stops, and
+// releases nothing (the engine reads a stray call's whole 32-byte header with it).
+TEST(ShmFifoSegment, CopyReadableCrossesTheWindowsEnd) {
+  OneFifo f(1, FifoSizing{});
+  uint64_t offset = 0;
+  ASSERT_EQ(passThrough(f.out, f.in, offset, Fifo::kFirstWindow - 16, 8 * K), 0u);
+  std::vector<std::byte> header(32);
+  for (size_t i = 0; i < header.size(); ++i) header[i] = streamByte(offset + i);
+  ASSERT_EQ(f.out.write(header.data(), header.size()), header.size());
+  EXPECT_EQ(f.in.readable().size(), 16u) << "readable() stops at the window's end";
+  std::vector<std::byte> copy(64, std::byte{0});
+  EXPECT_EQ(f.in.copyReadable(copy.data(), copy.size()), 32u);
+  EXPECT_TRUE(std::equal(header.begin(), header.end(), copy.begin()));
+  EXPECT_EQ(f.in.copyReadable(copy.data(), 20), 20u);
+  EXPECT_EQ(f.in.readable().size(), 16u) << "nothing released";
+  f.in.release(16);
+  const auto rest = f.in.readable();  // the other 16, at the window's start
+  ASSERT_EQ(rest.size(), 16u);
+  EXPECT_TRUE(std::equal(rest.begin(), rest.end(), header.begin() + 16));
+  f.in.release(16);
+  EXPECT_EQ(f.in.copyReadable(copy.data(), copy.size()), 0u) << "empty";
+}
+
 // A producer and a consumer thread pass 48 MiB in writes and reads of sizes from a fixed
 // seed (1 B to 1.5 MiB), so that the window grows while the other side runs: every byte
 // arrives, in order.

@@ -85,6 +85,19 @@ class Fifo {
     if (mapped_ < window) mapThrough(at + n, window, MADV_POPULATE_READ);
     return {data_ + at, n};
   }
+  // Consumer side: copies up to `max` readable bytes into `out`, across the window's end
+  // (where readable() stops), releasing none; returns how many.
+  size_t copyReadable(std::byte* out, size_t max) const {
+    uint64_t tail = header_->tail.load(std::memory_order_relaxed);
+    uint64_t head = header_->head.load(std::memory_order_acquire);
+    const size_t n = std::min<uint64_t>(head - tail, max);
+    if (n == 0) return 0;
+    const size_t window = header_->window.load(std::memory_order_relaxed);  // as readable()
+    const size_t at = tail & (window - 1), first = std::min(n, window - at);
+    std::memcpy(out, data_ + at, first);
+    std::memcpy(out + first, data_, n - first);
+    return n;
+  }
   void release(size_t bytes) {
     header_->tail.store(header_->tail.load(std::memory_order_relaxed) + bytes,
                         std::memory_order_release);

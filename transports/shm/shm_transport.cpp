@@ -42,6 +42,7 @@ class ShmChannel : public Channel {
       : owner_(owner), peer_(peer), peerBell_(peerBell) {}
   size_t trySend(const void* data, size_t bytes) override;
   std::span<const std::byte> peek() override;
+  size_t peekCopy(std::byte* out, size_t bytes) override;
   void consume(size_t bytes) override {
     if (!in_) {
       if (bytes == 0) return;
@@ -191,6 +192,11 @@ size_t ShmChannel::trySend(const void* data, size_t bytes) {
 std::span<const std::byte> ShmChannel::peek() {
   if (!in_) in_ = owner_.inbound(peer_);
   return in_ ? in_->readable() : std::span<const std::byte>{};
+}
+
+size_t ShmChannel::peekCopy(std::byte* out, size_t bytes) {
+  if (!in_) in_ = owner_.inbound(peer_);
+  return in_ ? in_->copyReadable(out, bytes) : 0;
 }
 
 }  // namespace

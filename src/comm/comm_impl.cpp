@@ -585,7 +585,9 @@ bool CommImpl::viaMailbox(const Call& call) const {
       call.count == 0 || algorithms_.forced(call.collective))
     return false;
   const Mailbox* box = transport_->mailbox();
-  return box && sizeof(WireHeader) + call.count * sizeOf(call.type) <= box->capacity();
+  const size_t bytes = call.count * sizeOf(call.type);
+  return box && sizeof(WireHeader) + bytes <= box->capacity() &&
+         bytes * static_cast<size_t>(nranks_ - 1) <= kMailboxReadBytes;
 }
 
 // The small all-reduce of a mailbox: no algorithm to choose, no schedule to look up, and

@@ -34,12 +34,14 @@ int main(int argc, char** argv) {
   // below it CommImpl::stagedFor never asks Tuner::chooseStaged) shm may stage ordinary
   // buffers through peer_staged, whatever the tune file says (the loop below checks that it
   // runs so).
-  for (size_t count : {1ul, 64ul, 1000ul, 4096ul, 65536ul, 300000ul}) {
+  for (size_t count : {1ul, 64ul, 256ul, 512ul, 1000ul, 4096ul, 65536ul, 300000ul}) {
     const std::string got = comm.algorithmFor("allreduce", count, chorus::DataType::Float32);
-    // Up to 256 B on shm (2..32 ranks) the mailbox runs, whatever the mode: no schedule,
-    // a fixed rank-order reduction (README, "Small messages").
-    const bool mailbox =
-        comm.transportName() == "shm" && count * 4 <= 256 && comm.size() >= 2 && comm.size() <= 32;
+    // Up to 2 KiB on shm (2..32 ranks), and at most 16 KiB of the peers' data in all, the
+    // mailbox runs, whatever the mode: no schedule, a fixed rank-order reduction (README,
+    // "Small messages").
+    const size_t n = static_cast<size_t>(comm.size());
+    const bool mailbox = comm.transportName() == "shm" && count * 4 <= 2048 && n >= 2 && n <= 32 &&
+                         count * 4 * (n - 1) <= 16384;
     const std::string want =
         mailbox ? "mailbox"
         : expect == "static"
@@ -56,8 +58,8 @@ int main(int argc, char** argv) {
   float x = static_cast<float>(comm.rank() + 1), sum = 0;
   chorus::Work one = comm.allReduce(&x, &sum, 1, chorus::DataType::Float32, chorus::RedOp::Sum);
   one.wait();
-  const int n = comm.size();
-  if (sum != static_cast<float>(n * (n + 1) / 2)) ++bad;
+  const int ranks = comm.size();
+  if (sum != static_cast<float>(ranks * (ranks + 1) / 2)) ++bad;
   const std::string tuned = comm.algorithmFor("allreduce", 1, chorus::DataType::Float32);
   bad += !reports(one, tuned, comm.rank(), "1 float, complete");
 
@@ -86,7 +88,7 @@ int main(int argc, char** argv) {
     w.wait();
     bad += !reports(w, "peer_twoshot", comm.rank(), "forced peer_twoshot");
     for (int i = 0; i < 65536; ++i)  // and it ran: exact sums
-      if (shared[i] != static_cast<float>(n * (n - 1) / 2 + n * (i % 7))) {
+      if (shared[i] != static_cast<float>(ranks * (ranks - 1) / 2 + ranks * (i % 7))) {
         std::fprintf(stderr, "rank %d: peer_twoshot sum wrong at %d\n", comm.rank(), i);
         ++bad;
         break;

@@ -18,8 +18,9 @@ namespace chorus::shm {
 
 class ShmMailbox final : public Mailbox {
  public:
-  // 32 bytes of call fingerprint and 256 bytes of data.
-  static constexpr size_t kCapacity = 288;
+  // 32 bytes of call fingerprint and 2 KiB of data (each slot takes twice that: 8-byte
+  // words of 4 data bytes).
+  static constexpr size_t kCapacity = 32 + 2048;
   static constexpr size_t kSlotWords = kCapacity / 4;
 
   // Rank 0 creates the segment (before the others open it) and unlinks it once every

@@ -74,27 +74,20 @@ class Fifo {
 
   // Consumer side: contiguous readable bytes (up to the wrap point).
   std::span<const std::byte> readable() const {
-    uint64_t tail = header_->tail.load(std::memory_order_relaxed);
-    uint64_t head = header_->head.load(std::memory_order_acquire);
-    if (head == tail) return {};
-    // At least as new as the head just read, and no newer: the producer changes it only
-    // when the FIFO is empty, which it is not until these bytes are released.
-    const size_t window = header_->window.load(std::memory_order_relaxed);
-    size_t at = tail & (window - 1);
-    size_t n = std::min<size_t>(head - tail, window - at);
-    if (mapped_ < window) mapThrough(at + n, window, MADV_POPULATE_READ);
-    return {data_ + at, n};
+    const Unread u = unread();
+    if (u.bytes == 0) return {};
+    const size_t n = std::min(u.bytes, u.window - u.at);
+    if (mapped_ < u.window) mapThrough(u.at + n, u.window, MADV_POPULATE_READ);
+    return {data_ + u.at, n};
   }
   // Consumer side: copies up to `max` readable bytes into `out`, across the window's end
   // (where readable() stops), releasing none; returns how many.
   size_t copyReadable(std::byte* out, size_t max) const {
-    uint64_t tail = header_->tail.load(std::memory_order_relaxed);
-    uint64_t head = header_->head.load(std::memory_order_acquire);
-    const size_t n = std::min<uint64_t>(head - tail, max);
+    const Unread u = unread();
+    const size_t n = std::min(u.bytes, max);
     if (n == 0) return 0;
-    const size_t window = header_->window.load(std::memory_order_relaxed);  // as readable()
-    const size_t at = tail & (window - 1), first = std::min(n, window - at);
-    std::memcpy(out, data_ + at, first);
+    const size_t first = std::min(n, u.window - u.at);
+    std::memcpy(out, data_ + u.at, first);
     std::memcpy(out + first, data_, n - first);
     return n;
   }
@@ -115,6 +108,21 @@ class Fifo {
   // by faults (64 ranks' all-to-all touches one page of most FIFOs; mapping 64 KiB ahead
   // instead took 307 MB of shared memory there against 98). MADV_POPULATE_*: Linux 5.14;
   // where refused, the pages come by faults as before.
+  // Consumer side: the bytes written and not yet released, where the first of them is in
+  // the window, and the window they were written under (none: all zero).
+  struct Unread {
+    size_t at = 0, bytes = 0, window = 0;
+  };
+  Unread unread() const {
+    const uint64_t tail = header_->tail.load(std::memory_order_relaxed);
+    const uint64_t head = header_->head.load(std::memory_order_acquire);
+    if (head == tail) return {};
+    // At least as new as the head just read, and no newer: the producer changes it only
+    // when the FIFO is empty, which it is not until these bytes are released.
+    const size_t window = header_->window.load(std::memory_order_relaxed);
+    return {static_cast<size_t>(tail & (window - 1)), static_cast<size_t>(head - tail), window};
+  }
+
   static constexpr size_t kPage = 4096;
   void mapThrough(size_t end, size_t window, int advice) const {
     const size_t to = std::min(window, (end + kPage - 1) / kPage * kPage);

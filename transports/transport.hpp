@@ -166,7 +166,8 @@ class PeerMemory {
 // slots that every peer reads in place. Message `seq` (1, 2, ... per rank, in step on
 // every rank) goes to slot seq % 2, so a rank may post message seq + 2 only once it has
 // taken every peer's message seq + 1 (the peers posted that after taking its message seq).
-// transports/shm/mailbox.hpp says how a slot is written (data and sequence flag together).
+// transports/shm/mailbox.hpp says how a slot is written (data and sequence flag together,
+// or data then flag).
 class Mailbox {
  public:
   virtual ~Mailbox() = default;
@@ -174,6 +175,9 @@ class Mailbox {
   // Publishes this rank's message `seq` and wakes peers asleep in Transport::wait.
   virtual void post(uint32_t seq, const void* data, size_t bytes) = 0;
   // Copies `peer`'s message `seq` into `out` when all of it is there; false otherwise.
+  // `bytes` is what this rank expects. A message of another length (the peer made a call
+  // of another size) may be taken as posted, cut to `bytes` or followed by zeros, so that
+  // its fingerprint shows the difference; where it is not, the peer's take of ours is.
   virtual bool tryTake(int peer, uint32_t seq, void* out, size_t bytes) = 0;
 };
 

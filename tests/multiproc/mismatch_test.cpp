@@ -2,8 +2,9 @@
 // that names the rank and what it called, at once, instead of a hang or wrong data.
 //   chorus-run -n 3 chorus_mismatch_test --case count|collective|op|type|root|counts|p2p|absent|
 //                                               memalloc|small|smallbig
-// (small: 2 against 64 floats, both through the shm mailbox; smallbig: 16 there against
-// 1000 through a schedule.)
+// (small: 2 against 64 floats, both through the shm mailbox, one as LL words and one as a
+// plain message, so each rank meets a message of the other kind and length; smallbig: 16
+// there against 1000 through a schedule.)
 // Rank 1 is the odd one out. Every rank whose call touches the difference must fail
 // within 10 s (only a sender whose data was taken, or a rank the difference does not
 // reach, may complete), with an error that says "mismatched calls" and names both calls

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <functional>
@@ -74,6 +75,58 @@ TEST(ShmMailbox, TakesWholeMessagesOfTheAskedSequenceOnly) {
     EXPECT_FALSE(box0->tryTake(2, seq, got.data(), 4));  // rank 2 never posted
   }
   EXPECT_THROW(box1->post(7, got.data(), box1->capacity() + 1), Error);
+}
+
+// Messages longer than ShmMailbox::kLineBytes (96) go plainly into the slot's data area
+// under a flag with their length; shorter ones as LL words. A take that finds a plain
+// message gets it as posted (cut, or followed by zeros), so that a call of another size
+// shows in the fingerprint instead of a wait for bytes never sent; one that expects more
+// LL words than were posted, or a plain message where LL words were posted, waits (the
+// peer finds the difference in ours). A plain message's bytes never pass for LL words of
+// a later sequence.
+TEST(ShmMailbox, AMessageOfAnotherLengthOrKindIsTakenAsPostedOrLeft) {
+  Created c = createAll({"h", "h"});
+  for (const auto& e : c.errors) ASSERT_EQ(e, "");
+  Mailbox& box0 = *c.transports[0]->mailbox();
+  Mailbox& box1 = *c.transports[1]->mailbox();
+  const size_t capacity = box0.capacity();
+  std::vector<std::byte> got(capacity);
+  auto takes = [&](uint32_t seq, size_t posted, size_t asked) {
+    const auto sent = message(1, seq, posted);
+    std::fill(got.begin(), got.end(), std::byte{0xee});
+    if (!box0.tryTake(1, seq, got.data(), asked)) return false;
+    const size_t same = std::min(posted, asked);
+    EXPECT_EQ(std::memcmp(got.data(), sent.data(), same), 0) << seq;
+    for (size_t i = same; i < asked; ++i) EXPECT_EQ(got[i], std::byte{0}) << seq << " " << i;
+    for (size_t i = asked; i < capacity; ++i) EXPECT_EQ(got[i], std::byte{0xee}) << seq << " " << i;
+    return true;
+  };
+  auto post = [&](uint32_t seq, size_t bytes) {
+    box1.post(seq, message(1, seq, bytes).data(), bytes);
+  };
+  post(1, capacity);                    // plain
+  EXPECT_TRUE(takes(1, capacity, 40));  // LL expected
+  EXPECT_TRUE(takes(1, capacity, 200));
+  EXPECT_TRUE(takes(1, capacity, capacity));
+  post(2, 40);                                       // LL
+  EXPECT_TRUE(takes(2, 40, 12));                     // fewer words
+  EXPECT_FALSE(takes(2, 40, 60));                    // more words: left to the peer
+  EXPECT_FALSE(takes(2, 40, capacity));              // plain expected: left to the peer
+  EXPECT_FALSE(box0.tryTake(1, 3, got.data(), 40));  // slot of 1: plain, older
+  EXPECT_FALSE(box0.tryTake(1, 3, got.data(), capacity));
+  post(3, 120);  // plain, over the older plain message
+  EXPECT_TRUE(takes(3, 120, 60));
+  EXPECT_TRUE(takes(3, 120, 200));
+  EXPECT_TRUE(takes(3, 120, capacity));
+  // Plain bytes that look like LL words of sequence 6 (every 8-byte word's upper half is
+  // 6), posted as message 4: no message 6 is there for any length.
+  std::vector<uint32_t> lookalike(capacity / 4);
+  for (size_t i = 0; i < lookalike.size(); ++i) lookalike[i] = i % 2 ? 6 : 0xabcd0000u + i;
+  box1.post(4, lookalike.data(), capacity);
+  for (size_t asked : {size_t{8}, size_t{40}, size_t{96}, size_t{200}, capacity})
+    EXPECT_FALSE(box0.tryTake(1, 6, got.data(), asked)) << asked;
+  EXPECT_TRUE(box0.tryTake(1, 4, got.data(), capacity));
+  EXPECT_EQ(std::memcmp(got.data(), lookalike.data(), capacity), 0);
 }
 
 // A rank asleep in Transport::wait (after prepareWait and one more look at the slot) is

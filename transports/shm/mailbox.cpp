@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace chorus::shm {
@@ -14,8 +15,17 @@ namespace {
 
 constexpr uint32_t kMailboxMagic = 0x43484d42;  // "CHMB"
 constexpr size_t kMailboxHeaderBytes = 64;
-// Two slots per rank, each on its own cache lines.
-constexpr size_t kSlotBytes = (ShmMailbox::kSlotWords * 8 + 63) / 64 * 64;
+constexpr size_t roundUpLine(size_t bytes) { return (bytes + 63) / 64 * 64; }
+// A slot: the LL words (4 data bytes each), the plain message's flag (sequence and length)
+// on a line of its own, the plain message. Two slots per rank, each on its own lines.
+constexpr size_t kLineWords = ShmMailbox::kLineBytes / 4;
+constexpr size_t kFlagOffset = roundUpLine(kLineWords * 8);
+constexpr size_t kDataOffset = kFlagOffset + 64;
+constexpr size_t kSlotBytes = kDataOffset + roundUpLine(ShmMailbox::kCapacity);
+static_assert(ShmMailbox::kLineBytes % 4 == 0 && ShmMailbox::kLineBytes <= ShmMailbox::kCapacity);
+
+uint64_t word(uint32_t seq, uint32_t low) { return uint64_t{seq} << 32 | low; }
+uint32_t seqOf(uint64_t w) { return static_cast<uint32_t>(w >> 32); }
 
 struct Header {
   uint32_t magic;
@@ -73,23 +83,27 @@ void ShmMailbox::attach(int rank, std::vector<Doorbell*> bells) {
   bells_ = std::move(bells);
 }
 
-std::atomic<uint64_t>* ShmMailbox::slot(int rank, uint32_t seq) const {
-  auto* at =
-      static_cast<std::byte*>(base_) + kMailboxHeaderBytes + kSlotBytes * (2 * rank + seq % 2);
-  return reinterpret_cast<std::atomic<uint64_t>*>(at);
+std::byte* ShmMailbox::slot(int rank, uint32_t seq) const {
+  return static_cast<std::byte*>(base_) + kMailboxHeaderBytes + kSlotBytes * (2 * rank + seq % 2);
 }
 
 void ShmMailbox::post(uint32_t seq, const void* data, size_t bytes) {
   if (bytes > kCapacity)
     throw Error(Result::InvalidArgument,
                 "shm mailbox: " + std::to_string(bytes) + " bytes > " + std::to_string(kCapacity));
-  uint32_t words[kSlotWords];
-  const size_t n = (bytes + 3) / 4;
-  if (n > 0) words[n - 1] = 0;  // the last word's padding
-  std::memcpy(words, data, bytes);
-  std::atomic<uint64_t>* out = slot(rank_, seq);
-  const uint64_t flag = uint64_t{seq} << 32;
-  for (size_t i = 0; i < n; ++i) out[i].store(flag | words[i], std::memory_order_relaxed);
+  std::byte* at = slot(rank_, seq);
+  if (bytes <= kLineBytes) {
+    uint32_t words[kLineWords];
+    const size_t n = (bytes + 3) / 4;
+    if (n > 0) words[n - 1] = 0;  // the last word's padding
+    std::memcpy(words, data, bytes);
+    auto* out = reinterpret_cast<std::atomic<uint64_t>*>(at);
+    for (size_t i = 0; i < n; ++i) out[i].store(word(seq, words[i]), std::memory_order_relaxed);
+  } else {
+    std::memcpy(at + kDataOffset, data, bytes);
+    reinterpret_cast<std::atomic<uint64_t>*>(at + kFlagOffset)
+        ->store(word(seq, static_cast<uint32_t>(bytes)), std::memory_order_release);
+  }
   // Dekker with Doorbell::prepare (a seq_cst store, then the sleeper polls once more):
   // either the sleeper sees the message or we see it asleep and ring.
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -100,15 +114,39 @@ void ShmMailbox::post(uint32_t seq, const void* data, size_t bytes) {
 bool ShmMailbox::tryTake(int peer, uint32_t seq, void* out, size_t bytes) {
   if (bytes > kCapacity || peer < 0 || peer >= nranks_)
     throw Error(Result::InvalidArgument, "shm mailbox: bad take from rank " + std::to_string(peer));
-  uint32_t words[kSlotWords];
-  const size_t n = (bytes + 3) / 4;
-  const std::atomic<uint64_t>* in = slot(peer, seq);
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t w = in[i].load(std::memory_order_acquire);
-    if (static_cast<uint32_t>(w >> 32) != seq) return false;
-    words[i] = static_cast<uint32_t>(w);
+  const std::byte* at = slot(peer, seq);
+  const auto* in = reinterpret_cast<const std::atomic<uint64_t>*>(at);
+  if (bytes <= kLineBytes) {
+    uint32_t words[kLineWords];
+    const size_t n = (bytes + 3) / 4;
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t w = in[i].load(std::memory_order_acquire);
+      if (seqOf(w) == seq) {
+        words[i] = static_cast<uint32_t>(w);
+        continue;
+      }
+      // Word 0 missing: nothing posted yet, or a plain message (a call of another size).
+      // Another word missing: the rest is on its way, or the peer posted fewer words than
+      // we expect; then it finds the difference in our message, which is longer.
+      return i == 0 && takePlain(at, seq, out, bytes);
+    }
+    std::memcpy(out, words, bytes);
+    return true;
   }
-  std::memcpy(out, words, bytes);
+  // An LL message here (word 0 of this sequence) is a call of another size: the peer
+  // expects LL words and finds the difference in our plain message.
+  return takePlain(at, seq, out, bytes);
+}
+
+bool ShmMailbox::takePlain(const std::byte* at, uint32_t seq, void* out, size_t bytes) {
+  const uint64_t flag = reinterpret_cast<const std::atomic<uint64_t>*>(at + kFlagOffset)
+                            ->load(std::memory_order_acquire);
+  if (seqOf(flag) != seq) return false;
+  // Taken as posted, cut or followed by zeros: a length other than ours is a call of
+  // another size, which its fingerprint shows.
+  const size_t posted = static_cast<uint32_t>(flag);
+  std::memcpy(out, at + kDataOffset, std::min(posted, bytes));
+  if (posted < bytes) std::memset(static_cast<std::byte*>(out) + posted, 0, bytes - posted);
   return true;
 }
 

@@ -36,11 +36,11 @@ int main(int argc, char** argv) {
   // runs so).
   for (size_t count : {1ul, 64ul, 256ul, 512ul, 1000ul, 2048ul, 4096ul, 65536ul, 300000ul}) {
     const std::string got = comm.algorithmFor("allreduce", count, chorus::DataType::Float32);
-    // Up to 8 KiB on shm (2..32 ranks), and at most 16 KiB of the peers' data in all, the
+    // Up to 16 KiB on shm (2..32 ranks), and at most 16 KiB of the peers' data in all, the
     // mailbox runs, whatever the mode: no schedule, a fixed rank-order reduction (README,
     // "Small messages").
     const size_t n = static_cast<size_t>(comm.size());
-    const bool mailbox = comm.transportName() == "shm" && count * 4 <= 8192 && n >= 2 && n <= 32 &&
+    const bool mailbox = comm.transportName() == "shm" && count * 4 <= 16384 && n >= 2 && n <= 32 &&
                          count * 4 * (n - 1) <= 16384;
     const std::string want =
         mailbox ? "mailbox"

@@ -18,7 +18,7 @@ CHORUS_TUNE_FILE="$dir/tune" "$run" -n 4 --timeout 60 "$prog" static options ||
   fail "Options::deterministic: the tune file still decided"
 # The probe and cost model are out too: static choices without any file.
 CHORUS_DETERMINISTIC=1 "$run" -n 3 --timeout 60 "$prog" static || fail "CHORUS_DETERMINISTIC=1 on 3 ranks"
-# 2 ranks: 8 KiB through the mailbox, 16 KiB (within the 16 KiB read, over the capacity) not.
+# 2 ranks: 16 KiB (the whole read limit, the slot's capacity) through the mailbox.
 CHORUS_DETERMINISTIC=1 "$run" -n 2 --timeout 60 "$prog" static || fail "CHORUS_DETERMINISTIC=1 on 2 ranks"
 # 10 ranks: 1 KiB still through the mailbox, 2 KiB (9 peers' 18 KiB) not.
 CHORUS_DETERMINISTIC=1 "$run" -n 10 --timeout 60 "$prog" static || fail "CHORUS_DETERMINISTIC=1 on 10 ranks"

@@ -30,9 +30,9 @@ namespace chorus::shm {
 
 class ShmMailbox final : public Mailbox {
  public:
-  // 32 bytes of call fingerprint and 8 KiB of data (CommImpl::kMailboxReadBytes keeps
-  // that to 2-3 ranks; 4 KiB up to 5, 2 KiB up to 9).
-  static constexpr size_t kCapacity = 32 + 8192;
+  // 32 bytes of call fingerprint and 16 KiB of data (CommImpl::kMailboxReadBytes keeps
+  // that to 2 ranks; 8 KiB at 3, 4 KiB up to 5, 2 KiB up to 9).
+  static constexpr size_t kCapacity = 32 + 16384;
   // Messages up to this long go as LL words (fingerprint and 64 B of data).
   static constexpr size_t kLineBytes = 32 + 64;
 

@@ -128,8 +128,8 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   // every peer's message, so the bytes a call takes there shrink as ranks grow: 16 KiB at
   // 2 ranks, 8 KiB at 3, 4 KiB to 5, 2 KiB to 9, 1 KiB to 17, 512 B to 32 (np 8 here,
   // 512 B-2 KiB: 44-51 us against 79-215 through a schedule; np 2, 4-16 KiB: 1.1-2.3 us
-  // against 2.4-3.5:
-  // perf/README, "The mailbox up to 2 KiB" and "Plain messages in the mailbox ...").
+  // against 2.4-3.5; perf/README, "The mailbox up to 2 KiB" and "Plain messages in the
+  // mailbox").
   static constexpr int kMailboxMaxRanks = 32;
   static constexpr size_t kMailboxReadBytes = 16 << 10;  // most peers' data bytes a rank reads
   bool viaMailbox(const Call& call) const;

@@ -101,13 +101,6 @@ class Fifo {
   size_t window() const { return window_; }
 
  private:
-  // Bytes are first written, and read, a page at a time: each page's first touch is a
-  // fault in each process (the writer's also allocates it). So each side maps, with one
-  // system call, the pages from the last it mapped through the one holding the last byte
-  // a write or a read touches, and no further: memory grows with the bytes that pass, as
-  // by faults (64 ranks' all-to-all touches one page of most FIFOs; mapping 64 KiB ahead
-  // instead took 307 MB of shared memory there against 98). MADV_POPULATE_*: Linux 5.14;
-  // where refused, the pages come by faults as before.
   // Consumer side: the bytes written and not yet released, where the first of them is in
   // the window, and the window they were written under (none: all zero).
   struct Unread {
@@ -123,6 +116,13 @@ class Fifo {
     return {static_cast<size_t>(tail & (window - 1)), static_cast<size_t>(head - tail), window};
   }
 
+  // Bytes are first written, and read, a page at a time: each page's first touch is a
+  // fault in each process (the writer's also allocates it). So each side maps, with one
+  // system call, the pages from the last it mapped through the one holding the last byte
+  // a write or a read touches, and no further: memory grows with the bytes that pass, as
+  // by faults (64 ranks' all-to-all touches one page of most FIFOs; mapping 64 KiB ahead
+  // instead took 307 MB of shared memory there against 98). MADV_POPULATE_*: Linux 5.14;
+  // where refused, the pages come by faults as before.
   static constexpr size_t kPage = 4096;
   void mapThrough(size_t end, size_t window, int advice) const {
     const size_t to = std::min(window, (end + kPage - 1) / kPage * kPage);

@@ -25,6 +25,9 @@ struct Algorithm {
 };
 
 std::span<const Algorithm> allAlgorithms();
+// Whether the algorithm's schedules write into peers' memory (StepKind::PeerWrite), which
+// only some transports can (PeerMemory::write).
+bool writesIntoPeers(const Algorithm& algorithm);
 // nullptr when no algorithm of that name exists for the collective.
 const Algorithm* findAlgorithm(Collective collective, std::string_view name);
 // The default when nothing is forced, by message size (the tuner will take this over).
@@ -40,6 +43,9 @@ Schedule hierRdAllReduce(const CollectiveArgs& args);
 Schedule hierRhdAllReduce(const CollectiveArgs& args);
 Schedule peerOneshotAllReduce(const CollectiveArgs& args);
 Schedule peerTwoshotAllReduce(const CollectiveArgs& args);
+Schedule peerPushAllReduce(const CollectiveArgs& args);
+// peer_push with parts cut into chunks of at most `chunkElements` (tests use small ones).
+Schedule peerPushAllReduceChunked(const CollectiveArgs& args, size_t chunkElements);
 Schedule peerRingAllReduce(const CollectiveArgs& args);
 Schedule peerStagedAllReduce(const CollectiveArgs& args);
 // peer_staged with parts cut into chunks of at most `chunkElements` (tests use small ones).

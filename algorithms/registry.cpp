@@ -1,6 +1,7 @@
 // The table of algorithms. Adding one = one file + one line here.
 #include "algorithms/algorithms.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace chorus {
@@ -30,6 +31,8 @@ constexpr std::array kAlgorithms = {
               "one-sided: every rank folds all inputs read in place from the peers", true},
     Algorithm{"peer_twoshot", Collective::AllReduce, peerTwoshotAllReduce,
               "one-sided: fold part r of all inputs in place, then read the other parts", true},
+    Algorithm{"peer_push", Collective::AllReduce, peerPushAllReduce,
+              "one-sided: fold part r of all inputs in place, then write it into every peer", true},
     Algorithm{"peer_ring", Collective::AllReduce, peerRingAllReduce,
               "one-sided ring: fold each chunk from the neighbour in place, then gather back",
               true},
@@ -135,6 +138,14 @@ const char* toString(Collective collective) {
       return "reduceScatterV";
   }
   return "unknown";
+}
+
+bool writesIntoPeers(const Algorithm& algorithm) {
+  if (!algorithm.oneSided) return false;
+  const Schedule s =
+      algorithm.build({.collective = algorithm.collective, .rank = 0, .nranks = 2, .count = 2});
+  return std::any_of(s.steps.begin(), s.steps.end(),
+                     [](const Step& step) { return step.kind == StepKind::PeerWrite; });
 }
 
 }  // namespace chorus

@@ -42,12 +42,15 @@ enum class StepKind : uint8_t {
   Copy,        // dst = src, locally
   Reduce,      // dst = dst OP src, locally
   // One-sided (needs buffers the transport can expose, transport.hpp's PeerMemory). Each
-  // Expose is matched, in order, by one PeerRead or PeerReduce of the peer, like a Send
-  // by a Recv; its message says where the range is, not what it holds.
-  Expose,      // src is ready: peer may read it from now until this rank receives any
-               // later message from that peer (the peer's next message says it is done)
+  // Expose is matched, in order, by one PeerRead, PeerReduce or PeerWrite of the peer,
+  // like a Send by a Recv; its message says where the range is, not what it holds.
+  Expose,      // src is ready: peer may read it (or write it: PeerWrite) from now until
+               // this rank receives any later message from that peer (the peer's next
+               // message says it is done); this rank neither writes it meanwhile nor,
+               // where the peer writes it, reads it
   PeerRead,    // dst = the range the peer exposed, read in place
   PeerReduce,  // dst = src OP the range the peer exposed, read in place
+  PeerWrite,   // the range the peer exposed = src, written in place (dst unused)
 };
 
 // Which queue of the peer's a step is in (the engine runs each queue in issue order).
@@ -56,7 +59,8 @@ inline bool isLocal(StepKind k) { return k == StepKind::Copy || k == StepKind::R
 inline bool isIncoming(StepKind k) { return !isOutgoing(k) && !isLocal(k); }
 // One-sided steps carry a message even when their range is empty (then a pure signal).
 inline bool isOneSided(StepKind k) {
-  return k == StepKind::Expose || k == StepKind::PeerRead || k == StepKind::PeerReduce;
+  return k == StepKind::Expose || k == StepKind::PeerRead || k == StepKind::PeerReduce ||
+         k == StepKind::PeerWrite;
 }
 
 struct Step {

@@ -13,11 +13,13 @@
 //    `after` to complete.
 // 3. Empty steps move nothing and match no message, but keep their place in their queue
 //    and complete only once their `after` has.
-// 4. One-sided steps (Expose; PeerRead and PeerReduce) are in the same queues as Send and
-//    Recv (Expose goes out, the reads come in) and are always a message, even when empty
-//    (then a pure signal). An Expose starts only when its `after` is complete: the whole
-//    range must be written before a peer may read any of it. The exposed range must not
-//    be written until a later message from that peer has arrived (the checker proves it).
+// 4. One-sided steps (Expose; PeerRead, PeerReduce and PeerWrite) are in the same queues
+//    as Send and Recv (Expose goes out, the reads and writes come in: they take the
+//    Expose's message) and are always a message, even when empty (then a pure signal). An
+//    Expose starts only when its `after` is complete: the whole range must be written
+//    before a peer may read any of it. The exposed range must not be written until a later
+//    message from that peer has arrived, nor read where the peer writes it (the checker
+//    proves it); the writer's writes are visible to the owner once that message is.
 // 5. The wire. A message's bytes are padded to a multiple of kStreamAlign in its queue's
 //    stream (every message starts aligned), and the first message of a call on each queue
 //    carries the call's fingerprint (kCallHeaderBytes, the engine's WireHeader) ahead of it.
@@ -49,9 +51,11 @@
 
 namespace chorus::rules {
 
-// The elements a step handles: what a send streams, what anything else writes.
+// The elements a step handles: what a send streams or a PeerWrite writes into the peer's
+// memory, what anything else writes.
 inline size_t elementsOf(const Step& step) {
-  return isOutgoing(step.kind) ? step.src.count : step.dst.count;
+  return isOutgoing(step.kind) || step.kind == StepKind::PeerWrite ? step.src.count
+                                                                   : step.dst.count;
 }
 
 // Copy and Reduce: no peer, no queue.

@@ -49,6 +49,11 @@ inline int peerReduce(Schedule& s, int peer, Range local, Range dst, bool finali
   return static_cast<int>(s.steps.size()) - 1;
 }
 
+inline int peerWrite(Schedule& s, int peer, Range src, int after = -1) {
+  s.steps.push_back({StepKind::PeerWrite, peer, src, {}, after, false});
+  return static_cast<int>(s.steps.size()) - 1;
+}
+
 // What every reducing algorithm does first: no steps for count 0, and on one rank the
 // result is the input, copied and finalized. True when that is the whole schedule.
 inline bool emptyOrSingleRank(Schedule& s, int nranks, size_t count) {

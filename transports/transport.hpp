@@ -5,6 +5,7 @@
 #pragma once
 
 #include "clock.hpp"
+#include "errors.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -151,6 +152,22 @@ class PeerMemory {
                             std::byte* fallback, size_t bytes, const std::byte** landed) {
     *landed = fallback;
     return read(peer, blob, offset, fallback, bytes);
+  }
+  // Writing into the described memory (PeerWrite). The memory in this process's address
+  // space, writable, or nullptr when it can only be written through write(); mappings are
+  // cached as map()'s. Throws PeerError if the peer is gone.
+  virtual std::byte* mapWritable(int /*peer*/, std::span<const std::byte> /*blob*/) {
+    return nullptr;
+  }
+  // Copies `bytes` from `src` to bytes [offset, offset + bytes) of the described memory;
+  // returns the bytes now complete (all, or 0 while a posted write is in flight). Throws
+  // Error where this transport cannot write into peers' memory, PeerError naming the peer
+  // if it is gone.
+  virtual size_t write(int peer, std::span<const std::byte> /*blob*/, size_t /*offset*/,
+                       const void* /*src*/, size_t /*bytes*/) {
+    throw Error(Result::InvalidUsage, "this transport cannot write into rank " +
+                                          std::to_string(peer) +
+                                          "'s memory (one-sided writes: shm only)");
   }
   // [data, data + bytes) is no longer registered (deregister): drop what describe() keeps
   // for it (verbs: the memory registration, which would map the old pages if the address

@@ -426,29 +426,9 @@ bool Engine::advancePeerRead(OpState& op, int index) {
       !receiveHeader(op, p, channel, step.peer, moved))
     return moved;
   const size_t es = op.elementSize, count = step.dst.count;
+  if (!takeExposeRecord(op, index, channel, moved)) return moved;
   ExposeRecord record;
-  if (!p.recordTaken) {
-    while (p.recordBytes < sizeof(ExposeRecord)) {
-      std::span<const std::byte> incoming = channel.peek();
-      if (incoming.empty()) return moved;
-      size_t used = std::min(incoming.size(), sizeof(ExposeRecord) - p.recordBytes);
-      std::memcpy(p.record.data() + p.recordBytes, incoming.data(), used);
-      channel.consume(used);
-      p.recordBytes += static_cast<uint8_t>(used);
-      moved = true;
-    }
-    std::memcpy(&record, p.record.data(), sizeof record);
-    if (record.bytes != count * es || record.blobBytes > PeerMemory::kMaxBlob)
-      throw Error(Result::InvalidUsage,
-                  op.describe() + ": rank " + std::to_string(step.peer) + " exposed " +
-                      std::to_string(record.bytes) + " bytes where this rank reads " +
-                      std::to_string(count * es) + " (the ranks run different schedules)");
-    p.recordTaken = true;
-    if (count > 0)
-      p.peerData = peerMemory().map(step.peer, std::span(record.blob, record.blobBytes));
-  } else {
-    std::memcpy(&record, p.record.data(), sizeof record);
-  }
+  std::memcpy(&record, p.record.data(), sizeof record);
   if (count == 0 || p.elements == count) {  // empty, or folded by a chain's pass (rule 6)
     if (p.peerData) peerMemory().checkMapped(step.peer, std::span(record.blob, record.blobBytes));
     completeStep(op, index);
@@ -505,6 +485,95 @@ bool Engine::advancePeerRead(OpState& op, int index) {
   if (limit == count) {
     // Read through a mapping: it must still be the peer's memory now that the reads are
     // done (one load), or what they folded may be a replaced mapping's zeroes.
+    if (p.peerData) peerMemory().checkMapped(step.peer, blob);
+    completeStep(op, index);
+  }
+  return true;
+}
+
+// The peer's Expose record for one-sided step `index` (PeerRead, PeerReduce, PeerWrite),
+// taken off the channel once and kept in the step's progress; on taking it, the peer's
+// range is mapped (readable, or writable for a PeerWrite) where the transport can. False
+// while the record has not all arrived.
+bool Engine::takeExposeRecord(OpState& op, int index, Channel& channel, bool& moved) {
+  const Step& step = op.schedule->steps[index];
+  auto& p = op.progress[index];
+  if (p.recordTaken) return true;
+  while (p.recordBytes < sizeof(ExposeRecord)) {
+    std::span<const std::byte> incoming = channel.peek();
+    if (incoming.empty()) return false;
+    size_t used = std::min(incoming.size(), sizeof(ExposeRecord) - p.recordBytes);
+    std::memcpy(p.record.data() + p.recordBytes, incoming.data(), used);
+    channel.consume(used);
+    p.recordBytes += static_cast<uint8_t>(used);
+    moved = true;
+  }
+  ExposeRecord record;
+  std::memcpy(&record, p.record.data(), sizeof record);
+  const bool writes = step.kind == StepKind::PeerWrite;
+  const size_t bytes = rules::elementsOf(step) * op.elementSize;
+  if (record.bytes != bytes || record.blobBytes > PeerMemory::kMaxBlob)
+    throw Error(Result::InvalidUsage, op.describe() + ": rank " + std::to_string(step.peer) +
+                                          " exposed " + std::to_string(record.bytes) +
+                                          " bytes where this rank " +
+                                          (writes ? "writes " : "reads ") + std::to_string(bytes) +
+                                          " (the ranks run different schedules)");
+  p.recordTaken = true;
+  if (bytes > 0) {
+    const std::span blob(record.blob, record.blobBytes);
+    p.peerData =
+        writes ? peerMemory().mapWritable(step.peer, blob) : peerMemory().map(step.peer, blob);
+  }
+  return true;
+}
+
+// Writes this rank's range into the range the peer exposed, behind `after` slice by slice
+// (peer_push: the part just folded, still in cache); completes once all of it is there
+// (then the rank's next message to the peer tells it so).
+bool Engine::advancePeerWrite(OpState& op, int index) {
+  const Step& step = op.schedule->steps[index];
+  auto& p = op.progress[index];
+  Channel& channel = channelTo(step.peer);
+  bool moved = false;
+  if ((p.withHeader || (p.headerBytes > 0 && p.headerBytes < sizeof(WireHeader))) &&
+      !receiveHeader(op, p, channel, step.peer, moved))
+    return moved;
+  if (!takeExposeRecord(op, index, channel, moved)) return moved;
+  ExposeRecord record;
+  std::memcpy(&record, p.record.data(), sizeof record);
+  const size_t es = op.elementSize, count = step.src.count;
+  const std::span blob(record.blob, record.blobBytes);
+  if (count == 0) {
+    completeStep(op, index);
+    return true;
+  }
+  const size_t slice = std::max<size_t>(1, config_.sliceBytes / es);
+  const size_t limit = p.readElements > 0
+                           ? p.elements + p.readElements
+                           : std::min({count, p.elements + slice, allowedElements(op, index)});
+  if (limit <= p.elements) return moved;
+  const size_t from = p.elements, n = limit - from;
+  const std::byte* src = resolve(op, step.src) + from * es;
+  if (p.peerData) {
+    // The peer's result, read by no later step of this call: streaming stores skip reading
+    // each destination line first, as a PeerRead into the output does (and they end with
+    // a fence, so the bytes are visible before the message that says they are there).
+    std::byte* dst = const_cast<std::byte*>(p.peerData) + from * es;
+    if (count * es >= kernels::kStreamingCopyFromBytes &&
+        op.count * es * config_.nranks >= config_.streamFromBytes)
+      kernels::copyStreaming(dst, src, n * es);
+    else
+      std::memcpy(dst, src, n * es);
+  } else if (peerMemory().write(step.peer, blob, from * es, src, n * es) == 0) {
+    p.readElements = n;  // in flight: post the same range until it is done
+    return moved;
+  }
+  p.readElements = 0;
+  p.elements = limit;
+  p.bytes = limit * es;
+  if (limit == count) {
+    // Written through a mapping: it must still be the peer's memory, or the peer would
+    // never see what was written.
     if (p.peerData) peerMemory().checkMapped(step.peer, blob);
     completeStep(op, index);
   }
@@ -582,6 +651,8 @@ bool Engine::advanceStep(StepRef ref) {
     case StepKind::PeerRead:
     case StepKind::PeerReduce:
       return advancePeerRead(*ref.op, ref.step);
+    case StepKind::PeerWrite:
+      return advancePeerWrite(*ref.op, ref.step);
   }
   return false;
 }

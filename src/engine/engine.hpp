@@ -131,6 +131,9 @@ class Engine {
                                                    bool& moved);
   bool advanceExpose(detail::OpState& op, int index);
   bool advancePeerRead(detail::OpState& op, int index);  // PeerRead and PeerReduce
+  bool advancePeerWrite(detail::OpState& op, int index);
+  // The peer's Expose record for one-sided step `index`, into its progress's `record`.
+  bool takeExposeRecord(detail::OpState& op, int index, Channel& channel, bool& moved);
   // Schedule rule 6: the steps after PeerReduce `index` that fold into the same pass over
   // elements [from, ...): their sources go to foldSources_; returns the chain's last step.
   int gatherFoldChain(detail::OpState& op, int index, size_t from);

@@ -44,6 +44,8 @@ const char* stepKindName(StepKind kind) {
       return "PeerRead";
     case StepKind::PeerReduce:
       return "PeerReduce";
+    case StepKind::PeerWrite:
+      return "PeerWrite";
   }
   return "?";
 }

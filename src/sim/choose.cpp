@@ -20,7 +20,7 @@ double busyLowerBound(const Schedule& schedule, int rank, int nranks, size_t ele
   double cpu = 0;
   std::vector<double> egress(ports, 0), ingress(ports, 0);
   for (const Step& s : schedule.steps) {
-    const size_t count = s.kind == StepKind::Send ? s.src.count : s.dst.count;
+    const size_t count = rules::elementsOf(s);
     if (count == 0) continue;
     const double bytes = static_cast<double>(count * elementSize);
     // On the wire padded as the replay has it; the call's headers left out (a bound).
@@ -48,6 +48,9 @@ double busyLowerBound(const Schedule& schedule, int rank, int nranks, size_t ele
         break;
       case StepKind::Reduce:
         cpu += bytes / net.reduceBytesPerUs() * scale;
+        break;
+      case StepKind::PeerWrite:  // the writer moves them, at least its write stream (replay)
+        cpu += bytes / 2 / net.copyBytesPerUs() * scale;
         break;
       case StepKind::Copy:
       case StepKind::PeerRead:  // the reader moves the bytes (its Expose's record: left out)

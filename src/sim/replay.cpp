@@ -342,8 +342,16 @@ class Replay {
         return record(n) + b / copyBytesPerUs_;
       case StepKind::PeerReduce:
         return record(n) + fold(n, b);
+      case StepKind::PeerWrite:
+        return record(n) + written(n, b);
     }
     return 0;
+  }
+  // A PeerWrite copies b bytes into the peer's memory. Right behind the step that produced
+  // them (element-wise, rule 2: peer_push's writes of the part just folded) it reads them
+  // from cache, so of a copy's two streams over memory only the write is left.
+  double written(const Node& n, double b) const {
+    return (n.afterWait == AfterWait::Elementwise ? b / 2 : b) / copyBytesPerUs_;
   }
   // A reduce of b bytes: a pass over three streams (two sources, the destination); a
   // member of a fold chain (rule 6) adds one source stream to its head's pass. Priced one
@@ -354,11 +362,7 @@ class Replay {
   // An Expose and the peer's read of it exchange a record through the channel, whatever
   // the range (an empty one says "done with yours"): the engine sends and takes it as a
   // message (its overhead at each end).
-  bool exchangesRecord(const Node& n) const {
-    return (n.kind == StepKind::Expose || n.kind == StepKind::PeerRead ||
-            n.kind == StepKind::PeerReduce) &&
-           !selfMessage(n);
-  }
+  bool exchangesRecord(const Node& n) const { return isOneSided(n.kind) && !selfMessage(n); }
   double record(const Node& n) const { return exchangesRecord(n) ? n.cost.overheadUs : 0; }
   // A receive on a link whose sends are the sender's copies into the receiver's memory
   // (MessageCost::onCpu: shm's FIFO) copies the bytes out again on the receiver's CPU (the

@@ -168,6 +168,9 @@ const Algorithm* Tuner::chooseOneSided(Collective collective, size_t count, Data
   double bestMicros = 0;
   for (const Algorithm& a : allAlgorithms()) {
     if (a.collective != collective || !a.oneSided || a.staged || !allowed(a)) continue;
+    // Writes into peers' memory were measured through mappings only (perf/README.md,
+    // peer_push), not by CMA's process_vm_writev.
+    if (reach != Reach::Mapped && writesIntoPeers(a)) continue;
     const double us = predictMicros(a, collective, nranks_, count, sizeOf(type), link, layout_);
     if (!best || us < bestMicros) best = &a, bestMicros = us;
   }

@@ -94,6 +94,43 @@ Schedule silentPeerTwoshot(const CollectiveArgs& args) {
   });
   return s;
 }
+// One-sided writes: each rank writes its part into the peers behind its first fold, not
+// its last (partial sums reach the peers).
+Schedule earlyWritePeerPush(const CollectiveArgs& args) {
+  Schedule s = peerPushAllReduce(args);
+  int firstFold = -1;
+  for (int i = 0; i < static_cast<int>(s.steps.size()); ++i) {
+    Step& step = s.steps[i];
+    if (step.kind == StepKind::PeerReduce && firstFold < 0) firstFold = i;
+    if (step.kind == StepKind::PeerWrite) step.after = firstFold;
+  }
+  return s;
+}
+// One-sided writes: rank 0 says "written" before it has written (its signals wait for
+// nothing), so the peers may finish while it still writes into their output.
+Schedule earlySignalPeerPush(const CollectiveArgs& args) {
+  Schedule s = peerPushAllReduce(args);
+  if (args.rank == 0)
+    for (Step& step : s.steps)
+      if (step.kind == StepKind::Expose && step.src.count == 0) step.after = -1;
+  return s;
+}
+// One-sided writes: rank 0 copies what rank 1 writes into its output as soon as it has
+// exposed it (step 1), before rank 1 has said it is there.
+Schedule eagerReaderPeerPush(const CollectiveArgs& args) {
+  Schedule s = peerPushAllReduce(args);
+  if (args.rank == 0 && args.nranks > 1) {
+    const Part p = partOf(args.count, args.nranks, 1);
+    s.scratchCount = p.size;
+    s.steps.push_back({StepKind::Copy,
+                       -1,
+                       {Buffer::Output, p.begin, p.size},
+                       {Buffer::Scratch, 0, p.size},
+                       /*after=*/1,
+                       false});
+  }
+  return s;
+}
 // One-sided, in place: rank 0 copies its result over its input as it folds, without
 // waiting for the peers to say they are done reading that input.
 Schedule overwritingPeerOneshot(const CollectiveArgs& args) {
@@ -166,6 +203,12 @@ TEST(Schedule, TheCheckerRejectsBrokenSchedules) {
        overwritingPeerOneshot, Case{3, 5, 0, true, 1}, "contributes twice"},
       {"one-sided: a stream message read in place", Collective::AllReduce, mixedPeerTwoshot,
        Case{3, 6, 0, false, 1}, "a stream message of"},
+      {"one-sided writes: partial sums written", Collective::AllReduce, earlyWritePeerPush,
+       Case{3, 7, 0, false, 1}, "want ranks {[0,3)}"},
+      {"one-sided writes: written said too early", Collective::AllReduce, earlySignalPeerPush,
+       Case{3, 7, 0, false, 1, /*late=*/0}, "may still write"},
+      {"one-sided writes: read before written", Collective::AllReduce, eagerReaderPeerPush,
+       Case{3, 7, 0, false, 1}, "reads what its step 1 exposed while rank 1 may still write it"},
       {"a guard that something later relies on, in place", Collective::AllReduce, guardedOneshot,
        Case{2, 5, 0, true, kElementWise, 0}, "rank"},
   };

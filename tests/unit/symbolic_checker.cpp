@@ -27,11 +27,12 @@ struct Message {
   bool acksApplied = false;
 };
 
-// An exposed range that `reader` may still read.
+// An exposed range that `reader` may still read, or write (`written`: its PeerWrite took it).
 struct Window {
   int id, reader, step;
   const Contents* buffer;
   size_t begin, count;
+  bool written = false;
 };
 
 // Messages on one link in order; those before `head` are received.
@@ -53,6 +54,8 @@ struct RankRun {
   std::vector<int> recvPeers;                    // sorted
   std::vector<int> recvHead;  // per recvPeers entry, the first receive not done (-1: none)
   std::vector<Inbox> inbox;   // per recvPeers entry
+  // Per recvPeers entry, the steps that take its messages, in order (rule 1).
+  std::vector<std::vector<int>> messageSteps;
   // In-place runs alias input and output as NCCL does: both live in `store`.
   Contents store, outStore, scratch;
   size_t inputBase = 0, outputBase = 0, inputCount = 0, outputCount = 0;
@@ -131,9 +134,12 @@ class Run {
       s.recvPeers.erase(std::unique(s.recvPeers.begin(), s.recvPeers.end()), s.recvPeers.end());
       s.recvHead.assign(s.recvPeers.size(), -1);
       s.inbox.resize(s.recvPeers.size());
+      s.messageSteps.resize(s.recvPeers.size());
       for (int i = 0; i < static_cast<int>(n); ++i) {
         const Step& step = s.schedule.steps[i];
-        if (isIncoming(step.kind) && s.prevInQueue[i] < 0) s.recvHead[link(s, step.peer)] = i;
+        if (!isIncoming(step.kind)) continue;
+        if (s.prevInQueue[i] < 0) s.recvHead[link(s, step.peer)] = i;
+        if (rules::isMessage(step)) s.messageSteps[link(s, step.peer)].push_back(i);
       }
     }
   }
@@ -172,7 +178,8 @@ class Run {
       }
       for (const Window& w : s.windows)
         return "rank " + std::to_string(r) + " finishes while rank " + std::to_string(w.reader) +
-               " may still read what its step " + std::to_string(w.step) + " exposed";
+               " may still " + (w.written ? "write" : "read") + " what its step " +
+               std::to_string(w.step) + " exposed";
       for (size_t l = 0; l < s.inbox.size(); ++l)
         if (!s.inbox[l].empty())
           return "a message from rank " + std::to_string(s.recvPeers[l]) + " to rank " +
@@ -213,8 +220,8 @@ class Run {
 
  private:
   static std::string describeStep(const Step& s) {
-    static const char* kinds[] = {"send",   "recv",   "recvReduce", "copy",
-                                  "reduce", "expose", "peerRead",   "peerReduce"};
+    static const char* kinds[] = {"send",   "recv",     "recvReduce", "copy",     "reduce",
+                                  "expose", "peerRead", "peerReduce", "peerWrite"};
     std::string text = kinds[static_cast<int>(s.kind)];
     if (!isLocal(s)) text += " peer " + std::to_string(s.peer);
     return text + ", " + std::to_string(elementsOf(s)) + " elements";
@@ -257,7 +264,7 @@ class Run {
     if (!isLocal(step) && (step.peer < 0 || step.peer >= nranks_ || step.peer == r))
       return fail(r, i, "bad peer " + std::to_string(step.peer));
     const bool reads = step.kind != StepKind::Recv && step.kind != StepKind::PeerRead;
-    const bool writes = !isOutgoing(step.kind);
+    const bool writes = !isOutgoing(step.kind) && step.kind != StepKind::PeerWrite;
     for (auto [uses, range] : {std::pair{reads, &step.src}, std::pair{writes, &step.dst}})
       if (uses && range->offset + range->count > sizeOf(s, range->buffer))
         return fail(r, i, "range out of bounds");
@@ -281,7 +288,10 @@ class Run {
     RankRun& s = ranks_[r];
     if (s.done[i] || s.queued[i]) return;
     s.queued[i] = 1;
-    const bool send = s.schedule.steps[i].kind == StepKind::Send;
+    // Sends are put off as long as anything else can run; the late rank's writes into its
+    // peers' memory too (everyone else's run as early as allowed).
+    const StepKind kind = s.schedule.steps[i].kind;
+    const bool send = kind == StepKind::Send || (kind == StepKind::PeerWrite && r == late_);
     (!send ? localWork_ : r == late_ ? lateSendWork_ : sendWork_).push_back({r, i});
   }
 
@@ -375,7 +385,13 @@ class Run {
     if (step.src.count > 0) {
       auto [buffer, base] = resolve(s, step.src.buffer);
       m.window = nextWindow_++;
-      s.windows.push_back({m.window, step.peer, i, buffer, base + step.src.offset, step.src.count});
+      // Written where the peer's step that takes this message (rule 1) is a PeerWrite.
+      const std::vector<int>& takers = peer.messageSteps[l];
+      const size_t index = peer.inbox[l].messages.size();
+      const bool written =
+          index < takers.size() && peer.schedule.steps[takers[index]].kind == StepKind::PeerWrite;
+      s.windows.push_back(
+          {m.window, step.peer, i, buffer, base + step.src.offset, step.src.count, written});
     }
     carryAcks(r, step.peer, m);
     peer.inbox[l].messages.push_back(std::move(m));
@@ -409,7 +425,7 @@ class Run {
     if (to > from) {
       read(step.peer, message.range, from, to - from, incoming_);
       if (step.kind == StepKind::PeerReduce) {
-        read(r, step.src, from, to - from, other_);
+        readOwn(r, i, step.src, from, to - from, other_);
         fold(other_, incoming_, stride_, pieces_, foldError_);
         if (fuseFolds_) last = foldChain(r, i, from, to);
         store(r, last, from, pieces_);  // a chain's steps share one destination (rule 6)
@@ -437,6 +453,48 @@ class Run {
     Pieces().swap(queue.messages[queue.head++].pieces);
   }
 
+  // PeerWrite: writes its source into the owner's exposed range as early as allowed (so
+  // writing data before it is produced shows up as a wrong result), in installments as a
+  // send moves; the late rank's as late as possible (so a "written" said before the
+  // writes end leaves the owner's window open). The owner reading the range before the writer's
+  // next message reached it is caught by readOwn (the window is marked written when it opens).
+  void advancePeerWrite(int r, int i) {
+    RankRun& s = ranks_[r];
+    const Step& step = s.schedule.steps[i];
+    auto& queue = s.inbox[link(s, step.peer)];
+    if (queue.empty()) return;
+    Message& message = queue.front();
+    const size_t total = step.src.count;
+    if (!message.exposed || message.total != total) {
+      fail(r, i,
+           std::string(message.exposed ? "an exposed range" : "a stream message") + " of " +
+               std::to_string(message.total) + " elements from rank " + std::to_string(step.peer) +
+               " where it writes " + std::to_string(total) + " in place");
+      return;
+    }
+    applyAcks(r, message);
+    RankRun& owner = ranks_[step.peer];
+    const bool afterDone = this->afterDone(r, i);
+    const size_t from = s.progress[i];
+    const size_t limit = rules::allowedElements(
+        s.schedule, i, step.after >= 0 ? s.progress[step.after] : 0, afterDone);
+    if (total == 0) {
+      if (!rules::emptyStepMayComplete(step, afterDone)) return;
+      finishRead(r, i);
+      progressed(r, i, 0);
+      return;
+    }
+    if (limit <= from) return;
+    const size_t grain = std::max<size_t>(1, total / installments_ + (total % installments_ != 0));
+    const size_t to = from + std::min(limit - from, grain);
+    readOwn(r, i, step.src, from, to - from, pieces_);
+    auto [buffer, base] = resolve(owner, message.range.buffer);
+    buffer->write(base + message.range.offset + from, pieces_);
+    if (to == total) finishRead(r, i);
+    progressed(r, i, to);
+    if (to < limit) notify(r, i);  // the next installment
+  }
+
   // The engine's one-pass fold (rule 6, Engine::gatherFoldChain): PeerReduce i's pass over
   // [from, to) also folds the next steps of its chain into pieces_, as long as each has
   // caught up with i (its progress is `from`) and its source is at hand: a local range, or
@@ -450,7 +508,7 @@ class Run {
       const Step& member = s.schedule.steps[j];
       if (s.done[j] || s.progress[j] != from) break;
       if (member.kind == StepKind::Reduce) {
-        read(r, member.src, from, to - from, incoming_);
+        readOwn(r, static_cast<int>(j), member.src, from, to - from, incoming_);
       } else {
         const size_t l = link(s, member.peer);
         if (s.recvHead[l] != static_cast<int>(j) || s.inbox[l].empty()) break;
@@ -470,6 +528,17 @@ class Run {
     auto [buffer, base] = resolve(ranks_[r], range.buffer);
     buffer->read(base + range.offset + from, n, out);
   }
+  // Rank r's step i reads its own memory: not where a peer may still be writing.
+  void readOwn(int r, int i, const Range& range, size_t from, size_t n, Pieces& out) {
+    auto [buffer, base] = resolve(ranks_[r], range.buffer);
+    const size_t at = base + range.offset + from;
+    for (const Window& w : ranks_[r].windows)
+      if (w.written && w.buffer == buffer && at < w.begin + w.count && w.begin < at + n)
+        fail(r, i,
+             "reads what its step " + std::to_string(w.step) + " exposed while rank " +
+                 std::to_string(w.reader) + " may still write it");
+    buffer->read(at, n, out);
+  }
 
   // Advances step i of rank r as far as the rules let it (a send: one installment).
   void advance(int r, int i) {
@@ -480,6 +549,7 @@ class Run {
     if (step.kind == StepKind::Expose) return advanceExpose(r, i);
     if (step.kind == StepKind::PeerRead || step.kind == StepKind::PeerReduce)
       return advancePeerRead(r, i);
+    if (step.kind == StepKind::PeerWrite) return advancePeerWrite(r, i);
     const bool afterDone = this->afterDone(r, i);
     const size_t total = elementsOf(step);
     if (total == 0) {  // moves nothing, matches nothing, keeps its place
@@ -508,7 +578,7 @@ class Run {
           carryAcks(r, step.peer, peer.inbox[l].back());
         }
         Message& message = peer.inbox[l].back();
-        read(r, step.src, from, to - from, pieces_);
+        readOwn(r, i, step.src, from, to - from, pieces_);
         for (Piece& p : pieces_)
           append(message.pieces, p.length, moved(p.content, -static_cast<int64_t>(from)));
         message.available = to;
@@ -516,18 +586,19 @@ class Run {
         break;
       }
       case StepKind::Copy:
-        read(r, step.src, from, to - from, pieces_);
+        readOwn(r, i, step.src, from, to - from, pieces_);
         store(r, i, from, pieces_);
         break;
       case StepKind::Reduce:
-        read(r, step.dst, from, to - from, other_);
-        read(r, step.src, from, to - from, incoming_);
+        readOwn(r, i, step.dst, from, to - from, other_);
+        readOwn(r, i, step.src, from, to - from, incoming_);
         fold(other_, incoming_, stride_, pieces_, foldError_);
         store(r, i, from, pieces_);
         break;
       case StepKind::Expose:
       case StepKind::PeerRead:
       case StepKind::PeerReduce:
+      case StepKind::PeerWrite:
         return;  // above
       case StepKind::Recv:
       case StepKind::RecvReduce: {
@@ -551,7 +622,7 @@ class Run {
         if (to <= from) return;
         take(message, from, to, incoming_);
         if (step.kind == StepKind::RecvReduce) {
-          read(r, step.src, from, to - from, other_);
+          readOwn(r, i, step.src, from, to - from, other_);
           fold(other_, incoming_, stride_, pieces_, foldError_);
           store(r, i, from, pieces_);
         } else {

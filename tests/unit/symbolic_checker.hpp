@@ -21,7 +21,9 @@
 // before it is produced shows up as a wrong result). Exposes and reads run as early as
 // allowed, and the window stays open until the owner receives a message the reader
 // sent after finishing the read: writing into an open window, or finishing with one open,
-// is an error ("overwritten while a peer may still read it").
+// is an error ("overwritten while a peer may still read it"). A PeerWrite writes into the
+// owner's window as early as allowed (the late rank's: as late), in installments; the owner reading
+// a window that its peer's matching step writes, while it is open, is an error too.
 #pragma once
 
 #include "algorithms/algorithms.hpp"

@@ -89,14 +89,14 @@ const std::byte* ShmPeerMemory::map(int peer, std::span<const std::byte> blob) {
       munmap(oldest->second.base, oldest->second.bytes);
       mappings_.erase(oldest);
     }
-    const int fd = openPeerFd(peer, b.pid, b.fd, O_RDONLY, "memAlloc buffer");
+    const int fd = openPeerFd(peer, b.pid, b.fd, O_RDWR, "memAlloc buffer");
     struct stat st {};
     if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) != b.regionBytes) {
       ::close(fd);
       throw Error(Result::InternalError, "shm: rank " + std::to_string(peer) +
                                              "'s memAlloc buffer changed before it was mapped");
     }
-    void* p = mmap(nullptr, b.regionBytes, PROT_READ, MAP_SHARED, fd, 0);
+    void* p = mmap(nullptr, b.regionBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ::close(fd);
     if (p == MAP_FAILED)
       throwSystemError("shm: mmap of rank " + std::to_string(peer) + "'s buffer");
@@ -109,6 +109,42 @@ const std::byte* ShmPeerMemory::map(int peer, std::span<const std::byte> blob) {
   // still its memfd (memory::canaryIntact).
   requireCanary(peer, it->second, b.serial);
   return static_cast<const std::byte*>(it->second.base) + b.where;
+}
+
+std::byte* ShmPeerMemory::mapWritable(int peer, std::span<const std::byte> blob) {
+  // map()'s mappings are writable (PROT_WRITE on a descriptor opened O_RDWR).
+  return const_cast<std::byte*>(map(peer, blob));
+}
+
+size_t ShmPeerMemory::write(int peer, std::span<const std::byte> blob, size_t offset,
+                            const void* src, size_t bytes) {
+  if (std::byte* mapped = mapWritable(peer, blob)) {
+    std::memcpy(mapped + offset, src, bytes);
+    return bytes;
+  }
+  const Blob b = parse(blob);
+  if (offset + bytes > b.bytes)
+    throw Error(Result::InternalError,
+                "shm: a write beyond the range rank " + std::to_string(peer) + " exposed");
+  size_t done = 0;
+  while (done < bytes) {
+    iovec local{const_cast<std::byte*>(static_cast<const std::byte*>(src)) + done, bytes - done};
+    iovec remote{reinterpret_cast<void*>(b.where + offset + done), bytes - done};
+    ssize_t n = process_vm_writev(b.pid, &local, 1, &remote, 1, 0);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (errno == ESRCH) peerGone(peer, b.pid, "process_vm_writev");
+    if (errno == EPERM)
+      throw Error(Result::SystemError,
+                  "shm: writing rank " + std::to_string(peer) +
+                      "'s registered buffer with process_vm_writev is not permitted (ranks must "
+                      "run as one user; kernel.yama.ptrace_scope must be 0); use memAlloc "
+                      "buffers or leave the buffers unregistered");
+    throwSystemError("shm: process_vm_writev to rank " + std::to_string(peer));
+  }
+  return bytes;
 }
 
 // Checked when a mapping is handed out (map) and again once a step has read through it

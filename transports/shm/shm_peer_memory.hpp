@@ -22,6 +22,9 @@ class ShmPeerMemory : public PeerMemory {
   const std::byte* map(int peer, std::span<const std::byte> blob) override;
   size_t read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
               size_t bytes) override;
+  std::byte* mapWritable(int peer, std::span<const std::byte> blob) override;
+  size_t write(int peer, std::span<const std::byte> blob, size_t offset, const void* src,
+               size_t bytes) override;
   void checkMapped(int peer, std::span<const std::byte> blob) override;
 
  private:

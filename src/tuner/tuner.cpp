@@ -129,10 +129,13 @@ size_t bufferBytes(Collective collective, size_t countBytes, int nranks) {
 // handshakes (expose, done) cost more than the copy they save; the cost model does not
 // see that (it predicts the one-sided algorithms faster at every size), so it only picks
 // which one-sided algorithm runs.
-size_t oneSidedFromBytes(Collective collective, int nranks) {
+// `mapped`: the peers map the buffers, so the all-reduce may be peer_push (writes).
+size_t oneSidedFromBytes(Collective collective, int nranks, bool mapped) {
   switch (collective) {
-    case Collective::AllReduce:  // np 2: no faster below 256 KiB; np 4: 1.4-1.9x at 64 KiB
-      return nranks == 2 ? 256 << 10 : 64 << 10;
+    case Collective::AllReduce:  // np 2: no faster below 256 KiB; np 4: 1.4-1.9x at 64 KiB.
+      // peer_push at np 2 (memAlloc, -A each=peer_push,rd,auto -K 9): 1.35x rd at 128 KiB
+      // (15.9 against 11.8 GB/s), 0.91-0.96x at 64 KiB.
+      return nranks == 2 ? (mapped ? 128 << 10 : 256 << 10) : 64 << 10;
     case Collective::AllGather:  // np 4: 0.5-0.7x below 4 MiB, 1.4-3x from it
       return nranks == 2 ? 256 << 10 : 4 << 20;
     case Collective::ReduceScatter:  // np 4: 0.2-1.1x below 4 MiB, 1.9-7x from it
@@ -160,7 +163,8 @@ const Algorithm* Tuner::chooseOneSided(Collective collective, size_t count, Data
   // 256 KiB at np 2 in the Soft-RoCE guest (perf/README.md, verbs; the only size
   // measured). Keep copying; CHORUS_ALGO still forces them.
   if (reach == Reach::Network) return nullptr;
-  if (bufferBytes(collective, bytes, nranks_) < oneSidedFromBytes(collective, nranks_))
+  if (bufferBytes(collective, bytes, nranks_) <
+      oneSidedFromBytes(collective, nranks_, reach == Reach::Mapped))
     return nullptr;
   // Which one-sided schedule: the replay the copy path's choice uses.
   const LinkModel link = tuning_.forType(type);

@@ -273,8 +273,15 @@ TEST(Tuner, OneSidedOnlyWhereItWasMeasuredToPay) {
   EXPECT_EQ(name(four.chooseOneSided(Collective::AllToAll, floats(64 << 20) / 4, f32, mapped, any)),
             "copy");
   Tuner two(2, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
-  EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, floats(128 << 10), f32, mapped, any)),
+  EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, floats(64 << 10), f32, mapped, any)),
             "copy");
+  // peer_push from 128 KiB on mapped buffers; read by CMA (peer_twoshot) from 256 KiB.
+  EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, floats(128 << 10), f32, mapped, any)),
+            "peer_push");
+  EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, floats(128 << 10), f32, cmaHuge, any)),
+            "copy");
+  EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, floats(256 << 10), f32, cmaHuge, any)),
+            "peer_twoshot");
   EXPECT_EQ(name(two.chooseOneSided(Collective::AllReduce, floats(4 << 20), f32, mapped, any)),
             "peer_push");
   Tuner one(1, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);

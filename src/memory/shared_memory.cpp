@@ -177,19 +177,31 @@ void* memAlloc(size_t bytes) {
   using namespace memory;
   if (bytes > SIZE_MAX - kHugePage - kCanaryBytes) throwInvalid("memAlloc: size is too large");
   const size_t withCanary = bytes + kCanaryBytes;
-  const bool hugetlb = hugetlbPagesFree(withCanary);
   const size_t mapped = (withCanary + kHugePage - 1) / kHugePage * kHugePage;
-  int fd = memfd_create("chorus-mem", MFD_CLOEXEC | (hugetlb ? MFD_HUGETLB : 0));
-  if (fd < 0 && hugetlb) fd = memfd_create("chorus-mem", MFD_CLOEXEC);
-  if (fd < 0) throwSystemError("memAlloc: memfd_create");
-  if (ftruncate(fd, static_cast<off_t>(mapped)) != 0) {
+  // On hugetlb pages while enough are free; those may be gone by the time they are mapped
+  // (other processes allocate them too: the mapping's reservation fails), and then, as
+  // when memfd_create cannot make a hugetlb file, on ordinary pages.
+  bool hugetlb = hugetlbPagesFree(withCanary);
+  int fd = -1;
+  void* p = MAP_FAILED;
+  for (;;) {
+    fd = memfd_create("chorus-mem", MFD_CLOEXEC | (hugetlb ? MFD_HUGETLB : 0));
+    if (fd < 0 && hugetlb) {
+      hugetlb = false;
+      continue;
+    }
+    if (fd < 0) throwSystemError("memAlloc: memfd_create");
+    if (ftruncate(fd, static_cast<off_t>(mapped)) == 0)
+      p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED) break;
+    const int error = errno;
     close(fd);
-    throwSystemError("memAlloc: ftruncate to " + std::to_string(mapped) + " bytes");
-  }
-  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) {
-    close(fd);
-    throwSystemError("memAlloc: mmap of " + std::to_string(mapped) + " bytes");
+    if (hugetlb) {
+      hugetlb = false;
+      continue;
+    }
+    errno = error;
+    throwSystemError("memAlloc: mapping " + std::to_string(mapped) + " bytes");
   }
   const char* kind = hugetlb ? "hugetlb" : shmemThp() ? "thp" : "4k";
   if (!hugetlb) madvise(p, mapped, MADV_HUGEPAGE);  // takes effect when shmem THP is on

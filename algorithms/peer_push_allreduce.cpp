@@ -35,14 +35,9 @@ Schedule peerPushAllReduceChunked(const CollectiveArgs& args, size_t chunkElemen
   Schedule s;
   const int n = args.nranks, r = args.rank;
   if (emptyOrSingleRank(s, n, args.count)) return s;
-  auto part = [&](int index) { return partOf(args.count, n, wrapRank(index, n)); };
-  const size_t largest = partOf(args.count, n, 0).size;
-  const size_t rounds = std::max<size_t>(1, (largest + chunkElements - 1) / chunkElements);
-  auto chunkOf = [&](int index, size_t j) {
-    const Part p = part(index);
-    const Part q = partOf(p.size, static_cast<int>(rounds), static_cast<int>(j));
-    return Part{p.begin + q.begin, q.size};
-  };
+  const Rounds cut(args.count, n, chunkElements);
+  const size_t rounds = cut.rounds;
+  auto chunkOf = [&](int index, size_t j) { return cut.chunkOf(index, j); };
   for (int k = 1; k < n; ++k) {
     const int peer = wrapRank(r + k, n);
     for (size_t j = 0; j < rounds; ++j) {

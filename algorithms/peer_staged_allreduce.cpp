@@ -33,18 +33,13 @@ Schedule peerStagedAllReduceChunked(const CollectiveArgs& args, size_t chunkElem
   Schedule s;
   const int n = args.nranks, r = args.rank;
   if (emptyOrSingleRank(s, n, args.count)) return s;
-  auto part = [&](int index) { return partOf(args.count, n, wrapRank(index, n)); };
   // Every part is cut into the same number of chunks (rounds).
-  const size_t largest = partOf(args.count, n, 0).size;
-  const size_t rounds = std::max<size_t>(1, (largest + chunkElements - 1) / chunkElements);
-  const size_t slotPart = (largest + rounds - 1) / rounds;  // the largest chunk
+  const Rounds cut(args.count, n, chunkElements);
+  const size_t rounds = cut.rounds;
+  const size_t slotPart = cut.largestChunk();
   const size_t slots = std::min(kSlots, rounds);
   s.scratchCount = slots * static_cast<size_t>(n) * slotPart;
-  auto chunkOf = [&](int index, size_t j) {
-    const Part p = part(index);
-    const Part q = partOf(p.size, static_cast<int>(rounds), static_cast<int>(j));
-    return Part{p.begin + q.begin, q.size};
-  };
+  auto chunkOf = [&](int index, size_t j) { return cut.chunkOf(index, j); };
   auto slotOf = [&](int index, size_t j, size_t size) {
     return scratch(
         ((j % slots) * static_cast<size_t>(n) + static_cast<size_t>(wrapRank(index, n))) * slotPart,

@@ -3,6 +3,8 @@
 
 #include "algorithms/schedule.hpp"
 
+#include <algorithm>
+
 namespace chorus::steps {
 
 inline Range in(size_t offset, size_t count) { return {Buffer::Input, offset, count}; }
@@ -53,6 +55,27 @@ inline int peerWrite(Schedule& s, int peer, Range src, int after = -1) {
   s.steps.push_back({StepKind::PeerWrite, peer, src, {}, after, false});
   return static_cast<int>(s.steps.size()) - 1;
 }
+
+// Rank parts cut into rounds (peer_staged, peer_push): every part of `count` elements over
+// `nranks` into the same number of chunks of at most `chunkElements` (at least one round),
+// so that round j of every rank's part is one step of each peer's.
+struct Rounds {
+  size_t count;
+  int nranks;
+  size_t rounds;
+  Rounds(size_t count, int nranks, size_t chunkElements)
+      : count(count),
+        nranks(nranks),
+        rounds(std::max<size_t>(
+            1, (partOf(count, nranks, 0).size + chunkElements - 1) / chunkElements)) {}
+  size_t largestChunk() const { return (partOf(count, nranks, 0).size + rounds - 1) / rounds; }
+  // Round j's chunk of the part of rank `index` (wrapped).
+  Part chunkOf(int index, size_t j) const {
+    const Part p = partOf(count, nranks, wrapRank(index, nranks));
+    const Part q = partOf(p.size, static_cast<int>(rounds), static_cast<int>(j));
+    return Part{p.begin + q.begin, q.size};
+  }
+};
 
 // What every reducing algorithm does first: no steps for count 0, and on one rank the
 // result is the input, copied and finalized. True when that is the whole schedule.

@@ -422,9 +422,6 @@ bool Engine::advancePeerRead(OpState& op, int index) {
   auto& p = op.progress[index];
   Channel& channel = channelTo(step.peer);
   bool moved = false;
-  if ((p.withHeader || (p.headerBytes > 0 && p.headerBytes < sizeof(WireHeader))) &&
-      !receiveHeader(op, p, channel, step.peer, moved))
-    return moved;
   const size_t es = op.elementSize, count = step.dst.count;
   if (!takeExposeRecord(op, index, channel, moved)) return moved;
   ExposeRecord record;
@@ -434,10 +431,7 @@ bool Engine::advancePeerRead(OpState& op, int index) {
     completeStep(op, index);
     return true;
   }
-  const size_t slice = std::max<size_t>(1, config_.sliceBytes / es);
-  const size_t limit = p.readElements > 0
-                           ? p.elements + p.readElements
-                           : std::min({count, p.elements + slice, allowedElements(op, index)});
+  const size_t limit = oneSidedLimit(op, index, count);
   if (limit <= p.elements) return moved;
   const size_t from = p.elements, n = limit - from;
   std::byte* dst = resolve(op, step.dst) + from * es;
@@ -467,8 +461,7 @@ bool Engine::advancePeerRead(OpState& op, int index) {
     // Into the user's result (read by no later step of this rank): streaming stores skip
     // reading each destination line first. Scratch stays cached for the step that folds it,
     // and so do the results of ops whose buffers all fit the last-level cache together.
-    if (step.dst.buffer == Buffer::Output && count * es >= kernels::kStreamingCopyFromBytes &&
-        op.count * es * config_.nranks >= config_.streamFromBytes)
+    if (step.dst.buffer == Buffer::Output && streamsResult(op, count))
       kernels::copyStreaming(dst, remote, n * es);
     else
       std::memcpy(dst, remote, n * es);
@@ -492,13 +485,18 @@ bool Engine::advancePeerRead(OpState& op, int index) {
 }
 
 // The peer's Expose record for one-sided step `index` (PeerRead, PeerReduce, PeerWrite),
-// taken off the channel once and kept in the step's progress; on taking it, the peer's
-// range is mapped (readable, or writable for a PeerWrite) where the transport can. False
-// while the record has not all arrived.
+// behind the call's header where it is the op's first message from the peer, taken off
+// the channel once and kept in the step's progress; on taking it, the peer's range is
+// mapped (readable, or writable for a PeerWrite) where the transport can. False while
+// the record has not all arrived.
 bool Engine::takeExposeRecord(OpState& op, int index, Channel& channel, bool& moved) {
   const Step& step = op.schedule->steps[index];
   auto& p = op.progress[index];
   if (p.recordTaken) return true;
+  if ((p.withHeader || (p.headerBytes > 0 && p.headerBytes < sizeof(WireHeader))) &&
+      !receiveHeader(op, p, channel, step.peer, moved))
+    return false;
+
   while (p.recordBytes < sizeof(ExposeRecord)) {
     std::span<const std::byte> incoming = channel.peek();
     if (incoming.empty()) return false;
@@ -527,6 +525,22 @@ bool Engine::takeExposeRecord(OpState& op, int index, Channel& channel, bool& mo
   return true;
 }
 
+// Whether a one-sided step copying `count` elements into a rank's result uses streaming
+// stores (kernels/copy.hpp: a large step of a large op).
+bool Engine::streamsResult(const OpState& op, size_t count) const {
+  return count * op.elementSize >= kernels::kStreamingCopyFromBytes &&
+         op.count * op.elementSize * config_.nranks >= config_.streamFromBytes;
+}
+
+// Where one-sided step `index` (`count` elements) moves to in this pass: one slice on, as
+// far as its `after` allows; a read or write still in flight asks for the same range again.
+size_t Engine::oneSidedLimit(const OpState& op, int index, size_t count) const {
+  const StepProgress& p = op.progress[index];
+  if (p.readElements > 0) return p.elements + p.readElements;
+  const size_t slice = std::max<size_t>(1, config_.sliceBytes / op.elementSize);
+  return std::min({count, p.elements + slice, allowedElements(op, index)});
+}
+
 // Writes this rank's range into the range the peer exposed, behind `after` slice by slice
 // (peer_push: the part just folded, still in cache); completes once all of it is there
 // (then the rank's next message to the peer tells it so).
@@ -535,9 +549,6 @@ bool Engine::advancePeerWrite(OpState& op, int index) {
   auto& p = op.progress[index];
   Channel& channel = channelTo(step.peer);
   bool moved = false;
-  if ((p.withHeader || (p.headerBytes > 0 && p.headerBytes < sizeof(WireHeader))) &&
-      !receiveHeader(op, p, channel, step.peer, moved))
-    return moved;
   if (!takeExposeRecord(op, index, channel, moved)) return moved;
   ExposeRecord record;
   std::memcpy(&record, p.record.data(), sizeof record);
@@ -547,10 +558,7 @@ bool Engine::advancePeerWrite(OpState& op, int index) {
     completeStep(op, index);
     return true;
   }
-  const size_t slice = std::max<size_t>(1, config_.sliceBytes / es);
-  const size_t limit = p.readElements > 0
-                           ? p.elements + p.readElements
-                           : std::min({count, p.elements + slice, allowedElements(op, index)});
+  const size_t limit = oneSidedLimit(op, index, count);
   if (limit <= p.elements) return moved;
   const size_t from = p.elements, n = limit - from;
   const std::byte* src = resolve(op, step.src) + from * es;
@@ -559,8 +567,7 @@ bool Engine::advancePeerWrite(OpState& op, int index) {
     // each destination line first, as a PeerRead into the output does (and they end with
     // a fence, so the bytes are visible before the message that says they are there).
     std::byte* dst = const_cast<std::byte*>(p.peerData) + from * es;
-    if (count * es >= kernels::kStreamingCopyFromBytes &&
-        op.count * es * config_.nranks >= config_.streamFromBytes)
+    if (streamsResult(op, count))
       kernels::copyStreaming(dst, src, n * es);
     else
       std::memcpy(dst, src, n * es);

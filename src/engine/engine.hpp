@@ -134,6 +134,8 @@ class Engine {
   bool advancePeerWrite(detail::OpState& op, int index);
   // The peer's Expose record for one-sided step `index`, into its progress's `record`.
   bool takeExposeRecord(detail::OpState& op, int index, Channel& channel, bool& moved);
+  size_t oneSidedLimit(const detail::OpState& op, int index, size_t count) const;
+  bool streamsResult(const detail::OpState& op, size_t count) const;
   // Schedule rule 6: the steps after PeerReduce `index` that fold into the same pass over
   // elements [from, ...): their sources go to foldSources_; returns the chain's last step.
   int gatherFoldChain(detail::OpState& op, int index, size_t from);

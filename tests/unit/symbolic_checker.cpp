@@ -399,21 +399,33 @@ class Run {
     progressed(r, i, step.src.count);
   }
 
-  // PeerRead / PeerReduce: the owner's exposed range as it is now.
-  void advancePeerRead(int r, int i) {
+  // The message one-sided step i of rank r takes (its peer's next), or nullptr: none has
+  // come yet, or it is not an Expose of `total` elements (then the run fails, saying what
+  // the step `verb`s).
+  Message* exposedMessage(int r, int i, size_t total, const char* verb) {
     RankRun& s = ranks_[r];
     const Step& step = s.schedule.steps[i];
     auto& queue = s.inbox[link(s, step.peer)];
-    if (queue.empty()) return;
+    if (queue.empty()) return nullptr;
     Message& message = queue.front();
-    const size_t total = step.dst.count;
     if (!message.exposed || message.total != total) {
       fail(r, i,
            std::string(message.exposed ? "an exposed range" : "a stream message") + " of " +
                std::to_string(message.total) + " elements from rank " + std::to_string(step.peer) +
-               " where it reads " + std::to_string(total) + " in place");
-      return;
+               " where it " + verb + " " + std::to_string(total) + " in place");
+      return nullptr;
     }
+    return &message;
+  }
+
+  // PeerRead / PeerReduce: the owner's exposed range as it is now.
+  void advancePeerRead(int r, int i) {
+    RankRun& s = ranks_[r];
+    const Step& step = s.schedule.steps[i];
+    const size_t total = step.dst.count;
+    Message* taken = exposedMessage(r, i, total, "reads");
+    if (!taken) return;
+    Message& message = *taken;
     applyAcks(r, message);
     const bool afterDone = this->afterDone(r, i);
     const size_t from = s.progress[i];
@@ -461,17 +473,10 @@ class Run {
   void advancePeerWrite(int r, int i) {
     RankRun& s = ranks_[r];
     const Step& step = s.schedule.steps[i];
-    auto& queue = s.inbox[link(s, step.peer)];
-    if (queue.empty()) return;
-    Message& message = queue.front();
     const size_t total = step.src.count;
-    if (!message.exposed || message.total != total) {
-      fail(r, i,
-           std::string(message.exposed ? "an exposed range" : "a stream message") + " of " +
-               std::to_string(message.total) + " elements from rank " + std::to_string(step.peer) +
-               " where it writes " + std::to_string(total) + " in place");
-      return;
-    }
+    Message* taken = exposedMessage(r, i, total, "writes");
+    if (!taken) return;
+    Message& message = *taken;
     applyAcks(r, message);
     RankRun& owner = ranks_[step.peer];
     const bool afterDone = this->afterDone(r, i);

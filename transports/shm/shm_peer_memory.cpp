@@ -126,24 +126,7 @@ size_t ShmPeerMemory::write(int peer, std::span<const std::byte> blob, size_t of
   if (offset + bytes > b.bytes)
     throw Error(Result::InternalError,
                 "shm: a write beyond the range rank " + std::to_string(peer) + " exposed");
-  size_t done = 0;
-  while (done < bytes) {
-    iovec local{const_cast<std::byte*>(static_cast<const std::byte*>(src)) + done, bytes - done};
-    iovec remote{reinterpret_cast<void*>(b.where + offset + done), bytes - done};
-    ssize_t n = process_vm_writev(b.pid, &local, 1, &remote, 1, 0);
-    if (n > 0) {
-      done += static_cast<size_t>(n);
-      continue;
-    }
-    if (errno == ESRCH) peerGone(peer, b.pid, "process_vm_writev");
-    if (errno == EPERM)
-      throw Error(Result::SystemError,
-                  "shm: writing rank " + std::to_string(peer) +
-                      "'s registered buffer with process_vm_writev is not permitted (ranks must "
-                      "run as one user; kernel.yama.ptrace_scope must be 0); use memAlloc "
-                      "buffers or leave the buffers unregistered");
-    throwSystemError("shm: process_vm_writev to rank " + std::to_string(peer));
-  }
+  cma(peer, b.pid, b.where + offset, const_cast<void*>(src), bytes, /*write=*/true);
   return bytes;
 }
 
@@ -174,25 +157,35 @@ size_t ShmPeerMemory::read(int peer, std::span<const std::byte> blob, size_t off
     return bytes;
   }
   const Blob b = parse(blob);
+  cma(peer, b.pid, b.where + offset, dst, bytes, /*write=*/false);
+  return bytes;
+}
+
+// Moves `bytes` between `local` and address `remote` of the peer's process with CMA
+// (process_vm_readv, or process_vm_writev when `write`), throwing what went wrong.
+void ShmPeerMemory::cma(int peer, pid_t pid, uint64_t remote, void* local, size_t bytes,
+                        bool write) {
+  const char* call = write ? "process_vm_writev" : "process_vm_readv";
   size_t done = 0;
   while (done < bytes) {
-    iovec local{static_cast<std::byte*>(dst) + done, bytes - done};
-    iovec remote{reinterpret_cast<void*>(b.where + offset + done), bytes - done};
-    ssize_t n = process_vm_readv(b.pid, &local, 1, &remote, 1, 0);
+    iovec mine{static_cast<std::byte*>(local) + done, bytes - done};
+    iovec theirs{reinterpret_cast<void*>(remote + done), bytes - done};
+    ssize_t n = write ? process_vm_writev(pid, &mine, 1, &theirs, 1, 0)
+                      : process_vm_readv(pid, &mine, 1, &theirs, 1, 0);
     if (n > 0) {
       done += static_cast<size_t>(n);
       continue;
     }
-    if (errno == ESRCH) peerGone(peer, b.pid, "process_vm_readv");
+    if (errno == ESRCH) peerGone(peer, pid, call);
     if (errno == EPERM)
       throw Error(Result::SystemError,
-                  "shm: reading rank " + std::to_string(peer) +
-                      "'s registered buffer with process_vm_readv is not permitted (ranks must "
-                      "run as one user; kernel.yama.ptrace_scope must be 0); use memAlloc "
-                      "buffers or leave the buffers unregistered");
-    throwSystemError("shm: process_vm_readv from rank " + std::to_string(peer));
+                  std::string("shm: ") + (write ? "writing" : "reading") + " rank " +
+                      std::to_string(peer) + "'s registered buffer with " + call +
+                      " is not permitted (ranks must run as one user; kernel.yama.ptrace_scope "
+                      "must be 0); use memAlloc buffers or leave the buffers unregistered");
+    throwSystemError(std::string("shm: ") + call + (write ? " to" : " from") + " rank " +
+                     std::to_string(peer));
   }
-  return bytes;
 }
 
 }  // namespace chorus::shm

@@ -34,6 +34,7 @@ class ShmPeerMemory : public PeerMemory {
     uint64_t lastUse;
   };
   static void requireCanary(int peer, const Mapping& mapping, uint64_t serial);
+  static void cma(int peer, pid_t pid, uint64_t remote, void* local, size_t bytes, bool write);
   std::vector<pid_t> pids_;
   std::map<std::pair<int, uint64_t>, Mapping> mappings_;  // (peer, serial)
   uint64_t uses_ = 0;

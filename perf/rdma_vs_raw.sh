@@ -120,6 +120,7 @@ while [ $r -le "$ROUNDS" ]; do
   chorus allreduce.R2 allreduce -R 2 || status=1
   [ -n "$BUILD_B" ] || chorus allreduce.R1.oneshot allreduce -R 1 -A allreduce:peer_oneshot || status=1
   chorus allreduce.R1.twoshot allreduce -R 1 -A allreduce:peer_twoshot || status=1
+  chorus allreduce.R1.push allreduce -R 1 -A allreduce:peer_push || status=1
   chorus allreduce.R1.ring allreduce -R 1 -A allreduce:ring || status=1
   [ -n "$BUILD_B" ] || chorus broadcast broadcast || status=1
   r=$((r + 1))
@@ -139,6 +140,7 @@ row allreduce.R2 "chorus allreduce -R 2 (memAlloc), tuner's pick" raw.both 2
 row allreduce.R2.ip "  in place" raw.both 2
 row allreduce.R1.oneshot "chorus allreduce -R 1, peer_oneshot (READ)" raw.both 2
 row allreduce.R1.twoshot "chorus allreduce -R 1, peer_twoshot (READ)" raw.both 2
+row allreduce.R1.push "chorus allreduce -R 1, peer_push (READ, then WRITE)" raw.both 2
 row allreduce.R1.ring "chorus allreduce -R 1, ring (rendezvous)" raw.both 2
 row allreduce.R1.ring.ip "  in place (bounce buffer)" raw.both 2
 exit $status

@@ -159,6 +159,8 @@ class PeerMemory {
   virtual std::byte* mapWritable(int /*peer*/, std::span<const std::byte> /*blob*/) {
     return nullptr;
   }
+  // Whether write() can write into peers' memory (PeerWrite steps run over this transport).
+  virtual bool writes() const { return false; }
   // Copies `bytes` from `src` to bytes [offset, offset + bytes) of the described memory;
   // returns the bytes now complete (all, or 0 while a posted write is in flight). Throws
   // Error where this transport cannot write into peers' memory, PeerError naming the peer
@@ -167,7 +169,7 @@ class PeerMemory {
                        const void* /*src*/, size_t /*bytes*/) {
     throw Error(Result::InvalidUsage, "this transport cannot write into rank " +
                                           std::to_string(peer) +
-                                          "'s memory (one-sided writes: shm only)");
+                                          "'s memory (one-sided writes: shm and ib)");
   }
   // [data, data + bytes) is no longer registered (deregister): drop what describe() keeps
   // for it (verbs: the memory registration, which would map the old pages if the address

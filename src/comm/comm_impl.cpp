@@ -675,11 +675,10 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
       throwInvalid(std::string(toString(call.collective)) + ": algorithm " + forced->name +
                    " needs a transport with one-sided access to peers' memory (shm)");
   } else if (forced && forced->oneSided) {
-    if (writesIntoPeers(*forced) && std::string_view(transport_->name()) != "shm")
+    if (writesIntoPeers(*forced) && transport_->peerMemory() && !transport_->peerMemory()->writes())
       throwInvalid(std::string(toString(call.collective)) + ": algorithm " + forced->name +
-                   " writes into peers' buffers, which only the shm transport can (this "
-                   "communicator's is " +
-                   transport_->name() + ")");
+                   " writes into peers' buffers, which this communicator's transport (" +
+                   transport_->name() + ") cannot (shm and ib can)");
     regions = exposableBuffers(call);
     if (!regions)
       throwInvalid(

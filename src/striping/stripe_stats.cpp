@@ -44,7 +44,8 @@ std::vector<PathReport> stripeReport() {
            k.sent.load(std::memory_order_relaxed), k.received.load(std::memory_order_relaxed),
            k.rate.load(std::memory_order_relaxed),
            k.weightPpm.load(std::memory_order_relaxed) / 1e6,
-           k.direct.load(std::memory_order_relaxed), k.read.load(std::memory_order_relaxed)});
+           k.direct.load(std::memory_order_relaxed), k.read.load(std::memory_order_relaxed),
+           k.written.load(std::memory_order_relaxed)});
     }
   }
   return out;
@@ -54,14 +55,14 @@ std::string formatReport(const std::vector<PathReport>& report) {
   std::string out;
   char line[256];
   for (const PathReport& r : report) {
-    std::snprintf(line, sizeof(line),
-                  "%s rank %d -> %d path %d (%s): sent %llu B, received %llu B, direct %llu B, "
-                  "read %llu B, weight %.0f%%, %.1f MB/s\n",
-                  r.transport.c_str(), r.rank, r.peer, r.path, r.name.c_str(),
-                  static_cast<unsigned long long>(r.sent),
-                  static_cast<unsigned long long>(r.received),
-                  static_cast<unsigned long long>(r.direct),
-                  static_cast<unsigned long long>(r.read), 100 * r.weight, r.rate / 1e6);
+    std::snprintf(
+        line, sizeof(line),
+        "%s rank %d -> %d path %d (%s): sent %llu B, received %llu B, direct %llu B, "
+        "read %llu B, written %llu B, weight %.0f%%, %.1f MB/s\n",
+        r.transport.c_str(), r.rank, r.peer, r.path, r.name.c_str(),
+        static_cast<unsigned long long>(r.sent), static_cast<unsigned long long>(r.received),
+        static_cast<unsigned long long>(r.direct), static_cast<unsigned long long>(r.read),
+        static_cast<unsigned long long>(r.written), 100 * r.weight, r.rate / 1e6);
     out += line;
   }
   return out;

@@ -1,5 +1,6 @@
 // Counters of the striping layer, per channel and path: payload bytes each way, bytes
-// written one-sided (verbs rendezvous), bytes read one-sided (verbs PeerMemory) and the sender's
+// written one-sided (verbs rendezvous), bytes read and written one-sided (verbs PeerMemory:
+// PeerRead, PeerWrite) and the sender's
 // current weight. Channels register here; stripeReport() reads the live ones from any thread
 // (relaxed atomics: a report is a snapshot, not a barrier).
 #pragma once
@@ -19,6 +20,7 @@ struct PathCounters {
   std::atomic<uint64_t> rate{0};       // the sender's rate estimate, bytes/s
   std::atomic<uint64_t> direct{0};     // bytes written one-sided on this path (rendezvous)
   std::atomic<uint64_t> read{0};       // bytes read one-sided on this path (verbs PeerMemory)
+  std::atomic<uint64_t> written{0};    // bytes written into exposed memory (PeerWrite)
 };
 
 struct ChannelStats {
@@ -41,6 +43,7 @@ struct PathReport {
   double weight;
   uint64_t direct;
   uint64_t read;
+  uint64_t written;
 };
 std::vector<PathReport> stripeReport();
 // One line per path, for logs and tools.

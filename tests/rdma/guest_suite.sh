@@ -5,7 +5,8 @@
 #         rank, the registration cache, RDMA READ of peers' memory and a QP failure
 #         (chorus_ib_verbs_test), a killed and a stopped peer seen by a program that only
 #         polls; the one-sided all-reduces (peers' registered buffers read by RDMA READ)
-#         on registered and memAlloc buffers, and a rank killed under them; the
+#         on registered and memAlloc buffers, and a rank killed under them; peer_push's
+#         writes into peers' exposed outputs (RDMA WRITE) and a rank killed under it; the
 #         zero-copy rendezvous (RDMA WRITE between registered buffers) and a rank killed
 #         under it; several
 #         nodes (ranks in their own UTS namespaces, so their host identities differ) over
@@ -87,17 +88,17 @@ rm -f /mnt/onesided.np2.twoshot.registered.log
 part onesided.np2.twoshot.registered 300 env CHORUS_IB_HCA=rxe0,rxe1 \
   CHORUS_IB_QPS_PER_CONNECTION=4 CHORUS_DEBUG=INFO "$RUN" -n 2 --timeout 280 "$COLL" \
   --transport ib --quick --buffers registered --algo allreduce:peer_twoshot --only allReduce
-reads_per_rail() {  # reads_per_rail LOG: "rxe0_read rxe1_read"
-  awk '/ ib rank [0-9]+ -> [0-9]+ path [0-9]+ \(rxe[0-9]+:qp[0-9]+\): sent / {
+bytes_per_rail() {  # bytes_per_rail FIELD LOG: "rxe0 rxe1" bytes of FIELD (read, written)
+  awk -v field="$1" '/ ib rank [0-9]+ -> [0-9]+ path [0-9]+ \(rxe[0-9]+:qp[0-9]+\): sent / {
     for (i = 1; i <= NF; i++) {
-      if ($i == "read") r = $(i + 1)
+      if ($i == field) r = $(i + 1)
       if ($i ~ /^\(rxe[0-9]+:qp/) { rail = $i; sub(/^\(/, "", rail); sub(/:.*/, "", rail) }
     }
-    read[rail] += r
-  } END { printf "%d %d\n", read["rxe0"], read["rxe1"] }' "$1"
+    sum[rail] += r
+  } END { printf "%d %d\n", sum["rxe0"], sum["rxe1"] }' "$2"
 }
 if [ -f /mnt/onesided.np2.twoshot.registered.log ]; then
-  set -- $(reads_per_rail /mnt/onesided.np2.twoshot.registered.log)
+  set -- $(bytes_per_rail read /mnt/onesided.np2.twoshot.registered.log)
   total=$(($1 + $2))
   if [ "$total" -gt 0 ] && [ $(($1 * 10)) -ge "$total" ] && [ $(($2 * 10)) -ge "$total" ]; then
     echo "PASS onesided.two_rails (bytes read: rxe0 $1, rxe1 $2)"
@@ -130,6 +131,33 @@ fi
 part onesided.kill.np3.victim1 90 \
   "$BUILD/tests/multiproc/chorus_kill_test" --transport ib --ranks 3 --victim 1 \
   --buffers registered --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40
+# One-sided writes (PeerWrite: RDMA WRITE into the peers' exposed outputs): peer_push folds
+# its part (RDMA READ of the peers' inputs) and writes it into every peer's output, then
+# says so in one message. Every type and op of the --quick cases, in and out of place, at
+# 3 ranks on registered buffers over two rails; onesided.push.two_rails then checks, from
+# the channels' INFO counters, that each rail carried a tenth of the bytes written
+# ("written": PeerWrite's, not the rendezvous' "direct"). Then memAlloc buffers at 2 ranks, and a rank killed under peer_push.
+rm -f /mnt/onesided.np3.push.registered.log
+part onesided.np3.push.registered 300 env CHORUS_IB_HCA=rxe0,rxe1 \
+  CHORUS_IB_QPS_PER_CONNECTION=4 CHORUS_DEBUG=INFO "$RUN" -n 3 --timeout 280 "$COLL" \
+  --transport ib --quick --buffers registered --algo allreduce:peer_push --only allReduce \
+  --expect-algo allreduce:peer_push
+if [ -f /mnt/onesided.np3.push.registered.log ]; then
+  set -- $(bytes_per_rail written /mnt/onesided.np3.push.registered.log)
+  total=$(($1 + $2))
+  if [ "$total" -gt 0 ] && [ $(($1 * 10)) -ge "$total" ] && [ $(($2 * 10)) -ge "$total" ]; then
+    echo "PASS onesided.push.two_rails (bytes written: rxe0 $1, rxe1 $2)"
+  else
+    echo "FAIL onesided.push.two_rails: bytes written: rxe0 $1, rxe1 $2 (each rail needs a tenth)"
+    status=1
+  fi
+fi
+part onesided.np2.push.memalloc 300 "$RUN" -n 2 --timeout 280 "$BUILD/perf/chorus-perf" \
+  -R 2 -A allreduce:peer_push -d all -o all -b 32K -e 32K -n 1 -w 0 -c 1 -T 0
+part onesided.push.kill.np3.victim1 90 \
+  "$BUILD/tests/multiproc/chorus_kill_test" --transport ib --ranks 3 --victim 1 \
+  --buffers registered --algo peer_push --count 65536 --kill-after-ms 2000 --detect-limit-s 10 \
+  --deadline-s 40
 # Zero-copy rendezvous (RDMA WRITE with immediate from the sender's registered buffer
 # straight into the receiver's): a low threshold (1 KiB) so that the 1023-element cases of
 # every type take it; a sample (--every 22) of sendRecv, allReduce (ring: its all-gather

@@ -12,7 +12,10 @@
 //   5. IbPeerMemory between two connected channels: an exposed range read with RDMA READ
 //      (at an offset, in pieces over 4 QPs) arrives exact, into plain memory (through a
 //      landing buffer) and straight into a buffer the reader exposes;
-//      a read beyond the exposed range is refused; a record with a wrong rkey fails the
+//      a read beyond the exposed range is refused; RDMA WRITE into the exposed range (at an
+//      offset, in pieces) lands exact with nothing around it touched, from plain memory
+//      (through a landing buffer) and from a buffer the writer exposes (no registration),
+//      and a write beyond the range is refused; a record with a wrong rkey fails the
 //      read with PeerError naming the peer (remote access error), not a hang.
 //   6. The rendezvous' clear to send between two connected channels: the receiver answers
 //      transfer 1 before its offer, the sender then streams it (its source unregistered:
@@ -283,6 +286,16 @@ long readAll(chorus::PeerMemory& m, std::span<const std::byte> blob, size_t offs
   return -1;
 }
 
+// Calls write() until it reports completion; -1 at the deadline.
+long writeAll(chorus::PeerMemory& m, std::span<const std::byte> blob, size_t offset,
+              const void* src, size_t bytes) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < until) {
+    if (size_t n = m.write(1, blob, offset, src, bytes)) return static_cast<long>(n);
+  }
+  return -1;
+}
+
 void peerMemoryChecks(chorus::ib::IbDevice& dev) {
   chorus::ib::IbConfig cfg = chorus::ib::IbConfig::fromEnv();
   cfg.qps = 4;
@@ -330,6 +343,34 @@ void peerMemoryChecks(chorus::ib::IbDevice& dev) {
     refused = true;
   }
   check(refused, "a read beyond the exposed range is refused");
+  // PeerWrite: the reader writes into the owner's exposed range, first from memory it never
+  // exposed (copied into a landing buffer), then from its own exposed buffer (in place).
+  const size_t wOffset = 5000, wLen = 200004;  // odd: 13 pieces on 4 QPs
+  std::vector<std::byte> before(base, base + exposed.size() * 4);
+  std::vector<std::byte> source(wLen);
+  for (size_t i = 0; i < wLen; ++i) source[i] = static_cast<std::byte>(i * 131 + 17);
+  long wrote = writeAll(reader, blob, wOffset, source.data(), wLen);
+  std::vector<std::byte> expect = before;
+  std::memcpy(expect.data() + at + wOffset, source.data(), wLen);
+  check(wrote == static_cast<long>(wLen) && std::memcmp(base, expect.data(), expect.size()) == 0,
+        "RDMA WRITE from unregistered memory lands exact in the exposed range, nothing around it");
+  std::vector<std::byte> push(bytes + 16);
+  for (size_t i = 0; i < push.size(); ++i) push[i] = static_cast<std::byte>(i * 7 + 3);
+  reader.describe(chorus::LocalRegion{push.data(), push.size()}, push.data(), push.size());
+  const auto missesBefore = dev.cache().stats().misses;
+  wrote = writeAll(reader, blob, 0, push.data() + 8, bytes);
+  std::memcpy(expect.data() + at, push.data() + 8, bytes);
+  check(wrote == static_cast<long>(bytes) && std::memcmp(base, expect.data(), expect.size()) == 0 &&
+            dev.cache().stats().misses == missesBefore,
+        "RDMA WRITE from an exposed buffer (no new registration) fills the whole exposed range");
+  refused = false;
+  try {
+    reader.write(1, blob, bytes - 8, source.data(), 16);
+  } catch (const chorus::Error&) {
+    refused = true;
+  }
+  check(refused && std::memcmp(base, expect.data(), expect.size()) == 0,
+        "a write beyond the exposed range is refused, and writes nothing");
   std::vector<std::byte> wrong = blob;
   wrong[16] ^= std::byte{0x5a};  // rail 0's rkey (Blob: addr, bytes, rkey[])
   bool named = false;

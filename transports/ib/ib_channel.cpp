@@ -14,7 +14,8 @@ namespace {
 
 // wr_id: kind in the top byte, QP index in the low 16 bits; a receive: its control slot in
 // bits 16-31; a stream or rendezvous write: its length in bits 16-55; a read: the ticket
-// in the low 32 bits, its QP in bits 32-47 (its length in readLengths_).
+// in the low 32 bits, its QP in bits 32-47 (its length in oneSidedLengths_); a PeerWrite's
+// as a read's.
 enum Kind : uint64_t {
   kData = 1,
   kGrant = 2,
@@ -22,7 +23,8 @@ enum Kind : uint64_t {
   kRead = 4,  // low half: the ticket
   kPut = 5,
   kAnswer = 6,
-  kProbe = 7  // a zero-length write on the probe QP
+  kProbe = 7,     // a zero-length write on the probe QP
+  kPeerWrite = 8  // one-sided (PeerMemory::write): as kRead
 };
 uint64_t wrId(Kind k, int q) { return (static_cast<uint64_t>(k) << 56) | static_cast<uint16_t>(q); }
 uint64_t wrId(Kind k, int q, size_t bytes) {
@@ -314,15 +316,17 @@ bool IbChannel::progressRail(Rail& rail) {
       }
       if (wc[i].status == IBV_WC_SUCCESS) lastAnswer_ = now;  // acknowledged, or arrived
       const uint32_t low = static_cast<uint32_t>(wc[i].wr_id & 0xffffffff);
-      const int q = kind == kRead ? static_cast<int>((wc[i].wr_id >> 32) & 0xffff)
-                                  : static_cast<int>(low & 0xffff);
+      const bool oneSided = kind == kRead || kind == kPeerWrite;
+      const int q = oneSided ? static_cast<int>((wc[i].wr_id >> 32) & 0xffff)
+                             : static_cast<int>(low & 0xffff);
       if (kind != kRecv) --links_[q].outstanding;
-      if (kind == kRead) {
-        const auto len = readLengths_.extract(low);
+      if (oneSided) {
+        const auto len = oneSidedLengths_.extract(low);
         if (!len.empty()) {
           drained(q, len.mapped());
           if (wc[i].status == IBV_WC_SUCCESS)
-            stats_->paths[q].read.fetch_add(len.mapped(), std::memory_order_relaxed);
+            (kind == kRead ? stats_->paths[q].read : stats_->paths[q].written)
+                .fetch_add(len.mapped(), std::memory_order_relaxed);
         }
       }
       if (kind == kPut) --putsInFlight_;
@@ -339,7 +343,7 @@ bool IbChannel::progressRail(Rail& rail) {
         fail(why);
         continue;
       }
-      if (kind == kRead) readsDone_.push_back(low);
+      if (oneSided) oneSidedDone_.push_back(low);
       if (kind != kRecv) continue;
       const uint32_t imm = ntohl(wc[i].imm_data);
       const uint32_t slot = low >> 16;
@@ -369,6 +373,18 @@ bool IbChannel::progressRail(Rail& rail) {
 
 bool IbChannel::postRead(void* local, uint64_t remote, const ReadKeys* keys, size_t rails,
                          uint32_t len, uint32_t ticket) {
+  return postOneSided(IBV_WR_RDMA_READ, local, remote, keys, rails, len, ticket);
+}
+
+bool IbChannel::postPeerWrite(const void* local, uint64_t remote, const ReadKeys* keys,
+                              size_t rails, uint32_t len, uint32_t ticket) {
+  // The verbs API takes a non-const address for either direction; a WRITE only reads it.
+  return postOneSided(IBV_WR_RDMA_WRITE, const_cast<void*>(local), remote, keys, rails, len,
+                      ticket);
+}
+
+bool IbChannel::postOneSided(ibv_wr_opcode opcode, void* local, uint64_t remote,
+                             const ReadKeys* keys, size_t rails, uint32_t len, uint32_t ticket) {
   progress();
   if (!failure_.empty()) throw PeerError(peer_, failure_);
   const int q = pickQp(len, std::min(rails, putRails()));
@@ -376,31 +392,32 @@ bool IbChannel::postRead(void* local, uint64_t remote, const ReadKeys* keys, siz
   const ReadKeys& k = keys[links_[q].rail];
   ibv_sge sge{reinterpret_cast<uint64_t>(local), len, k.lkey};
   ibv_send_wr wr{};
-  wr.wr_id = wrId(kRead, 0) | static_cast<uint64_t>(q) << 32 | ticket;
+  const Kind kind = opcode == IBV_WR_RDMA_READ ? kRead : kPeerWrite;
+  wr.wr_id = wrId(kind, 0) | static_cast<uint64_t>(q) << 32 | ticket;
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_READ;
+  wr.opcode = opcode;
   wr.send_flags = IBV_SEND_SIGNALED;
   wr.wr.rdma.remote_addr = remote;
   wr.wr.rdma.rkey = k.rkey;
   post(q, wr);
   if (!failure_.empty()) throw PeerError(peer_, failure_);
-  readLengths_[ticket] = len;
+  oneSidedLengths_[ticket] = len;
   posted(q, len);
   return true;
 }
 
-bool IbChannel::readDone(uint32_t ticket) {
-  auto it = std::find(readsDone_.begin(), readsDone_.end(), ticket);
-  if (it == readsDone_.end()) {
+bool IbChannel::oneSidedDone(uint32_t ticket) {
+  auto it = std::find(oneSidedDone_.begin(), oneSidedDone_.end(), ticket);
+  if (it == oneSidedDone_.end()) {
     progress();
-    it = std::find(readsDone_.begin(), readsDone_.end(), ticket);
+    it = std::find(oneSidedDone_.begin(), oneSidedDone_.end(), ticket);
   }
-  if (it != readsDone_.end()) {
-    readsDone_.erase(it);
+  if (it != oneSidedDone_.end()) {
+    oneSidedDone_.erase(it);
     return true;
   }
-  // A failed read (or anything else failing this connection) ends the wait.
+  // A failed read or write (or anything else failing this connection) ends the wait.
   if (!failure_.empty()) throw PeerError(peer_, failure_);
   return false;
 }

@@ -29,9 +29,9 @@
 //   present), QP q lives on rail q % rails, with that device's CQ and its own
 //   registration of both rings; rail i pairs with the peer's rail i.
 // - One-sided reads (IbPeerMemory) share the QPs, the CQs and the scheduler:
-//   postRead/readDone. Each read goes to the QP the scheduler picks on any rail (the
-//   buffers they read and land in are registered on every rail's device); its bytes count
-//   in that QP's backlog until its completion, as a write's do.
+//   postRead/oneSidedDone (PeerWrite: postPeerWrite). Each read goes to the QP the scheduler picks
+//   on any rail (the buffers they read and land in are registered on every rail's device); its
+//   bytes count in that QP's backlog until its completion, as a write's do.
 // - Rendezvous (transport.hpp's DirectTransfer): a message of at least config.rendezvous
 //   bytes between registered buffers goes straight from the sender's buffer into the
 //   receiver's. The receiver registers its destination on every rail's device (each
@@ -115,19 +115,23 @@ class IbChannel final : public Channel, public DirectTransfer {
   size_t put(const LocalRegion& region, const std::byte* data, size_t from, size_t to) override;
   bool putDone(size_t bytes) override;
 
-  // One-sided: an RDMA READ of `len` bytes at `remote` into `local`, on the QP the
-  // striping scheduler picks (as for writes: reads and writes share each QP's backlog)
-  // among the QPs of rails [0, rails), with that rail's keys (keys[r]); false when none
-  // has room in its send queue for now. readDone(ticket) is true once its completion
-  // arrived (and forgets it).
+  // One-sided: an RDMA READ of `len` bytes at `remote` into `local` (postRead), or an RDMA
+  // WRITE of `len` bytes at `local` to `remote` (postPeerWrite: PeerWrite, no immediate;
+  // the writer's next message says the bytes are there), on the QP the striping scheduler
+  // picks (reads and writes share each QP's backlog) among the QPs of rails [0, rails),
+  // with that rail's keys (keys[r]); false when none has room in its send queue for now.
+  // oneSidedDone(ticket) is true once its completion arrived (and forgets it): for a write
+  // the peer's acknowledgement, so the bytes are in its memory.
   struct ReadKeys {
     uint32_t lkey = 0, rkey = 0;
   };
   bool postRead(void* local, uint64_t remote, const ReadKeys* keys, size_t rails, uint32_t len,
                 uint32_t ticket);
+  bool postPeerWrite(const void* local, uint64_t remote, const ReadKeys* keys, size_t rails,
+                     uint32_t len, uint32_t ticket);
   // The rails one-sided transfers may use (their devices' registrations are exchanged).
   size_t oneSidedRails() const { return putRails(); }
-  bool readDone(uint32_t ticket);
+  bool oneSidedDone(uint32_t ticket);
 
   bool progress();            // reaps completions; true if any
   void flushCredits();        // grants the sender what was consumed since the last grant
@@ -204,12 +208,16 @@ class IbChannel final : public Channel, public DirectTransfer {
   BufferPool::Buffer sendRing_;  // staging for what we write to the peer
   uint64_t remoteAddr_ = 0;
 
-  uint64_t sendPos_ = 0;             // bytes accepted by trySend
-  uint64_t remoteConsumed_ = 0;      // bytes the peer granted back
-  uint64_t consumed_ = 0;            // bytes released by consume
-  uint64_t granted_ = 0;             // bytes we granted back to the peer
-  std::vector<uint32_t> readsDone_;  // tickets of completed reads not yet collected
-  std::unordered_map<uint32_t, uint32_t> readLengths_;  // reads in flight: ticket -> bytes
+  uint64_t sendPos_ = 0;         // bytes accepted by trySend
+  uint64_t remoteConsumed_ = 0;  // bytes the peer granted back
+  uint64_t consumed_ = 0;        // bytes released by consume
+  uint64_t granted_ = 0;         // bytes we granted back to the peer
+  // One-sided reads and writes (PeerMemory): tickets completed and not yet collected, and
+  // those in flight with their bytes.
+  std::vector<uint32_t> oneSidedDone_;
+  std::unordered_map<uint32_t, uint32_t> oneSidedLengths_;
+  bool postOneSided(ibv_wr_opcode opcode, void* local, uint64_t remote, const ReadKeys* keys,
+                    size_t rails, uint32_t len, uint32_t ticket);
 
   // Rendezvous. control_: QP 0's receive slots (answers land there), then send slots.
   BufferPool::Buffer control_;

@@ -25,6 +25,14 @@ Blob parse(std::span<const std::byte> blob, int peer) {
   return b;
 }
 
+void checkRange(const Blob& b, int peer, const char* doing, size_t offset, size_t bytes) {
+  if (offset + bytes > b.bytes)
+    throw Error(Result::InternalError,
+                std::string("ib: ") + doing + " bytes [" + std::to_string(offset) + ", " +
+                    std::to_string(offset + bytes) + ") of the " + std::to_string(b.bytes) +
+                    " bytes rank " + std::to_string(peer) + " exposed");
+}
+
 }  // namespace
 
 IbPeerMemory::IbPeerMemory(const std::vector<IbDevice*>& rails, size_t piece,
@@ -82,16 +90,28 @@ void IbPeerMemory::forget(const void* data, size_t bytes) {
   for (IbDevice* rail : rails_) rail->cache().forget(data, bytes);
 }
 
-void IbPeerMemory::postPieces(IbChannel& channel, Pending& p, std::byte* into,
+void IbPeerMemory::postPieces(IbChannel& channel, Pending& p, bool write, std::byte* local,
                               const IbChannel::ReadKeys* keys, uint64_t remote, size_t bytes) {
   while (p.posted < bytes) {
-    const size_t len = std::min(piece_, bytes - p.posted);
+    const auto len = static_cast<uint32_t>(std::min(piece_, bytes - p.posted));
     const uint32_t ticket = nextTicket_++;
-    if (!channel.postRead(into + p.posted, remote + p.posted, keys, rails_.size(),
-                          static_cast<uint32_t>(len), ticket))
-      return;  // every QP is full: the next call posts the rest
+    const bool posted = write ? channel.postPeerWrite(local + p.posted, remote + p.posted, keys,
+                                                      rails_.size(), len, ticket)
+                              : channel.postRead(local + p.posted, remote + p.posted, keys,
+                                                 rails_.size(), len, ticket);
+    if (!posted) return;  // every QP is full: the next call posts the rest
     p.tickets.push_back(ticket);
     p.posted += len;
+  }
+}
+
+void IbPeerMemory::keysFor(const uint32_t* rkeys, const Exposed* direct, const Pending& p,
+                           IbChannel::ReadKeys* keys) const {
+  for (size_t r = 0; r < rails_.size(); ++r) {
+    keys[r].rkey = rkeys[r];
+    keys[r].lkey = direct   ? direct->regs[r].lkey()
+                   : r == 0 ? p.landing.buffer.lkey()
+                            : p.landing.others[r - 1]->lkey;
   }
 }
 
@@ -140,18 +160,15 @@ size_t IbPeerMemory::readInto(int peer, std::span<const std::byte> blob, size_t 
     held_ = Landing{};
   }
   const Blob b = parse(blob, peer);
-  if (offset + bytes > b.bytes)
-    throw Error(Result::InternalError, "ib: reading bytes [" + std::to_string(offset) + ", " +
-                                           std::to_string(offset + bytes) + ") of the " +
-                                           std::to_string(b.bytes) + " bytes rank " +
-                                           std::to_string(peer) + " exposed");
+  checkRange(b, peer, "reading", offset, bytes);
   IbChannel& channel = channel_(peer);
   const uint64_t remote = b.addr + offset;
-  auto it = pending_.find(Key{peer, remote, bytes});
+  const Key key{peer, remote, bytes, false};
+  auto it = pending_.find(key);
   if (it == pending_.end()) {
     Pending p;
     if (!exposedContaining(dst, bytes)) p.landing = landing(bytes);
-    it = pending_.emplace(Key{peer, remote, bytes}, std::move(p)).first;
+    it = pending_.emplace(key, std::move(p)).first;
   }
   Pending& p = it->second;
   const Exposed* direct = p.landing.data() ? nullptr : exposedContaining(dst, bytes);
@@ -160,15 +177,10 @@ size_t IbPeerMemory::readInto(int peer, std::span<const std::byte> blob, size_t 
                                            std::to_string(peer) + " is no longer registered");
   std::byte* into = direct ? static_cast<std::byte*>(dst) : p.landing.data();
   IbChannel::ReadKeys keys[kRendezvousRails];
-  for (size_t r = 0; r < rails_.size(); ++r) {
-    keys[r].rkey = b.rkey[r];
-    keys[r].lkey = direct   ? direct->regs[r].lkey()
-                   : r == 0 ? p.landing.buffer.lkey()
-                            : p.landing.others[r - 1]->lkey;
-  }
+  keysFor(b.rkey, direct, p, keys);
   try {
-    postPieces(channel, p, into, keys, remote, bytes);
-    std::erase_if(p.tickets, [&](uint32_t t) { return channel.readDone(t); });
+    postPieces(channel, p, false, into, keys, remote, bytes);
+    std::erase_if(p.tickets, [&](uint32_t t) { return channel.oneSidedDone(t); });
   } catch (...) {
     finish(it);
     throw;
@@ -180,6 +192,46 @@ size_t IbPeerMemory::readInto(int peer, std::span<const std::byte> blob, size_t 
   } else if (!direct) {
     std::memcpy(dst, into, bytes);
   }
+  finish(it);
+  return bytes;
+}
+
+// The source is copied into the landing buffer once, when the write is first asked for;
+// later calls for the same range only post what is left and collect completions.
+size_t IbPeerMemory::write(int peer, std::span<const std::byte> blob, size_t offset,
+                           const void* src, size_t bytes) {
+  if (bytes == 0) return 0;
+  const Blob b = parse(blob, peer);
+  checkRange(b, peer, "writing", offset, bytes);
+  IbChannel& channel = channel_(peer);
+  const uint64_t remote = b.addr + offset;
+  const Key key{peer, remote, bytes, true};
+  auto it = pending_.find(key);
+  if (it == pending_.end()) {
+    Pending p;
+    if (!exposedContaining(src, bytes)) {
+      p.landing = landing(bytes);
+      std::memcpy(p.landing.data(), src, bytes);
+    }
+    it = pending_.emplace(key, std::move(p)).first;
+  }
+  Pending& p = it->second;
+  const Exposed* direct = p.landing.data() ? nullptr : exposedContaining(src, bytes);
+  if (!p.landing.data() && !direct)
+    throw Error(Result::InternalError, "ib: the source of a write in flight to rank " +
+                                           std::to_string(peer) + " is no longer registered");
+  std::byte* from =
+      direct ? const_cast<std::byte*>(static_cast<const std::byte*>(src)) : p.landing.data();
+  IbChannel::ReadKeys keys[kRendezvousRails];
+  keysFor(b.rkey, direct, p, keys);
+  try {
+    postPieces(channel, p, true, from, keys, remote, bytes);
+    std::erase_if(p.tickets, [&](uint32_t t) { return channel.oneSidedDone(t); });
+  } catch (...) {
+    finish(it);
+    throw;
+  }
+  if (p.posted < bytes || !p.tickets.empty()) return 0;
   finish(it);
   return bytes;
 }

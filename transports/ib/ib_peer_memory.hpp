@@ -16,8 +16,16 @@
 // same address would get the old pages). A PeerReduce folds straight from the landing
 // buffer (readLanded): no copy on this side either.
 //
+// Writes (PeerWrite, the push model) mirror reads: RDMA WRITE of the range into the peer's
+// exposed range, from the source itself when it lies in a buffer this rank exposes
+// (peer_push writes its folded part of its own exposed output), else from a landing
+// buffer it is copied into first. The writer's next message tells the peer the bytes are
+// there; write() reports them complete only once every piece's completion (the peer's
+// acknowledgement) has arrived, so that message never overtakes them.
+//
 // A read that cannot finish at once returns 0; the engine calls read() again for the same
-// range under its deadline until the completion has arrived. A failed read fails the
+// range under its deadline until the completion has arrived (a write too). A failed read
+// or write fails the
 // connection to that peer (PeerError naming it), as a failed send does. map() returns
 // nullptr: a peer's memory is never in this address space.
 #pragma once
@@ -52,6 +60,10 @@ class IbPeerMemory final : public PeerMemory {
   // The landing buffer itself, kept until the next read (no copy out of it).
   size_t readLanded(int peer, std::span<const std::byte> blob, size_t offset, std::byte* fallback,
                     size_t bytes, const std::byte** landed) override;
+  // RDMA WRITE into the peer's exposed range (see above).
+  bool writes() const override { return true; }
+  size_t write(int peer, std::span<const std::byte> blob, size_t offset, const void* src,
+               size_t bytes) override;
   void forget(const void* data, size_t bytes) override;
 
  private:
@@ -68,16 +80,21 @@ class IbPeerMemory final : public PeerMemory {
     std::vector<std::unique_ptr<ibv_mr, MrDeleter>> others;  // rails 1, 2, ...: freed first
     std::byte* data() const { return buffer.data(); }
   };
-  struct Pending {                  // a read in flight
+  struct Pending {                  // a read or write in flight
     std::vector<uint32_t> tickets;  // pieces posted, not yet complete
     size_t posted = 0;              // bytes posted so far (the rest waits for room)
-    Landing landing;                // where it lands when not straight in the destination
+    Landing landing;                // where it lands (a write: its source) when not in place
   };
-  using Key = std::tuple<int, uint64_t, size_t>;  // peer, remote address, bytes
+  using Key = std::tuple<int, uint64_t, size_t, bool>;  // peer, remote address, bytes, write
   Exposed& expose(const LocalRegion& region);
   const Exposed* exposedContaining(const void* data, size_t bytes) const;
-  void postPieces(IbChannel& channel, Pending& p, std::byte* into, const IbChannel::ReadKeys* keys,
-                  uint64_t remote, size_t bytes);
+  // Posts what is left of p's pieces (reads into `local`, or writes from it).
+  void postPieces(IbChannel& channel, Pending& p, bool write, std::byte* local,
+                  const IbChannel::ReadKeys* keys, uint64_t remote, size_t bytes);
+  // Each rail's keys: the peer's rkeys[r] (from its record), the local side's lkey from
+  // `direct` (a buffer this rank exposes) or else from p's landing buffer.
+  void keysFor(const uint32_t* rkeys, const Exposed* direct, const Pending& p,
+               IbChannel::ReadKeys* keys) const;
   Landing landing(size_t bytes);
   void finish(std::map<Key, Pending>::iterator it);
   // read() and readLanded(): with `landed`, the bytes stay in the landing buffer.

@@ -38,7 +38,7 @@ struct PeerInfo {
   uint8_t ethernet = 0;
   uint64_t block = 0;
   uint64_t ring = 0;
-  uint64_t ringAddr = 0;  // the ring `to` writes into
+  uint64_t ringAddr = 0;    // the ring `to` writes into
   uint64_t rendezvous = 0;  // CHORUS_IB_RNDV_BYTES (must match)
   std::vector<RailAddress> rails;
   std::vector<QpAddress> qps;

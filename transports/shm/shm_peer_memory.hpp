@@ -23,6 +23,7 @@ class ShmPeerMemory : public PeerMemory {
   size_t read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
               size_t bytes) override;
   std::byte* mapWritable(int peer, std::span<const std::byte> blob) override;
+  bool writes() const override { return true; }
   size_t write(int peer, std::span<const std::byte> blob, size_t offset, const void* src,
                size_t bytes) override;
   void checkMapped(int peer, std::span<const std::byte> blob) override;

@@ -687,8 +687,10 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
           "them (registerBuffer) on every rank" +
           (transport_->peerMemory() ? "" : std::string(", over a transport that can (shm, ib)")));
   } else if (!forced && bytes >= Tuner::kOneSidedMinBytes && (regions = exposableBuffers(call))) {
-    oneSided = tuner_->chooseOneSided(call.collective, call.count, call.type, reach(*regions),
-                                      [&](const Algorithm& a) { return !algorithms_.excluded(a); });
+    oneSided = tuner_->chooseOneSided(
+        call.collective, call.count, call.type, reach(*regions),
+        [&](const Algorithm& a) { return !algorithms_.excluded(a); },
+        rank_ == 0 && logLevel() >= LogLevel::Info);
   }
   // Buffers peers cannot read in place, or registered ones they would read by CMA on
   // 4 KiB pages (chooseOneSided declines those): staged through peer-mappable scratch.

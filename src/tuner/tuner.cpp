@@ -151,7 +151,8 @@ size_t oneSidedFromBytes(Collective collective, int nranks, bool mapped) {
 
 const Algorithm* Tuner::chooseOneSided(Collective collective, size_t count, DataType type,
                                        Reach reach,
-                                       const std::function<bool(const Algorithm&)>& allowed) const {
+                                       const std::function<bool(const Algorithm&)>& allowed,
+                                       bool log) {
   const size_t bytes = count * sizeOf(type);
   if (bytes < kOneSidedMinBytes || nranks_ < 2 || inter_) return nullptr;
   // CMA on 4 KiB pages (registered malloc memory) measured no faster than the copy path at
@@ -168,15 +169,32 @@ const Algorithm* Tuner::chooseOneSided(Collective collective, size_t count, Data
     return nullptr;
   // Which one-sided schedule: the replay the copy path's choice uses.
   const LinkModel link = tuning_.forType(type);
-  const Algorithm* best = nullptr;
-  double bestMicros = 0;
+  std::vector<std::pair<double, const Algorithm*>> predicted;
   for (const Algorithm& a : allAlgorithms()) {
     if (a.collective != collective || !a.oneSided || a.staged || !allowed(a)) continue;
     // Writes into peers' memory were measured through mappings only (perf/README.md,
     // peer_push), not by CMA's process_vm_writev.
     if (reach != Reach::Mapped && writesIntoPeers(a)) continue;
-    const double us = predictMicros(a, collective, nranks_, count, sizeOf(type), link, layout_);
-    if (!best || us < bestMicros) best = &a, bestMicros = us;
+    predicted.emplace_back(
+        predictMicros(a, collective, nranks_, count, sizeOf(type), link, layout_), &a);
+  }
+  // The first of equal times wins, in the registry's order.
+  std::stable_sort(predicted.begin(), predicted.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  const Algorithm* best = predicted.empty() ? nullptr : predicted.front().second;
+  if (log && best && oneSidedLogged_.emplace(collective, count, type, reach).second) {
+    std::string why;
+    for (const auto& [us, a] : predicted) {
+      char text[64];
+      std::snprintf(text, sizeof text, " %s %.1f us", a->name, us);
+      why += text;
+    }
+    logf(LogLevel::Info,
+         "%s of %zu x %s on %d ranks, buffers %s: one-sided algorithm %s; cost "
+         "model (%s):%s",
+         toString(collective), count, toString(type), nranks_,
+         reach == Reach::Mapped ? "mapped" : "read by CMA from huge pages", best->name,
+         tuning_.source.c_str(), why.c_str());
   }
   return best;
 }

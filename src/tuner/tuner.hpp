@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <tuple>
@@ -58,8 +59,11 @@ class Tuner {
   // one-sided algorithms of the collective that `allowed` admits (not excluded by
   // CHORUS_ALGO), the cost model's replay (predictMicros, as choose()) picks the fastest.
   // CMA pays only on huge pages; over the network never (so far).
+  // With `log`, the first choice for each call shape and reach is logged at INFO with every
+  // candidate's predicted time, as choose() logs its own.
   const Algorithm* chooseOneSided(Collective collective, size_t count, DataType type, Reach reach,
-                                  const std::function<bool(const Algorithm&)>& allowed) const;
+                                  const std::function<bool(const Algorithm&)>& allowed,
+                                  bool log = false);
   // The staged one-sided algorithm (Algorithm::staged) to run instead of the copy path on
   // buffers peers cannot read in place, over a transport whose PeerMemory maps (shm), or
   // nullptr. Mode::Model (up to kMaxReplayRanks ranks, one node): where the replay
@@ -104,6 +108,7 @@ class Tuner {
   size_t sliceBytes_;
   std::map<std::tuple<Collective, size_t, DataType>, const Algorithm*> choices_;
   std::map<std::tuple<Collective, size_t, DataType>, const Algorithm*> stagedChoices_;
+  std::set<std::tuple<Collective, size_t, DataType, Reach>> oneSidedLogged_;
 };
 
 // CHORUS_TUNER: "model" (default) or "static"; throws Error(InvalidArgument) otherwise.

@@ -683,7 +683,8 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
     if (!regions)
       throwInvalid(
           std::string(toString(call.collective)) + ": algorithm " + forced->name +
-          " reads peers' buffers in place: allocate them with memAlloc or register "
+          (writesIntoPeers(*forced) ? " reads and writes" : " reads") +
+          " peers' buffers in place: allocate them with memAlloc or register "
           "them (registerBuffer) on every rank" +
           (transport_->peerMemory() ? "" : std::string(", over a transport that can (shm, ib)")));
   } else if (!forced && bytes >= Tuner::kOneSidedMinBytes && (regions = exposableBuffers(call))) {

@@ -194,6 +194,18 @@ void collectiveChecks(Report& rep, chorus::Communicator& comm) {
     return 0;
   });
   expectUsable(rep, comm, "usable after setAlgorithm failed");
+
+  // A one-sided algorithm forced on buffers peers cannot reach in place (plain vectors:
+  // neither memAlloc'd nor registered) is refused with what to do, not run or hung.
+  std::vector<float> in(1 << 16, 1.0f), out(1 << 16);
+  for (const char* spec : {"allreduce:peer_push", "allreduce:peer_twoshot"}) {
+    comm.setAlgorithm(spec);
+    expectInvalid(rep, std::string(spec) + " on plain buffers", {"memAlloc", "register"}, [&] {
+      return comm.allReduce(in.data(), out.data(), in.size(), DataType::Float32, RedOp::Sum);
+    });
+  }
+  comm.setAlgorithm("allreduce:auto");
+  expectUsable(rep, comm, "usable after the refused one-sided algorithms");
 }
 
 // After abort() every collective throws chorus::Error (any code), at once.

@@ -7,16 +7,19 @@
 # when any trial failed (an error, a hang past 120 s, or a wrong element).
 #   tests/multiproc/one_sided_soak.sh N [SEED] [ALGO]   (default: 100, the clock, peer_push;
 #                                                        CHORUS_BUILD: default ./build)
+# Env: MAX_RANKS (default 9: rank counts 2..MAX_RANKS). Over verbs, inside the Soft-RoCE
+# guest: tests/rdma/soak_guest.sh runs it with CHORUS_TRANSPORT=ib.
 set -u
 trials=${1:-100}
 seed=${2:-$(date +%s)}
 algo=${3:-peer_push}
 build=${CHORUS_BUILD:-build}
+max_ranks=${MAX_RANKS:-9}
 RANDOM=$((seed % 32768))
 types=(int8 uint8 int32 uint32 int64 uint64 half float double bfloat16)
 failures=0
 for ((t = 0; t < trials; t++)); do
-  np=$((RANDOM % 8 + 2))
+  np=$((RANDOM % (max_ranks - 1) + 2))
   type=${types[$((RANDOM % ${#types[@]}))]}
   buffers=$((RANDOM % 2 + 1))
   first=$((RANDOM % 5000 + 1))

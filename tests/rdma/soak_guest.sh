@@ -1,0 +1,17 @@
+#!/bin/sh
+# A one-sided soak over verbs (not in CI), run inside the Soft-RoCE guest:
+#   WORK=/tmp/chorus-softroce-$UID bash tests/rdma/softroce.sh tests/rdma/soak_guest.sh \
+#     BUILD=$PWD/build SRC=$PWD TRIALS=30 SEED=1 ALGO=peer_push MAX_RANKS=4
+# runs tests/multiproc/one_sided_soak.sh there with CHORUS_TRANSPORT=ib over rxe0 (random
+# rank counts 2..MAX_RANKS, types, every op, -R 1 and -R 2, odd sizes); exits as it does.
+. /mnt/env
+ip link set lo up
+ip link show dummy0 >/dev/null 2>&1 || ip link add dummy0 type dummy
+ip addr add 10.77.0.1/24 dev dummy0
+ip link set dummy0 up
+rdma link add rxe0 type rxe netdev dummy0 || { echo "FAIL: could not create rxe0"; exit 1; }
+export CHORUS_TRANSPORT=ib CHORUS_IB_HCA=rxe0 CHORUS_BUILD="$BUILD" MAX_RANKS="${MAX_RANKS:-4}"
+# The trials' transport, as chorus-perf's header names it: ib, or the soak proves nothing.
+"$BUILD/tools/chorus-run" -n 2 "$BUILD/perf/chorus-perf" -t allreduce -b 64K -e 64K -n 1 -w 0 |
+  grep -m1 "transport ib " || { echo "FAIL: chorus-perf does not run over ib here"; exit 1; }
+bash "$SRC/tests/multiproc/one_sided_soak.sh" "${TRIALS:-30}" "${SEED:-1}" "${ALGO:-peer_push}"

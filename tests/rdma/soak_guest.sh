@@ -12,6 +12,8 @@ ip link set dummy0 up
 rdma link add rxe0 type rxe netdev dummy0 || { echo "FAIL: could not create rxe0"; exit 1; }
 export CHORUS_TRANSPORT=ib CHORUS_IB_HCA=rxe0 CHORUS_BUILD="$BUILD" MAX_RANKS="${MAX_RANKS:-4}"
 # The trials' transport, as chorus-perf's header names it: ib, or the soak proves nothing.
-"$BUILD/tools/chorus-run" -n 2 "$BUILD/perf/chorus-perf" -t allreduce -b 64K -e 64K -n 1 -w 0 |
-  grep -m1 "transport ib " || { echo "FAIL: chorus-perf does not run over ib here"; exit 1; }
+header=$("$BUILD/tools/chorus-run" -n 2 "$BUILD/perf/chorus-perf" -t allreduce -b 64K -e 64K \
+  -n 1 -w 0 2>&1)
+echo "$header" | grep -m1 "transport ib " ||
+  { echo "$header"; echo "FAIL: chorus-perf does not run over ib here"; exit 1; }
 bash "$SRC/tests/multiproc/one_sided_soak.sh" "${TRIALS:-30}" "${SEED:-1}" "${ALGO:-peer_push}"

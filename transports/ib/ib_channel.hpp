@@ -121,8 +121,8 @@ class IbChannel final : public Channel, public DirectTransfer {
   // picks (reads and writes share each QP's backlog) among the QPs of rails [0, rails),
   // with that rail's keys (keys[r]); false when none has room in its send queue for now.
   // oneSidedDone(ticket) is true once its completion arrived (and forgets it): for a write
-  // the peer's acknowledgement, so the bytes are in its memory.
-  struct ReadKeys {
+  // the peer's acknowledgement (ib_peer_memory.hpp says what that orders).
+  struct ReadKeys {  // (named for reads; writes take the same keys)
     uint32_t lkey = 0, rkey = 0;
   };
   bool postRead(void* local, uint64_t remote, const ReadKeys* keys, size_t rails, uint32_t len,

@@ -21,7 +21,13 @@
 // (peer_push writes its folded part of its own exposed output), else from a landing
 // buffer it is copied into first. The writer's next message tells the peer the bytes are
 // there; write() reports them complete only once every piece's completion (the peer's
-// acknowledgement) has arrived, so that message never overtakes them.
+// acknowledgement) has arrived, so that message is sent after them. Not proved beyond
+// Soft-RoCE: the IB ordering rules place a WRITE's data before later operations on the
+// same QP only, and the message may take another QP (or rail); rxe places the data before
+// it acknowledges, and an HCA without PCIe relaxed ordering writes host memory in order.
+// Where that does not hold, a one-byte RDMA READ on each QP that carried pieces (NCCL's
+// flush) before the message would make it so, at a round trip per call. The tuner never
+// picks a writing algorithm over the network; CHORUS_ALGO forces one.
 //
 // A read that cannot finish at once returns 0; the engine calls read() again for the same
 // range under its deadline until the completion has arrived (a write too). A failed read

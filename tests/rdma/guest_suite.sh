@@ -97,16 +97,20 @@ bytes_per_rail() {  # bytes_per_rail FIELD LOG: "rxe0 rxe1" bytes of FIELD (read
     sum[rail] += r
   } END { printf "%d %d\n", sum["rxe0"], sum["rxe1"] }' "$2"
 }
-if [ -f /mnt/onesided.np2.twoshot.registered.log ]; then
-  set -- $(bytes_per_rail read /mnt/onesided.np2.twoshot.registered.log)
-  total=$(($1 + $2))
-  if [ "$total" -gt 0 ] && [ $(($1 * 10)) -ge "$total" ] && [ $(($2 * 10)) -ge "$total" ]; then
-    echo "PASS onesided.two_rails (bytes read: rxe0 $1, rxe1 $2)"
+# each_rail_a_tenth NAME FIELD VERB LOG: PASS when rxe0 and rxe1 each carried at least a
+# tenth of LOG's FIELD bytes (none at all fails); nothing when the part did not run.
+each_rail_a_tenth() {
+  [ -f "$4" ] || return 0
+  set -- "$1" "$3" $(bytes_per_rail "$2" "$4")
+  total=$(($3 + $4))
+  if [ "$total" -gt 0 ] && [ $(($3 * 10)) -ge "$total" ] && [ $(($4 * 10)) -ge "$total" ]; then
+    echo "PASS $1 (bytes $2: rxe0 $3, rxe1 $4)"
   else
-    echo "FAIL onesided.two_rails: bytes read: rxe0 $1, rxe1 $2 (each rail needs a tenth)"
+    echo "FAIL $1: bytes $2: rxe0 $3, rxe1 $4 (each rail needs a tenth)"
     status=1
   fi
-fi
+}
+each_rail_a_tenth onesided.two_rails read read /mnt/onesided.np2.twoshot.registered.log
 # peer_oneshot on memAlloc buffers (chorus-perf -R 2 checks every result, exits non-zero
 # on a wrong one): every type and op at 32 KiB, in and out of place (CI time: more sizes
 # cost minutes in the emulated guest).
@@ -142,16 +146,7 @@ part onesided.np3.push.registered 300 env CHORUS_IB_HCA=rxe0,rxe1 \
   CHORUS_IB_QPS_PER_CONNECTION=4 CHORUS_DEBUG=INFO "$RUN" -n 3 --timeout 280 "$COLL" \
   --transport ib --quick --buffers registered --algo allreduce:peer_push --only allReduce \
   --expect-algo allreduce:peer_push
-if [ -f /mnt/onesided.np3.push.registered.log ]; then
-  set -- $(bytes_per_rail written /mnt/onesided.np3.push.registered.log)
-  total=$(($1 + $2))
-  if [ "$total" -gt 0 ] && [ $(($1 * 10)) -ge "$total" ] && [ $(($2 * 10)) -ge "$total" ]; then
-    echo "PASS onesided.push.two_rails (bytes written: rxe0 $1, rxe1 $2)"
-  else
-    echo "FAIL onesided.push.two_rails: bytes written: rxe0 $1, rxe1 $2 (each rail needs a tenth)"
-    status=1
-  fi
-fi
+each_rail_a_tenth onesided.push.two_rails written written /mnt/onesided.np3.push.registered.log
 part onesided.np2.push.memalloc 300 "$RUN" -n 2 --timeout 280 "$BUILD/perf/chorus-perf" \
   -R 2 -A allreduce:peer_push -d all -o all -b 32K -e 32K -n 1 -w 0 -c 1 -T 0
 part onesided.push.kill.np3.victim1 90 \

@@ -365,13 +365,20 @@ class Run {
   }
 
   // Expose: once `after` is complete (all of it, rule 4), tell the peer where the range is.
+  // How far rank r's step i may go now (rules::allowedElements, behind its `after` step).
+  size_t allowedNow(int r, int i, bool afterDone) const {
+    const RankRun& s = ranks_[r];
+    const Step& step = s.schedule.steps[i];
+    return rules::allowedElements(s.schedule, i, step.after >= 0 ? s.progress[step.after] : 0,
+                                  afterDone);
+  }
+
   void advanceExpose(int r, int i) {
     RankRun& s = ranks_[r];
     const Step& step = s.schedule.steps[i];
     const bool afterDone = this->afterDone(r, i);
     if (!rules::emptyStepMayComplete(step, afterDone) ||
-        rules::allowedElements(s.schedule, i, step.after >= 0 ? s.progress[step.after] : 0,
-                               afterDone) < step.src.count)
+        allowedNow(r, i, afterDone) < step.src.count)
       return;
     RankRun& peer = ranks_[step.peer];
     const size_t l = link(peer, r);
@@ -429,8 +436,7 @@ class Run {
     applyAcks(r, message);
     const bool afterDone = this->afterDone(r, i);
     const size_t from = s.progress[i];
-    const size_t to = rules::allowedElements(
-        s.schedule, i, step.after >= 0 ? s.progress[step.after] : 0, afterDone);
+    const size_t to = allowedNow(r, i, afterDone);
     if (total > 0 && to <= from) return;
     if (total == 0 && !rules::emptyStepMayComplete(step, afterDone)) return;
     int last = i;  // the last step of a fused fold chain this pass runs
@@ -481,8 +487,7 @@ class Run {
     RankRun& owner = ranks_[step.peer];
     const bool afterDone = this->afterDone(r, i);
     const size_t from = s.progress[i];
-    const size_t limit = rules::allowedElements(
-        s.schedule, i, step.after >= 0 ? s.progress[step.after] : 0, afterDone);
+    const size_t limit = allowedNow(r, i, afterDone);
     if (total == 0) {
       if (!rules::emptyStepMayComplete(step, afterDone)) return;
       finishRead(r, i);
@@ -562,8 +567,7 @@ class Run {
       return;
     }
     const size_t from = s.progress[i];
-    const size_t limit = rules::allowedElements(
-        s.schedule, i, step.after >= 0 ? s.progress[step.after] : 0, afterDone);
+    const size_t limit = allowedNow(r, i, afterDone);
     if (limit <= from) return;
     size_t to = limit;
     switch (step.kind) {

@@ -115,6 +115,22 @@ void IbPeerMemory::keysFor(const uint32_t* rkeys, const Exposed* direct, const P
   }
 }
 
+bool IbPeerMemory::postAndCollect(IbChannel& channel, std::map<Key, Pending>::iterator it,
+                                  bool write, std::byte* local, const uint32_t* rkeys,
+                                  const Exposed* direct, uint64_t remote, size_t bytes) {
+  Pending& p = it->second;
+  IbChannel::ReadKeys keys[kRendezvousRails];
+  keysFor(rkeys, direct, p, keys);
+  try {
+    postPieces(channel, p, write, local, keys, remote, bytes);
+    std::erase_if(p.tickets, [&](uint32_t t) { return channel.oneSidedDone(t); });
+  } catch (...) {
+    finish(it);
+    throw;
+  }
+  return p.posted == bytes && p.tickets.empty();
+}
+
 IbPeerMemory::Landing IbPeerMemory::landing(size_t bytes) {
   for (auto it = landings_.begin(); it != landings_.end(); ++it) {
     if (it->buffer.size() >= bytes) {
@@ -176,16 +192,7 @@ size_t IbPeerMemory::readInto(int peer, std::span<const std::byte> blob, size_t 
     throw Error(Result::InternalError, "ib: the destination of a read in flight from rank " +
                                            std::to_string(peer) + " is no longer registered");
   std::byte* into = direct ? static_cast<std::byte*>(dst) : p.landing.data();
-  IbChannel::ReadKeys keys[kRendezvousRails];
-  keysFor(b.rkey, direct, p, keys);
-  try {
-    postPieces(channel, p, false, into, keys, remote, bytes);
-    std::erase_if(p.tickets, [&](uint32_t t) { return channel.oneSidedDone(t); });
-  } catch (...) {
-    finish(it);
-    throw;
-  }
-  if (p.posted < bytes || !p.tickets.empty()) return 0;
+  if (!postAndCollect(channel, it, false, into, b.rkey, direct, remote, bytes)) return 0;
   if (!direct && landed) {
     *landed = into;
     held_ = std::move(p.landing);
@@ -222,16 +229,7 @@ size_t IbPeerMemory::write(int peer, std::span<const std::byte> blob, size_t off
                                            std::to_string(peer) + " is no longer registered");
   std::byte* from =
       direct ? const_cast<std::byte*>(static_cast<const std::byte*>(src)) : p.landing.data();
-  IbChannel::ReadKeys keys[kRendezvousRails];
-  keysFor(b.rkey, direct, p, keys);
-  try {
-    postPieces(channel, p, true, from, keys, remote, bytes);
-    std::erase_if(p.tickets, [&](uint32_t t) { return channel.oneSidedDone(t); });
-  } catch (...) {
-    finish(it);
-    throw;
-  }
-  if (p.posted < bytes || !p.tickets.empty()) return 0;
+  if (!postAndCollect(channel, it, true, from, b.rkey, direct, remote, bytes)) return 0;
   finish(it);
   return bytes;
 }

@@ -103,6 +103,11 @@ class IbPeerMemory final : public PeerMemory {
                IbChannel::ReadKeys* keys) const;
   Landing landing(size_t bytes);
   void finish(std::map<Key, Pending>::iterator it);
+  // Posts what is left of `it`'s pieces and collects their completions (keysFor's keys);
+  // true once all of them are complete. A failure finishes `it` and throws.
+  bool postAndCollect(IbChannel& channel, std::map<Key, Pending>::iterator it, bool write,
+                      std::byte* local, const uint32_t* rkeys, const Exposed* direct,
+                      uint64_t remote, size_t bytes);
   // read() and readLanded(): with `landed`, the bytes stay in the landing buffer.
   size_t readInto(int peer, std::span<const std::byte> blob, size_t offset, void* dst, size_t bytes,
                   const std::byte** landed);

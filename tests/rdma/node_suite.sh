@@ -338,10 +338,19 @@ elif wanted cutoff; then
     why=$(bash "$SRC/tests/testbed/cutoff_check.sh" "$r" "$other" $((CUT_S * 1000)) "$line") ||
       { echo "cutoff: $why"; ok=0; }
   done
-  if awk "BEGIN{exit !($took > $CUT_S)}"; then
-    echo "cutoff: the ranks took $took s after the cut (limit $CUT_S s)"; ok=0
+  # The exit comes after the verbs driver's teardown, which is the kernel's: Soft-RoCE
+  # took 0-3 s to destroy a rank's QPs after the cut in traced runs here (one destroy up to
+  # 3 s), and once, in CI, the exit came 54 s after the error. A rank logs that teardown
+  # ("closing the ib transport took S s") when it is over 2 s; the exit's limit grows by
+  # it. The error itself must still come within CUT_S (cutoff_check.sh above).
+  driver=$(cat "$C/cutoff.rank$((2 * NODE)).log" "$C/cutoff.rank$((2 * NODE + 1)).log" |
+    sed -n 's/.*closing the ib transport took \([0-9.]*\) s.*/\1/p' |
+    awk '$1 > m { m = $1 } END { print m + 0 }')
+  if awk "BEGIN{exit !($took > $CUT_S + $driver)}"; then
+    echo "cutoff: the ranks took $took s after the cut (limit $CUT_S s + the driver's $driver s)"
+    ok=0
   fi
-  echo "cutoff: both ranks exited $took s after the cut was seen"
+  echo "cutoff: both ranks exited $took s after the cut was seen (the verbs driver's teardown: $driver s)"
   verdict cutoff $ok "$(elapsed "$t")"
 fi
 # Retransmissions and errors on the rails (rxe's counters), for the record.

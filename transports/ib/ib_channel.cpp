@@ -105,8 +105,17 @@ IbChannel::IbChannel(int rank, int peer, const std::vector<IbDevice*>& rails,
   if (!failure_.empty()) throw Error(Result::SystemError, failure_);
 }
 
+void IbChannel::stopQps() noexcept {
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  for (auto& l : links_)
+    if (l.qp) ibv_modify_qp(l.qp, &attr, IBV_QP_STATE);
+  if (probeQp_) ibv_modify_qp(probeQp_, &attr, IBV_QP_STATE);
+}
+
 IbChannel::~IbChannel() {
   stripe::logChannelReport(*stats_);
+  stopQps();
   for (auto& l : links_)
     if (l.qp) ibv_destroy_qp(l.qp);
   if (probeQp_) ibv_destroy_qp(probeQp_);

@@ -92,9 +92,18 @@ class IbTransport final : public Transport {
   }
 
   ~IbTransport() override {
+    const auto start = Clock::now();
+    // Every QP stops before any is destroyed: one QP's destroy waits for what the driver
+    // still does on its behalf, and other QPs' retransmissions would take its CPU.
+    for (auto& c : channels_)
+      if (c) c->stopQps();
     peerMemory_.reset();  // its pins before the QPs it reads through
     channels_.clear();    // QPs and CQs first, then their completion channels
     for (ibv_comp_channel* e : events_) ibv_destroy_comp_channel(e);
+    const auto took = std::chrono::duration<double>(Clock::now() - start).count();
+    if (took > 2.0)  // the driver's teardown, not Chorus's: said, so a slow exit is explained
+      logf(LogLevel::Warn, "rank %d: closing the ib transport took %.1f s (the verbs driver)",
+           rank_, took);
   }
 
   const char* name() const override { return "ib"; }

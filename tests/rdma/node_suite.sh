@@ -30,11 +30,12 @@
 #              takes node 1's taps off both rails' bridges (frames vanish; no link goes down,
 #              nothing errs at once) and says so (cutoff.cut). Keepalive off, CHORUS_TIMEOUT
 #              CUT_TIMEOUT s: only the stall's probes over verbs (a probe QP's zero-length
-#              RDMA WRITEs) can tell a silent host. Every rank on both nodes must exit with an
-#              error (status 3, not the guest's kill) within CUT_S s of the cut, naming the
-#              collective, its sequence number and a rank of the other node that cannot be
-#              reached (tests/testbed/cutoff_check.sh, as the netns bed's cut tests). Needs
-#              the tap link (LINK=tap from two_nodes.sh); skipped on the socket link.
+#              RDMA WRITEs) can tell a silent host. Every rank on both nodes must report an
+#              error within CUT_S s, naming the collective, its sequence number and a rank
+#              of the other node that cannot be reached (tests/testbed/cutoff_check.sh, as
+#              the netns bed's cut tests), and exit with status 3 (not the guest's kill)
+#              within CUT_S s of the cut plus the verbs driver's teardown the ranks logged.
+#              Needs the tap link (LINK=tap from two_nodes.sh); skipped on the socket link.
 # Prints PASS/FAIL per part; exits non-zero if any failed. Every wait has a deadline.
 . /mnt/env
 C=/mnt/common

@@ -15,8 +15,9 @@
 //      a read beyond the exposed range is refused; RDMA WRITE into the exposed range (at an
 //      offset, in pieces) lands exact with nothing around it touched, from plain memory
 //      (through a landing buffer) and from a buffer the writer exposes (no registration),
-//      and a write beyond the range is refused; a record with a wrong rkey fails the
-//      read with PeerError naming the peer (remote access error), not a hang.
+//      ending with one one-byte flush READ on each QP that carried a piece (the stats'
+//      per-QP counters), and a write beyond the range is refused; a record with a wrong rkey fails
+//      the read with PeerError naming the peer (remote access error), not a hang.
 //   6. The rendezvous' clear to send between two connected channels: the receiver answers
 //      transfer 1 before its offer, the sender then streams it (its source unregistered:
 //      it never asks for the answer) and the receiver withdraws; transfer 2, answered
@@ -349,11 +350,34 @@ void peerMemoryChecks(chorus::ib::IbDevice& dev) {
   std::vector<std::byte> before(base, base + exposed.size() * 4);
   std::vector<std::byte> source(wLen);
   for (size_t i = 0; i < wLen; ++i) source[i] = static_cast<std::byte>(i * 131 + 17);
+  // Per QP, bytes written and read before the write: each QP that carries a piece must
+  // also carry one flush read of one byte, and no other QP any.
+  const auto* paths = a->stats().paths.get();
+  const size_t qps = a->stats().pathNames.size();
+  std::vector<uint64_t> writtenBefore, readBefore;
+  for (size_t q = 0; q < qps; ++q) {
+    writtenBefore.push_back(paths[q].written.load());
+    readBefore.push_back(paths[q].read.load());
+  }
+  const uint64_t flushesBefore = reader.flushReads();
   long wrote = writeAll(reader, blob, wOffset, source.data(), wLen);
   std::vector<std::byte> expect = before;
   std::memcpy(expect.data() + at + wOffset, source.data(), wLen);
   check(wrote == static_cast<long>(wLen) && std::memcmp(base, expect.data(), expect.size()) == 0,
         "RDMA WRITE from unregistered memory lands exact in the exposed range, nothing around it");
+  uint64_t carried = 0;
+  bool oneFlushEach = true;
+  for (size_t q = 0; q < qps; ++q) {
+    const bool wroteOn = paths[q].written.load() > writtenBefore[q];
+    carried += wroteOn;
+    oneFlushEach &= paths[q].read.load() - readBefore[q] == (wroteOn ? 1u : 0u);
+  }
+  std::printf("     the write's pieces took %llu of %zu QPs; flush reads %llu\n",
+              static_cast<unsigned long long>(carried), qps,
+              static_cast<unsigned long long>(reader.flushReads() - flushesBefore));
+  check(
+      carried >= 1 && oneFlushEach && reader.flushReads() - flushesBefore == carried,
+      "a write ends with one one-byte flush READ on each QP that carried a piece, none elsewhere");
   std::vector<std::byte> push(bytes + 16);
   for (size_t i = 0; i < push.size(); ++i) push[i] = static_cast<std::byte>(i * 7 + 3);
   reader.describe(chorus::LocalRegion{push.data(), push.size()}, push.data(), push.size());

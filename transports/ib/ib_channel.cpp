@@ -382,22 +382,29 @@ bool IbChannel::progressRail(Rail& rail) {
 
 bool IbChannel::postRead(void* local, uint64_t remote, const ReadKeys* keys, size_t rails,
                          uint32_t len, uint32_t ticket) {
-  return postOneSided(IBV_WR_RDMA_READ, local, remote, keys, rails, len, ticket);
+  return postOneSided(IBV_WR_RDMA_READ, local, remote, keys, rails, len, ticket) >= 0;
 }
 
 bool IbChannel::postPeerWrite(const void* local, uint64_t remote, const ReadKeys* keys,
-                              size_t rails, uint32_t len, uint32_t ticket) {
+                              size_t rails, uint32_t len, uint32_t ticket, int* qp) {
   // The verbs API takes a non-const address for either direction; a WRITE only reads it.
-  return postOneSided(IBV_WR_RDMA_WRITE, const_cast<void*>(local), remote, keys, rails, len,
-                      ticket);
+  *qp = postOneSided(IBV_WR_RDMA_WRITE, const_cast<void*>(local), remote, keys, rails, len, ticket);
+  return *qp >= 0;
 }
 
-bool IbChannel::postOneSided(ibv_wr_opcode opcode, void* local, uint64_t remote,
-                             const ReadKeys* keys, size_t rails, uint32_t len, uint32_t ticket) {
+bool IbChannel::postFlushRead(int qp, void* local, uint64_t remote, const ReadKeys* keys,
+                              uint32_t ticket) {
+  return postOneSided(IBV_WR_RDMA_READ, local, remote, keys, kRendezvousRails, 1, ticket, qp) >= 0;
+}
+
+int IbChannel::postOneSided(ibv_wr_opcode opcode, void* local, uint64_t remote,
+                            const ReadKeys* keys, size_t rails, uint32_t len, uint32_t ticket,
+                            int onQp) {
   progress();
   if (!failure_.empty()) throw PeerError(peer_, failure_);
-  const int q = pickQp(len, std::min(rails, putRails()));
-  if (q < 0) return false;
+  const int q = onQp >= 0 ? (links_[onQp].outstanding < dataLimit_ ? onQp : -1)
+                          : pickQp(len, std::min(rails, putRails()));
+  if (q < 0) return -1;
   const ReadKeys& k = keys[links_[q].rail];
   ibv_sge sge{reinterpret_cast<uint64_t>(local), len, k.lkey};
   ibv_send_wr wr{};
@@ -413,7 +420,7 @@ bool IbChannel::postOneSided(ibv_wr_opcode opcode, void* local, uint64_t remote,
   if (!failure_.empty()) throw PeerError(peer_, failure_);
   oneSidedLengths_[ticket] = len;
   posted(q, len);
-  return true;
+  return q;
 }
 
 bool IbChannel::oneSidedDone(uint32_t ticket) {

@@ -121,14 +121,19 @@ class IbChannel final : public Channel, public DirectTransfer {
   // picks (reads and writes share each QP's backlog) among the QPs of rails [0, rails),
   // with that rail's keys (keys[r]); false when none has room in its send queue for now.
   // oneSidedDone(ticket) is true once its completion arrived (and forgets it): for a write
-  // the peer's acknowledgement (ib_peer_memory.hpp says what that orders).
+  // the peer's acknowledgement (ib_peer_memory.hpp says what that orders). postPeerWrite
+  // tells the QP it took (*qp); postFlushRead posts a one-byte RDMA READ at `remote` on
+  // that QP (false while its send queue is full): its answer comes only after the peer
+  // placed every earlier WRITE of that QP.
   struct ReadKeys {  // (named for reads; writes take the same keys)
     uint32_t lkey = 0, rkey = 0;
   };
   bool postRead(void* local, uint64_t remote, const ReadKeys* keys, size_t rails, uint32_t len,
                 uint32_t ticket);
   bool postPeerWrite(const void* local, uint64_t remote, const ReadKeys* keys, size_t rails,
-                     uint32_t len, uint32_t ticket);
+                     uint32_t len, uint32_t ticket, int* qp);
+  bool postFlushRead(int qp, void* local, uint64_t remote, const ReadKeys* keys, uint32_t ticket);
+  const stripe::ChannelStats& stats() const { return *stats_; }  // one path per QP
   // The rails one-sided transfers may use (their devices' registrations are exchanged).
   size_t oneSidedRails() const { return putRails(); }
   bool oneSidedDone(uint32_t ticket);
@@ -221,8 +226,10 @@ class IbChannel final : public Channel, public DirectTransfer {
   // those in flight with their bytes.
   std::vector<uint32_t> oneSidedDone_;
   std::unordered_map<uint32_t, uint32_t> oneSidedLengths_;
-  bool postOneSided(ibv_wr_opcode opcode, void* local, uint64_t remote, const ReadKeys* keys,
-                    size_t rails, uint32_t len, uint32_t ticket);
+  // Posts on QP `onQp`, or on the scheduler's pick where it is -1; the QP, or -1 when it
+  // (or every QP) has no room.
+  int postOneSided(ibv_wr_opcode opcode, void* local, uint64_t remote, const ReadKeys* keys,
+                   size_t rails, uint32_t len, uint32_t ticket, int onQp = -1);
 
   // Rendezvous. control_: QP 0's receive slots (answers land there), then send slots.
   BufferPool::Buffer control_;

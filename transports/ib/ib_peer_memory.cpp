@@ -95,13 +95,33 @@ void IbPeerMemory::postPieces(IbChannel& channel, Pending& p, bool write, std::b
   while (p.posted < bytes) {
     const auto len = static_cast<uint32_t>(std::min(piece_, bytes - p.posted));
     const uint32_t ticket = nextTicket_++;
+    int qp = -1;
     const bool posted = write ? channel.postPeerWrite(local + p.posted, remote + p.posted, keys,
-                                                      rails_.size(), len, ticket)
+                                                      rails_.size(), len, ticket, &qp)
                               : channel.postRead(local + p.posted, remote + p.posted, keys,
                                                  rails_.size(), len, ticket);
     if (!posted) return;  // every QP is full: the next call posts the rest
     p.tickets.push_back(ticket);
     p.posted += len;
+    if (write && std::find(p.unflushed.begin(), p.unflushed.end(), qp) == p.unflushed.end())
+      p.unflushed.push_back(qp);
+  }
+}
+
+// One READ per QP that carried a piece, posted behind the pieces (not after their
+// completions): the write costs about one round trip either way.
+void IbPeerMemory::postFlushes(IbChannel& channel, Pending& p, const uint32_t* rkeys,
+                               uint64_t remote) {
+  if (!flush_.data()) flush_ = newLanding(64);
+  IbChannel::ReadKeys keys[kRendezvousRails];
+  for (size_t r = 0; r < rails_.size(); ++r)
+    keys[r] = {r == 0 ? flush_.buffer.lkey() : flush_.others[r - 1]->lkey, rkeys[r]};
+  while (!p.unflushed.empty()) {
+    const uint32_t ticket = nextTicket_++;
+    if (!channel.postFlushRead(p.unflushed.back(), flush_.data(), remote, keys, ticket)) return;
+    p.tickets.push_back(ticket);
+    p.unflushed.pop_back();
+    ++flushes_;
   }
 }
 
@@ -123,12 +143,13 @@ bool IbPeerMemory::postAndCollect(IbChannel& channel, std::map<Key, Pending>::it
   keysFor(rkeys, direct, p, keys);
   try {
     postPieces(channel, p, write, local, keys, remote, bytes);
+    if (write && p.posted == bytes) postFlushes(channel, p, rkeys, remote);
     std::erase_if(p.tickets, [&](uint32_t t) { return channel.oneSidedDone(t); });
   } catch (...) {
     finish(it);
     throw;
   }
-  return p.posted == bytes && p.tickets.empty();
+  return p.posted == bytes && p.unflushed.empty() && p.tickets.empty();
 }
 
 IbPeerMemory::Landing IbPeerMemory::landing(size_t bytes) {
@@ -139,6 +160,10 @@ IbPeerMemory::Landing IbPeerMemory::landing(size_t bytes) {
       return b;
     }
   }
+  return newLanding(bytes);
+}
+
+IbPeerMemory::Landing IbPeerMemory::newLanding(size_t bytes) {
   Landing l{rails_[0]->pool().get(bytes), {}};
   for (size_t r = 1; r < rails_.size(); ++r) {
     ibv_mr* mr =

@@ -20,14 +20,15 @@
 // exposed range, from the source itself when it lies in a buffer this rank exposes
 // (peer_push writes its folded part of its own exposed output), else from a landing
 // buffer it is copied into first. The writer's next message tells the peer the bytes are
-// there; write() reports them complete only once every piece's completion (the peer's
-// acknowledgement) has arrived, so that message is sent after them. Not proved beyond
-// Soft-RoCE: the IB ordering rules place a WRITE's data before later operations on the
-// same QP only, and the message may take another QP (or rail); rxe places the data before
-// it acknowledges, and an HCA without PCIe relaxed ordering writes host memory in order.
-// Where that does not hold, a one-byte RDMA READ on each QP that carried pieces (NCCL's
-// flush) before the message would make it so, at a round trip per call. The tuner never
-// picks a writing algorithm over the network; CHORUS_ALGO forces one.
+// there, and it may take another QP (or rail) than the pieces. A WRITE's acknowledgement
+// does not promise its data is in the peer's memory (an HCA with PCIe relaxed ordering may
+// still be placing it), but the IB ordering rules answer an RDMA READ only after every
+// earlier WRITE of its QP is placed. So behind its pieces a write posts a one-byte READ on
+// each QP that carried one (a flush, as NCCL's), and write() reports it complete only once
+// every piece and every flush has completed: about one round trip, as the
+// acknowledgements alone. Soft-RoCE places data before it acknowledges, so no test here
+// can see a write without its flush go wrong; chorus_ib_verbs_test counts the flushes.
+// The tuner never picks a writing algorithm over the network; CHORUS_ALGO forces one.
 //
 // A read that cannot finish at once returns 0; the engine calls read() again for the same
 // range under its deadline until the completion has arrived (a write too). A failed read
@@ -71,6 +72,7 @@ class IbPeerMemory final : public PeerMemory {
   size_t write(int peer, std::span<const std::byte> blob, size_t offset, const void* src,
                size_t bytes) override;
   void forget(const void* data, size_t bytes) override;
+  uint64_t flushReads() const { return flushes_; }
 
  private:
   struct Exposed {  // a registered region, pinned while peers may read it
@@ -87,9 +89,10 @@ class IbPeerMemory final : public PeerMemory {
     std::byte* data() const { return buffer.data(); }
   };
   struct Pending {                  // a read or write in flight
-    std::vector<uint32_t> tickets;  // pieces posted, not yet complete
+    std::vector<uint32_t> tickets;  // pieces (and flush reads) posted, not yet complete
     size_t posted = 0;              // bytes posted so far (the rest waits for room)
     Landing landing;                // where it lands (a write: its source) when not in place
+    std::vector<int> unflushed;     // a write's QPs that carried pieces, no flush read yet
   };
   using Key = std::tuple<int, uint64_t, size_t, bool>;  // peer, remote address, bytes, write
   Exposed& expose(const LocalRegion& region);
@@ -101,7 +104,10 @@ class IbPeerMemory final : public PeerMemory {
   // `direct` (a buffer this rank exposes) or else from p's landing buffer.
   void keysFor(const uint32_t* rkeys, const Exposed* direct, const Pending& p,
                IbChannel::ReadKeys* keys) const;
-  Landing landing(size_t bytes);
+  // Posts a write's flush reads (one byte at `remote`, on each QP in p.unflushed).
+  void postFlushes(IbChannel& channel, Pending& p, const uint32_t* rkeys, uint64_t remote);
+  Landing landing(size_t bytes);  // a free landing buffer, or a new one (newLanding)
+  Landing newLanding(size_t bytes);
   void finish(std::map<Key, Pending>::iterator it);
   // Posts what is left of `it`'s pieces and collects their completions (keysFor's keys);
   // true once all of them are complete. A failure finishes `it` and throws.
@@ -119,7 +125,9 @@ class IbPeerMemory final : public PeerMemory {
   std::map<Key, Pending> pending_;
   std::vector<Landing> landings_;  // landing buffers not in use
   Landing held_;                   // what readLanded handed out last
+  Landing flush_;                  // where flush reads land (their byte is never looked at)
   uint32_t nextTicket_ = 0;
+  uint64_t flushes_ = 0;  // flush reads posted (flushReads(), for tests)
 };
 
 }  // namespace chorus::ib

@@ -169,7 +169,7 @@ class PeerMemory {
                        const void* /*src*/, size_t /*bytes*/) {
     throw Error(Result::InvalidUsage, "this transport cannot write into rank " +
                                           std::to_string(peer) +
-                                          "'s memory (one-sided writes: shm and ib)");
+                                          "'s memory (one-sided writes: shm, ib and ucx)");
   }
   // [data, data + bytes) is no longer registered (deregister): drop what describe() keeps
   // for it (verbs: the memory registration, which would map the old pages if the address

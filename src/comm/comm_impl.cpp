@@ -678,15 +678,16 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
     if (writesIntoPeers(*forced) && transport_->peerMemory() && !transport_->peerMemory()->writes())
       throwInvalid(std::string(toString(call.collective)) + ": algorithm " + forced->name +
                    " writes into peers' buffers, which this communicator's transport (" +
-                   transport_->name() + ") cannot (shm and ib can)");
+                   transport_->name() + ") cannot (shm, ib and ucx can)");
     regions = exposableBuffers(call);
     if (!regions)
-      throwInvalid(
-          std::string(toString(call.collective)) + ": algorithm " + forced->name +
-          (writesIntoPeers(*forced) ? " reads and writes" : " reads") +
-          " peers' buffers in place: allocate them with memAlloc or register "
-          "them (registerBuffer) on every rank" +
-          (transport_->peerMemory() ? "" : std::string(", over a transport that can (shm, ib)")));
+      throwInvalid(std::string(toString(call.collective)) + ": algorithm " + forced->name +
+                   (writesIntoPeers(*forced) ? " reads and writes" : " reads") +
+                   " peers' buffers in place: allocate them with memAlloc or register "
+                   "them (registerBuffer) on every rank" +
+                   (transport_->peerMemory()
+                        ? ""
+                        : std::string(", over a transport that can (shm, ib, ucx)")));
   } else if (!forced && bytes >= Tuner::kOneSidedMinBytes && (regions = exposableBuffers(call))) {
     oneSided = tuner_->chooseOneSided(
         call.collective, call.count, call.type, reach(*regions),

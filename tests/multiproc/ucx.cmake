@@ -121,3 +121,39 @@ chorus_ucx_test(ucx.kill.np4.victim2.two_workers 120
   $<TARGET_FILE:chorus_kill_test> --transport ucx --ranks 4 --victim 2)
 set_tests_properties(ucx.kill.np4.victim2.two_workers
   PROPERTIES RUN_SERIAL TRUE ENVIRONMENT CHORUS_UCX_NET_DEVICES=lo,lo)
+
+# One-sided collectives over UCP RMA (ucx_peer_memory.hpp: ucp_get_nbx, ucp_put_nbx and a
+# flush), forced (the tuner never picks them over the network): every peer_* schedule, every
+# type and op of the --quick cases, in and out of place, on registered and memAlloc buffers,
+# in both error modes (tcp's emulated RMA; cma and shared memory with `none`), and with two
+# workers per rank (one-sided transfers take rail 0). --expect-algo fails a case that ran
+# another algorithm. Then a rank killed under peer_push and under peer_twoshot. About 25 s.
+set(_ucx_peer_algos
+  allreduce:peer_push,allgather:peer_ring,reducescatter:peer_direct,broadcast:peer_direct,alltoall:peer_direct)
+set(_ucx_peer_only --only allReduce,allGather,reduceScatter,broadcast,allToAll)
+chorus_ucx_test(ucx.onesided.np2.twoshot.registered 300 ${_run} -n 2 --timeout 280 ${_ucx_coll}
+  --quick --buffers registered --algo allreduce:peer_twoshot --only allReduce
+  --expect-algo allreduce:peer_twoshot)
+chorus_ucx_test(ucx.onesided.np3.all.registered 300 ${_run} -n 3 --timeout 280 ${_ucx_coll}
+  --quick --buffers registered --algo ${_ucx_peer_algos} ${_ucx_peer_only}
+  --expect-algo ${_ucx_peer_algos})
+chorus_ucx_test(ucx.onesided.np4.all.memalloc.errmode_none 300 ${_run} -n 4 --timeout 280
+  ${_ucx_coll} --quick --buffers memalloc --algo ${_ucx_peer_algos} ${_ucx_peer_only}
+  --expect-algo ${_ucx_peer_algos})
+set_tests_properties(ucx.onesided.np4.all.memalloc.errmode_none
+  PROPERTIES ENVIRONMENT CHORUS_UCX_ERR_MODE=none)
+chorus_ucx_test(ucx.onesided.np3.oneshot.two_workers 300 ${_run} -n 3 --timeout 280
+  ${_ucx_coll} --quick --buffers registered --algo allreduce:peer_oneshot --only allReduce
+  --expect-algo allreduce:peer_oneshot)
+chorus_ucx_test(ucx.onesided.np2.ring.memalloc 300 ${_run} -n 2 --timeout 280 ${_ucx_coll}
+  --quick --buffers memalloc --algo allreduce:peer_ring --only allReduce
+  --expect-algo allreduce:peer_ring)
+set_tests_properties(ucx.onesided.np3.oneshot.two_workers
+  PROPERTIES ENVIRONMENT CHORUS_UCX_NET_DEVICES=lo,lo)
+foreach(_algo peer_push peer_twoshot)
+  set(_name ucx.onesided.kill.np3.victim1.${_algo})
+  chorus_ucx_test(${_name} 120 $<TARGET_FILE:chorus_kill_test> --transport ucx --ranks 3
+    --victim 1 --buffers registered --algo ${_algo} --count 65536 --kill-after-ms 2000
+    --detect-limit-s 10 --deadline-s 40)
+  set_tests_properties(${_name} PROPERTIES RUN_SERIAL TRUE)
+endforeach()

@@ -429,6 +429,17 @@ void UcxChannel::throwFailure() const {
   throw PeerError(peer_, failure_);
 }
 
+ucp_ep_h UcxChannel::oneSidedEndpoint() {
+  progressLocked();
+  if (!failure_.empty()) throwFailure();
+  return eps_[0];
+}
+
+void UcxChannel::oneSidedFailed(const std::string& doing, ucs_status_t status) {
+  fail(doing, status);
+  throwFailure();
+}
+
 void UcxChannel::failWith(const std::string& why) {
   if (failure_.empty())
     failure_ = "ucx: connection to rank " + std::to_string(peer_) + " failed: " + why;

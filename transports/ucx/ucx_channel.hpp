@@ -96,6 +96,11 @@ class UcxChannel final : public Channel {
   // flushes still going.
   bool wired();
   void forgetWiring();
+  // One-sided transfers (ucx_peer_memory.hpp), with progress.mutex() held: the endpoint
+  // they take (rail 0's first path); throws the channel's PeerError once it failed.
+  ucp_ep_h oneSidedEndpoint();
+  // A one-sided transfer (`doing`: "reading from") failed: fails the channel, throws.
+  [[noreturn]] void oneSidedFailed(const std::string& doing, ucs_status_t status);
 
  private:
   struct Slot {

@@ -33,7 +33,7 @@ Context::Context(int estimatedEndpoints, const std::string& netDevices,
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS |
                       UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP | UCP_FEATURE_RMA;  // RMA: peer memory
   params.estimated_num_eps = static_cast<size_t>(estimatedEndpoints);
   params.mt_workers_shared = 0;
   status = ucp_init(&params, config, &context_);

@@ -1,5 +1,5 @@
 // RAII owners of the UCP objects the UCX transport uses: a context (features: tag
-// matching and wake-up) and a worker (serialized: one engine thread drives it) per device
+// matching, wake-up and RMA) and a worker (serialized: one engine thread drives it) per device
 // (CHORUS_UCX_NET_DEVICES), and memory mapped through ucp_mem_map for the staging buffers.
 #pragma once
 

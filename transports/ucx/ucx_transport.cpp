@@ -16,6 +16,7 @@
 #include "transports/transport.hpp"
 #include "transports/ucx/ucx_channel.hpp"
 #include "transports/ucx/ucx_keepalive.hpp"
+#include "transports/ucx/ucx_peer_memory.hpp"
 #include "transports/ucx/ucx_progress.hpp"
 #include "transports/ucx/ucx_record.hpp"
 #include "transports/ucx/ucx_resources.hpp"
@@ -87,6 +88,12 @@ class UcxTransport final : public Transport {
       }
     });
     channels_.resize(nranks_);
+    peerMemory_ = std::make_unique<ucx::UcxPeerMemory>(
+        *contexts_[0], *workers_[0], *progress_, [this](int peer) -> ucx::UcxChannel& {
+          if (peer < 0 || peer >= nranks_ || !channels_[peer])
+            throwInvalid("ucx: no channel to rank " + std::to_string(peer));
+          return *channels_[peer];
+        });
     if (nranks_ == 1) return;
     if (ctx.store == nullptr) throwInvalid("ucx: no store to rendezvous through");
     std::vector<std::string> addresses;
@@ -118,6 +125,8 @@ class UcxTransport final : public Transport {
   ~UcxTransport() override { close(); }
 
   const char* name() const override { return "ucx"; }
+
+  PeerMemory* peerMemory() override { return peerMemory_.get(); }
 
   Channel& channel(int peer) override {
     if (peer < 0 || peer >= nranks_ || peer == rank_)
@@ -275,6 +284,7 @@ class UcxTransport final : public Transport {
   // cancelled) and progresses until UCX has let go of our buffers, for at most kCloseTime.
   void close() noexcept {
     if (progress_) progress_->stop();
+    if (peerMemory_) peerMemory_->close();  // its keys and requests before the endpoints
     for (auto& c : channels_) {
       if (c) c->cancelReceives();
     }
@@ -298,6 +308,9 @@ class UcxTransport final : public Transport {
   // Destroyed in reverse: the workers before the channels' registered memory, so no UCP
   // request can outlive the buffers it points into; the contexts last.
   std::vector<std::unique_ptr<ucx::Context>> contexts_;
+  // One-sided access (ucx_peer_memory.hpp): its mappings go after the workers, before the
+  // contexts.
+  std::unique_ptr<ucx::UcxPeerMemory> peerMemory_;
   std::vector<std::unique_ptr<ucx::UcxChannel>> channels_;  // null for this rank
   std::vector<std::unique_ptr<ucx::Worker>> workers_;
   std::vector<ucx::Device> devices_;

@@ -7,7 +7,7 @@
 #         polls; the one-sided all-reduces (peers' registered buffers read by RDMA READ)
 #         on registered and memAlloc buffers, and a rank killed under them; peer_push's
 #         writes into peers' exposed outputs (RDMA WRITE) and a rank killed under it; the
-#         zero-copy rendezvous (RDMA WRITE between registered buffers) and a rank killed
+#         one-sided collectives over UCX's rc_verbs (UCP RMA); the zero-copy rendezvous (RDMA WRITE between registered buffers) and a rank killed
 #         under it; several
 #         nodes (ranks in their own UTS namespaces, so their host identities differ) over
 #         CHORUS_NET=ib: the hierarchical all-reduce and a killed rank;
@@ -153,6 +153,23 @@ part onesided.push.kill.np3.victim1 90 \
   "$BUILD/tests/multiproc/chorus_kill_test" --transport ib --ranks 3 --victim 1 \
   --buffers registered --algo peer_push --count 65536 --kill-after-ms 2000 --detect-limit-s 10 \
   --deadline-s 40
+# The same one-sided schedules over UCX on verbs (CHORUS_TRANSPORT=ucx with UCX's rc_verbs on
+# rxe0; UCX's tcp beside it for wire-up: rc_verbs with ud_verbs trips an assertion of UCX
+# 1.13's wire-up on rxe): UCP RMA (ucp_get/put, transports/ucx/ucx_peer_memory.hpp) on the
+# peers' registered buffers. A sample (--every 3) of the --quick cases of all five peer_*
+# collectives at 2 ranks, checked element by element; then rxe0 must have carried packets.
+ucx_algos=allreduce:peer_push,allgather:peer_ring,reducescatter:peer_direct,broadcast:peer_direct,alltoall:peer_direct
+rxe_sent() { cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts 2>/dev/null || echo 0; }
+rm -f /mnt/ucx.onesided.np2.rc_verbs.log
+rxe_before=$(rxe_sent)
+part ucx.onesided.np2.rc_verbs 200 env UCX_TLS=tcp,rc_verbs,self UCX_NET_DEVICES=rxe0:1,dummy0,lo \
+  "$RUN" -n 2 --timeout 180 "$COLL" --transport ucx --quick --every 3 --buffers registered \
+  --algo $ucx_algos --only allReduce,allGather,reduceScatter,broadcast,allToAll \
+  --expect-algo $ucx_algos
+if [ -f /mnt/ucx.onesided.np2.rc_verbs.log ] && [ "$(rxe_sent)" -le "$rxe_before" ]; then
+  echo "FAIL ucx.onesided.rc_verbs: rxe0 sent no packet (UCX did not use verbs)"
+  status=1
+fi
 # Zero-copy rendezvous (RDMA WRITE with immediate from the sender's registered buffer
 # straight into the receiver's): a low threshold (1 KiB) so that the 1023-element cases of
 # every type take it; a sample (--every 22) of sendRecv, allReduce (ring: its all-gather

@@ -112,6 +112,7 @@ void IbPeerMemory::postPieces(IbChannel& channel, Pending& p, bool write, std::b
 // completions): the write costs about one round trip either way.
 void IbPeerMemory::postFlushes(IbChannel& channel, Pending& p, const uint32_t* rkeys,
                                uint64_t remote) {
+  if (p.unflushed.empty()) return;  // posted already: later polls only collect
   if (!flush_.data()) flush_ = newLanding(64);
   IbChannel::ReadKeys keys[kRendezvousRails];
   for (size_t r = 0; r < rails_.size(); ++r)

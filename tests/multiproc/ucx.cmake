@@ -127,7 +127,7 @@ set_tests_properties(ucx.kill.np4.victim2.two_workers
 # type and op of the --quick cases, in and out of place, on registered and memAlloc buffers,
 # in both error modes (tcp's emulated RMA; cma and shared memory with `none`), and with two
 # workers per rank (one-sided transfers take rail 0). --expect-algo fails a case that ran
-# another algorithm. Then a rank killed under peer_push and under peer_twoshot. About 25 s.
+# another algorithm. Then a rank killed under peer_push and under peer_twoshot. About 40 s.
 set(_ucx_peer_algos
   allreduce:peer_push,allgather:peer_ring,reducescatter:peer_direct,broadcast:peer_direct,alltoall:peer_direct)
 set(_ucx_peer_only --only allReduce,allGather,reduceScatter,broadcast,allToAll)
@@ -150,6 +150,12 @@ chorus_ucx_test(ucx.onesided.np2.ring.memalloc 300 ${_run} -n 2 --timeout 280 ${
   --expect-algo allreduce:peer_ring)
 set_tests_properties(ucx.onesided.np3.oneshot.two_workers
   PROPERTIES ENVIRONMENT CHORUS_UCX_NET_DEVICES=lo,lo)
+# 1, 5 and 9 ranks: a sample (--every 5) of the same.
+foreach(_n 1 5 9)
+  chorus_ucx_test(ucx.onesided.np${_n}.registered 300 ${_run} -n ${_n} --timeout 280 ${_ucx_coll}
+    --quick --every 5 --buffers registered --algo ${_ucx_peer_algos} ${_ucx_peer_only}
+    --expect-algo ${_ucx_peer_algos})
+endforeach()
 foreach(_algo peer_push peer_twoshot)
   set(_name ucx.onesided.kill.np3.victim1.${_algo})
   chorus_ucx_test(${_name} 120 $<TARGET_FILE:chorus_kill_test> --transport ucx --ranks 3

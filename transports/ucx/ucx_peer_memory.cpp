@@ -39,9 +39,9 @@ void checkRange(const Blob& b, int peer, const char* doing, size_t offset, size_
 
 }  // namespace
 
-UcxPeerMemory::UcxPeerMemory(const Context& context, Worker& worker, Progress& progress,
+UcxPeerMemory::UcxPeerMemory(const Context& context, Progress& progress,
                              std::function<UcxChannel&(int)> channel)
-    : context_(context.get()), worker_(worker), progress_(progress), channel_(std::move(channel)) {}
+    : context_(context.get()), progress_(progress), channel_(std::move(channel)) {}
 
 // The transport called close() before its workers went; the progress thread is gone.
 UcxPeerMemory::~UcxPeerMemory() {
@@ -168,6 +168,21 @@ bool UcxPeerMemory::complete(std::map<Key, Pending>::iterator it, UcxChannel& ch
   return true;
 }
 
+UcxPeerMemory::Landing UcxPeerMemory::landing(size_t bytes) {
+  for (auto it = landings_.begin(); it != landings_.end(); ++it) {
+    if (it->bytes >= bytes) {
+      Landing l = std::move(*it);
+      landings_.erase(it);
+      return l;
+    }
+  }
+  return Landing{std::make_unique_for_overwrite<std::byte[]>(bytes), bytes};
+}
+
+void UcxPeerMemory::release(Landing l) {
+  if (l && landings_.size() < 4) landings_.push_back(std::move(l));
+}
+
 size_t UcxPeerMemory::read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
                            size_t bytes) {
   return readInto(peer, blob, offset, dst, bytes, nullptr);
@@ -182,7 +197,8 @@ size_t UcxPeerMemory::readLanded(int peer, std::span<const std::byte> blob, size
 size_t UcxPeerMemory::readInto(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
                                size_t bytes, const std::byte** landed) {
   if (bytes == 0) return 0;
-  held_.reset();  // the last readLanded's bytes: the caller is done with them
+  release(std::move(held_));  // the last readLanded's bytes: the caller is done with them
+  held_ = Landing{};
   const Blob b = parse(blob, peer);
   checkRange(b, peer, "reading", offset, bytes);
   std::lock_guard lock(progress_.mutex());
@@ -195,7 +211,7 @@ size_t UcxPeerMemory::readInto(int peer, std::span<const std::byte> blob, size_t
     const ucp_rkey_h rkey =
         remoteKey(peer, channel, std::string(reinterpret_cast<const char*>(b.key), b.keyBytes));
     Pending p;
-    if (!exposedContaining(dst, bytes)) p.landing = std::make_unique<std::byte[]>(bytes);
+    if (!exposedContaining(dst, bytes)) p.landing = landing(bytes);
     void* into = p.landing ? p.landing.get() : dst;
     ucp_request_param_t param{};
     ucs_status_ptr_t request = ucp_get_nbx(ep, into, bytes, remote, rkey, &param);
@@ -210,6 +226,7 @@ size_t UcxPeerMemory::readInto(int peer, std::span<const std::byte> blob, size_t
     held_ = std::move(p.landing);
   } else if (p.landing) {
     std::memcpy(dst, p.landing.get(), bytes);
+    release(std::move(p.landing));
   }
   pending_.erase(it);
   return bytes;
@@ -234,7 +251,7 @@ size_t UcxPeerMemory::write(int peer, std::span<const std::byte> blob, size_t of
     Pending p;
     const void* from = src;
     if (!exposedContaining(src, bytes)) {
-      p.landing = std::make_unique<std::byte[]>(bytes);
+      p.landing = landing(bytes);
       std::memcpy(p.landing.get(), src, bytes);
       from = p.landing.get();
     }
@@ -251,6 +268,7 @@ size_t UcxPeerMemory::write(int peer, std::span<const std::byte> blob, size_t of
     it = pending_.emplace(key, std::move(p)).first;
   }
   if (!complete(it, channel, "writing to")) return 0;
+  release(std::move(it->second.landing));
   pending_.erase(it);
   return bytes;
 }

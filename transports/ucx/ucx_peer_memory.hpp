@@ -49,8 +49,8 @@ class UcxPeerMemory final : public PeerMemory {
   // The blob: address and length of the range (16 bytes), the key's length (1), the key.
   static constexpr size_t kMaxKeyBytes = PeerMemory::kMaxBlob - 17;
 
-  // context and worker: rail 0's; channel(peer) gives the peer's channel (its endpoint).
-  UcxPeerMemory(const Context& context, Worker& worker, Progress& progress,
+  // context: rail 0's; channel(peer) gives the peer's channel (its endpoint).
+  UcxPeerMemory(const Context& context, Progress& progress,
                 std::function<UcxChannel&(int)> channel);
   // After close(), with the workers gone: unmaps the exposed regions (the context lives).
   ~UcxPeerMemory() override;
@@ -80,9 +80,15 @@ class UcxPeerMemory final : public PeerMemory {
     ucp_mem_h memh;
     std::string key;  // packed remote key
   };
-  struct Pending {                         // a get, or a put and its flush, in flight
-    void* request = nullptr;               // the get's or the flush's; null once complete
-    std::unique_ptr<std::byte[]> landing;  // where it lands (a write: its source) if not in place
+  struct Landing {  // a buffer of this object's, which UCX may still fill after an aborted op
+    std::unique_ptr<std::byte[]> data;
+    size_t bytes = 0;
+    std::byte* get() const { return data.get(); }
+    explicit operator bool() const { return data != nullptr; }
+  };
+  struct Pending {            // a get, or a put and its flush, in flight
+    void* request = nullptr;  // the get's or the flush's; null once complete
+    Landing landing;          // where it lands (a write: its source) if not in place
   };
   using Key = std::tuple<int, uint64_t, size_t, bool>;  // peer, remote address, bytes, write
 
@@ -98,16 +104,19 @@ class UcxPeerMemory final : public PeerMemory {
                   const std::byte** landed);
 
   ucp_context_h context_;
-  Worker& worker_;
   Progress& progress_;
   std::function<UcxChannel&(int)> channel_;
   std::map<uintptr_t, Exposed> exposed_;  // by start address
   std::map<std::pair<int, std::string>, ucp_rkey_h> keys_;
   std::map<Key, Pending> pending_;
-  std::unique_ptr<std::byte[]> held_;  // what readLanded handed out last
+  Landing landing(size_t bytes);  // a free one of at least `bytes`, or a new one
+  void release(Landing l);        // kept for reuse (a few), else freed
+
+  Landing held_;                   // what readLanded handed out last
+  std::vector<Landing> landings_;  // free for reuse: no allocation (and page faults) per read
   // Landing buffers of operations that failed while UCX may still use them (a put behind
   // a failed flush): freed with this object, after the workers.
-  std::vector<std::unique_ptr<std::byte[]>> orphans_;
+  std::vector<Landing> orphans_;
   bool closed_ = false;
 };
 

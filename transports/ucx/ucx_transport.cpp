@@ -89,7 +89,7 @@ class UcxTransport final : public Transport {
     });
     channels_.resize(nranks_);
     peerMemory_ = std::make_unique<ucx::UcxPeerMemory>(
-        *contexts_[0], *workers_[0], *progress_, [this](int peer) -> ucx::UcxChannel& {
+        *contexts_[0], *progress_, [this](int peer) -> ucx::UcxChannel& {
           if (peer < 0 || peer >= nranks_ || !channels_[peer])
             throwInvalid("ucx: no channel to rank " + std::to_string(peer));
           return *channels_[peer];

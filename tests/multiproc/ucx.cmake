@@ -163,3 +163,10 @@ foreach(_algo peer_push peer_twoshot)
     --detect-limit-s 10 --deadline-s 40)
   set_tests_properties(${_name} PROPERTIES RUN_SERIAL TRUE)
 endforeach()
+# Without UCX's peer failure handling (errmode none: cma and shared memory) the death is
+# found through the store.
+chorus_ucx_test(ucx.onesided.kill.np3.victim1.peer_push.errmode_none 120
+  $<TARGET_FILE:chorus_kill_test> --transport ucx --ranks 3 --victim 1 --buffers registered
+  --algo peer_push --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40)
+set_tests_properties(ucx.onesided.kill.np3.victim1.peer_push.errmode_none
+  PROPERTIES RUN_SERIAL TRUE ENVIRONMENT CHORUS_UCX_ERR_MODE=none)

@@ -25,14 +25,6 @@ Blob parse(std::span<const std::byte> blob, int peer) {
   return b;
 }
 
-void checkRange(const Blob& b, int peer, const char* doing, size_t offset, size_t bytes) {
-  if (offset + bytes > b.bytes)
-    throw Error(Result::InternalError,
-                std::string("ib: ") + doing + " bytes [" + std::to_string(offset) + ", " +
-                    std::to_string(offset + bytes) + ") of the " + std::to_string(b.bytes) +
-                    " bytes rank " + std::to_string(peer) + " exposed");
-}
-
 }  // namespace
 
 IbPeerMemory::IbPeerMemory(const std::vector<IbDevice*>& rails, size_t piece,
@@ -48,25 +40,17 @@ IbPeerMemory::~IbPeerMemory() = default;
 // The whole region is registered once (one MR per registered buffer) and stays pinned while
 // this transport lives or until forget(): a peer may read it at any time after describe().
 IbPeerMemory::Exposed& IbPeerMemory::expose(const LocalRegion& region) {
-  const auto start = reinterpret_cast<uintptr_t>(region.base);
-  auto it = exposed_.find(start);
-  if (it != exposed_.end() && it->second.bytes == region.bytes &&
-      it->second.serial == region.serial)
-    return it->second;
+  if (Exposed* e = exposed_.find(region)) return *e;
   // Another buffer now at this address (the old one freed): its registration maps the old
   // pages, so it must go, with any other entry overlapping the new range.
   forget(region.base, region.bytes);
-  Exposed e{region.bytes, region.serial, {}};
+  Exposed e;
   for (IbDevice* rail : rails_) e.regs.push_back(rail->cache().acquire(region.base, region.bytes));
-  return exposed_.insert_or_assign(start, std::move(e)).first->second;
+  return exposed_.insert(region, std::move(e));
 }
 
 const IbPeerMemory::Exposed* IbPeerMemory::exposedContaining(const void* data, size_t bytes) const {
-  const auto start = reinterpret_cast<uintptr_t>(data);
-  auto it = exposed_.upper_bound(start);
-  if (it == exposed_.begin()) return nullptr;
-  --it;
-  return start + bytes <= it->first + it->second.bytes ? &it->second : nullptr;
+  return exposed_.containing(data, bytes);
 }
 
 std::vector<std::byte> IbPeerMemory::describe(const LocalRegion& region, const void* data,
@@ -80,13 +64,7 @@ std::vector<std::byte> IbPeerMemory::describe(const LocalRegion& region, const v
 }
 
 void IbPeerMemory::forget(const void* data, size_t bytes) {
-  const auto start = reinterpret_cast<uintptr_t>(data);
-  for (auto it = exposed_.begin(); it != exposed_.end();) {
-    if (it->first < start + bytes && start < it->first + it->second.bytes)
-      it = exposed_.erase(it);
-    else
-      ++it;
-  }
+  exposed_.eraseOverlapping(data, bytes);
   for (IbDevice* rail : rails_) rail->cache().forget(data, bytes);
 }
 
@@ -202,7 +180,7 @@ size_t IbPeerMemory::readInto(int peer, std::span<const std::byte> blob, size_t 
     held_ = Landing{};
   }
   const Blob b = parse(blob, peer);
-  checkRange(b, peer, "reading", offset, bytes);
+  checkExposedRange("ib", peer, "reading", b.bytes, offset, bytes);
   IbChannel& channel = channel_(peer);
   const uint64_t remote = b.addr + offset;
   const Key key{peer, remote, bytes, false};
@@ -235,7 +213,7 @@ size_t IbPeerMemory::write(int peer, std::span<const std::byte> blob, size_t off
                            const void* src, size_t bytes) {
   if (bytes == 0) return 0;
   const Blob b = parse(blob, peer);
-  checkRange(b, peer, "writing", offset, bytes);
+  checkExposedRange("ib", peer, "writing", b.bytes, offset, bytes);
   IbChannel& channel = channel_(peer);
   const uint64_t remote = b.addr + offset;
   const Key key{peer, remote, bytes, true};

@@ -37,6 +37,7 @@
 // nullptr: a peer's memory is never in this address space.
 #pragma once
 
+#include "transports/exposed_regions.hpp"
 #include "transports/ib/ib_channel.hpp"
 #include "transports/ib/ib_device.hpp"
 #include "transports/transport.hpp"
@@ -75,9 +76,7 @@ class IbPeerMemory final : public PeerMemory {
   uint64_t flushReads() const { return flushes_; }
 
  private:
-  struct Exposed {  // a registered region, pinned while peers may read it
-    size_t bytes;
-    uint64_t serial;
+  struct Exposed {  // a registered region's registrations, pinned while peers may read it
     std::vector<RegCache::Handle> regs;  // per rail
   };
   struct MrDeleter {
@@ -121,7 +120,7 @@ class IbPeerMemory final : public PeerMemory {
   std::vector<IbDevice*> rails_;  // at most kRendezvousRails
   size_t piece_;
   std::function<IbChannel&(int)> channel_;
-  std::map<uintptr_t, Exposed> exposed_;  // by start address
+  ExposedRegions<Exposed> exposed_;
   std::map<Key, Pending> pending_;
   std::vector<Landing> landings_;  // landing buffers not in use
   Landing held_;                   // what readLanded handed out last

@@ -2,6 +2,7 @@
 
 #include "errors.hpp"
 #include "memory/shared_memory.hpp"
+#include "transports/exposed_regions.hpp"
 #include "transports/shm/peer_fd.hpp"
 
 #include <fcntl.h>
@@ -118,14 +119,12 @@ std::byte* ShmPeerMemory::mapWritable(int peer, std::span<const std::byte> blob)
 
 size_t ShmPeerMemory::write(int peer, std::span<const std::byte> blob, size_t offset,
                             const void* src, size_t bytes) {
+  const Blob b = parse(blob);
+  checkExposedRange("shm", peer, "writing", b.bytes, offset, bytes);
   if (std::byte* mapped = mapWritable(peer, blob)) {
     std::memcpy(mapped + offset, src, bytes);
     return bytes;
   }
-  const Blob b = parse(blob);
-  if (offset + bytes > b.bytes)
-    throw Error(Result::InternalError,
-                "shm: a write beyond the range rank " + std::to_string(peer) + " exposed");
   cma(peer, b.pid, b.where + offset, const_cast<void*>(src), bytes, /*write=*/true);
   return bytes;
 }
@@ -152,11 +151,12 @@ void ShmPeerMemory::checkMapped(int peer, std::span<const std::byte> blob) {
 
 size_t ShmPeerMemory::read(int peer, std::span<const std::byte> blob, size_t offset, void* dst,
                            size_t bytes) {
+  const Blob b = parse(blob);
+  checkExposedRange("shm", peer, "reading", b.bytes, offset, bytes);
   if (const std::byte* mapped = map(peer, blob)) {
     std::memcpy(dst, mapped + offset, bytes);
     return bytes;
   }
-  const Blob b = parse(blob);
   cma(peer, b.pid, b.where + offset, dst, bytes, /*write=*/false);
   return bytes;
 }

@@ -29,14 +29,6 @@ Blob parse(std::span<const std::byte> blob, int peer) {
   return b;
 }
 
-void checkRange(const Blob& b, int peer, const char* doing, size_t offset, size_t bytes) {
-  if (offset + bytes > b.bytes)
-    throw Error(Result::InternalError,
-                std::string("ucx: ") + doing + " bytes [" + std::to_string(offset) + ", " +
-                    std::to_string(offset + bytes) + ") of the " + std::to_string(b.bytes) +
-                    " bytes rank " + std::to_string(peer) + " exposed");
-}
-
 }  // namespace
 
 UcxPeerMemory::UcxPeerMemory(const Context& context, Progress& progress,
@@ -45,7 +37,7 @@ UcxPeerMemory::UcxPeerMemory(const Context& context, Progress& progress,
 
 // The transport called close() before its workers went; the progress thread is gone.
 UcxPeerMemory::~UcxPeerMemory() {
-  for (auto& [start, e] : exposed_) unmap(e);
+  exposed_.forEach([&](Exposed& e) { unmap(e); });
 }
 
 void UcxPeerMemory::close() noexcept {
@@ -68,17 +60,13 @@ void UcxPeerMemory::unmap(Exposed& e) noexcept {
 // The whole region is mapped once and stays so while this transport lives or until
 // forget(): a peer may reach it at any time after describe().
 UcxPeerMemory::Exposed& UcxPeerMemory::expose(const LocalRegion& region) {
-  const auto start = reinterpret_cast<uintptr_t>(region.base);
-  auto it = exposed_.find(start);
-  if (it != exposed_.end() && it->second.bytes == region.bytes &&
-      it->second.serial == region.serial)
-    return it->second;
+  if (Exposed* e = exposed_.find(region)) return *e;
   unmapOverlapping(region.base, region.bytes);  // another buffer now at this address
   ucp_mem_map_params_t params{};
   params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
   params.address = const_cast<std::byte*>(region.base);
   params.length = region.bytes;
-  Exposed e{region.bytes, region.serial, nullptr, {}};
+  Exposed e{nullptr, {}};
   ucs_status_t status = ucp_mem_map(context_, &params, &e.memh);
   if (status != UCS_OK)
     throwStatus("mapping " + std::to_string(region.bytes) + " bytes for peers (ucp_mem_map)",
@@ -101,15 +89,11 @@ UcxPeerMemory::Exposed& UcxPeerMemory::expose(const LocalRegion& region) {
                     " (UCX's transports for this memory pack larger keys: use the copy path, "
                     "or CHORUS_NET=ib)");
   }
-  return exposed_.insert_or_assign(start, std::move(e)).first->second;
+  return exposed_.insert(region, std::move(e));
 }
 
 bool UcxPeerMemory::exposedContaining(const void* data, size_t bytes) const {
-  const auto start = reinterpret_cast<uintptr_t>(data);
-  auto it = exposed_.upper_bound(start);
-  if (it == exposed_.begin()) return false;
-  --it;
-  return start + bytes <= it->first + it->second.bytes;
+  return exposed_.containing(data, bytes) != nullptr;
 }
 
 std::vector<std::byte> UcxPeerMemory::describe(const LocalRegion& region, const void* data,
@@ -129,15 +113,7 @@ void UcxPeerMemory::forget(const void* data, size_t bytes) {
 }
 
 void UcxPeerMemory::unmapOverlapping(const void* data, size_t bytes) {
-  const auto start = reinterpret_cast<uintptr_t>(data);
-  for (auto it = exposed_.begin(); it != exposed_.end();) {
-    if (it->first < start + bytes && start < it->first + it->second.bytes) {
-      unmap(it->second);
-      it = exposed_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  exposed_.eraseOverlapping(data, bytes, [&](Exposed& e) { unmap(e); });
 }
 
 ucp_rkey_h UcxPeerMemory::remoteKey(int peer, UcxChannel& channel, const std::string& packed) {
@@ -200,7 +176,7 @@ size_t UcxPeerMemory::readInto(int peer, std::span<const std::byte> blob, size_t
   release(std::move(held_));  // the last readLanded's bytes: the caller is done with them
   held_ = Landing{};
   const Blob b = parse(blob, peer);
-  checkRange(b, peer, "reading", offset, bytes);
+  checkExposedRange("ucx", peer, "reading", b.bytes, offset, bytes);
   std::lock_guard lock(progress_.mutex());
   UcxChannel& channel = channel_(peer);
   const ucp_ep_h ep = channel.oneSidedEndpoint();  // progresses the workers
@@ -238,7 +214,7 @@ size_t UcxPeerMemory::write(int peer, std::span<const std::byte> blob, size_t of
                             const void* src, size_t bytes) {
   if (bytes == 0) return 0;
   const Blob b = parse(blob, peer);
-  checkRange(b, peer, "writing", offset, bytes);
+  checkExposedRange("ucx", peer, "writing", b.bytes, offset, bytes);
   std::lock_guard lock(progress_.mutex());
   UcxChannel& channel = channel_(peer);
   const ucp_ep_h ep = channel.oneSidedEndpoint();

@@ -29,6 +29,7 @@
 // (PeerError naming it). Every call takes the progress mutex, as the channels do.
 #pragma once
 
+#include "transports/exposed_regions.hpp"
 #include "transports/transport.hpp"
 #include "transports/ucx/ucx_channel.hpp"
 #include "transports/ucx/ucx_progress.hpp"
@@ -74,9 +75,7 @@ class UcxPeerMemory final : public PeerMemory {
   void close() noexcept;
 
  private:
-  struct Exposed {  // a region mapped with the context, while peers may reach it
-    size_t bytes;
-    uint64_t serial;
+  struct Exposed {  // a region's mapping with the context, while peers may reach it
     ucp_mem_h memh;
     std::string key;  // packed remote key
   };
@@ -106,7 +105,7 @@ class UcxPeerMemory final : public PeerMemory {
   ucp_context_h context_;
   Progress& progress_;
   std::function<UcxChannel&(int)> channel_;
-  std::map<uintptr_t, Exposed> exposed_;  // by start address
+  ExposedRegions<Exposed> exposed_;
   std::map<std::pair<int, std::string>, ucp_rkey_h> keys_;
   std::map<Key, Pending> pending_;
   Landing landing(size_t bytes);  // a free one of at least `bytes`, or a new one

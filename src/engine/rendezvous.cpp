@@ -266,8 +266,12 @@ bool Engine::recvRendezvous(OpState& op, int index, Channel& channel, bool& move
                                                  dataBytes <= rv->bounceBytes());
       accept = landing != detail::Landing::Stream;
       p.intoBounce = landing == detail::Landing::Bounce;
-    } else {
-      accept = detail::receiverAccepts(*offer, region != nullptr);
+    } else {  // in its destination if free to be written, else in the bounce buffer, or refused
+      const auto landing = detail::recvLanding(*offer, region != nullptr,
+                                               allowedElements(op, index) >= step.dst.count,
+                                               dataBytes <= rv->bounceBytes());
+      accept = landing != detail::Landing::Stream;
+      p.intoBounce = landing == detail::Landing::Bounce;
     }
     p.readElements = accept ? 1 : 0;
   }

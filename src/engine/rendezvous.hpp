@@ -63,13 +63,6 @@ inline size_t landedReady(size_t bytes, size_t head, size_t tail, size_t streame
 // Whether a message of `bytes` is announced with an offer (both ends decide alike).
 inline bool announced(size_t bytes, size_t minBytes) { return minBytes > 0 && bytes >= minBytes; }
 
-// A Recv accepts (the data lands straight in its destination) only when both ends are
-// registered. A RecvReduce decides by reduceLanding (rendezvous_reduce.hpp), which asks
-// more.
-inline bool receiverAccepts(const RendezvousOffer& offer, bool destinationRegistered) {
-  return offer.registered && destinationRegistered;
-}
-
 // The offer in `raw`, when it is one and announces `bytes`, with streamed ends that fit
 // the message in whole `align` units (none unless registered); nullopt otherwise.
 inline std::optional<RendezvousOffer> parseOffer(const std::byte* raw, uint64_t bytes,

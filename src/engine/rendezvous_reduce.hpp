@@ -56,9 +56,22 @@ inline Landing reduceLanding(const RendezvousOffer& offer, bool destinationRegis
 //   buffer (free at every step's start): the data lands there and is copied out into the
 //   destination as its pieces land (as far as the `after` allows): one copy on the
 //   receiver instead of the ring's two (the sender's staging copy, the receiver's).
-// - Stream: else: it reads the offer first and answers it (receiverAccepts).
+// - Stream: else: it reads the offer first and answers it (recvLanding).
 inline Landing receiverClearsToSend(bool destinationRegistered, bool allAllowed, bool bounceFits) {
   if (destinationRegistered) return allAllowed ? Landing::Destination : Landing::Stream;
+  return bounceFits ? Landing::Bounce : Landing::Stream;
+}
+
+// Where a plain Recv's announced data lands once its offer is in (it did not clear to
+// send): an unregistered source streams; a registered one lands in the registered
+// destination only if that is free to be written now (every element allowed: in place, a
+// block still being sent from there must leave first; pairwise all-to-all's receive from j
+// into the block it sends to j), else in the bounce buffer when it fits (copied out as the
+// `after` allows), else it streams (the stream is read only as far as allowed).
+inline Landing recvLanding(const RendezvousOffer& offer, bool destinationRegistered,
+                           bool allAllowed, bool bounceFits) {
+  if (!offer.registered) return Landing::Stream;
+  if (destinationRegistered && allAllowed) return Landing::Destination;
   return bounceFits ? Landing::Bounce : Landing::Stream;
 }
 

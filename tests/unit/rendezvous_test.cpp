@@ -12,8 +12,8 @@ using chorus::detail::announced;
 using chorus::detail::apart;
 using chorus::detail::Landing;
 using chorus::detail::parseOffer;
-using chorus::detail::receiverAccepts;
 using chorus::detail::receiverClearsToSend;
+using chorus::detail::recvLanding;
 using chorus::detail::reduceLanding;
 using chorus::detail::reduceLandingBeforeOffer;
 using chorus::detail::RendezvousOffer;
@@ -90,14 +90,22 @@ TEST(Rendezvous, StreamedEndsAreAtMostAQuarterInWholeUnits) {
 }
 
 // A plain Recv takes the data straight into its destination only when both buffers are
-// registered (receiverAccepts, asked once the offer is in).
-TEST(Rendezvous, ReceiverAcceptsOnlyRegisteredToRegistered) {
+// registered and the destination is free to be written (recvLanding, asked once the offer
+// is in): in place, pairwise all-to-all receives from j into the block it still sends to
+// j, and a peer writing there before that send has left overwrites it.
+TEST(Rendezvous, RecvLandsInItsDestinationOnlyRegisteredAndFree) {
   RendezvousOffer reg, unreg;
   reg.registered = 1;
-  EXPECT_TRUE(receiverAccepts(reg, true));
-  EXPECT_FALSE(receiverAccepts(reg, false));
-  EXPECT_FALSE(receiverAccepts(unreg, true));
-  EXPECT_FALSE(receiverAccepts(unreg, false));
+  EXPECT_EQ(recvLanding(reg, true, true, false), Landing::Destination);
+  EXPECT_EQ(recvLanding(reg, true, true, true), Landing::Destination);
+  EXPECT_EQ(recvLanding(reg, true, false, false), Landing::Stream);  // still being sent
+  EXPECT_EQ(recvLanding(reg, true, false, true), Landing::Bounce);
+  EXPECT_EQ(recvLanding(reg, false, true, false), Landing::Stream);
+  EXPECT_EQ(recvLanding(reg, false, true, true), Landing::Bounce);
+  for (bool registered : {false, true})
+    for (bool free : {false, true})
+      for (bool fits : {false, true})
+        EXPECT_EQ(recvLanding(unreg, registered, free, fits), Landing::Stream);
   // Overlap (a RecvReduce's "local apart"): a byte shared is enough to fold in place.
   EXPECT_TRUE(apart(0, 64, 64));
   EXPECT_TRUE(apart(64, 0, 64));

@@ -143,6 +143,10 @@ const std::vector<Spec> kSpecs = {
     // --- UCX --------------------------------------------------------------------------------
     {"CHORUS_UCX_BLOCK", Size, "256K", "bytes per UCX message", 8, 64 * M},
     {"CHORUS_UCX_WINDOW", Integer, "8", "UCX blocks in flight per peer", 2, 1024},
+    {"CHORUS_UCX_RNDV_BYTES", Size, "0",
+     "registered buffers: messages from this size go zero-copy over UCX (tagged straight into "
+     "the destination, not through the staging slots; 0: never)",
+     0, G},
     {"CHORUS_UCX_PATHS", Integer, "1", "UCX endpoints per peer (striped by the path scheduler)", 1,
      64},
     {"CHORUS_UCX_NET_DEVICES", List, "",

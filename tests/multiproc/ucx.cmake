@@ -170,3 +170,25 @@ chorus_ucx_test(ucx.onesided.kill.np3.victim1.peer_push.errmode_none 120
   --algo peer_push --count 65536 --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40)
 set_tests_properties(ucx.onesided.kill.np3.victim1.peer_push.errmode_none
   PROPERTIES RUN_SERIAL TRUE ENVIRONMENT CHORUS_UCX_ERR_MODE=none)
+
+# The rendezvous (ucx_channel.hpp: registered messages of at least CHORUS_UCX_RNDV_BYTES go
+# as tagged chunks straight into the destination), forced from 1 KiB on by
+# ucx_rendezvous_test.sh: the whole --quick suite at 2 and 3 ranks on registered buffers,
+# 4 on memAlloc buffers without UCX's peer failure handling (cma and shared memory), a
+# sample at 6; every channel must have sent some bytes zero-copy. Then a rank killed while
+# the ring's messages go zero-copy. About 60 s.
+set(_ucx_rndv sh ${CMAKE_CURRENT_SOURCE_DIR}/ucx_rendezvous_test.sh $<TARGET_FILE:chorus-run>
+  $<TARGET_FILE:chorus_collectives_test>)
+chorus_ucx_test(ucx.rendezvous.np2.registered 300 ${_ucx_rndv} 2 --quick --buffers registered)
+chorus_ucx_test(ucx.rendezvous.np3.registered 300 ${_ucx_rndv} 3 --quick --buffers registered)
+chorus_ucx_test(ucx.rendezvous.np4.memalloc.errmode_none 300 ${_ucx_rndv} 4 --quick
+  --buffers memalloc)
+set_tests_properties(ucx.rendezvous.np4.memalloc.errmode_none
+  PROPERTIES ENVIRONMENT CHORUS_UCX_ERR_MODE=none)
+chorus_ucx_test(ucx.rendezvous.np6.registered 300 ${_ucx_rndv} 6 --quick --every 4
+  --buffers registered)
+chorus_ucx_test(ucx.rendezvous.kill.np3.victim1.ring 120 $<TARGET_FILE:chorus_kill_test>
+  --transport ucx --ranks 3 --victim 1 --buffers registered --algo ring --count 1048576
+  --kill-after-ms 2000 --detect-limit-s 10 --deadline-s 40)
+set_tests_properties(ucx.rendezvous.kill.np3.victim1.ring
+  PROPERTIES RUN_SERIAL TRUE ENVIRONMENT CHORUS_UCX_RNDV_BYTES=1K)

@@ -34,11 +34,28 @@ ucp_tag_t dataTag(int sender, int path, uint64_t railSeq, uint64_t streamSeq) {
 }
 int tagPath(ucp_tag_t tag) { return static_cast<int>((tag & kPathMask) >> kPathShift); }
 uint64_t tagStreamSeq(ucp_tag_t tag) { return (tag & kStreamSeqMask) >> kSeqBits; }
+// Control tags (bit 63 set): bits 38..39 say which (0 a credit, 1 a rendezvous answer, 2
+// a rendezvous chunk); a chunk's tag carries its transfer's number (bits 18..37, modulo
+// 2^20: one transfer at a time in each direction) and the chunk's (bits 0..17).
+constexpr int kKindShift = 38;
+constexpr uint64_t kAnswerKind = uint64_t{1} << kKindShift;
+constexpr uint64_t kChunkKind = uint64_t{2} << kKindShift;
+constexpr int kChunkBits = 18;
+constexpr uint64_t kChunkMask = (uint64_t{1} << kChunkBits) - 1;
+constexpr uint64_t kTransferMask = (uint64_t{1} << (kKindShift - kChunkBits)) - 1;
+static_assert(kKindShift + 2 <= kRankShift, "the kind sits below the rank");
+
 ucp_tag_t creditTag(int sender) {
   return kCreditFlag | (static_cast<uint64_t>(sender) << kRankShift);
 }
+ucp_tag_t answerTag(int sender) { return creditTag(sender) | kAnswerKind; }
+ucp_tag_t chunkTag(int sender, uint64_t transfer, uint64_t chunk) {
+  return creditTag(sender) | kChunkKind | ((transfer & kTransferMask) << kChunkBits) |
+         (chunk & kChunkMask);
+}
 
-constexpr int kCreditIn = 2;  // creditSlots_[kCreditIn] is the posted credit receive
+constexpr int kCreditIn = 2;    // creditSlots_[kCreditIn] is the posted credit receive
+constexpr int kAnswersOut = 2;  // answerSlots_[kAnswersOut] is the posted answer receive
 
 // "ep<k>" with one unnamed device, else "<device>:<k>" ("<device>@<rail>:<k>" where two
 // rails have the same device, "ucx<rail>:<k>" for an unnamed one).
@@ -77,6 +94,7 @@ UcxConfig UcxConfig::fromEnv() {
   if (mode != "peer" && mode != "none")
     throwInvalid("CHORUS_UCX_ERR_MODE='" + mode + "': expected peer or none");
   c.peerErrors = mode == "peer";
+  c.rendezvous = settings::bytes("CHORUS_UCX_RNDV_BYTES");
   c.keepalive = settings::duration("CHORUS_KEEPALIVE");
   return c;
 }
@@ -99,7 +117,9 @@ UcxChannel::UcxChannel(std::span<const Device> devices, Progress& progress, int 
           pathNames(devices, static_cast<int>(links_.size()) / config.paths, config.paths))),
       scheduler_(static_cast<int>(links_.size())),
       assembly_(static_cast<int>(links_.size()), config.block),
-      granted_(window_) {
+      granted_(window_),
+      rendezvous_(config.rendezvous),
+      answerSlots_(kAnswersOut + 1) {
   const int rails = static_cast<int>(links_.size()) / pathsPerRail_;
   if (links_.size() > (size_t{1} << kPathBits))
     throwInvalid("ucx: at most " + std::to_string(1 << kPathBits) +
@@ -116,8 +136,9 @@ UcxChannel::UcxChannel(std::span<const Device> devices, Progress& progress, int 
   }
   for (Rail& rail : rails_)
     for (Slot& s : rail.recvSlots) s.owner = this;
-  for (auto* slots : {&sendSlots_, &creditSlots_})
+  for (auto* slots : {&sendSlots_, &creditSlots_, &answerSlots_})
     for (Slot& s : *slots) s.owner = this;
+  landSlot_.owner = this;
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
@@ -140,6 +161,7 @@ UcxChannel::UcxChannel(std::span<const Device> devices, Progress& progress, int 
   for (int r = 0; r < rails; ++r)
     for (uint64_t seq = 0; seq < window_; ++seq) postReceive(r, seq);
   postCreditReceive();
+  if (rendezvous_ > 0) postAnswerReceive();
 }
 
 void UcxChannel::progressLocked() {
@@ -234,6 +256,7 @@ void UcxChannel::flushCredit() {
     postCreditReceive();
   }
   placeArrived();
+  if (rendezvous_ > 0) takeRendezvous();
   reportDrained(Clock::now());
   // Report consumption every half window, so the sender never waits for a full round trip.
   if (head_ - credited_ < std::max<uint64_t>(1, window_ / 2) || !failure_.empty()) return;
@@ -351,6 +374,12 @@ void UcxChannel::postCreditReceive() {
        nullptr);
 }
 
+void UcxChannel::postAnswerReceive() {
+  Slot& slot = answerSlots_[kAnswersOut];
+  slot.received = false;
+  post(slot, rails_[0].worker, slot.answer, sizeof(slot.answer), answerTag(peer_), kExact, nullptr);
+}
+
 // Immediate completion is turned off: UCX then reports every receive through onReceived,
 // possibly before ucp_tag_recv_nbx returns (some UCX versions leave recv_info unset on
 // the immediate path, which would lose the length).
@@ -393,6 +422,7 @@ void UcxChannel::onReceived(void* request, ucs_status_t status, const ucp_tag_re
   slot->request = nullptr;
   if (status == UCS_OK) {
     slot->length = info->length;
+    slot->received = true;
     if (slot->rail >= 0)  // a piece (not a credit)
       slot->owner->arrived(*slot, info->sender_tag);
   } else if (status != UCS_ERR_CANCELED) {
@@ -450,6 +480,8 @@ void UcxChannel::cancelReceives() {
     for (Slot& s : rail.recvSlots)
       if (s.request) ucp_request_cancel(rail.worker, s.request);
   if (void* r = creditSlots_[kCreditIn].request) ucp_request_cancel(rails_[0].worker, r);
+  if (void* r = answerSlots_[kAnswersOut].request) ucp_request_cancel(rails_[0].worker, r);
+  if (void* r = landSlot_.request) ucp_request_cancel(rails_[0].worker, r);
 }
 
 void UcxChannel::closeEndpoint() {
@@ -470,9 +502,12 @@ void UcxChannel::closeEndpoint() {
 }
 
 bool UcxChannel::idle() {
-  for (const auto* slots : {&sendSlots_, &creditSlots_})
+  for (const auto* slots : {&sendSlots_, &creditSlots_, &answerSlots_})
     for (const Slot& s : *slots)
       if (s.busy) return false;
+  if (landSlot_.busy) return false;
+  for (const Slot& s : putSlots_)
+    if (s.busy) return false;
   for (const Rail& rail : rails_)
     for (const Slot& s : rail.recvSlots)
       if (s.busy) return false;
@@ -506,6 +541,187 @@ bool UcxChannel::wired() {
 void UcxChannel::forgetWiring() {
   for (void* request : wireRequests_) ucp_request_free(request);  // UCX's once it completes
   wireRequests_.clear();
+}
+
+// Rendezvous (DirectTransfer). Everything below takes the progress mutex, as trySend does.
+
+void UcxChannel::sending() {
+  std::lock_guard lock(progress_.mutex());
+  ++sendTransfer_;
+}
+
+void UcxChannel::receiving() {
+  std::lock_guard lock(progress_.mutex());
+  ++recvTransfer_;
+}
+
+// Receiver: posts the receive of the first chunk into the destination (before the answer
+// goes, so no chunk arrives unexpected), then answers.
+bool UcxChannel::offer(const LocalRegion* region, std::byte* data, size_t bytes) {
+  std::lock_guard lock(progress_.mutex());
+  progressLocked();
+  if (!failure_.empty()) throwFailure();
+  if (landSlot_.busy) return false;  // a withdrawn transfer's receive is still cancelling
+  Slot* out = nullptr;
+  for (int i = 0; i < kAnswersOut && !out; ++i)
+    if (!answerSlots_[i].busy) out = &answerSlots_[i];
+  if (!out) return false;
+  if (region) {
+    landing_ = true;
+    landData_ = data;
+    landBytes_ = bytes;
+    landed_ = 0;
+    landChunk_ = 0;
+    postLanding();
+    if (!failure_.empty()) throwFailure();
+  }
+  out->answer[0] = recvTransfer_;
+  out->answer[1] = region ? bytes : 0;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.send = &UcxChannel::onSent;
+  param.user_data = out;
+  ucs_status_ptr_t request =
+      ucp_tag_send_nbx(eps_[0], out->answer, sizeof(out->answer), answerTag(rank_), &param);
+  if (UCS_PTR_IS_ERR(request)) {
+    fail("rendezvous answer to", UCS_PTR_STATUS(request));
+    throwFailure();
+  }
+  if (request != nullptr) {
+    out->busy = true;
+    out->request = request;
+  }
+  return true;
+}
+
+void UcxChannel::postLanding() {
+  landSlot_.received = false;
+  landSlot_.length = 0;
+  post(landSlot_, rails_[0].worker, landData_ + landed_, landBytes_ - landed_,
+       chunkTag(peer_, recvTransfer_, landChunk_), kExact, nullptr);
+}
+
+// Called with the mutex held after each progress pass: answers that arrived join answers_,
+// and a landed chunk moves the landing on (its next chunk's receive goes up at once).
+void UcxChannel::takeRendezvous() {
+  Slot& in = answerSlots_[kAnswersOut];
+  while (!in.busy && in.received && failure_.empty()) {
+    if (in.length != sizeof(in.answer) || in.answer[0] == 0)
+      return failWith("rank " + std::to_string(peer_) + " sent a malformed rendezvous answer");
+    answers_.push_back({in.answer[0], in.answer[1]});
+    postAnswerReceive();
+  }
+  while (landing_ && !landSlot_.busy && landSlot_.received && failure_.empty()) {
+    landSlot_.received = false;
+    if (landSlot_.length == 0)
+      return failWith("rank " + std::to_string(peer_) + " sent an empty rendezvous chunk");
+    landed_ += landSlot_.length;
+    ++landChunk_;
+    if (landed_ < landBytes_) postLanding();
+  }
+}
+
+size_t UcxChannel::landedPrefix() {
+  std::lock_guard lock(progress_.mutex());
+  progressLocked();
+  if (!failure_.empty()) throwFailure();  // a dead sender ends the wait
+  return landing_ ? landed_ : 0;
+}
+
+bool UcxChannel::landed(size_t bytes) {
+  std::lock_guard lock(progress_.mutex());
+  progressLocked();
+  if (!failure_.empty()) throwFailure();
+  if (!landing_ || landed_ < landBytes_) return false;
+  if (landed_ != bytes) {
+    failWith("rank " + std::to_string(peer_) + " sent " + std::to_string(landed_) +
+             " bytes of a rendezvous transfer that expected " + std::to_string(bytes));
+    throwFailure();
+  }
+  landing_ = false;
+  return true;
+}
+
+// The sender drops the answer (the data keeps the stream) and sends no chunk: the
+// receive is cancelled; offer() waits for the cancellation before posting another.
+void UcxChannel::withdraw() {
+  std::lock_guard lock(progress_.mutex());
+  if (landing_ && landSlot_.request) ucp_request_cancel(rails_[0].worker, landSlot_.request);
+  landing_ = false;
+}
+
+DirectTransfer::Answer UcxChannel::answer() {
+  std::lock_guard lock(progress_.mutex());
+  progressLocked();
+  if (!failure_.empty()) throwFailure();
+  // Answers to earlier transfers were for offers that said the data keeps the stream.
+  while (!answers_.empty() && answers_.front().transfer < sendTransfer_) answers_.pop_front();
+  if (answers_.empty()) return Answer::None;
+  if (answers_.front().transfer != sendTransfer_) {
+    failWith("rank " + std::to_string(peer_) + " answered rendezvous transfer " +
+             std::to_string(answers_.front().transfer) + " while this rank sends transfer " +
+             std::to_string(sendTransfer_));
+    throwFailure();
+  }
+  if (answers_.front().bytes > 0) return Answer::Accepted;
+  answers_.pop_front();
+  return Answer::Refused;
+}
+
+// Chunks of at least kRendezvousChunk (the last may be shorter): a source that becomes
+// ready a little at a time waits until a chunk's worth is.
+size_t UcxChannel::put(const LocalRegion&, const std::byte* data, size_t from, size_t to) {
+  std::lock_guard lock(progress_.mutex());
+  progressLocked();
+  if (!failure_.empty()) throwFailure();
+  if (answers_.empty() || answers_.front().bytes == 0 || answers_.front().transfer != sendTransfer_)
+    throw Error(Result::InternalError, "ucx: a rendezvous put to rank " + std::to_string(peer_) +
+                                           " without an accepted answer");
+  if (from != putPosted_)
+    throw Error(Result::InternalError, "ucx: a rendezvous put to rank " + std::to_string(peer_) +
+                                           " from byte " + std::to_string(from) + " after " +
+                                           std::to_string(putPosted_) + " were posted");
+  const size_t total = answers_.front().bytes;  // all of it written: no streamed ends
+  if (to > total)
+    throw Error(Result::InternalError, "ucx: putting " + std::to_string(to) + " bytes into the " +
+                                           std::to_string(total) + " bytes rank " +
+                                           std::to_string(peer_) + " offered");
+  if (to <= from || (to - from < std::max(kRendezvousChunk, total >> 16) && to < total))
+    return from;
+  Slot& slot = putSlots_.emplace_back();
+  slot.owner = this;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.send = &UcxChannel::onSent;
+  param.user_data = &slot;
+  ucs_status_ptr_t request = ucp_tag_send_nbx(eps_[0], data + from, to - from,
+                                              chunkTag(rank_, sendTransfer_, putChunk_), &param);
+  if (UCS_PTR_IS_ERR(request)) {
+    fail("rendezvous send to", UCS_PTR_STATUS(request));
+    throwFailure();
+  }
+  if (request != nullptr) {
+    slot.busy = true;
+    slot.request = request;
+  }
+  stats_->paths[0].direct.fetch_add(to - from, std::memory_order_relaxed);
+  ++putChunk_;
+  putPosted_ = to;
+  return to;
+}
+
+bool UcxChannel::putDone(size_t bytes) {
+  std::lock_guard lock(progress_.mutex());
+  progressLocked();
+  if (!failure_.empty()) throwFailure();
+  if (putPosted_ < bytes) return false;
+  for (const Slot& s : putSlots_)
+    if (s.busy) return false;
+  answers_.pop_front();
+  putSlots_.clear();
+  putPosted_ = 0;
+  putChunk_ = 0;
+  return true;
 }
 
 std::byte* UcxChannel::recvBuffer(const Slot& slot) const {

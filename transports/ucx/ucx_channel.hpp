@@ -28,7 +28,17 @@
 //   credit tag (rail 0's first endpoint) every window/2 pieces.
 // - Per-endpoint bytes, weights and rates go to stripe::ChannelStats ("ep1", or
 //   "DEVICE:1" with named devices), logged at INFO as the channel closes.
-// trySend/peek/consume take progress.mutex(), which the progress thread holds too.
+// - Rendezvous (transport.hpp's DirectTransfer), for messages of at least config.rendezvous
+//   bytes between registered buffers: the receiver posts a tagged receive straight into its
+//   destination and answers on an answer tag (rail 0's first endpoint); the sender then
+//   sends the message from its own buffer as tagged messages of its own (chunks, as the
+//   source becomes ready, at least kRendezvousChunk bytes each but the last), each received
+//   where the one before ended. UCX moves each chunk its own zero-copy way (its rendezvous
+//   protocol: a GET by the receiver on RDMA transports and CMA, the socket straight into
+//   the destination on tcp), so neither side copies through the staging slots. Not striped:
+//   one endpoint carries the chunks.
+// trySend/peek/consume and the DirectTransfer calls take progress.mutex(), which the
+// progress thread holds too.
 #pragma once
 
 #include "clock.hpp"
@@ -40,6 +50,7 @@
 #include "transports/ucx/ucx_resources.hpp"
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string>
@@ -57,6 +68,7 @@ struct UcxConfig {
   // none: every transport, shared memory included; a dead rank is then found through the
   // rendezvous store only.
   bool peerErrors = true;
+  size_t rendezvous = 0;  // CHORUS_UCX_RNDV_BYTES: messages from this size zero-copy; 0: never
   std::chrono::milliseconds keepalive{30'000};  // CHORUS_KEEPALIVE (ucx::Context)
   static UcxConfig fromEnv();
 };
@@ -68,7 +80,7 @@ struct Device {
   Worker* worker = nullptr;
 };
 
-class UcxChannel final : public Channel {
+class UcxChannel final : public Channel, public DirectTransfer {
  public:
   // peerAddresses: the peer's worker address per device (its record's order).
   UcxChannel(std::span<const Device> devices, Progress& progress, int rank, int peer,
@@ -80,6 +92,22 @@ class UcxChannel final : public Channel {
   size_t trySend(const void* data, size_t bytes) override;
   std::span<const std::byte> peek() override;
   void consume(size_t bytes) override;
+  DirectTransfer* directTransfer() override { return rendezvous_ > 0 ? this : nullptr; }
+
+  // DirectTransfer (see above).
+  size_t minBytes() const override { return rendezvous_; }
+  void sending() override;
+  void receiving() override;
+  void withdraw() override;
+  bool offer(const LocalRegion* region, std::byte* data, size_t bytes) override;
+  size_t landedPrefix() override;
+  bool landed(size_t bytes) override;
+  Answer answer() override;
+  size_t put(const LocalRegion& region, const std::byte* data, size_t from, size_t to) override;
+  bool putDone(size_t bytes) override;
+  // A rendezvous chunk is at least this many bytes (but the last), and at least 1/65536 of
+  // the transfer (the chunk number in the tag stays below 2^18).
+  static constexpr size_t kRendezvousChunk = 64 << 10;
 
   // Takes credits that arrived, places pieces that arrived, feeds send completions to
   // the scheduler and reports consumption when due; never throws. Called with
@@ -115,6 +143,8 @@ class UcxChannel final : public Channel {
     size_t offset = 0;           // receive: bytes consumed so far
     Clock::time_point posted{};  // send: when it was handed to UCX
     uint64_t credit = 0;         // credit slots: the consumed-piece count on the wire
+    uint64_t answer[2] = {};     // answer slots: the transfer answered, its bytes (0: refused)
+    bool received = false;       // a control or rendezvous receive completed (length set)
   };
   // One device's worker, with this channel's staging memory registered with its context
   // and the receives posted on it.
@@ -145,6 +175,9 @@ class UcxChannel final : public Channel {
   void placeArrived();
   void postReceive(int rail, uint64_t railSeq);
   void postCreditReceive();
+  void postAnswerReceive();
+  void postLanding();     // the receive of the landing transfer's next chunk
+  void takeRendezvous();  // answers and landed chunks that arrived (flushCredit)
   void post(Slot& slot, ucp_worker_h worker, void* buffer, size_t bytes, ucp_tag_t tag,
             ucp_tag_t mask, ucp_mem_h memh);
   void fail(const std::string& what, ucs_status_t status);
@@ -181,6 +214,28 @@ class UcxChannel final : public Channel {
   std::string failure_;    // non-empty once the peer is gone
 
   bool unreachable_ = false;  // failure_ says the peer's host does not answer
+
+  // Rendezvous. Transfers are numbered from 1 in each direction, alike on both ends.
+  size_t rendezvous_;
+  uint64_t sendTransfer_ = 0;      // the transfer this side sends (sending())
+  uint64_t recvTransfer_ = 0;      // the transfer this side receives (receiving())
+  std::vector<Slot> answerSlots_;  // [0, 2) outgoing, [2] the posted receive
+  struct ReceivedAnswer {
+    uint64_t transfer;
+    uint64_t bytes;  // 0: refused
+  };
+  std::deque<ReceivedAnswer> answers_;  // the peer's, oldest first
+  // Receiver: the accepted transfer landing in [landData_, landData_ + landBytes_).
+  Slot landSlot_;
+  bool landing_ = false;
+  std::byte* landData_ = nullptr;
+  size_t landBytes_ = 0;
+  size_t landed_ = 0;       // bytes of it received, from its start
+  uint64_t landChunk_ = 0;  // the chunk received next
+  // Sender: the chunks of the accepted transfer posted (slots stay put in a deque).
+  std::deque<Slot> putSlots_;
+  size_t putPosted_ = 0;
+  uint64_t putChunk_ = 0;
 };
 
 }  // namespace chorus::ucx

@@ -7,11 +7,12 @@
 namespace chorus::ucx {
 namespace {
 
-constexpr uint64_t kMagic = 0x3378637553524843ull;  // "CHRSucx3"
+constexpr uint64_t kMagic = 0x3478637553524843ull;  // "CHRSucx4"
 
 struct Header {
   uint64_t magic;
   uint64_t block;
+  uint64_t rendezvous;
   int32_t window;
   int32_t nranks;
   int32_t peerErrors;
@@ -19,13 +20,15 @@ struct Header {
   int32_t devices;
   int32_t hosts;
 };
-static_assert(sizeof(Header) == 40);
+static_assert(sizeof(Header) == 48);
 
-std::string describe(int nranks, uint64_t block, int window, bool peerErrors, int paths) {
+std::string describe(int nranks, uint64_t block, int window, bool peerErrors, int paths,
+                     uint64_t rendezvous) {
   return "nranks=" + std::to_string(nranks) + " CHORUS_UCX_BLOCK=" + std::to_string(block) +
          " CHORUS_UCX_WINDOW=" + std::to_string(window) +
          " CHORUS_UCX_ERR_MODE=" + (peerErrors ? "peer" : "none") +
-         " CHORUS_UCX_PATHS=" + std::to_string(paths);
+         " CHORUS_UCX_PATHS=" + std::to_string(paths) +
+         " CHORUS_UCX_RNDV_BYTES=" + std::to_string(rendezvous);
 }
 
 }  // namespace
@@ -35,6 +38,7 @@ std::vector<std::byte> encodeRecord(const RecordSettings& ours,
                                     std::span<const std::string> hostAddresses) {
   Header h{kMagic,
            ours.block,
+           ours.rendezvous,
            ours.window,
            ours.nranks,
            ours.peerErrors ? 1 : 0,
@@ -68,8 +72,10 @@ std::vector<std::string> decodeRecord(std::span<const std::byte> record, int pee
       (h.peerErrors != 0 && h.peerErrors != 1) || h.devices < 1 || h.devices > kMostDevices ||
       h.hosts < 0 || h.hosts > kMostHostAddresses)
     throw bad("header");
-  std::string theirs = describe(h.nranks, h.block, h.window, h.peerErrors != 0, h.paths);
-  std::string mine = describe(ours.nranks, ours.block, ours.window, ours.peerErrors, ours.paths);
+  std::string theirs =
+      describe(h.nranks, h.block, h.window, h.peerErrors != 0, h.paths, h.rendezvous);
+  std::string mine =
+      describe(ours.nranks, ours.block, ours.window, ours.peerErrors, ours.paths, ours.rendezvous);
   if (theirs != mine)
     throw Error(Result::InvalidUsage, "ucx: rank " + std::to_string(peer) + " uses " + theirs +
                                           " but rank " + std::to_string(rank) + " uses " + mine);

@@ -21,6 +21,7 @@ struct RecordSettings {
   int nranks = 0;
   bool peerErrors = false;  // CHORUS_UCX_ERR_MODE=peer
   int paths = 1;            // CHORUS_UCX_PATHS
+  uint64_t rendezvous = 0;  // CHORUS_UCX_RNDV_BYTES
 };
 
 // Most workers (devices) a rank publishes.
@@ -30,11 +31,11 @@ inline constexpr int kMostDevices = 64;
 inline constexpr int kMostHostAddresses = 64;
 inline constexpr size_t kLongestHostAddress = 64;
 
-// magic[8] | block u64 | window i32 | nranks i32 | peerErrors i32 | paths i32 | devices i32 |
-// hosts i32 | devices x (length u32 | address) | hosts x (length u32 | host address): the
-// fields as laid out in memory (both ends are the same build). Ranks may differ in their
-// device count (a pair uses the smaller), not in the settings above. The host addresses
-// (this host's, text) let a peer find its connections to this rank's host (Transport::probe).
+// magic[8] | block u64 | rendezvous u64 | window i32 | nranks i32 | peerErrors i32 | paths i32 |
+// devices i32 | hosts i32 | devices x (length u32 | address) | hosts x (length u32 | host address):
+// the fields as laid out in memory (both ends are the same build). Ranks may differ in their device
+// count (a pair uses the smaller), not in the settings above. The host addresses (this host's,
+// text) let a peer find its connections to this rank's host (Transport::probe).
 std::vector<std::byte> encodeRecord(const RecordSettings& ours,
                                     std::span<const std::string> workerAddresses,
                                     std::span<const std::string> hostAddresses = {});

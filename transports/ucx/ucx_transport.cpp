@@ -277,7 +277,8 @@ class UcxTransport final : public Transport {
   }
 
   ucx::RecordSettings settings() const {
-    return {config_.block, config_.window, nranks_, config_.peerErrors, config_.paths};
+    return {config_.block,      config_.window, nranks_,
+            config_.peerErrors, config_.paths,  config_.rendezvous};
   }
 
   // Cancels every receive, force-closes every endpoint (outstanding sends complete as

@@ -184,6 +184,12 @@ fi
 part rndv.np2.registered 200 env CHORUS_IB_RNDV_BYTES=1K CHORUS_IB_RNDV_STREAMED=64K "$RUN" -n 2 --timeout 180 "$COLL" \
   --transport ib --buffers registered --algo allreduce:ring --every 22 \
   --only sendRecv,allReduce,allGather
+# Pairwise all-to-all (a sample): in place, the receive from the peer lands in the block
+# this rank still sends to it, so its answer may accept the destination only once that send
+# has completed (engine/rendezvous_reduce.hpp, recvLanding; UCX's rendezvous showed the race
+# at np 3 on the host, 2046 of 3069 elements wrong, before the fix).
+part rndv.np2.registered.alltoall 100 env CHORUS_IB_RNDV_BYTES=1K "$RUN" -n 2 --timeout 80 "$COLL" \
+  --transport ib --buffers registered --every 3 --only allToAll
 # rd (the tuner's pick on registered buffers at np 2): out of place its fold's guard does
 # not bind, so its receiver clears to send and the data lands in the output; in place the
 # guard holds (schedule_rules.hpp rule 7). A sparser sample: allReduce only. Over 4 QPs of

@@ -147,6 +147,10 @@ const std::vector<Spec> kSpecs = {
      "registered buffers: messages from this size go zero-copy over UCX (tagged straight into "
      "the destination, not through the staging slots; 0: never)",
      0, G},
+    {"CHORUS_UCX_BOUNCE", Size, "16M",
+     "zero-copy messages over UCX: the largest one that lands in the receiver's bounce buffer "
+     "when its destination cannot take it (an in-place reduction, a block still being sent)",
+     0, G},
     {"CHORUS_UCX_PATHS", Integer, "1", "UCX endpoints per peer (striped by the path scheduler)", 1,
      64},
     {"CHORUS_UCX_NET_DEVICES", List, "",

@@ -170,6 +170,20 @@ if [ -f /mnt/ucx.onesided.np2.rc_verbs.log ] && [ "$(rxe_sent)" -le "$rxe_before
   echo "FAIL ucx.onesided.rc_verbs: rxe0 sent no packet (UCX did not use verbs)"
   status=1
 fi
+# UCX's rendezvous for the copy path (ucx_channel.hpp, CHORUS_UCX_RNDV_BYTES, forced from 1
+# KiB by ucx_rendezvous_test.sh) over rc_verbs: registered messages go as tagged chunks
+# straight into the destination (or the bounce buffer), which UCX moves by RDMA; a sample
+# (--every 5) of the --quick suite at 2 ranks, every channel must send bytes zero-copy, and
+# rxe0 must have carried packets.
+rm -f /mnt/ucx.rendezvous.np2.rc_verbs.log
+rxe_before=$(rxe_sent)
+part ucx.rendezvous.np2.rc_verbs 200 env UCX_TLS=tcp,rc_verbs,self \
+  UCX_NET_DEVICES=rxe0:1,dummy0,lo sh "$SRC/tests/multiproc/ucx_rendezvous_test.sh" "$RUN" \
+  "$COLL" 2 --quick --every 5 --buffers registered
+if [ -f /mnt/ucx.rendezvous.np2.rc_verbs.log ] && [ "$(rxe_sent)" -le "$rxe_before" ]; then
+  echo "FAIL ucx.rendezvous.rc_verbs: rxe0 sent no packet (UCX did not use verbs)"
+  status=1
+fi
 # Zero-copy rendezvous (RDMA WRITE with immediate from the sender's registered buffer
 # straight into the receiver's): a low threshold (1 KiB) so that the 1023-element cases of
 # every type take it; a sample (--every 22) of sendRecv, allReduce (ring: its all-gather

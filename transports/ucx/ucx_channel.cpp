@@ -95,6 +95,7 @@ UcxConfig UcxConfig::fromEnv() {
     throwInvalid("CHORUS_UCX_ERR_MODE='" + mode + "': expected peer or none");
   c.peerErrors = mode == "peer";
   c.rendezvous = settings::bytes("CHORUS_UCX_RNDV_BYTES");
+  c.bounce = settings::bytes("CHORUS_UCX_BOUNCE");
   c.keepalive = settings::duration("CHORUS_KEEPALIVE");
   return c;
 }
@@ -119,6 +120,7 @@ UcxChannel::UcxChannel(std::span<const Device> devices, Progress& progress, int 
       assembly_(static_cast<int>(links_.size()), config.block),
       granted_(window_),
       rendezvous_(config.rendezvous),
+      bounceLimit_(config.rendezvous > 0 ? config.bounce : 0),
       answerSlots_(kAnswersOut + 1) {
   const int rails = static_cast<int>(links_.size()) / pathsPerRail_;
   if (links_.size() > (size_t{1} << kPathBits))
@@ -592,6 +594,31 @@ bool UcxChannel::offer(const LocalRegion* region, std::byte* data, size_t bytes)
     out->request = request;
   }
   return true;
+}
+
+std::byte* UcxChannel::bounce(size_t bytes) {
+  if (bytes > bounceLimit_) return nullptr;
+  if (bounceSize_ < bytes) {
+    if (landing_ || landSlot_.busy)
+      throw Error(Result::InternalError,
+                  "ucx: the bounce buffer grows while a transfer from rank " +
+                      std::to_string(peer_) + " lands in it");
+    bounce_ = std::make_unique_for_overwrite<std::byte[]>(bytes);
+    bounceSize_ = bytes;
+    bounceRegion_.base = bounce_.get();
+    bounceRegion_.bytes = bytes;
+  }
+  return bounce_.get();
+}
+
+bool UcxChannel::offerBounce(size_t bytes) {
+  std::byte* data = bounce(bytes);
+  if (!data)
+    throw Error(Result::InternalError, "ucx: a bounce buffer of " + std::to_string(bytes) +
+                                           " bytes offered to rank " + std::to_string(peer_) +
+                                           " (CHORUS_UCX_BOUNCE=" + std::to_string(bounceLimit_) +
+                                           ")");
+  return offer(&bounceRegion_, data, bytes);
 }
 
 void UcxChannel::postLanding() {

@@ -42,6 +42,7 @@
 #pragma once
 
 #include "clock.hpp"
+#include "memory/shared_memory.hpp"
 #include "striping/path_scheduler.hpp"
 #include "striping/stream_assembly.hpp"
 #include "striping/stripe_stats.hpp"
@@ -68,7 +69,8 @@ struct UcxConfig {
   // none: every transport, shared memory included; a dead rank is then found through the
   // rendezvous store only.
   bool peerErrors = true;
-  size_t rendezvous = 0;  // CHORUS_UCX_RNDV_BYTES: messages from this size zero-copy; 0: never
+  size_t rendezvous = 0;     // CHORUS_UCX_RNDV_BYTES: messages from this size zero-copy; 0: never
+  size_t bounce = 16 << 20;  // CHORUS_UCX_BOUNCE: the largest message landing in the bounce buffer
   std::chrono::milliseconds keepalive{30'000};  // CHORUS_KEEPALIVE (ucx::Context)
   static UcxConfig fromEnv();
 };
@@ -105,6 +107,12 @@ class UcxChannel final : public Channel, public DirectTransfer {
   Answer answer() override;
   size_t put(const LocalRegion& region, const std::byte* data, size_t from, size_t to) override;
   bool putDone(size_t bytes) override;
+  // The bounce buffer (transport.hpp): heap memory of this channel, grown to the largest
+  // transfer yet, at most config.bounce; a receive into it that outlives an aborted op
+  // lands in memory this channel owns until its receives are cancelled.
+  size_t bounceBytes() const override { return bounceLimit_; }
+  std::byte* bounce(size_t bytes) override;
+  bool offerBounce(size_t bytes) override;
   // A rendezvous chunk is at least this many bytes (but the last), and at least 1/65536 of
   // the transfer (the chunk number in the tag stays below 2^18).
   static constexpr size_t kRendezvousChunk = 64 << 10;
@@ -232,6 +240,10 @@ class UcxChannel final : public Channel, public DirectTransfer {
   size_t landBytes_ = 0;
   size_t landed_ = 0;       // bytes of it received, from its start
   uint64_t landChunk_ = 0;  // the chunk received next
+  size_t bounceLimit_;
+  std::unique_ptr<std::byte[]> bounce_;
+  size_t bounceSize_ = 0;
+  LocalRegion bounceRegion_;
   // Sender: the chunks of the accepted transfer posted (slots stay put in a deque).
   std::deque<Slot> putSlots_;
   size_t putPosted_ = 0;

@@ -45,7 +45,7 @@ class Channel {
     return n;
   }
   // Zero-copy transfers of large messages between registered buffers beside the stream,
-  // or nullptr where this channel has none (verbs has them).
+  // or nullptr where this channel has none (verbs has them; ucx with CHORUS_UCX_RNDV_BYTES).
   virtual DirectTransfer* directTransfer() { return nullptr; }
 };
 

@@ -12,8 +12,8 @@
 //   (ucp_ep_flush_nbx): a put's completion only says its source may be reused, the flush's
 //   that the data is in the peer's memory, so the writer's "written" message, which may
 //   take another endpoint, never overtakes its data. Both on the peer's first endpoint
-//   on rail 0: one-sided transfers are not striped over paths or rails (the rendezvous of
-//   this transport does not exist either).
+//   on rail 0: one-sided transfers are not striped over paths or rails (nor is the
+//   channel's rendezvous, ucx_channel.hpp).
 // - Where a read lands: straight in the destination when it lies in a buffer this rank
 //   exposes, else in a landing buffer of this object, copied out (or, for readLanded,
 //   folded from in place) once complete; a write's source likewise. Memory this transport

@@ -187,30 +187,16 @@ size_t UcxChannel::trySend(const void* data, size_t bytes) {
     Rail& rail = rails_[static_cast<size_t>(path / pathsPerRail_)];
     std::byte* buffer = rail.sendMemory->data() + (sendSeq_ % window_) * block_;
     std::memcpy(buffer, from + sent, n);
-    ucp_request_param_t param{};
-    param.op_attr_mask =
-        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMH;
-    param.cb.send = &UcxChannel::onSent;
-    param.user_data = &slot;
-    param.memh = rail.sendMemory->handle();
     slot.path = path;
     slot.length = n;
     slot.posted = now;
     links_[path].inFlight += n;
     scheduler_.onWritten(path, n);
-    ucs_status_ptr_t request =
-        ucp_tag_send_nbx(eps_[static_cast<size_t>(path)], buffer, n,
-                         dataTag(rank_, path, rail.sent++, sendSeq_), &param);
-    if (UCS_PTR_IS_ERR(request)) {
-      fail("send to", UCS_PTR_STATUS(request));
+    if (!postSend(slot, eps_[static_cast<size_t>(path)], buffer, n,
+                  dataTag(rank_, path, rail.sent++, sendSeq_), rail.sendMemory->handle(),
+                  "send to"))
       throwFailure();
-    }
-    if (request != nullptr) {
-      slot.busy = true;
-      slot.request = request;
-    } else {
-      sendDone(slot);  // completed in place: no callback comes
-    }
+    if (!slot.busy) sendDone(slot);  // completed in place: no callback comes
     stats_->paths[path].sent.fetch_add(n, std::memory_order_relaxed);
     ++sendSeq_;
     sent += n;
@@ -266,20 +252,9 @@ void UcxChannel::flushCredit() {
     Slot& out = creditSlots_[i];
     if (out.busy) continue;
     out.credit = head_;
-    ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send = &UcxChannel::onSent;
-    param.user_data = &out;
-    ucs_status_ptr_t request =
-        ucp_tag_send_nbx(eps_[0], &out.credit, sizeof(out.credit), creditTag(rank_), &param);
-    if (UCS_PTR_IS_ERR(request)) {
-      fail("credit to", UCS_PTR_STATUS(request));
+    if (!postSend(out, eps_[0], &out.credit, sizeof(out.credit), creditTag(rank_), nullptr,
+                  "credit to"))
       return;
-    }
-    if (request != nullptr) {
-      out.busy = true;
-      out.request = request;
-    }
     credited_ = head_;
     return;
   }
@@ -405,6 +380,28 @@ void UcxChannel::post(Slot& slot, ucp_worker_h worker, void* buffer, size_t byte
   } else if (slot.busy) {
     slot.request = request;  // still outstanding (else onReceived has run and freed it)
   }
+}
+
+bool UcxChannel::postSend(Slot& slot, ucp_ep_h ep, const void* buffer, size_t bytes, ucp_tag_t tag,
+                          ucp_mem_h memh, const char* what) {
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  if (memh != nullptr) {
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+    param.memh = memh;
+  }
+  param.cb.send = &UcxChannel::onSent;
+  param.user_data = &slot;
+  ucs_status_ptr_t request = ucp_tag_send_nbx(ep, buffer, bytes, tag, &param);
+  if (UCS_PTR_IS_ERR(request)) {
+    fail(what, UCS_PTR_STATUS(request));
+    return false;
+  }
+  if (request != nullptr) {
+    slot.busy = true;
+    slot.request = request;
+  }
+  return true;
 }
 
 // Callbacks run inside ucp_worker_progress: they only record, never post.
@@ -579,20 +576,9 @@ bool UcxChannel::offer(const LocalRegion* region, std::byte* data, size_t bytes)
   }
   out->answer[0] = recvTransfer_;
   out->answer[1] = region ? bytes : 0;
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  param.cb.send = &UcxChannel::onSent;
-  param.user_data = out;
-  ucs_status_ptr_t request =
-      ucp_tag_send_nbx(eps_[0], out->answer, sizeof(out->answer), answerTag(rank_), &param);
-  if (UCS_PTR_IS_ERR(request)) {
-    fail("rendezvous answer to", UCS_PTR_STATUS(request));
+  if (!postSend(*out, eps_[0], out->answer, sizeof(out->answer), answerTag(rank_), nullptr,
+                "rendezvous answer to"))
     throwFailure();
-  }
-  if (request != nullptr) {
-    out->busy = true;
-    out->request = request;
-  }
   return true;
 }
 
@@ -717,20 +703,9 @@ size_t UcxChannel::put(const LocalRegion&, const std::byte* data, size_t from, s
     return from;
   Slot& slot = putSlots_.emplace_back();
   slot.owner = this;
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  param.cb.send = &UcxChannel::onSent;
-  param.user_data = &slot;
-  ucs_status_ptr_t request = ucp_tag_send_nbx(eps_[0], data + from, to - from,
-                                              chunkTag(rank_, sendTransfer_, putChunk_), &param);
-  if (UCS_PTR_IS_ERR(request)) {
-    fail("rendezvous send to", UCS_PTR_STATUS(request));
+  if (!postSend(slot, eps_[0], data + from, to - from, chunkTag(rank_, sendTransfer_, putChunk_),
+                nullptr, "rendezvous send to"))
     throwFailure();
-  }
-  if (request != nullptr) {
-    slot.busy = true;
-    slot.request = request;
-  }
   stats_->paths[0].direct.fetch_add(to - from, std::memory_order_relaxed);
   ++putChunk_;
   putPosted_ = to;

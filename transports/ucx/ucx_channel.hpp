@@ -188,6 +188,11 @@ class UcxChannel final : public Channel, public DirectTransfer {
   void takeRendezvous();  // answers and landed chunks that arrived (flushCredit)
   void post(Slot& slot, ucp_worker_h worker, void* buffer, size_t bytes, ucp_tag_t tag,
             ucp_tag_t mask, ucp_mem_h memh);
+  // Sends bytes from buffer with the slot as its completion: the slot is busy while the send
+  // is outstanding, and not when it completed in place (no callback then comes). False after
+  // fail(what) when UCX refused it.
+  bool postSend(Slot& slot, ucp_ep_h ep, const void* buffer, size_t bytes, ucp_tag_t tag,
+                ucp_mem_h memh, const char* what);
   void fail(const std::string& what, ucs_status_t status);
   void failWith(const std::string& why);
   [[noreturn]] void throwFailure() const;  // failure_, as a PeerError

@@ -60,6 +60,12 @@ struct LinkModel {
   // fifteenth and sixteenth sessions).
   double overheadShare = 0;
   double callShare = 0;
+  // Where the exchange's o replaced a ping-pong's (linkFromProbe: ranks outnumber cores, and
+  // every rank waits for its turn on one), the ping-pong's o and its share: a pair's cost of
+  // a message while both ranks hold a core. The one-sided choice charges its records this
+  // (Tuner::chooseOneSided). 0: overheadUs is the pair's.
+  double pairOverheadUs = 0;
+  double pairOverheadShare = 0;
   // LogGP's g: the least time from one message a rank injects on this link to its next one
   // on the same link (start to start). It overlaps the next message's o and L, not the
   // previous message's own injection: a send holds its port (its CPU with cpuSends) for at

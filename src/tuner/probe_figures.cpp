@@ -162,6 +162,7 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link, std::string* note) 
   const double one = t.burstTrip > 0 ? std::min(t.one, t.burstTrip) : t.one;
   const BurstOverhead fit = burstOverhead(t, one / 2);
   link.overheadUs = fit.overheadUs;
+  link.pairOverheadUs = link.pairOverheadShare = 0;  // `link` may carry another class's
   link.gapUs = fit.gapUs;  // set even when 0: `link` may start from another class's figures
   // The fastest rounds ran with a core throughout; the medians at the ping-pong's share.
   link.overheadShare = fit.fromFastest && t.pingPongShare > 0 ? 1 : t.pingPongShare;
@@ -186,6 +187,8 @@ LinkModel linkFromProbe(const ProbeTimes& t, LinkModel link, std::string* note) 
     const bool shares = t.pingPongShare > 0 && t.exchangeShare > 0;
     if (shares ? exchangeO * t.exchangeShare > link.overheadUs * link.overheadShare
                : exchangeO > link.overheadUs) {
+      link.pairOverheadUs = link.overheadUs;
+      link.pairOverheadShare = link.overheadShare;
       link.overheadUs = exchangeO;
       link.overheadShare = t.exchangeShare;
       if (note) *note += "; the exchange's o, larger at one core";

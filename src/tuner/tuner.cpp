@@ -167,8 +167,17 @@ const Algorithm* Tuner::chooseOneSided(Collective collective, size_t count, Data
   if (bufferBytes(collective, bytes, nranks_) <
       oneSidedFromBytes(collective, nranks_, reach == Reach::Mapped))
     return nullptr;
-  // Which one-sided schedule: the replay the copy path's choice uses.
-  const LinkModel link = tuning_.forType(type);
+  // Which one-sided schedule: the replay the copy path's choice uses, with a record charged
+  // a pair's o. Where ranks outnumber cores the exchange's o (every rank waiting for its
+  // turn on a core) is a wait each phase of a schedule pays, not each record: charged per
+  // record (6.8-26 us at np 3 on 2 cores, against 0.24-0.43 us for a pair), it put
+  // peer_push, with the most records and the fewest phases, last at np 3, where it measured
+  // 1.5-2.9x faster than the pick at 256 KiB-4 MiB (perf/README.md, one-sided at np 3).
+  LinkModel link = tuning_.forType(type);
+  if (link.pairOverheadUs > 0) {
+    link.overheadUs = link.pairOverheadUs;
+    link.overheadShare = link.pairOverheadShare;
+  }
   std::vector<std::pair<double, const Algorithm*>> predicted;
   for (const Algorithm& a : allAlgorithms()) {
     if (a.collective != collective || !a.oneSided || a.staged || !allowed(a)) continue;

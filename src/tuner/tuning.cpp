@@ -53,6 +53,8 @@ std::string Tuning::toLine() const {
     s += " nic_burst_bytes=" + std::to_string(std::llround(model.nicBurstBytes));
   if (model.overheadShare > 0) s += " overhead_share=" + format(model.overheadShare);
   if (model.callShare > 0) s += " call_share=" + format(model.callShare);
+  if (model.pairOverheadUs > 0) s += " pair_overhead_us=" + format(model.pairOverheadUs);
+  if (model.pairOverheadShare > 0) s += " pair_overhead_share=" + format(model.pairOverheadShare);
   if (model.gapUs > 0) s += " gap_us=" + format(model.gapUs);
   if (model.cpuSends != defaultLinkModel(link).cpuSends)
     s += std::string(" cpu_sends=") + (model.cpuSends ? "1" : "0");
@@ -135,9 +137,16 @@ std::vector<Tuning> parseTuneFile(std::string_view text, std::string_view name) 
         t.model.nicBurstBytes = v;
         continue;
       }
-      if (key == "overhead_share" || key == "call_share") {  // 0: overhead_us as given
+      if (key == "overhead_share" || key == "call_share" || key == "pair_overhead_share") {
+        // 0: overhead_us as given
         if (v > 1) bad(name, number, "'" + key + "' is a share of a core: at most 1");
-        (key == "call_share" ? t.model.callShare : t.model.overheadShare) = v;
+        (key == "call_share"            ? t.model.callShare
+         : key == "pair_overhead_share" ? t.model.pairOverheadShare
+                                        : t.model.overheadShare) = v;
+        continue;
+      }
+      if (key == "pair_overhead_us") {  // 0: overhead_us is the pair's (LinkModel)
+        t.model.pairOverheadUs = v;
         continue;
       }
       if (key == "cpu_sends") {  // absent: the link class's own (shm 1, the others 0)

@@ -89,6 +89,7 @@ TEST(ProbeFigures, SolvesTheModelForLatencyOverheadAndBandwidth) {
   LinkModel m = linkFromProbe(t, start);
   EXPECT_DOUBLE_EQ(m.overheadUs, 2.5);
   EXPECT_DOUBLE_EQ(m.latencyUs, 0.05);
+  EXPECT_NEAR(m.pairOverheadUs, 0.2, 1e-12);  // the burst's, below: a pair's
   EXPECT_NEAR(m.bytesPerUs, 1000, 1e-9);
   EXPECT_EQ(m.copyBytesPerUs, start.copyBytesPerUs);  // untouched
   // Without the exchange (two ranks): the burst's o = (7.4 - 6) / 7 = 0.2, L = 3 - 0.4.
@@ -96,6 +97,7 @@ TEST(ProbeFigures, SolvesTheModelForLatencyOverheadAndBandwidth) {
   m = linkFromProbe(t, start);
   EXPECT_NEAR(m.overheadUs, 0.2, 1e-12);
   EXPECT_NEAR(m.latencyUs, 2.6, 1e-12);
+  EXPECT_EQ(m.pairOverheadUs, 0);  // overheadUs is the pair's
   // An exchange no slower than the ping-pong keeps the burst's figure.
   t.exchangeRanks = 4;
   t.exchange = 3.1;

@@ -69,6 +69,13 @@ TEST(TuneFile, LineRoundTrips) {
   EXPECT_EQ(reread(t), t);
   EXPECT_EQ(parseTuneFile("tcp latency_us=3\n")[0].model.callShare, 0);
   EXPECT_EQ(defaultTuning(LinkClass::Tcp).toLine().find("share"), std::string::npos);
+  // A pair's o where the exchange's replaced it (the one-sided choice's).
+  t.model.pairOverheadUs = 0.43;
+  t.model.pairOverheadShare = 1;
+  EXPECT_NE(t.toLine().find(" pair_overhead_us=0.43 pair_overhead_share=1"), std::string::npos);
+  EXPECT_EQ(reread(t), t);
+  EXPECT_EQ(parseTuneFile("tcp latency_us=3\n")[0].model.pairOverheadUs, 0);
+  EXPECT_EQ(defaultTuning(LinkClass::Tcp).toLine().find("pair"), std::string::npos);
 }
 
 TEST(TuneFile, BadInputNamesTheLine) {
@@ -84,6 +91,8 @@ TEST(TuneFile, BadInputNamesTheLine) {
   EXPECT_NE(errorOf("shm ranks=2.5").find("whole number"), std::string::npos);
   EXPECT_NE(errorOf("shm =3").find("key=value"), std::string::npos);
   EXPECT_NE(errorOf("tcp call_share=1.5").find("t:1: 'call_share' is a share of a core"),
+            std::string::npos);
+  EXPECT_NE(errorOf("tcp pair_overhead_share=2").find("t:1: 'pair_overhead_share' is a share"),
             std::string::npos);
 }
 
@@ -287,6 +296,28 @@ TEST(Tuner, OneSidedOnlyWhereItWasMeasuredToPay) {
   Tuner one(1, defaultTuning(LinkClass::Shm), Tuner::Mode::Model);
   EXPECT_EQ(name(one.chooseOneSided(Collective::AllReduce, floats(4 << 20), f32, mapped, any)),
             "copy");
+}
+
+// np 3 on 2 cores: the probe's exchange put o at 25.7 us (6.8 us in another probe) against a
+// pair's 0.43 us; charged per record, the exchange's o put peer_oneshot and peer_ring ahead,
+// where peer_push measured 1.5-2.9x faster than either at 256 KiB-4 MiB (perf/README.md,
+// one-sided at np 3). A record costs a pair's o: peer_push at every size.
+TEST(Tuner, OneSidedRecordsCostAPairsOverhead) {
+  auto any = [](const Algorithm&) { return true; };
+  auto name = [](const Algorithm* a) { return std::string(a ? a->name : "copy"); };
+  Tuning probed = parseTuneFile(
+      "shm ranks=3 latency_us=0.05 overhead_us=25.73 bytes_per_us=3.149e+04 "
+      "copy_bytes_per_us=3.149e+04 reduce_bytes_per_us=2.099e+04 overhead_share=0.6667 "
+      "call_share=0.6667 pair_overhead_us=0.428 pair_overhead_share=1\n")[0];
+  for (const double exchangeO : {25.73, 6.788}) {
+    probed.model.overheadUs = exchangeO;
+    Tuner three(3, probed, Tuner::Mode::Model);
+    for (size_t bytes : {size_t{256} << 10, size_t{1} << 20, size_t{4} << 20})
+      EXPECT_EQ(name(three.chooseOneSided(Collective::AllReduce, bytes / 4, DataType::Float32,
+                                          Tuner::Reach::Mapped, any)),
+                "peer_push")
+          << exchangeO << " us, " << bytes << " B";
+  }
 }
 
 // Over verbs (peers' buffers read by RDMA READ) the copy path with its zero-copy rendezvous

@@ -124,8 +124,9 @@ inline std::vector<bool> foldsIntoPrevious(const Schedule& schedule) {
 // call's first message on its queue (QueueOrder's Place::message == 0).
 inline constexpr size_t kStreamAlign = 8;
 inline constexpr size_t kCallHeaderBytes = 32;
-// Rule 5: an Expose's message, the engine's ExposeRecord.
-inline constexpr size_t kExposeRecordBytes = 64;
+// Rule 5: an Expose's message, the engine's ExposeRecord (16 bytes and the transport's
+// description, PeerMemory::kMaxBlob).
+inline constexpr size_t kExposeRecordBytes = 128;
 inline size_t wireBytes(size_t dataBytes, bool firstOfCall) {
   return (dataBytes + kStreamAlign - 1) / kStreamAlign * kStreamAlign +
          (firstOfCall ? kCallHeaderBytes : 0);

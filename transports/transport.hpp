@@ -132,8 +132,9 @@ class PeerMemory {
  public:
   virtual ~PeerMemory() = default;
   // Describes [data, data + bytes), which lies in `region`, for `peer`. At most kMaxBlob
-  // bytes. Throws Error if this transport cannot expose such memory.
-  static constexpr size_t kMaxBlob = 48;
+  // bytes (room for UCX's remote keys of four rails: 20 bytes each with rc_verbs and tcp).
+  // Throws Error if this transport cannot expose such memory.
+  static constexpr size_t kMaxBlob = 112;
   virtual std::vector<std::byte> describe(const LocalRegion& region, const void* data,
                                           size_t bytes) = 0;
   // The described memory in this process's address space, or nullptr when it can only be

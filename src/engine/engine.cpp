@@ -45,6 +45,7 @@ struct ExposeRecord {
   std::byte blob[PeerMemory::kMaxBlob];
 };
 static_assert(sizeof(ExposeRecord) == rules::kExposeRecordBytes);  // rule 5: the replay prices it
+static_assert(sizeof(ExposeRecord) <= sizeof(StepProgress::record));
 
 }  // namespace
 

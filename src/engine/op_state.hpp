@@ -2,6 +2,7 @@
 #pragma once
 
 #include "algorithms/schedule.hpp"
+#include "algorithms/schedule_rules.hpp"
 #include "engine/rendezvous.hpp"
 #include "memory/shared_memory.hpp"
 
@@ -29,7 +30,7 @@ struct StepProgress {
   // received, and, once received, the peer's range mapped here (nullptr: read() reaches it).
   uint8_t recordBytes = 0;
   bool recordTaken = false;
-  std::array<std::byte, 64> record{};
+  std::array<std::byte, rules::kExposeRecordBytes> record{};
   const std::byte* peerData = nullptr;
   // A read that did not finish at once (verbs): its elements, so that the engine asks for
   // the same range again until it completes.

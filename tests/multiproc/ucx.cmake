@@ -88,6 +88,13 @@ set_tests_properties(ucx.collectives.np3.tiny_window
 chorus_ucx_test(ucx.collectives.np2.paths2 120
   sh ${CMAKE_CURRENT_SOURCE_DIR}/ucx_paths_test.sh ${_run} $<TARGET_FILE:chorus_collectives_test>)
 
+# One-sided transfers striped the same two ways: peer_push all-reduce and peer_ring
+# all-gather on registered buffers, checked, and both endpoints carrying each channel's
+# one-sided bytes (read and written, from the same counters). About 10 s.
+chorus_ucx_test(ucx.onesided.paths2 120
+  sh ${CMAKE_CURRENT_SOURCE_DIR}/ucx_onesided_paths_test.sh ${_run}
+  $<TARGET_FILE:chorus_collectives_test>)
+
 # Both ranks and all their threads under SCHED_FIFO on one CPU, two endpoints per peer: no
 # thread may spin without blocking (the progress thread did, on a worker fd that stayed
 # readable, and kept UCX's async thread off the CPU). About 2 s; skips without SCHED_FIFO.
@@ -126,8 +133,9 @@ set_tests_properties(ucx.kill.np4.victim2.two_workers
 # flush), forced (the tuner never picks them over the network): every peer_* schedule, every
 # type and op of the --quick cases, in and out of place, on registered and memAlloc buffers,
 # in both error modes (tcp's emulated RMA; cma and shared memory with `none`), and with two
-# workers per rank (one-sided transfers take rail 0). --expect-algo fails a case that ran
-# another algorithm. Then a rank killed under peer_push and under peer_twoshot. About 40 s.
+# workers per rank (one-sided transfers striped over both rails). --expect-algo fails a case
+# that ran another algorithm. Then a rank killed under peer_push and under peer_twoshot.
+# About 40 s.
 set(_ucx_peer_algos
   allreduce:peer_push,allgather:peer_ring,reducescatter:peer_direct,broadcast:peer_direct,alltoall:peer_direct)
 set(_ucx_peer_only --only allReduce,allGather,reduceScatter,broadcast,allToAll)

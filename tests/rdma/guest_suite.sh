@@ -170,6 +170,25 @@ if [ -f /mnt/ucx.onesided.np2.rc_verbs.log ] && [ "$(rxe_sent)" -le "$rxe_before
   echo "FAIL ucx.onesided.rc_verbs: rxe0 sent no packet (UCX did not use verbs)"
   status=1
 fi
+# The same striped over two rails (ucx_peer_memory.hpp): one UCX worker per rxe device
+# (CHORUS_UCX_NET_DEVICES, each with UCX's tcp on its dummy interface for wire-up), the
+# region mapped and its remote key packed with each rail's context, and each piece read or
+# written with the key of its endpoint's rail (a key of the other device's is refused:
+# rxe's memory keys are per device). peer_push all-reduce and peer_ring all-gather, a
+# sample (--every 3) of the --quick cases, checked; both endpoints must carry a tenth of each
+# channel's one-sided bytes (ucx_onesided_paths_test.sh), and both devices packets.
+rxe1_sent() { cat /sys/class/infiniband/rxe1/ports/1/hw_counters/sent_pkts 2>/dev/null || echo 0; }
+rm -f /mnt/ucx.onesided.np2.two_rails.log
+rxe_before=$(rxe_sent)
+rxe1_before=$(rxe1_sent)
+part ucx.onesided.np2.two_rails 200 env UCX_TLS=tcp,rc_verbs,self COLL_ARGS="--every 3" \
+  sh "$SRC/tests/multiproc/ucx_onesided_paths_test.sh" "$RUN" "$COLL" 2 \
+  CHORUS_UCX_NET_DEVICES=rxe0:1+dummy0,rxe1:1+dummy1
+if [ -f /mnt/ucx.onesided.np2.two_rails.log ] &&
+  { [ "$(rxe_sent)" -le "$rxe_before" ] || [ "$(rxe1_sent)" -le "$rxe1_before" ]; }; then
+  echo "FAIL ucx.onesided.two_rails: rxe0 or rxe1 sent no packet (UCX did not use both)"
+  status=1
+fi
 # UCX's rendezvous for the copy path (ucx_channel.hpp, CHORUS_UCX_RNDV_BYTES, forced from 1
 # KiB by ucx_rendezvous_test.sh) over rc_verbs: registered messages go as tagged chunks
 # straight into the destination (or the bounce buffer), which UCX moves by RDMA; a sample

@@ -183,7 +183,7 @@ size_t UcxChannel::trySend(const void* data, size_t bytes) {
     Slot& slot = sendSlots_[sendSeq_ % window_];
     if (slot.busy) break;  // the piece sent window pieces ago is still going out
     const size_t n = std::min(block_, bytes - sent);
-    const int path = pickPath(n, now);
+    const int path = pickPath(n, now, allPaths());
     Rail& rail = rails_[static_cast<size_t>(path / pathsPerRail_)];
     std::byte* buffer = rail.sendMemory->data() + (sendSeq_ % window_) * block_;
     std::memcpy(buffer, from + sent, n);
@@ -261,7 +261,11 @@ void UcxChannel::flushCredit() {
   // Both credit slots are in flight: the next call sends the (cumulative) count.
 }
 
-int UcxChannel::pickPath(size_t bytes, Clock::time_point now) {
+uint64_t UcxChannel::allPaths() const {
+  return links_.size() >= 64 ? ~uint64_t{0} : (uint64_t{1} << links_.size()) - 1;
+}
+
+int UcxChannel::pickPath(size_t bytes, Clock::time_point now, uint64_t paths) {
   for (size_t p = 0; p < links_.size(); ++p)
     scheduler_.onBacklog(static_cast<int>(p), links_[p].inFlight, now);
   if (now - lastPublish_ >= stripe::PathScheduler::kRateWindow) {
@@ -273,19 +277,23 @@ int UcxChannel::pickPath(size_t bytes, Clock::time_point now) {
                                   std::memory_order_relaxed);
     }
   }
-  // Every endpoint is usable: the stream's credits bound what is in flight, not the path.
-  const uint64_t all = links_.size() >= 64 ? ~uint64_t{0} : (uint64_t{1} << links_.size()) - 1;
-  return scheduler_.pick(bytes, all);
+  // Every endpoint asked for is usable: the stream's credits (or the engine's one-sided
+  // calls) bound what is in flight, not the path.
+  return scheduler_.pick(bytes, paths);
 }
 
 // Sends completed together drained their bytes in one busy interval: from the post of
 // the first (or the endpoint's previous completion, whichever is later) to the report.
 void UcxChannel::sendDone(Slot& slot) {
-  Link& l = links_[slot.path];
-  l.inFlight -= slot.length;
-  if (l.doneBytes == 0) l.doneStart = std::max(slot.posted, l.lastDone);
-  l.doneBytes += slot.length;
+  linkDone(slot.path, slot.length, slot.posted);
   slot.path = -1;
+}
+
+void UcxChannel::linkDone(int path, size_t bytes, Clock::time_point posted) {
+  Link& l = links_[static_cast<size_t>(path)];
+  l.inFlight -= bytes;
+  if (l.doneBytes == 0) l.doneStart = std::max(posted, l.lastDone);
+  l.doneBytes += bytes;
 }
 
 void UcxChannel::reportDrained(Clock::time_point now) {
@@ -458,10 +466,24 @@ void UcxChannel::throwFailure() const {
   throw PeerError(peer_, failure_);
 }
 
-ucp_ep_h UcxChannel::oneSidedEndpoint() {
+void UcxChannel::oneSidedCheck() {
   progressLocked();
   if (!failure_.empty()) throwFailure();
-  return eps_[0];
+}
+
+int UcxChannel::pickOneSided(size_t bytes, int rails) {
+  const size_t paths = static_cast<size_t>(std::clamp(rails, 1, this->rails()) * pathsPerRail_);
+  const uint64_t mask = paths >= 64 ? ~uint64_t{0} : (uint64_t{1} << paths) - 1;
+  const int path = pickPath(bytes, Clock::now(), mask & allPaths());
+  links_[static_cast<size_t>(path)].inFlight += bytes;
+  scheduler_.onWritten(path, bytes);
+  return path;
+}
+
+void UcxChannel::oneSidedDone(int path, size_t bytes, Clock::time_point posted, bool read) {
+  linkDone(path, bytes, posted);
+  auto& counter = read ? stats_->paths[path].read : stats_->paths[path].written;
+  counter.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void UcxChannel::oneSidedFailed(const std::string& doing, ucs_status_t status) {

@@ -132,9 +132,19 @@ class UcxChannel final : public Channel, public DirectTransfer {
   // flushes still going.
   bool wired();
   void forgetWiring();
-  // One-sided transfers (ucx_peer_memory.hpp), with progress.mutex() held: the endpoint
-  // they take (rail 0's first path); throws the channel's PeerError once it failed.
-  ucp_ep_h oneSidedEndpoint();
+  // One-sided transfers (ucx_peer_memory.hpp), striped as the stream's pieces, all with
+  // progress.mutex() held. oneSidedCheck() progresses the workers and throws the channel's
+  // PeerError once it failed. pickOneSided() gives the path the scheduler picks for a piece
+  // of `bytes` among the paths of the first `rails` rails (those the peer's record has keys
+  // for), counted in flight on it until oneSidedDone(), which also counts the bytes as read
+  // from or written to the peer on that path.
+  void oneSidedCheck();
+  int pickOneSided(size_t bytes, int rails);
+  void oneSidedDone(int path, size_t bytes, Clock::time_point posted, bool read);
+  ucp_ep_h endpoint(int path) const { return eps_[static_cast<size_t>(path)]; }
+  int railOf(int path) const { return path / pathsPerRail_; }
+  int endpointsPerRail() const { return pathsPerRail_; }
+  int rails() const { return static_cast<int>(rails_.size()); }
   // A one-sided transfer (`doing`: "reading from") failed: fails the channel, throws.
   [[noreturn]] void oneSidedFailed(const std::string& doing, ucs_status_t status);
 
@@ -177,8 +187,11 @@ class UcxChannel final : public Channel, public DirectTransfer {
 
   void progressLocked();
   void arrived(Slot& slot, ucp_tag_t tag);
-  int pickPath(size_t bytes, Clock::time_point now);
+  // The path for `bytes` among those in `paths` (a bit per path).
+  int pickPath(size_t bytes, Clock::time_point now, uint64_t paths);
+  uint64_t allPaths() const;
   void sendDone(Slot& slot);
+  void linkDone(int path, size_t bytes, Clock::time_point posted);
   void reportDrained(Clock::time_point now);
   void placeArrived();
   void postReceive(int rail, uint64_t railSeq);

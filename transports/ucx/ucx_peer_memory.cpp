@@ -1,8 +1,10 @@
 #include "transports/ucx/ucx_peer_memory.hpp"
 
 #include "errors.hpp"
+#include "log.hpp"
 #include "memory/shared_memory.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -12,10 +14,38 @@ namespace {
 struct Blob {
   uint64_t addr;  // the exposed range, in the exposing process
   uint64_t bytes;
-  uint8_t keyBytes;
-  uint8_t key[UcxPeerMemory::kMaxKeyBytes];  // the region's packed remote key
+  uint8_t keys[UcxPeerMemory::kKeyBytes];  // the rails' packed remote keys, length-prefixed
 };
 static_assert(sizeof(Blob) == PeerMemory::kMaxBlob);
+
+// Rail 0's key, then the others' while they fit (each after its length byte).
+void packKeys(Blob& b, const std::vector<std::string>& keys) {
+  size_t at = 0;
+  for (const std::string& key : keys) {
+    if (at + 1 + key.size() > sizeof b.keys) break;
+    b.keys[at++] = static_cast<uint8_t>(key.size());
+    std::memcpy(b.keys + at, key.data(), key.size());
+    at += key.size();
+  }
+}
+
+std::vector<std::string> unpackKeys(const Blob& b, int peer) {
+  std::vector<std::string> keys;
+  size_t at = 0;
+  while (at < sizeof b.keys && b.keys[at] != 0) {
+    const size_t n = b.keys[at++];
+    if (at + n > sizeof b.keys)
+      throw Error(
+          Result::InternalError,
+          "ucx: malformed remote key in the memory record from rank " + std::to_string(peer));
+    keys.emplace_back(reinterpret_cast<const char*>(b.keys + at), n);
+    at += n;
+  }
+  if (keys.empty())
+    throw Error(Result::InternalError,
+                "ucx: no remote key in the memory record from rank " + std::to_string(peer));
+  return keys;
+}
 
 Blob parse(std::span<const std::byte> blob, int peer) {
   Blob b;
@@ -23,17 +53,14 @@ Blob parse(std::span<const std::byte> blob, int peer) {
     throw Error(Result::InternalError,
                 "ucx: malformed memory record from rank " + std::to_string(peer));
   std::memcpy(&b, blob.data(), sizeof b);
-  if (b.keyBytes == 0 || b.keyBytes > UcxPeerMemory::kMaxKeyBytes)
-    throw Error(Result::InternalError,
-                "ucx: malformed remote key in the memory record from rank " + std::to_string(peer));
   return b;
 }
 
 }  // namespace
 
-UcxPeerMemory::UcxPeerMemory(const Context& context, Progress& progress,
+UcxPeerMemory::UcxPeerMemory(std::vector<ucp_context_h> contexts, Progress& progress,
                              std::function<UcxChannel&(int)> channel)
-    : context_(context.get()), progress_(progress), channel_(std::move(channel)) {}
+    : contexts_(std::move(contexts)), progress_(progress), channel_(std::move(channel)) {}
 
 // The transport called close() before its workers went; the progress thread is gone.
 UcxPeerMemory::~UcxPeerMemory() {
@@ -45,49 +72,71 @@ void UcxPeerMemory::close() noexcept {
   closed_ = true;
   std::lock_guard lock(progress_.mutex());
   // Requests still going complete (cancelled) as their endpoints close; UCX frees them then.
-  for (auto& [key, p] : pending_)
-    if (p.request) ucp_request_free(p.request);
   // Their landing buffers stay until this object goes, after the workers.
+  for (auto& [key, p] : pending_)
+    for (Piece& piece : p.pieces)
+      if (piece.request) ucp_request_free(piece.request);
   for (auto& [key, rkey] : keys_) ucp_rkey_destroy(rkey);
   keys_.clear();
 }
 
 void UcxPeerMemory::unmap(Exposed& e) noexcept {
-  if (e.memh) ucp_mem_unmap(context_, e.memh);
-  e.memh = nullptr;
+  for (size_t rail = 0; rail < e.memh.size(); ++rail)
+    if (e.memh[rail]) ucp_mem_unmap(contexts_[rail], e.memh[rail]);
+  e.memh.clear();
 }
 
-// The whole region is mapped once and stays so while this transport lives or until
+// The whole region is mapped once per rail and stays so while this transport lives or until
 // forget(): a peer may reach it at any time after describe().
 UcxPeerMemory::Exposed& UcxPeerMemory::expose(const LocalRegion& region) {
   if (Exposed* e = exposed_.find(region)) return *e;
   unmapOverlapping(region.base, region.bytes);  // another buffer now at this address
-  ucp_mem_map_params_t params{};
-  params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-  params.address = const_cast<std::byte*>(region.base);
-  params.length = region.bytes;
-  Exposed e{nullptr, {}};
-  ucs_status_t status = ucp_mem_map(context_, &params, &e.memh);
-  if (status != UCS_OK)
-    throwStatus("mapping " + std::to_string(region.bytes) + " bytes for peers (ucp_mem_map)",
-                status);
-  void* packed = nullptr;
-  size_t packedBytes = 0;
-  status = ucp_rkey_pack(context_, e.memh, &packed, &packedBytes);
-  if (status != UCS_OK) {
-    unmap(e);
-    throwStatus("ucp_rkey_pack", status);
+  Exposed e;
+  for (ucp_context_h context : contexts_) {
+    ucp_mem_map_params_t params{};
+    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    params.address = const_cast<std::byte*>(region.base);
+    params.length = region.bytes;
+    ucp_mem_h memh = nullptr;
+    ucs_status_t status = ucp_mem_map(context, &params, &memh);
+    if (status != UCS_OK) {
+      unmap(e);
+      throwStatus("mapping " + std::to_string(region.bytes) + " bytes for peers (ucp_mem_map)",
+                  status);
+    }
+    e.memh.push_back(memh);
+    void* packed = nullptr;
+    size_t packedBytes = 0;
+    status = ucp_rkey_pack(context, memh, &packed, &packedBytes);
+    if (status != UCS_OK) {
+      unmap(e);
+      throwStatus("ucp_rkey_pack", status);
+    }
+    e.keys.emplace_back(static_cast<const char*>(packed), packedBytes);
+    ucp_rkey_buffer_release(packed);
   }
-  e.key.assign(static_cast<const char*>(packed), packedBytes);
-  ucp_rkey_buffer_release(packed);
-  if (e.key.empty() || e.key.size() > kMaxKeyBytes) {
+  if (e.keys.empty() || e.keys[0].empty() || e.keys[0].size() + 1 > kKeyBytes) {
+    const size_t packedBytes = e.keys.empty() ? 0 : e.keys[0].size();
     unmap(e);
     throw Error(Result::InvalidUsage,
                 "ucx: the remote key of a registered buffer is " + std::to_string(packedBytes) +
                     " bytes; a one-sided description carries at most " +
-                    std::to_string(kMaxKeyBytes) +
+                    std::to_string(kKeyBytes - 1) +
                     " (UCX's transports for this memory pack larger keys: use the copy path, "
                     "or CHORUS_NET=ib)");
+  }
+  size_t fit = 0, at = 0;
+  std::string sizes;
+  for (const std::string& key : e.keys) {
+    sizes += (sizes.empty() ? "" : " + ") + std::to_string(key.size());
+    if ((at += 1 + key.size()) <= kKeyBytes) ++fit;
+  }
+  if (fit < e.keys.size() && !toldRails_) {
+    toldRails_ = true;
+    logf(LogLevel::Info,
+         "ucx: one-sided transfers take the paths of %zu of %zu rails: the rails' remote keys "
+         "are %s bytes, a one-sided description carries %zu",
+         fit, e.keys.size(), sizes.c_str(), kKeyBytes);
   }
   return exposed_.insert(region, std::move(e));
 }
@@ -100,8 +149,8 @@ std::vector<std::byte> UcxPeerMemory::describe(const LocalRegion& region, const 
                                                size_t bytes) {
   std::lock_guard lock(progress_.mutex());
   const Exposed& e = expose(region);
-  Blob b{reinterpret_cast<uint64_t>(data), bytes, static_cast<uint8_t>(e.key.size()), {}};
-  std::memcpy(b.key, e.key.data(), e.key.size());
+  Blob b{reinterpret_cast<uint64_t>(data), bytes, {}};
+  packKeys(b, e.keys);
   std::vector<std::byte> out(sizeof b);
   std::memcpy(out.data(), &b, sizeof b);
   return out;
@@ -116,32 +165,85 @@ void UcxPeerMemory::unmapOverlapping(const void* data, size_t bytes) {
   exposed_.eraseOverlapping(data, bytes, [&](Exposed& e) { unmap(e); });
 }
 
-ucp_rkey_h UcxPeerMemory::remoteKey(int peer, UcxChannel& channel, const std::string& packed) {
-  const auto id = std::make_pair(peer, packed);
+ucp_rkey_h UcxPeerMemory::remoteKey(int peer, int path, UcxChannel& channel,
+                                    const std::string& packed) {
+  const auto id = std::make_tuple(peer, path, packed);
   auto it = keys_.find(id);
   if (it != keys_.end()) return it->second;
   ucp_rkey_h rkey = nullptr;
-  const ucs_status_t status = ucp_ep_rkey_unpack(channel.oneSidedEndpoint(), packed.data(), &rkey);
+  const ucs_status_t status = ucp_ep_rkey_unpack(channel.endpoint(path), packed.data(), &rkey);
   if (status != UCS_OK) channel.oneSidedFailed("unpacking the remote key of", status);
   keys_.emplace(id, rkey);
   return rkey;
 }
 
-bool UcxPeerMemory::complete(std::map<Key, Pending>::iterator it, UcxChannel& channel,
-                             const char* doing) {
-  Pending& p = it->second;
-  if (p.request) {
-    const ucs_status_t status = ucp_request_check_status(p.request);
-    if (status == UCS_INPROGRESS) return false;
-    ucp_request_free(p.request);
-    p.request = nullptr;
-    if (status != UCS_OK) {
-      if (p.landing) orphans_.push_back(std::move(p.landing));
-      pending_.erase(it);
-      channel.oneSidedFailed(doing, status);
+void UcxPeerMemory::post(Pending& p, int peer, UcxChannel& channel,
+                         const std::vector<std::string>& keys, uint64_t remote, std::byte* local,
+                         size_t bytes, bool write) {
+  const int rails = std::min(static_cast<int>(keys.size()), channel.rails());
+  const int paths = rails * channel.endpointsPerRail();
+  const size_t piece =
+      paths <= 1 || bytes < 2 * kMinPiece ? bytes : std::max(kMinPiece, bytes / (2 * paths) + 1);
+  const char* doing = write ? "writing to" : "reading from";
+  p.posted = Clock::now();
+  p.failed = true;            // until every piece is posted: a throw below leaves it so
+  std::vector<size_t> putOn;  // write: bytes put on each path, flushed below
+  for (size_t at = 0; at < bytes; at += piece) {
+    const size_t n = std::min(piece, bytes - at);
+    const int path = channel.pickOneSided(n, rails);
+    const ucp_rkey_h rkey =
+        remoteKey(peer, path, channel, keys[static_cast<size_t>(channel.railOf(path))]);
+    ucp_request_param_t param{};
+    if (write) {
+      ucs_status_ptr_t put =
+          ucp_put_nbx(channel.endpoint(path), local + at, n, remote + at, rkey, &param);
+      if (UCS_PTR_IS_ERR(put)) channel.oneSidedFailed(doing, UCS_PTR_STATUS(put));
+      if (put) ucp_request_free(put);  // the endpoint's flush completes after it
+      if (putOn.size() <= static_cast<size_t>(path)) putOn.resize(static_cast<size_t>(path) + 1);
+      putOn[static_cast<size_t>(path)] += n;
+      continue;
     }
+    ucs_status_ptr_t get =
+        ucp_get_nbx(channel.endpoint(path), local + at, n, remote + at, rkey, &param);
+    if (UCS_PTR_IS_ERR(get)) channel.oneSidedFailed(doing, UCS_PTR_STATUS(get));
+    p.pieces.push_back({get, path, n});
   }
-  return true;
+  for (size_t path = 0; path < putOn.size(); ++path) {
+    if (putOn[path] == 0) continue;
+    ucp_request_param_t param{};
+    ucs_status_ptr_t flush = ucp_ep_flush_nbx(channel.endpoint(static_cast<int>(path)), &param);
+    if (UCS_PTR_IS_ERR(flush)) channel.oneSidedFailed(doing, UCS_PTR_STATUS(flush));
+    p.pieces.push_back({flush, static_cast<int>(path), putOn[path]});
+  }
+  p.failed = false;
+}
+
+bool UcxPeerMemory::complete(Pending& p, UcxChannel& channel, const char* doing, bool read) {
+  if (p.failed) {  // it failed before, and so did the channel
+    channel.oneSidedCheck();
+    throw Error(Result::InternalError, std::string("ucx: a failed one-sided transfer ") + doing +
+                                           " a peer asked for again");
+  }
+  bool done = true;
+  for (Piece& piece : p.pieces) {
+    if (piece.path < 0) continue;  // completed and counted
+    if (piece.request) {
+      const ucs_status_t status = ucp_request_check_status(piece.request);
+      if (status == UCS_INPROGRESS) {
+        done = false;
+        continue;
+      }
+      ucp_request_free(piece.request);
+      piece.request = nullptr;
+      if (status != UCS_OK) {
+        p.failed = true;
+        channel.oneSidedFailed(doing, status);
+      }
+    }
+    channel.oneSidedDone(piece.path, piece.bytes, p.posted, read);
+    piece.path = -1;
+  }
+  return done;
 }
 
 UcxPeerMemory::Landing UcxPeerMemory::landing(size_t bytes) {
@@ -179,23 +281,18 @@ size_t UcxPeerMemory::readInto(int peer, std::span<const std::byte> blob, size_t
   checkExposedRange("ucx", peer, "reading", b.bytes, offset, bytes);
   std::lock_guard lock(progress_.mutex());
   UcxChannel& channel = channel_(peer);
-  const ucp_ep_h ep = channel.oneSidedEndpoint();  // progresses the workers
-  const uint64_t remote = b.addr + offset;
-  const Key key{peer, remote, bytes, false};
+  channel.oneSidedCheck();  // progresses the workers
+  const Key key{peer, b.addr + offset, bytes, false};
   auto it = pending_.find(key);
   if (it == pending_.end()) {
-    const ucp_rkey_h rkey =
-        remoteKey(peer, channel, std::string(reinterpret_cast<const char*>(b.key), b.keyBytes));
-    Pending p;
+    const std::vector<std::string> keys = unpackKeys(b, peer);
+    it = pending_.emplace(key, Pending{}).first;
+    Pending& p = it->second;
     if (!exposedContaining(dst, bytes)) p.landing = landing(bytes);
-    void* into = p.landing ? p.landing.get() : dst;
-    ucp_request_param_t param{};
-    ucs_status_ptr_t request = ucp_get_nbx(ep, into, bytes, remote, rkey, &param);
-    if (UCS_PTR_IS_ERR(request)) channel.oneSidedFailed("reading from", UCS_PTR_STATUS(request));
-    p.request = request;
-    it = pending_.emplace(key, std::move(p)).first;
+    std::byte* into = p.landing ? p.landing.get() : static_cast<std::byte*>(dst);
+    post(p, peer, channel, keys, b.addr + offset, into, bytes, /*write=*/false);
   }
-  if (!complete(it, channel, "reading from")) return 0;
+  if (!complete(it->second, channel, "reading from", /*read=*/true)) return 0;
   Pending& p = it->second;
   if (p.landing && landed) {
     *landed = p.landing.get();
@@ -209,7 +306,7 @@ size_t UcxPeerMemory::readInto(int peer, std::span<const std::byte> blob, size_t
 }
 
 // The source is copied into a landing buffer once, when the write is first asked for
-// (unless it lies in an exposed buffer); later calls only look at the flush.
+// (unless it lies in an exposed buffer); later calls only look at the flushes.
 size_t UcxPeerMemory::write(int peer, std::span<const std::byte> blob, size_t offset,
                             const void* src, size_t bytes) {
   if (bytes == 0) return 0;
@@ -217,33 +314,22 @@ size_t UcxPeerMemory::write(int peer, std::span<const std::byte> blob, size_t of
   checkExposedRange("ucx", peer, "writing", b.bytes, offset, bytes);
   std::lock_guard lock(progress_.mutex());
   UcxChannel& channel = channel_(peer);
-  const ucp_ep_h ep = channel.oneSidedEndpoint();
-  const uint64_t remote = b.addr + offset;
-  const Key key{peer, remote, bytes, true};
+  channel.oneSidedCheck();
+  const Key key{peer, b.addr + offset, bytes, true};
   auto it = pending_.find(key);
   if (it == pending_.end()) {
-    const ucp_rkey_h rkey =
-        remoteKey(peer, channel, std::string(reinterpret_cast<const char*>(b.key), b.keyBytes));
-    Pending p;
-    const void* from = src;
+    const std::vector<std::string> keys = unpackKeys(b, peer);
+    it = pending_.emplace(key, Pending{}).first;
+    Pending& p = it->second;
+    auto* from = static_cast<std::byte*>(const_cast<void*>(src));  // UCX only reads it
     if (!exposedContaining(src, bytes)) {
       p.landing = landing(bytes);
       std::memcpy(p.landing.get(), src, bytes);
       from = p.landing.get();
     }
-    ucp_request_param_t param{};
-    ucs_status_ptr_t put = ucp_put_nbx(ep, from, bytes, remote, rkey, &param);
-    if (UCS_PTR_IS_ERR(put)) channel.oneSidedFailed("writing to", UCS_PTR_STATUS(put));
-    if (put) ucp_request_free(put);  // the flush below completes after it
-    ucs_status_ptr_t flush = ucp_ep_flush_nbx(ep, &param);
-    if (UCS_PTR_IS_ERR(flush)) {
-      if (p.landing) orphans_.push_back(std::move(p.landing));  // the put may still read it
-      channel.oneSidedFailed("writing to", UCS_PTR_STATUS(flush));
-    }
-    p.request = flush;
-    it = pending_.emplace(key, std::move(p)).first;
+    post(p, peer, channel, keys, b.addr + offset, from, bytes, /*write=*/true);
   }
-  if (!complete(it, channel, "writing to")) return 0;
+  if (!complete(it->second, channel, "writing to", /*read=*/false)) return 0;
   release(std::move(it->second.landing));
   pending_.erase(it);
   return bytes;

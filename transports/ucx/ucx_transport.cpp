@@ -88,8 +88,10 @@ class UcxTransport final : public Transport {
       }
     });
     channels_.resize(nranks_);
+    std::vector<ucp_context_h> railContexts;
+    for (const auto& c : contexts_) railContexts.push_back(c->get());
     peerMemory_ = std::make_unique<ucx::UcxPeerMemory>(
-        *contexts_[0], *progress_, [this](int peer) -> ucx::UcxChannel& {
+        std::move(railContexts), *progress_, [this](int peer) -> ucx::UcxChannel& {
           if (peer < 0 || peer >= nranks_ || !channels_[peer])
             throwInvalid("ucx: no channel to rank " + std::to_string(peer));
           return *channels_[peer];

@@ -183,15 +183,14 @@ size_t UcxChannel::trySend(const void* data, size_t bytes) {
     Slot& slot = sendSlots_[sendSeq_ % window_];
     if (slot.busy) break;  // the piece sent window pieces ago is still going out
     const size_t n = std::min(block_, bytes - sent);
-    const int path = pickPath(n, now, allPaths());
+    const int path = pickPath(n, now, firstPaths(links_.size()));
     Rail& rail = rails_[static_cast<size_t>(path / pathsPerRail_)];
     std::byte* buffer = rail.sendMemory->data() + (sendSeq_ % window_) * block_;
     std::memcpy(buffer, from + sent, n);
     slot.path = path;
     slot.length = n;
     slot.posted = now;
-    links_[path].inFlight += n;
-    scheduler_.onWritten(path, n);
+    linkPosted(path, n);
     if (!postSend(slot, eps_[static_cast<size_t>(path)], buffer, n,
                   dataTag(rank_, path, rail.sent++, sendSeq_), rail.sendMemory->handle(),
                   "send to"))
@@ -261,8 +260,8 @@ void UcxChannel::flushCredit() {
   // Both credit slots are in flight: the next call sends the (cumulative) count.
 }
 
-uint64_t UcxChannel::allPaths() const {
-  return links_.size() >= 64 ? ~uint64_t{0} : (uint64_t{1} << links_.size()) - 1;
+uint64_t UcxChannel::firstPaths(size_t n) {
+  return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
 }
 
 int UcxChannel::pickPath(size_t bytes, Clock::time_point now, uint64_t paths) {
@@ -287,6 +286,11 @@ int UcxChannel::pickPath(size_t bytes, Clock::time_point now, uint64_t paths) {
 void UcxChannel::sendDone(Slot& slot) {
   linkDone(slot.path, slot.length, slot.posted);
   slot.path = -1;
+}
+
+void UcxChannel::linkPosted(int path, size_t bytes) {
+  links_[static_cast<size_t>(path)].inFlight += bytes;
+  scheduler_.onWritten(path, bytes);
 }
 
 void UcxChannel::linkDone(int path, size_t bytes, Clock::time_point posted) {
@@ -473,10 +477,8 @@ void UcxChannel::oneSidedCheck() {
 
 int UcxChannel::pickOneSided(size_t bytes, int rails) {
   const size_t paths = static_cast<size_t>(std::clamp(rails, 1, this->rails()) * pathsPerRail_);
-  const uint64_t mask = paths >= 64 ? ~uint64_t{0} : (uint64_t{1} << paths) - 1;
-  const int path = pickPath(bytes, Clock::now(), mask & allPaths());
-  links_[static_cast<size_t>(path)].inFlight += bytes;
-  scheduler_.onWritten(path, bytes);
+  const int path = pickPath(bytes, Clock::now(), firstPaths(paths));
+  linkPosted(path, bytes);
   return path;
 }
 

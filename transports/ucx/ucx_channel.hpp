@@ -189,8 +189,10 @@ class UcxChannel final : public Channel, public DirectTransfer {
   void arrived(Slot& slot, ucp_tag_t tag);
   // The path for `bytes` among those in `paths` (a bit per path).
   int pickPath(size_t bytes, Clock::time_point now, uint64_t paths);
-  uint64_t allPaths() const;
+  static uint64_t firstPaths(size_t n);  // the bits of paths 0..n-1
   void sendDone(Slot& slot);
+  // A path's backlog: bytes posted on it (the scheduler told), then completed.
+  void linkPosted(int path, size_t bytes);
   void linkDone(int path, size_t bytes, Clock::time_point posted);
   void reportDrained(Clock::time_point now);
   void placeArrived();

@@ -18,11 +18,22 @@ struct Blob {
 };
 static_assert(sizeof(Blob) == PeerMemory::kMaxBlob);
 
-// Rail 0's key, then the others' while they fit (each after its length byte).
-void packKeys(Blob& b, const std::vector<std::string>& keys) {
-  size_t at = 0;
+// How many of the rails' keys, rail 0's first, fit a description (each after its length
+// byte).
+size_t keysThatFit(const std::vector<std::string>& keys) {
+  size_t fit = 0, at = 0;
   for (const std::string& key : keys) {
-    if (at + 1 + key.size() > sizeof b.keys) break;
+    if ((at += 1 + key.size()) > UcxPeerMemory::kKeyBytes) break;
+    ++fit;
+  }
+  return fit;
+}
+
+void packKeys(Blob& b, const std::vector<std::string>& keys) {
+  const size_t fit = keysThatFit(keys);
+  size_t at = 0;
+  for (size_t rail = 0; rail < fit; ++rail) {
+    const std::string& key = keys[rail];
     b.keys[at++] = static_cast<uint8_t>(key.size());
     std::memcpy(b.keys + at, key.data(), key.size());
     at += key.size();
@@ -115,7 +126,8 @@ UcxPeerMemory::Exposed& UcxPeerMemory::expose(const LocalRegion& region) {
     e.keys.emplace_back(static_cast<const char*>(packed), packedBytes);
     ucp_rkey_buffer_release(packed);
   }
-  if (e.keys.empty() || e.keys[0].empty() || e.keys[0].size() + 1 > kKeyBytes) {
+  const size_t fit = keysThatFit(e.keys);
+  if (fit == 0 || e.keys[0].empty()) {
     const size_t packedBytes = e.keys.empty() ? 0 : e.keys[0].size();
     unmap(e);
     throw Error(Result::InvalidUsage,
@@ -125,14 +137,11 @@ UcxPeerMemory::Exposed& UcxPeerMemory::expose(const LocalRegion& region) {
                     " (UCX's transports for this memory pack larger keys: use the copy path, "
                     "or CHORUS_NET=ib)");
   }
-  size_t fit = 0, at = 0;
-  std::string sizes;
-  for (const std::string& key : e.keys) {
-    sizes += (sizes.empty() ? "" : " + ") + std::to_string(key.size());
-    if ((at += 1 + key.size()) <= kKeyBytes) ++fit;
-  }
   if (fit < e.keys.size() && !toldRails_) {
     toldRails_ = true;
+    std::string sizes;
+    for (const std::string& key : e.keys)
+      sizes += (sizes.empty() ? "" : " + ") + std::to_string(key.size());
     logf(LogLevel::Info,
          "ucx: one-sided transfers take the paths of %zu of %zu rails: the rails' remote keys "
          "are %s bytes, a one-sided description carries %zu",

@@ -6,7 +6,10 @@
 #  - every rank of the collectives run (ARGS: e.g. --quick --buffers registered: every type
 #    and op, exact inputs, in and out of place, results checked by each rank) exited 0, and
 #  - every channel's counters (logged at INFO as it closes: "ucx rank R -> P path 0 (ep0):
-#    ... direct N B") show N > 0: each pair of ranks sent some of its bytes zero-copy.
+#    ... direct N B") show N > 0: each pair of ranks sent some of its bytes zero-copy, and
+#  - where a channel has several endpoints (CHORUS_UCX_PATHS, CHORUS_UCX_NET_DEVICES in the
+#    environment), each carried at least a tenth of the channel's zero-copy bytes: the
+#    chunks are striped.
 run=$1
 coll=$2
 np=$3
@@ -35,4 +38,26 @@ if [ "$zero" -ne 0 ]; then
   echo "ucx_rendezvous_test.sh: FAIL: $zero channels sent nothing zero-copy"
   exit 1
 fi
+grep "CHORUS INFO ucx rank [0-9]* -> [0-9]* path " "$out" | awk '
+  {
+    for (i = 1; i < NF; i++) {
+      if ($i == "rank") r = $(i + 1)
+      if ($i == "->") p = $(i + 1)
+      if ($i == "path") k = $(i + 1)
+      if ($i == "direct") d = $(i + 1)
+    }
+    direct[r " " p " " k] = d; total[r " " p] += d; paths[r " " p]++
+  }
+  END {
+    bad = 0
+    for (key in direct) {
+      split(key, f, " "); c = f[1] " " f[2]
+      if (paths[c] > 1 && direct[key] * 10 < total[c]) {
+        print "FAIL: rank " f[1] " -> " f[2] " sent " direct[key] " of " total[c] \
+          " B zero-copy on endpoint " f[3]
+        bad = 1
+      }
+    }
+    exit bad
+  }' || { echo "ucx_rendezvous_test.sh: FAIL: the chunks were not striped"; exit 1; }
 echo "ucx_rendezvous_test.sh: PASS: $want channels, each with bytes sent zero-copy"

@@ -195,17 +195,22 @@ if [ -f /mnt/ucx.onesided.np2.two_rails.log ] &&
   status=1
 fi
 # UCX's rendezvous for the copy path (ucx_channel.hpp, CHORUS_UCX_RNDV_BYTES, forced from 1
-# KiB by ucx_rendezvous_test.sh) over rc_verbs: registered messages go as tagged chunks
-# straight into the destination (or the bounce buffer), which UCX moves by RDMA; a sample
-# (--every 5) of the --quick suite at 2 ranks, every channel must send bytes zero-copy, and
-# rxe0 must have carried packets.
+# KiB by ucx_rendezvous_test.sh) over rc_verbs on two rails (one UCX worker per rxe device,
+# as ucx.onesided.np2.two_rails): registered messages go as tagged chunks straight into the
+# destination (or the bounce buffer), which UCX moves by RDMA, each chunk on its rail's
+# worker (the receiver posts it there); a sample (--every 5) of the --quick suite at 2
+# ranks, every channel must send bytes zero-copy, each endpoint a tenth of them, and both
+# rxe devices must have carried packets.
 rm -f /mnt/ucx.rendezvous.np2.rc_verbs.log
 rxe_before=$(rxe_sent)
+rxe1_before=$(rxe1_sent)
 part ucx.rendezvous.np2.rc_verbs 200 env UCX_TLS=tcp,rc_verbs,self \
-  UCX_NET_DEVICES=rxe0:1,dummy0,lo sh "$SRC/tests/multiproc/ucx_rendezvous_test.sh" "$RUN" \
-  "$COLL" 2 --quick --every 5 --buffers registered
-if [ -f /mnt/ucx.rendezvous.np2.rc_verbs.log ] && [ "$(rxe_sent)" -le "$rxe_before" ]; then
-  echo "FAIL ucx.rendezvous.rc_verbs: rxe0 sent no packet (UCX did not use verbs)"
+  CHORUS_UCX_NET_DEVICES=rxe0:1+dummy0,rxe1:1+dummy1 \
+  sh "$SRC/tests/multiproc/ucx_rendezvous_test.sh" "$RUN" "$COLL" 2 --quick --every 5 \
+  --buffers registered
+if [ -f /mnt/ucx.rendezvous.np2.rc_verbs.log ] &&
+  { [ "$(rxe_sent)" -le "$rxe_before" ] || [ "$(rxe1_sent)" -le "$rxe1_before" ]; }; then
+  echo "FAIL ucx.rendezvous.rc_verbs: rxe0 or rxe1 sent no packet (UCX did not use both)"
   status=1
 fi
 # Zero-copy rendezvous (RDMA WRITE with immediate from the sender's registered buffer

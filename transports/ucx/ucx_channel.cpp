@@ -120,8 +120,10 @@ UcxChannel::UcxChannel(std::span<const Device> devices, Progress& progress, int 
       assembly_(static_cast<int>(links_.size()), config.block),
       granted_(window_),
       rendezvous_(config.rendezvous),
+      answerSlots_(kAnswersOut + 1),
+      landSlots_(kRendezvousDepth),
       bounceLimit_(config.rendezvous > 0 ? config.bounce : 0),
-      answerSlots_(kAnswersOut + 1) {
+      putSlots_(kRendezvousDepth) {
   const int rails = static_cast<int>(links_.size()) / pathsPerRail_;
   if (links_.size() > (size_t{1} << kPathBits))
     throwInvalid("ucx: at most " + std::to_string(1 << kPathBits) +
@@ -138,9 +140,8 @@ UcxChannel::UcxChannel(std::span<const Device> devices, Progress& progress, int 
   }
   for (Rail& rail : rails_)
     for (Slot& s : rail.recvSlots) s.owner = this;
-  for (auto* slots : {&sendSlots_, &creditSlots_, &answerSlots_})
+  for (auto* slots : {&sendSlots_, &creditSlots_, &answerSlots_, &landSlots_, &putSlots_})
     for (Slot& s : *slots) s.owner = this;
-  landSlot_.owner = this;
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
@@ -504,7 +505,8 @@ void UcxChannel::cancelReceives() {
       if (s.request) ucp_request_cancel(rail.worker, s.request);
   if (void* r = creditSlots_[kCreditIn].request) ucp_request_cancel(rails_[0].worker, r);
   if (void* r = answerSlots_[kAnswersOut].request) ucp_request_cancel(rails_[0].worker, r);
-  if (void* r = landSlot_.request) ucp_request_cancel(rails_[0].worker, r);
+  for (const Slot& s : landSlots_)
+    if (s.request) ucp_request_cancel(rails_[static_cast<size_t>(s.chunkRail)].worker, s.request);
 }
 
 void UcxChannel::closeEndpoint() {
@@ -525,12 +527,9 @@ void UcxChannel::closeEndpoint() {
 }
 
 bool UcxChannel::idle() {
-  for (const auto* slots : {&sendSlots_, &creditSlots_, &answerSlots_})
+  for (const auto* slots : {&sendSlots_, &creditSlots_, &answerSlots_, &landSlots_, &putSlots_})
     for (const Slot& s : *slots)
       if (s.busy) return false;
-  if (landSlot_.busy) return false;
-  for (const Slot& s : putSlots_)
-    if (s.busy) return false;
   for (const Rail& rail : rails_)
     for (const Slot& s : rail.recvSlots)
       if (s.busy) return false;
@@ -578,13 +577,31 @@ void UcxChannel::receiving() {
   ++recvTransfer_;
 }
 
-// Receiver: posts the receive of the first chunk into the destination (before the answer
-// goes, so no chunk arrives unexpected), then answers.
+size_t UcxChannel::chunkBytes(size_t transferBytes) const {
+  constexpr size_t kAlign = 4096;
+  const size_t pieces = 2 * eps_.size();
+  const size_t share = (transferBytes / pieces + kAlign - 1) / kAlign * kAlign;
+  const size_t chunk = std::max(share, kRendezvousChunk);
+  return std::max(chunk, (transferBytes >> 16) + 1);
+}
+
+size_t UcxChannel::chunkRail(uint64_t transfer, uint64_t chunk) const {
+  return (transfer + chunk) % rails_.size();
+}
+
+bool UcxChannel::landingBusy() const {
+  for (const Slot& s : landSlots_)
+    if (s.busy) return true;
+  return false;
+}
+
+// Receiver: posts the receives of the first chunks into the destination (before the
+// answer goes, so they do not arrive unexpected), then answers.
 bool UcxChannel::offer(const LocalRegion* region, std::byte* data, size_t bytes) {
   std::lock_guard lock(progress_.mutex());
   progressLocked();
   if (!failure_.empty()) throwFailure();
-  if (landSlot_.busy) return false;  // a withdrawn transfer's receive is still cancelling
+  if (landingBusy()) return false;  // a withdrawn transfer's receives are still cancelling
   Slot* out = nullptr;
   for (int i = 0; i < kAnswersOut && !out; ++i)
     if (!answerSlots_[i].busy) out = &answerSlots_[i];
@@ -593,9 +610,11 @@ bool UcxChannel::offer(const LocalRegion* region, std::byte* data, size_t bytes)
     landing_ = true;
     landData_ = data;
     landBytes_ = bytes;
+    landChunkBytes_ = chunkBytes(bytes);
+    landChunks_ = (bytes + landChunkBytes_ - 1) / landChunkBytes_;
+    landFront_ = landPosted_ = 0;
     landed_ = 0;
-    landChunk_ = 0;
-    postLanding();
+    postLandings();
     if (!failure_.empty()) throwFailure();
   }
   out->answer[0] = recvTransfer_;
@@ -609,7 +628,7 @@ bool UcxChannel::offer(const LocalRegion* region, std::byte* data, size_t bytes)
 std::byte* UcxChannel::bounce(size_t bytes) {
   if (bytes > bounceLimit_) return nullptr;
   if (bounceSize_ < bytes) {
-    if (landing_ || landSlot_.busy)
+    if (landing_ || landingBusy())
       throw Error(Result::InternalError,
                   "ucx: the bounce buffer grows while a transfer from rank " +
                       std::to_string(peer_) + " lands in it");
@@ -631,15 +650,26 @@ bool UcxChannel::offerBounce(size_t bytes) {
   return offer(&bounceRegion_, data, bytes);
 }
 
-void UcxChannel::postLanding() {
-  landSlot_.received = false;
-  landSlot_.length = 0;
-  post(landSlot_, rails_[0].worker, landData_ + landed_, landBytes_ - landed_,
-       chunkTag(peer_, recvTransfer_, landChunk_), kExact, nullptr);
+// Chunk c lands at c * landChunkBytes_, posted on its rail's worker (where the sender's
+// endpoints on that rail deliver), kRendezvousDepth chunks ahead of the first not landed.
+void UcxChannel::postLandings() {
+  while (landPosted_ < landChunks_ && landPosted_ < landFront_ + kRendezvousDepth &&
+         failure_.empty()) {
+    const uint64_t chunk = landPosted_++;
+    Slot& slot = landSlots_[chunk % kRendezvousDepth];
+    slot.received = false;
+    slot.length = 0;
+    slot.seq = chunk;
+    slot.chunkRail = static_cast<int>(chunkRail(recvTransfer_, chunk));
+    const size_t at = chunk * landChunkBytes_;
+    post(slot, rails_[static_cast<size_t>(slot.chunkRail)].worker, landData_ + at,
+         std::min(landChunkBytes_, landBytes_ - at), chunkTag(peer_, recvTransfer_, chunk), kExact,
+         nullptr);
+  }
 }
 
 // Called with the mutex held after each progress pass: answers that arrived join answers_,
-// and a landed chunk moves the landing on (its next chunk's receive goes up at once).
+// and landed chunks move the landing's front on (each freed slot takes the next chunk).
 void UcxChannel::takeRendezvous() {
   Slot& in = answerSlots_[kAnswersOut];
   while (!in.busy && in.received && failure_.empty()) {
@@ -648,13 +678,18 @@ void UcxChannel::takeRendezvous() {
     answers_.push_back({in.answer[0], in.answer[1]});
     postAnswerReceive();
   }
-  while (landing_ && !landSlot_.busy && landSlot_.received && failure_.empty()) {
-    landSlot_.received = false;
-    if (landSlot_.length == 0)
-      return failWith("rank " + std::to_string(peer_) + " sent an empty rendezvous chunk");
-    landed_ += landSlot_.length;
-    ++landChunk_;
-    if (landed_ < landBytes_) postLanding();
+  while (landing_ && landFront_ < landChunks_ && failure_.empty()) {
+    Slot& slot = landSlots_[landFront_ % kRendezvousDepth];
+    if (slot.busy || !slot.received) return;  // the front chunk has not landed yet
+    slot.received = false;
+    const size_t want = std::min(landChunkBytes_, landBytes_ - landed_);
+    if (slot.length != want)
+      return failWith("rank " + std::to_string(peer_) + " sent " + std::to_string(slot.length) +
+                      " bytes as chunk " + std::to_string(landFront_) +
+                      " of a rendezvous transfer, expected " + std::to_string(want));
+    landed_ += want;
+    ++landFront_;
+    postLandings();
   }
 }
 
@@ -683,7 +718,9 @@ bool UcxChannel::landed(size_t bytes) {
 // receive is cancelled; offer() waits for the cancellation before posting another.
 void UcxChannel::withdraw() {
   std::lock_guard lock(progress_.mutex());
-  if (landing_ && landSlot_.request) ucp_request_cancel(rails_[0].worker, landSlot_.request);
+  if (landing_)
+    for (const Slot& s : landSlots_)
+      if (s.request) ucp_request_cancel(rails_[static_cast<size_t>(s.chunkRail)].worker, s.request);
   landing_ = false;
 }
 
@@ -705,8 +742,9 @@ DirectTransfer::Answer UcxChannel::answer() {
   return Answer::Refused;
 }
 
-// Chunks of at least kRendezvousChunk (the last may be shorter): a source that becomes
-// ready a little at a time waits until a chunk's worth is.
+// Chunks on the grid of chunkBytes (the last may be shorter): a source that becomes ready a
+// little at a time waits until a chunk's worth is; a chunk waits for the send
+// kRendezvousDepth chunks before it.
 size_t UcxChannel::put(const LocalRegion&, const std::byte* data, size_t from, size_t to) {
   std::lock_guard lock(progress_.mutex());
   progressLocked();
@@ -723,17 +761,29 @@ size_t UcxChannel::put(const LocalRegion&, const std::byte* data, size_t from, s
     throw Error(Result::InternalError, "ucx: putting " + std::to_string(to) + " bytes into the " +
                                            std::to_string(total) + " bytes rank " +
                                            std::to_string(peer_) + " offered");
-  if (to <= from || (to - from < std::max(kRendezvousChunk, total >> 16) && to < total))
-    return from;
-  Slot& slot = putSlots_.emplace_back();
-  slot.owner = this;
-  if (!postSend(slot, eps_[0], data + from, to - from, chunkTag(rank_, sendTransfer_, putChunk_),
-                nullptr, "rendezvous send to"))
-    throwFailure();
-  stats_->paths[0].direct.fetch_add(to - from, std::memory_order_relaxed);
-  ++putChunk_;
-  putPosted_ = to;
-  return to;
+  if (putChunk_ == 0) putChunkBytes_ = chunkBytes(total);
+  const auto now = Clock::now();
+  while (putPosted_ < to) {
+    const size_t end = std::min(putPosted_ + putChunkBytes_, total);
+    Slot& slot = putSlots_[putChunk_ % kRendezvousDepth];
+    if (end > to || slot.busy) break;
+    const size_t n = end - putPosted_;
+    const int rail = static_cast<int>(chunkRail(sendTransfer_, putChunk_));
+    const int path =
+        pickPath(n, now, firstPaths(static_cast<size_t>(pathsPerRail_)) << (rail * pathsPerRail_));
+    slot.path = path;
+    slot.length = n;
+    slot.posted = now;
+    linkPosted(path, n);
+    if (!postSend(slot, eps_[static_cast<size_t>(path)], data + putPosted_, n,
+                  chunkTag(rank_, sendTransfer_, putChunk_), nullptr, "rendezvous send to"))
+      throwFailure();
+    if (!slot.busy) sendDone(slot);  // completed in place: no callback comes
+    stats_->paths[path].direct.fetch_add(n, std::memory_order_relaxed);
+    ++putChunk_;
+    putPosted_ = end;
+  }
+  return putPosted_;
 }
 
 bool UcxChannel::putDone(size_t bytes) {
@@ -744,7 +794,6 @@ bool UcxChannel::putDone(size_t bytes) {
   for (const Slot& s : putSlots_)
     if (s.busy) return false;
   answers_.pop_front();
-  putSlots_.clear();
   putPosted_ = 0;
   putChunk_ = 0;
   return true;

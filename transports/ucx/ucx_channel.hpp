@@ -29,14 +29,18 @@
 // - Per-endpoint bytes, weights and rates go to stripe::ChannelStats ("ep1", or
 //   "DEVICE:1" with named devices), logged at INFO as the channel closes.
 // - Rendezvous (transport.hpp's DirectTransfer), for messages of at least config.rendezvous
-//   bytes between registered buffers: the receiver posts a tagged receive straight into its
-//   destination and answers on an answer tag (rail 0's first endpoint); the sender then
-//   sends the message from its own buffer as tagged messages of its own (chunks, as the
-//   source becomes ready, at least kRendezvousChunk bytes each but the last), each received
-//   where the one before ended. UCX moves each chunk its own zero-copy way (its rendezvous
-//   protocol: a GET by the receiver on RDMA transports and CMA, the socket straight into
-//   the destination on tcp), so neither side copies through the staging slots. Not striped:
-//   one endpoint carries the chunks.
+//   bytes between registered buffers: the transfer is cut into chunks of chunkBytes(bytes)
+//   (a grid both ends compute). The receiver posts tagged receives for the first
+//   kRendezvousDepth chunks straight into their places in its destination and answers on
+//   an answer tag (rail 0's first endpoint); the sender then sends each chunk from its own
+//   buffer as a tagged message (as the source becomes ready), at most kRendezvousDepth in
+//   flight. Chunk c of transfer t goes on rail (t + c) % rails (the receiver posts it on
+//   that rail's worker), on whichever of the rail's endpoints the path scheduler picks, and its
+//   completion is timed into the same rates as the stream's pieces. The receiver posts the
+//   next chunk's receive as each lands, in whatever order, so several are in flight on
+//   every rail. UCX moves each chunk its own zero-copy way (its rendezvous protocol: a GET
+//   by the receiver on RDMA transports and CMA, the socket straight into the destination
+//   on tcp), so neither side copies through the staging slots.
 // trySend/peek/consume and the DirectTransfer calls take progress.mutex(), which the
 // progress thread holds too.
 #pragma once
@@ -113,9 +117,15 @@ class UcxChannel final : public Channel, public DirectTransfer {
   size_t bounceBytes() const override { return bounceLimit_; }
   std::byte* bounce(size_t bytes) override;
   bool offerBounce(size_t bytes) override;
-  // A rendezvous chunk is at least this many bytes (but the last), and at least 1/65536 of
-  // the transfer (the chunk number in the tag stays below 2^18).
-  static constexpr size_t kRendezvousChunk = 64 << 10;
+  // A rendezvous transfer's chunk: two per endpoint (the same count on both ends), 4
+  // KiB-aligned, at least kRendezvousChunk bytes (the last may be shorter) and 1/65536 of
+  // the transfer (the chunk number in the tag stays below 2^18). 64 KiB chunks ran at
+  // 0.75-0.85x of one message per transfer over one endpoint of UCX's tcp here (each is
+  // its own UCX rendezvous); from 256 KiB, level (perf/README.md).
+  static constexpr size_t kRendezvousChunk = 256 << 10;
+  size_t chunkBytes(size_t transferBytes) const;
+  // Chunks in flight per transfer: receives posted ahead, sends outstanding.
+  static constexpr size_t kRendezvousDepth = 8;
 
   // Takes credits that arrived, places pieces that arrived, feeds send completions to
   // the scheduler and reports consumption when due; never throws. Called with
@@ -154,7 +164,8 @@ class UcxChannel final : public Channel, public DirectTransfer {
     void* request = nullptr;     // outstanding UCP request, null when none
     bool busy = false;           // posted and not completed
     int path = -1;               // send: the endpoint it went on; receive: the one it came on
-    int rail = -1;               // receive: the rail it is posted on
+    int rail = -1;               // receive: the rail it is posted on (a stream piece's)
+    int chunkRail = -1;          // a rendezvous chunk's receive: the rail it is posted on
     uint64_t railSeq = 0;        // receive: the rail sequence it is posted for
     uint64_t seq = 0;            // receive: the stream sequence of the piece that arrived
     size_t length = 0;           // send: bytes sent; receive: bytes that arrived (0: not yet)
@@ -199,7 +210,11 @@ class UcxChannel final : public Channel, public DirectTransfer {
   void postReceive(int rail, uint64_t railSeq);
   void postCreditReceive();
   void postAnswerReceive();
-  void postLanding();     // the receive of the landing transfer's next chunk
+  void postLandings();  // the receives of the landing transfer's chunks, kRendezvousDepth ahead
+  bool landingBusy() const;  // a chunk's receive is posted (or cancelling)
+  // The rail a transfer's chunk goes on: round robin from a rail that moves on with each
+  // transfer (so one-chunk transfers use every rail too).
+  size_t chunkRail(uint64_t transfer, uint64_t chunk) const;
   void takeRendezvous();  // answers and landed chunks that arrived (flushCredit)
   void post(Slot& slot, ucp_worker_h worker, void* buffer, size_t bytes, ucp_tag_t tag,
             ucp_tag_t mask, ucp_mem_h memh);
@@ -253,19 +268,25 @@ class UcxChannel final : public Channel, public DirectTransfer {
     uint64_t bytes;  // 0: refused
   };
   std::deque<ReceivedAnswer> answers_;  // the peer's, oldest first
-  // Receiver: the accepted transfer landing in [landData_, landData_ + landBytes_).
-  Slot landSlot_;
+  // Receiver: the accepted transfer landing in [landData_, landData_ + landBytes_), chunk c
+  // received into landSlots_[c % kRendezvousDepth] (Slot::seq: the chunk posted there).
+  std::vector<Slot> landSlots_;
   bool landing_ = false;
   std::byte* landData_ = nullptr;
   size_t landBytes_ = 0;
-  size_t landed_ = 0;       // bytes of it received, from its start
-  uint64_t landChunk_ = 0;  // the chunk received next
+  size_t landChunkBytes_ = 0;
+  uint64_t landChunks_ = 0;  // chunks of the transfer
+  uint64_t landFront_ = 0;   // the first chunk not landed (all before it have)
+  uint64_t landPosted_ = 0;  // chunks whose receive has been posted
+  size_t landed_ = 0;        // bytes of the chunks before landFront_
   size_t bounceLimit_;
   std::unique_ptr<std::byte[]> bounce_;
   size_t bounceSize_ = 0;
   LocalRegion bounceRegion_;
-  // Sender: the chunks of the accepted transfer posted (slots stay put in a deque).
-  std::deque<Slot> putSlots_;
+  // Sender: the accepted transfer's chunks posted, chunk c's send in putSlots_[c %
+  // kRendezvousDepth] (a chunk waits for the one kRendezvousDepth before it).
+  std::vector<Slot> putSlots_;
+  size_t putChunkBytes_ = 0;
   size_t putPosted_ = 0;
   uint64_t putChunk_ = 0;
 };

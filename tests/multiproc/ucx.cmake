@@ -183,7 +183,8 @@ set_tests_properties(ucx.onesided.kill.np3.victim1.peer_push.errmode_none
 # as tagged chunks straight into the destination), forced from 1 KiB on by
 # ucx_rendezvous_test.sh: the whole --quick suite at 2 and 3 ranks on registered buffers
 # (the chunks striped: np 2 over two endpoints to the peer's worker, np 3 over two workers,
-# each a rail; every endpoint must carry a tenth of its channel's zero-copy bytes), 4 on
+# each a rail, with three endpoints each: a large transfer's 12 chunks run past the 8 in
+# flight; every endpoint must carry a quarter of its even share of the zero-copy bytes), 4 on
 # memAlloc buffers without UCX's peer failure handling (cma and shared memory), a sample at
 # 6; every channel must have sent some bytes zero-copy. Then a rank killed while the ring's
 # messages go zero-copy. About 60 s.
@@ -193,10 +194,10 @@ chorus_ucx_test(ucx.rendezvous.np2.registered.paths2 300 ${_ucx_rndv} 2 --quick
   --buffers registered)
 set_tests_properties(ucx.rendezvous.np2.registered.paths2
   PROPERTIES ENVIRONMENT CHORUS_UCX_PATHS=2)
-chorus_ucx_test(ucx.rendezvous.np3.registered.two_workers 300 ${_ucx_rndv} 3 --quick
+chorus_ucx_test(ucx.rendezvous.np3.registered.two_workers.paths3 300 ${_ucx_rndv} 3 --quick
   --buffers registered)
-set_tests_properties(ucx.rendezvous.np3.registered.two_workers
-  PROPERTIES ENVIRONMENT CHORUS_UCX_NET_DEVICES=lo,lo)
+set_tests_properties(ucx.rendezvous.np3.registered.two_workers.paths3
+  PROPERTIES ENVIRONMENT "CHORUS_UCX_NET_DEVICES=lo,lo;CHORUS_UCX_PATHS=3")
 chorus_ucx_test(ucx.rendezvous.np4.memalloc.errmode_none 300 ${_ucx_rndv} 4 --quick
   --buffers memalloc)
 set_tests_properties(ucx.rendezvous.np4.memalloc.errmode_none

@@ -199,7 +199,7 @@ fi
 # as ucx.onesided.np2.two_rails): registered messages go as tagged chunks straight into the
 # destination (or the bounce buffer), which UCX moves by RDMA, each chunk on its rail's
 # worker (the receiver posts it there); a sample (--every 5) of the --quick suite at 2
-# ranks, every channel must send bytes zero-copy, each endpoint a tenth of them, and both
+# ranks, every channel must send bytes zero-copy, each endpoint an eighth of them, and both
 # rxe devices must have carried packets.
 rm -f /mnt/ucx.rendezvous.np2.rc_verbs.log
 rxe_before=$(rxe_sent)

@@ -40,8 +40,9 @@ void packKeys(Blob& b, const std::vector<std::string>& keys) {
   }
 }
 
-std::vector<std::string> unpackKeys(const Blob& b, int peer) {
-  std::vector<std::string> keys;
+// Views into `b`'s bytes: valid while it is.
+std::vector<std::string_view> unpackKeys(const Blob& b, int peer) {
+  std::vector<std::string_view> keys;
   size_t at = 0;
   while (at < sizeof b.keys && b.keys[at] != 0) {
     const size_t n = b.keys[at++];
@@ -175,20 +176,19 @@ void UcxPeerMemory::unmapOverlapping(const void* data, size_t bytes) {
 }
 
 ucp_rkey_h UcxPeerMemory::remoteKey(int peer, int path, UcxChannel& channel,
-                                    const std::string& packed) {
-  const auto id = std::make_tuple(peer, path, packed);
-  auto it = keys_.find(id);
+                                    std::string_view packed) {
+  auto it = keys_.find(std::make_tuple(peer, path, packed));  // no copy of the key to look
   if (it != keys_.end()) return it->second;
   ucp_rkey_h rkey = nullptr;
   const ucs_status_t status = ucp_ep_rkey_unpack(channel.endpoint(path), packed.data(), &rkey);
   if (status != UCS_OK) channel.oneSidedFailed("unpacking the remote key of", status);
-  keys_.emplace(id, rkey);
+  keys_.emplace(std::make_tuple(peer, path, std::string(packed)), rkey);
   return rkey;
 }
 
 void UcxPeerMemory::post(Pending& p, int peer, UcxChannel& channel,
-                         const std::vector<std::string>& keys, uint64_t remote, std::byte* local,
-                         size_t bytes, bool write) {
+                         const std::vector<std::string_view>& keys, uint64_t remote,
+                         std::byte* local, size_t bytes, bool write) {
   const int rails = std::min(static_cast<int>(keys.size()), channel.rails());
   const int paths = rails * channel.endpointsPerRail();
   const size_t piece =
@@ -294,7 +294,7 @@ size_t UcxPeerMemory::readInto(int peer, std::span<const std::byte> blob, size_t
   const Key key{peer, b.addr + offset, bytes, false};
   auto it = pending_.find(key);
   if (it == pending_.end()) {
-    const std::vector<std::string> keys = unpackKeys(b, peer);
+    const std::vector<std::string_view> keys = unpackKeys(b, peer);
     it = pending_.emplace(key, Pending{}).first;
     Pending& p = it->second;
     if (!exposedContaining(dst, bytes)) p.landing = landing(bytes);
@@ -327,7 +327,7 @@ size_t UcxPeerMemory::write(int peer, std::span<const std::byte> blob, size_t of
   const Key key{peer, b.addr + offset, bytes, true};
   auto it = pending_.find(key);
   if (it == pending_.end()) {
-    const std::vector<std::string> keys = unpackKeys(b, peer);
+    const std::vector<std::string_view> keys = unpackKeys(b, peer);
     it = pending_.emplace(key, Pending{}).first;
     Pending& p = it->second;
     auto* from = static_cast<std::byte*>(const_cast<void*>(src));  // UCX only reads it

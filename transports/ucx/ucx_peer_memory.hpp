@@ -47,6 +47,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -112,9 +113,9 @@ class UcxPeerMemory final : public PeerMemory {
   void unmapOverlapping(const void* data, size_t bytes);
   bool exposedContaining(const void* data, size_t bytes) const;
   void unmap(Exposed& e) noexcept;
-  ucp_rkey_h remoteKey(int peer, int path, UcxChannel& channel, const std::string& packed);
+  ucp_rkey_h remoteKey(int peer, int path, UcxChannel& channel, std::string_view packed);
   // Posts a range's pieces (get, or put and the endpoints' flushes) from/into `local`.
-  void post(Pending& p, int peer, UcxChannel& channel, const std::vector<std::string>& keys,
+  void post(Pending& p, int peer, UcxChannel& channel, const std::vector<std::string_view>& keys,
             uint64_t remote, std::byte* local, size_t bytes, bool write);
   // Polls the pieces (mutex held): true once all completed; a failure fails the channel to
   // the peer and throws, the entry kept (marked failed) until close().
@@ -126,7 +127,8 @@ class UcxPeerMemory final : public PeerMemory {
   Progress& progress_;
   std::function<UcxChannel&(int)> channel_;
   ExposedRegions<Exposed> exposed_;
-  std::map<std::tuple<int, int, std::string>, ucp_rkey_h> keys_;  // peer, path, packed key
+  // peer, path, packed key; looked up by a view of the key (std::less<>: no copy)
+  std::map<std::tuple<int, int, std::string>, ucp_rkey_h, std::less<>> keys_;
   std::map<Key, Pending> pending_;
   Landing landing(size_t bytes);  // a free one of at least `bytes`, or a new one
   void release(Landing l);        // kept for reuse (a few), else freed

@@ -188,15 +188,9 @@ size_t UcxChannel::trySend(const void* data, size_t bytes) {
     Rail& rail = rails_[static_cast<size_t>(path / pathsPerRail_)];
     std::byte* buffer = rail.sendMemory->data() + (sendSeq_ % window_) * block_;
     std::memcpy(buffer, from + sent, n);
-    slot.path = path;
-    slot.length = n;
-    slot.posted = now;
-    linkPosted(path, n);
-    if (!postSend(slot, eps_[static_cast<size_t>(path)], buffer, n,
-                  dataTag(rank_, path, rail.sent++, sendSeq_), rail.sendMemory->handle(),
-                  "send to"))
+    if (!sendOnPath(slot, path, buffer, n, dataTag(rank_, path, rail.sent++, sendSeq_),
+                    rail.sendMemory->handle(), "send to", now))
       throwFailure();
-    if (!slot.busy) sendDone(slot);  // completed in place: no callback comes
     stats_->paths[path].sent.fetch_add(n, std::memory_order_relaxed);
     ++sendSeq_;
     sent += n;
@@ -287,6 +281,18 @@ int UcxChannel::pickPath(size_t bytes, Clock::time_point now, uint64_t paths) {
 void UcxChannel::sendDone(Slot& slot) {
   linkDone(slot.path, slot.length, slot.posted);
   slot.path = -1;
+}
+
+bool UcxChannel::sendOnPath(Slot& slot, int path, const void* buffer, size_t bytes, ucp_tag_t tag,
+                            ucp_mem_h memh, const char* what, Clock::time_point now) {
+  slot.path = path;
+  slot.length = bytes;
+  slot.posted = now;
+  linkPosted(path, bytes);
+  if (!postSend(slot, eps_[static_cast<size_t>(path)], buffer, bytes, tag, memh, what))
+    return false;
+  if (!slot.busy) sendDone(slot);  // completed in place: no callback comes
+  return true;
 }
 
 void UcxChannel::linkPosted(int path, size_t bytes) {
@@ -505,6 +511,10 @@ void UcxChannel::cancelReceives() {
       if (s.request) ucp_request_cancel(rail.worker, s.request);
   if (void* r = creditSlots_[kCreditIn].request) ucp_request_cancel(rails_[0].worker, r);
   if (void* r = answerSlots_[kAnswersOut].request) ucp_request_cancel(rails_[0].worker, r);
+  cancelLandings();
+}
+
+void UcxChannel::cancelLandings() {
   for (const Slot& s : landSlots_)
     if (s.request) ucp_request_cancel(rails_[static_cast<size_t>(s.chunkRail)].worker, s.request);
 }
@@ -718,9 +728,7 @@ bool UcxChannel::landed(size_t bytes) {
 // receive is cancelled; offer() waits for the cancellation before posting another.
 void UcxChannel::withdraw() {
   std::lock_guard lock(progress_.mutex());
-  if (landing_)
-    for (const Slot& s : landSlots_)
-      if (s.request) ucp_request_cancel(rails_[static_cast<size_t>(s.chunkRail)].worker, s.request);
+  if (landing_) cancelLandings();
   landing_ = false;
 }
 
@@ -771,14 +779,9 @@ size_t UcxChannel::put(const LocalRegion&, const std::byte* data, size_t from, s
     const int rail = static_cast<int>(chunkRail(sendTransfer_, putChunk_));
     const int path =
         pickPath(n, now, firstPaths(static_cast<size_t>(pathsPerRail_)) << (rail * pathsPerRail_));
-    slot.path = path;
-    slot.length = n;
-    slot.posted = now;
-    linkPosted(path, n);
-    if (!postSend(slot, eps_[static_cast<size_t>(path)], data + putPosted_, n,
-                  chunkTag(rank_, sendTransfer_, putChunk_), nullptr, "rendezvous send to"))
+    if (!sendOnPath(slot, path, data + putPosted_, n, chunkTag(rank_, sendTransfer_, putChunk_),
+                    nullptr, "rendezvous send to", now))
       throwFailure();
-    if (!slot.busy) sendDone(slot);  // completed in place: no callback comes
     stats_->paths[path].direct.fetch_add(n, std::memory_order_relaxed);
     ++putChunk_;
     putPosted_ = end;

@@ -202,6 +202,10 @@ class UcxChannel final : public Channel, public DirectTransfer {
   int pickPath(size_t bytes, Clock::time_point now, uint64_t paths);
   static uint64_t firstPaths(size_t n);  // the bits of paths 0..n-1
   void sendDone(Slot& slot);
+  // Sends `bytes` on `path` with the slot as its completion, counted in the path's backlog
+  // until sendDone (at once when UCX completes it in place). False after fail(what).
+  bool sendOnPath(Slot& slot, int path, const void* buffer, size_t bytes, ucp_tag_t tag,
+                  ucp_mem_h memh, const char* what, Clock::time_point now);
   // A path's backlog: bytes posted on it (the scheduler told), then completed.
   void linkPosted(int path, size_t bytes);
   void linkDone(int path, size_t bytes, Clock::time_point posted);
@@ -212,6 +216,7 @@ class UcxChannel final : public Channel, public DirectTransfer {
   void postAnswerReceive();
   void postLandings();  // the receives of the landing transfer's chunks, kRendezvousDepth ahead
   bool landingBusy() const;  // a chunk's receive is posted (or cancelling)
+  void cancelLandings();     // cancels the chunks' posted receives, each on its rail
   // The rail a transfer's chunk goes on: round robin from a rail that moves on with each
   // transfer (so one-chunk transfers use every rail too).
   size_t chunkRail(uint64_t transfer, uint64_t chunk) const;

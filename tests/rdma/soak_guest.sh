@@ -4,6 +4,8 @@
 #     BUILD=$PWD/build SRC=$PWD TRIALS=30 SEED=1 ALGO=peer_push MAX_RANKS=4
 # runs tests/multiproc/one_sided_soak.sh there with CHORUS_TRANSPORT=ib over rxe0 (random
 # rank counts 2..MAX_RANKS, types, every op, -R 1 and -R 2, odd sizes); exits as it does.
+# SOAK=collective runs tests/multiproc/collective_soak.sh instead (every collective, three
+# trials in four over ib, the rest over shm; ALGO is not used).
 . /mnt/env
 ip link set lo up
 ip link show dummy0 >/dev/null 2>&1 || ip link add dummy0 type dummy
@@ -16,4 +18,9 @@ header=$("$BUILD/tools/chorus-run" -n 2 "$BUILD/perf/chorus-perf" -t allreduce -
   -n 1 -w 0 2>&1)
 echo "$header" | grep -m1 "transport ib " ||
   { echo "$header"; echo "FAIL: chorus-perf does not run over ib here"; exit 1; }
+if [ "${SOAK:-one_sided}" = collective ]; then  # every collective, over ib (and shm)
+  TRANSPORTS="ib ib ib shm" bash "$SRC/tests/multiproc/collective_soak.sh" "${TRIALS:-30}" \
+    "${SEED:-1}"
+  exit
+fi
 bash "$SRC/tests/multiproc/one_sided_soak.sh" "${TRIALS:-30}" "${SEED:-1}" "${ALGO:-peer_push}"

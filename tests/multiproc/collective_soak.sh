@@ -30,7 +30,9 @@ build=${CHORUS_BUILD:-build}
 max_ranks=${MAX_RANKS:-9}
 trial_timeout=${TRIAL_TIMEOUT:-180}
 RANDOM=$((seed % 32768))
-pick() { local -n from=$1; echo "${from[$((RANDOM % ${#from[@]}))]}"; }
+# pick VAR ARRAY: VAR = a random element. Not $(...): a subshell reseeds RANDOM (bash 5.1+),
+# and a trial must follow from the seed alone.
+pick() { local -n to=$1 from=$2; to=${from[$((RANDOM % ${#from[@]}))]}; }
 
 transports=(shm tcp)
 [ -d "$build/CMakeFiles/chorus.dir/transports/ucx" ] && transports+=(ucx)
@@ -51,7 +53,7 @@ topo_dir=$(mktemp -d)
 trap 'rm -rf "$topo_dir"' EXIT
 
 # A random layout of np ranks on 2..np "nodes": contiguous blocks of random sizes, or
-# round robin. Prints the topology file's name.
+# round robin, written to a file named in $topo.
 layout() {
   local np=$1 nodes=$((RANDOM % ($1 - 1) + 2)) file=$topo_dir/t$2.topo node
   local -a members=()
@@ -64,25 +66,32 @@ layout() {
       c=$((RANDOM % (np - 1) + 1))
       [[ " ${cuts[*]} " == *" $c "* ]] || cuts+=("$c")
     done
-    readarray -t cuts < <(printf '%s\n' "${cuts[@]}" 0 "$np" | sort -n)
+    readarray -t cuts <<<"$(printf '%s\n' "${cuts[@]}" 0 "$np" | sort -n)"  # no /dev/fd in the guest
     for ((node = 0; node < nodes; node++)); do
       for ((r = cuts[node]; r < cuts[node + 1]; r++)); do members[node]+="${members[node]:+,}$r"; done
     done
   fi
   : >"$file"
   for ((node = 0; node < nodes; node++)); do echo "node n$node ranks ${members[node]}" >>"$file"; done
-  echo "$file"
+  # every rank on exactly one node, or the trial would test a layout error
+  local listed
+  listed=$(sed 's/.* ranks //' "$file" | tr ',' '\n' | sort -n | tr '\n' ' ')
+  [ "$listed" = "$(seq 0 $((np - 1)) | tr '\n' ' ')" ] ||
+    { echo "collective_soak: a bad layout of $np ranks:" >&2; cat "$file" >&2; return 1; }
+  topo=$file
 }
 
 failures=0
 for ((t = 0; t < trials; t++)); do
-  transport=$(pick transports)
+  pick transport transports
   np=$((RANDOM % max_ranks + 1))
-  coll=$(pick collectives)
+  pick coll collectives
   size_class=$((RANDOM % 3))
-  type=$(pick types) op=all
+  pick type types
+  op=all
   if ((size_class == 2)); then  # megabytes: one type and op (all of them take minutes)
-    type=${types[$((RANDOM % (${#types[@]} - 1)))]} op=$(pick ops)
+    type=${types[$((RANDOM % (${#types[@]} - 1)))]}
+    pick op ops
   fi
   buffers=$((RANDOM % 4))
   env=(CHORUS_TRANSPORT=$transport)
@@ -91,7 +100,7 @@ for ((t = 0; t < trials; t++)); do
   # the algorithm: the tuner's pick half of the time
   algo=auto
   if [ "$coll" != sendrecv ] && ((RANDOM % 2)); then  # sendrecv has one way to go
-    algo=$(pick "algos_$coll")
+    pick algo "algos_$coll"
     if [[ $one_sided == *" $algo "* ]]; then
       [ "$transport" = tcp ] && transport=shm && env=(CHORUS_TRANSPORT=shm)
       ((buffers == 1 || buffers == 2)) || buffers=$((RANDOM % 2 + 1))
@@ -99,7 +108,7 @@ for ((t = 0; t < trials; t++)); do
     if [ "$algo" = peer_staged ]; then transport=shm && env=(CHORUS_TRANSPORT=shm); fi
     if [[ $algo == hier* ]]; then
       ((np >= 2)) || np=2
-      topo=$(layout "$np" "$t")
+      layout "$np" "$t" || exit 2
       env+=("CHORUS_TOPO_FILE=$topo")
     fi
     args+=(-A "$coll:$algo")
@@ -117,7 +126,7 @@ for ((t = 0; t < trials; t++)); do
   args+=(-b "$first" -e $((first + 2 * step)) -f 1 -i "$step")
   # settings: each drawn half of the time
   ((RANDOM % 2)) && env+=("CHORUS_SLICE_BYTES=$(((RANDOM % 64 + 1) * 4096))")
-  ((RANDOM % 2)) && env+=("CHORUS_KERNEL_ISA=$(pick kisa)")
+  if ((RANDOM % 2)); then pick isa kisa && env+=("CHORUS_KERNEL_ISA=$isa"); fi
   case $transport in
     shm)
       ((RANDOM % 2)) && env+=("CHORUS_SHM_FIFO_BYTES=$((65536 << (RANDOM % 5)))")
@@ -141,7 +150,10 @@ for ((t = 0; t < trials; t++)); do
   line="${env[*]} ${cmd[*]}"
   out=$(env "${env[@]}" timeout $((trial_timeout + 30)) "${cmd[@]}" 2>&1)
   rc=$?
-  [ -z "${KEEP:-}" ] || { mkdir -p "$KEEP"; printf '%s\n%s\n' "$line" "$out" >"$KEEP/trial$t.log"; }
+  if [ -n "${KEEP:-}" ]; then
+    mkdir -p "$KEEP"
+    { echo "$line"; [ -z "$topo" ] || sed 's/^/topology: /' "$topo"; echo "$out"; } >"$KEEP/trial$t.log"
+  fi
   if [ $rc -ne 0 ] || ! grep -q "Out of bounds values : 0 OK" <<<"$out"; then
     failures=$((failures + 1))
     echo "FAIL trial $t (exit $rc): $line"

@@ -628,10 +628,13 @@ void CommImpl::deregister(void* handle) {
   if (PeerMemory* memory = transport_->peerMemory()) memory->forget(data, bytes);
 }
 
-// The regions holding the call's buffers when one-sided access is possible for it.
+// The regions holding the call's buffers when one-sided access is possible for it: the
+// buffers are registered (or from memAlloc) and the transport reaches peers' memory. One
+// rank has no peers (its one-sided schedules are a local copy, and ib opens no device for
+// it), so there the registrations alone answer, over any transport.
 std::optional<std::pair<LocalRegion, LocalRegion>> CommImpl::exposableBuffers(
     const Call& call) const {
-  if (!transport_->peerMemory()) return std::nullopt;
+  if (nranks_ > 1 && !transport_->peerMemory()) return std::nullopt;
   // Elements of input and output (NCCL's counts: all-gather's input is one block, ...).
   const size_t blocks = call.count * static_cast<size_t>(nranks_);
   size_t inCount = call.count, outCount = call.count;
@@ -671,7 +674,7 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
   const Algorithm* oneSided = nullptr;
   const size_t bytes = call.count * sizeOf(call.type);
   if (forced && forced->staged) {
-    if (!transport_->peerMemory())
+    if (nranks_ > 1 && !transport_->peerMemory())  // one rank: a local copy, see exposableBuffers
       throwInvalid(std::string(toString(call.collective)) + ": algorithm " + forced->name +
                    " needs a transport with one-sided access to peers' memory (shm)");
   } else if (forced && forced->oneSided) {
@@ -685,7 +688,7 @@ std::shared_ptr<OpState> CommImpl::prepare(const Call& call) {
                    (writesIntoPeers(*forced) ? " reads and writes" : " reads") +
                    " peers' buffers in place: allocate them with memAlloc or register "
                    "them (registerBuffer) on every rank" +
-                   (transport_->peerMemory()
+                   (transport_->peerMemory() || nranks_ == 1
                         ? ""
                         : std::string(", over a transport that can (shm, ib, ucx)")));
   } else if (!forced && bytes >= Tuner::kOneSidedMinBytes && (regions = exposableBuffers(call))) {

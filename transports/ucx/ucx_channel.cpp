@@ -430,7 +430,7 @@ void UcxChannel::onSent(void* request, ucs_status_t status, void* user) {
   slot->request = nullptr;
   if (slot->path >= 0) slot->owner->sendDone(*slot);  // a piece (not a credit)
   if (status != UCS_OK) slot->owner->fail("send to", status);
-  ucp_request_free(request);
+  if (!slot->owner->released_) ucp_request_free(request);
 }
 
 void UcxChannel::onReceived(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
@@ -446,7 +446,7 @@ void UcxChannel::onReceived(void* request, ucs_status_t status, const ucp_tag_re
   } else if (status != UCS_ERR_CANCELED) {
     slot->owner->fail("receive from", status);
   }
-  ucp_request_free(request);
+  if (!slot->owner->released_) ucp_request_free(request);
 }
 
 void UcxChannel::onEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
@@ -550,6 +550,20 @@ bool UcxChannel::idle() {
     request = nullptr;
   }
   return true;
+}
+
+void UcxChannel::releaseRequests() {
+  released_ = true;  // their callbacks may still run (as the worker goes): they only record
+  auto release = [](void*& request) {
+    if (request) ucp_request_free(request);
+    request = nullptr;
+  };
+  for (auto* slots : {&sendSlots_, &creditSlots_, &answerSlots_, &landSlots_, &putSlots_})
+    for (Slot& s : *slots) release(s.request);
+  for (Rail& rail : rails_)
+    for (Slot& s : rail.recvSlots) release(s.request);
+  for (void*& request : closeRequests_) release(request);
+  forgetWiring();
 }
 
 bool UcxChannel::wired() {

@@ -132,10 +132,14 @@ class UcxChannel final : public Channel, public DirectTransfer {
   // progress.mutex() held, after every progress pass.
   void flushCredit();
   // Tear-down, with the progress thread stopped, in this order: cancel the receives,
-  // close the endpoints, then progress the worker until idle() (or give up at a deadline).
+  // close the endpoints, then progress the worker until idle() (or give up at a deadline),
+  // then releaseRequests(): what is still going (a flush towards a dead peer without UCX's
+  // peer error handling never ends) is handed to UCX, which frees it as the worker goes;
+  // a worker destroyed under a request never freed fails UCX's assertion and aborts.
   void cancelReceives();
   void closeEndpoint();
   bool idle();
+  void releaseRequests();
   // Whether UCX has wired every endpoint (its connections up, whichever end opened them): a
   // flush of each, started on the first call, completes then (or fails). Called with the
   // progress thread stopped, between progress passes; forgetWiring() lets go of the
@@ -243,6 +247,7 @@ class UcxChannel final : public Channel, public DirectTransfer {
   std::vector<Rail> rails_;    // filled once, before any receive is posted: slots stay put
   std::vector<ucp_ep_h> eps_;  // one per path (path p on rail p / pathsPerRail_); null once closed
   std::vector<void*> closeRequests_;
+  bool released_ = false;  // releaseRequests() ran: completions no longer free their request
   std::vector<void*> wireRequests_;  // wired(): flushes still going
   bool wiringStarted_ = false;
   std::vector<Slot> sendSlots_;    // indexed by stream sequence % window

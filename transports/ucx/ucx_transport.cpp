@@ -284,7 +284,8 @@ class UcxTransport final : public Transport {
   }
 
   // Cancels every receive, force-closes every endpoint (outstanding sends complete as
-  // cancelled) and progresses until UCX has let go of our buffers, for at most kCloseTime.
+  // cancelled) and progresses until UCX has let go of our buffers, for at most kCloseTime;
+  // then hands UCX what it still holds (UcxChannel::releaseRequests).
   void close() noexcept {
     if (progress_) progress_->stop();
     if (peerMemory_) peerMemory_->close();  // its keys and requests before the endpoints
@@ -302,6 +303,9 @@ class UcxTransport final : public Transport {
       bool any = false;
       for (auto& worker : workers_) any = worker->progress() || any;
       if (!any) sched_yield();
+    }
+    for (auto& c : channels_) {
+      if (c) c->releaseRequests();
     }
   }
 

@@ -536,13 +536,19 @@ void UcxChannel::closeEndpoint() {
   }
 }
 
+template <class Visit>
+bool UcxChannel::everySlot(Visit visit) {
+  for (auto* slots : {&sendSlots_, &creditSlots_, &answerSlots_, &landSlots_, &putSlots_})
+    for (Slot& s : *slots)
+      if (!visit(s)) return false;
+  for (Rail& rail : rails_)
+    for (Slot& s : rail.recvSlots)
+      if (!visit(s)) return false;
+  return true;
+}
+
 bool UcxChannel::idle() {
-  for (const auto* slots : {&sendSlots_, &creditSlots_, &answerSlots_, &landSlots_, &putSlots_})
-    for (const Slot& s : *slots)
-      if (s.busy) return false;
-  for (const Rail& rail : rails_)
-    for (const Slot& s : rail.recvSlots)
-      if (s.busy) return false;
+  if (!everySlot([](const Slot& s) { return !s.busy; })) return false;
   for (void*& request : closeRequests_) {
     if (!request) continue;
     if (ucp_request_check_status(request) == UCS_INPROGRESS) return false;
@@ -558,10 +564,10 @@ void UcxChannel::releaseRequests() {
     if (request) ucp_request_free(request);
     request = nullptr;
   };
-  for (auto* slots : {&sendSlots_, &creditSlots_, &answerSlots_, &landSlots_, &putSlots_})
-    for (Slot& s : *slots) release(s.request);
-  for (Rail& rail : rails_)
-    for (Slot& s : rail.recvSlots) release(s.request);
+  everySlot([&](Slot& s) {
+    release(s.request);
+    return true;
+  });
   for (void*& request : closeRequests_) release(request);
   forgetWiring();
 }

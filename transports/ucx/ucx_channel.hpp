@@ -140,6 +140,10 @@ class UcxChannel final : public Channel, public DirectTransfer {
   void closeEndpoint();
   bool idle();
   void releaseRequests();
+  // Calls visit(slot) on every slot, each receive slot of every rail included, while it
+  // returns true; false when one returned false.
+  template <class Visit>
+  bool everySlot(Visit visit);
   // Whether UCX has wired every endpoint (its connections up, whichever end opened them): a
   // flush of each, started on the first call, completes then (or fails). Called with the
   // progress thread stopped, between progress passes; forgetWiring() lets go of the

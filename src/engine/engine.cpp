@@ -25,6 +25,10 @@ constexpr size_t kStreamAlign = rules::kStreamAlign;  // rule 5: every message s
 static_assert(sizeof(WireHeader) == rules::kCallHeaderBytes);  // rule 5: the call's fingerprint
 // Polls between two clock reads while pausing (a read costs as much as a poll, ~20 ns).
 constexpr int kPollsPerClockRead = 8;
+// Ops of this many bytes or more begin their wait with a hand-over of the core where ranks
+// outnumber cores (Engine::waitFor; below it a yield cost more than it saved: np 4, 8 B-4
+// KiB took 10 -> 12.5 us, 1 MiB was even).
+constexpr size_t kHandOverFromBytes = size_t{4} << 20;
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -800,6 +804,18 @@ void Engine::abort(const std::string& why) {
 }
 
 bool Engine::waitFor(OpState& op, Deadline deadline) {
+  // Where ranks outnumber cores, a large op's wait begins by handing the core over once, so
+  // that a rank sharing it enters its call and exposes its buffers before this one computes
+  // for a millisecond or more: the one-sided schedules' first folds need every rank's
+  // exposures, and the ranks on the other cores could wait idle for that rank until this
+  // one's share was done (np 4 on 2 cores, 16 MiB memAlloc all-reduce: 5% faster, 26 of 30
+  // alternating runs; perf/README.md, "A hand-over at the start of a large call"). Not where
+  // a yield was learnt to cost a tick (YieldPolicy: a thread that computes shares the core).
+  if (config_.yieldWhileSpinning && op.count * op.elementSize >= kHandOverFromBytes &&
+      yieldPolicy_.yielding()) {
+    poll();
+    if (!op.done) sched_yield();
+  }
   // A spell of polling begins at the call and after each poll that moved. Its start is
   // taken at its first clock read, kPollsPerClockRead idle polls in, so that an answer
   // within those polls (np 2, 8 B on a quiet machine) costs no clock read at all.

@@ -40,6 +40,8 @@ class YieldPolicy {
     --skipLeft_;
     return false;
   }
+  // Whether a wait now would yield (startYielding's answer, without counting a wait).
+  bool yielding() const { return skipLeft_ == 0; }
   // One sched_yield took `took`: whether this wait goes on yielding.
   bool yielded(Duration took) {
     if (!adaptive_ || took < kLongYield) return true;

@@ -149,3 +149,15 @@ TEST(YieldPolicy, ForgetStartsOverAsAFreshPolicy) {
   policy.yieldsWereShort();
   EXPECT_EQ(policy.skip(), 0);
 }
+
+// yielding() says what startYielding() would, without counting a wait (the engine's
+// hand-over at the start of a large call asks it).
+TEST(YieldPolicy, YieldingAsksWithoutCountingAWait) {
+  YieldPolicy policy;
+  EXPECT_TRUE(policy.yielding());
+  policy.yielded(4ms);
+  for (int ask = 0; ask < 3 * YieldPolicy::kFirstSkip; ++ask) EXPECT_FALSE(policy.yielding());
+  EXPECT_EQ(policy.skipLeft(), YieldPolicy::kFirstSkip);
+  EXPECT_EQ(sleepsBeforeNextYield(policy), YieldPolicy::kFirstSkip);
+  EXPECT_TRUE(policy.yielding());
+}

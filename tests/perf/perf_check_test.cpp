@@ -18,6 +18,22 @@ using perf::Op;
 using perf::Type;
 
 // E4M3 ("fn") and E5M2 codes from the OCP FP8 specification's tables.
+// The small integers come from a table the search filled: the same codes as the search,
+// on and beyond the table's edges, -0.0 keeping its sign.
+TEST(PerfCheck, Fp8SmallIntegerTableMatchesTheSearch) {
+  for (int i = -600; i <= 600; ++i) {
+    EXPECT_EQ((perf::doubleToFp8<4, 3, false>(i)), (perf::doubleToFp8Search<4, 3, false>(i))) << i;
+    EXPECT_EQ((perf::doubleToFp8<5, 2, true>(i)), (perf::doubleToFp8Search<5, 2, true>(i))) << i;
+    EXPECT_EQ((perf::doubleToFp8<4, 3, false>(i + 0.5)),
+              (perf::doubleToFp8Search<4, 3, false>(i + 0.5)))
+        << i;
+  }
+  EXPECT_EQ(perf::doubleToFp8e4m3(-0.0), 0x80);
+  EXPECT_EQ(perf::doubleToFp8e4m3(0.0), 0x00);
+  EXPECT_EQ(perf::doubleToFp8e4m3(3.0), 0x44);
+  EXPECT_EQ(perf::doubleToFp8e5m2(-3.0), 0xc2);
+}
+
 TEST(PerfCheck, Fp8KnownEncodings) {
   EXPECT_EQ(perf::doubleToFp8e4m3(1.0), 0x38);
   EXPECT_EQ(perf::doubleToFp8e4m3(-2.0), 0xc0);

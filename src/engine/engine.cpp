@@ -26,8 +26,8 @@ static_assert(sizeof(WireHeader) == rules::kCallHeaderBytes);  // rule 5: the ca
 // Polls between two clock reads while pausing (a read costs as much as a poll, ~20 ns).
 constexpr int kPollsPerClockRead = 8;
 // Ops of this many bytes or more begin their wait with a hand-over of the core where ranks
-// outnumber cores (Engine::waitFor; below it a yield cost more than it saved: np 4, 8 B-4
-// KiB took 10 -> 12.5 us, 1 MiB was even).
+// outnumber cores (Engine::waitFor). Below it the yield cost more than it saved at np 4: 8 B
+// to 4 KiB all-reduces took 10 -> 12.5 us, and 1 MiB on memAlloc buffers lost 3 runs of 3.
 constexpr size_t kHandOverFromBytes = size_t{4} << 20;
 
 inline void cpuRelax() {

@@ -36,7 +36,7 @@ class YieldPolicy {
   // A wait reached its yielding phase: whether it polls with sched_yield (false: it sleeps
   // at once).
   bool startYielding() {
-    if (skipLeft_ == 0) return true;
+    if (yielding()) return true;
     --skipLeft_;
     return false;
   }

@@ -17,7 +17,6 @@ using perf::DataSpec;
 using perf::Op;
 using perf::Type;
 
-// E4M3 ("fn") and E5M2 codes from the OCP FP8 specification's tables.
 // The small integers come from a table the search filled: the same codes as the search,
 // on and beyond the table's edges, -0.0 keeping its sign.
 TEST(PerfCheck, Fp8SmallIntegerTableMatchesTheSearch) {
@@ -34,6 +33,7 @@ TEST(PerfCheck, Fp8SmallIntegerTableMatchesTheSearch) {
   EXPECT_EQ(perf::doubleToFp8e5m2(-3.0), 0xc2);
 }
 
+// E4M3 ("fn") and E5M2 codes from the OCP FP8 specification's tables.
 TEST(PerfCheck, Fp8KnownEncodings) {
   EXPECT_EQ(perf::doubleToFp8e4m3(1.0), 0x38);
   EXPECT_EQ(perf::doubleToFp8e4m3(-2.0), 0xc0);

@@ -9,7 +9,10 @@
 #    large cases cut into pieces) exited 0, and
 #  - each channel's per-endpoint counters (logged at INFO as it closes: "ucx rank R -> P
 #    path K (...): ... read N B, written M B") show both endpoints carrying at least a
-#    tenth of the bytes it read and wrote one-sided.
+#    hundredth of the bytes it read and wrote one-sided. Not a balance check: the path
+#    scheduler follows measured rates, so the shares are a matter of timing (8.7% was seen
+#    on CI's 2 cores with 3 ranks); an endpoint left out carries nothing. How the shares
+#    follow the rates is tested with a fake clock (tests/unit/striping_test.cpp).
 # With more arguments, NP VAR=VALUE...: one such run with those settings instead (the
 # Soft-RoCE guest: two rails, each UCX's rc_verbs on its own rxe device); COLL_ARGS: more
 # arguments for the collectives test (a sample: --every N).
@@ -54,7 +57,7 @@ grep "CHORUS INFO ucx rank" "$out" | awk -v np="$np" '
       for (k = 0; k < 2; ++k) {
         key = c " " k
         if (!(key in moved)) { print "FAIL: no counters for rank " rp[1] " -> " rp[2] " endpoint " k; bad = 1; continue }
-        if (moved[key] * 10 < total[c]) { print "FAIL: rank " rp[1] " -> " rp[2] " moved " moved[key] " of " total[c] " B one-sided on endpoint " k; bad = 1 }
+        if (moved[key] * 100 < total[c]) { print "FAIL: rank " rp[1] " -> " rp[2] " moved " moved[key] " of " total[c] " B one-sided on endpoint " k; bad = 1 }
       }
       if (((c " 2") in moved)) { print "FAIL: a third endpoint on rank " rp[1] " -> " rp[2]; bad = 1 }
     }

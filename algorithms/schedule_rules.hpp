@@ -6,8 +6,9 @@
 //
 // 1. Message order. Steps with a peer (Send; Recv and RecvReduce) run through one queue
 //    per peer and direction, in issue order: a step starts once the one before it in its
-//    queue is complete. Each queue is a byte stream, so the k-th non-empty send from rank a
-//    to rank b is the k-th non-empty receive at b from a. Copy and Reduce are in no queue.
+//    queue is complete (one exception: a write beside a fold, writesBehindFold). Each
+//    queue is a byte stream, so the k-th non-empty send from rank a to rank b is the k-th
+//    non-empty receive at b from a. Copy and Reduce are in no queue.
 // 2. `after`. A step handles an element only after its `after` has handled it when both
 //    cover the same number of elements (element-wise pipelining); otherwise it waits for
 //    `after` to complete.
@@ -132,14 +133,33 @@ inline size_t wireBytes(size_t dataBytes, bool firstOfCall) {
          (firstOfCall ? kCallHeaderBytes : 0);
 }
 
+// Rule 1's exception: a PeerWrite right behind a PeerReduce in its queue (both take the
+// peer's Expose records, in order) runs beside it: it starts once that PeerReduce has
+// taken its record (so the write's record is the next one), without waiting for the
+// PeerReduce to complete; the step after the write waits for both. The write's `after`
+// (rule 2) still orders its elements: a write of what a fold chain produced follows the
+// fold slice by slice, while the folded range is in cache (perf/README.md, "A write
+// beside the fold": peer_push 16 MiB). In place, peer_push's write lands on the range the
+// fold reads from the same peer, each element behind its read (by rule 2, through the
+// fold chain): the symbolic checker proves it, as it proves every schedule's order.
+inline bool writesBehindFold(StepKind kind, StepKind previousKind) {
+  return kind == StepKind::PeerWrite && previousKind == StepKind::PeerReduce;
+}
+
 // Rule 1 for executors that see one schedule at a time: the place of each message step
 // in its queue. Link the steps of one schedule in order, then clear() before the next;
 // the cost is O(1) a step and O(queues used) a clear, whatever the rank count.
 class QueueOrder {
  public:
   struct Place {
-    int previous = -1;  // the step before it in its queue; -1: first, or a local step
-    int message = -1;   // messages (isMessage): which message of the queue it is (0, 1, ...)
+    // The step whose completion it waits for: the one before it in its queue, or, for a
+    // write beside a fold (writesBehindFold), what that fold waits for. -1: none (first
+    // in its queue, or a local step).
+    int previous = -1;
+    // The fold a write runs beside (the step before it in its queue). The step after such
+    // a write waits for that fold too: its `previous` is the write, whose `beside` it is.
+    int beside = -1;
+    int message = -1;  // messages (isMessage): which message of the queue it is (0, 1, ...)
   };
 
   explicit QueueOrder(int nranks) : queues_(2 * static_cast<size_t>(nranks)) {}
@@ -150,8 +170,14 @@ class QueueOrder {
     const size_t q = 2 * static_cast<size_t>(step.peer) + isOutgoing(step.kind);
     Queue& queue = queues_[q];
     if (queue.last < 0) used_.push_back(q);
-    Place place{queue.last, -1};
+    Place place{queue.last, -1, -1};
+    if (queue.last >= 0 && writesBehindFold(step.kind, queue.lastKind)) {
+      place.beside = queue.last;
+      place.previous = queue.lastPrevious;
+    }
+    queue.lastPrevious = place.previous;
     queue.last = index;
+    queue.lastKind = step.kind;
     if (isMessage(step)) place.message = queue.messages++;
     return place;
   }
@@ -164,6 +190,8 @@ class QueueOrder {
  private:
   struct Queue {
     int last = -1;
+    int lastPrevious = -1;  // the Place::previous given to `last`
+    StepKind lastKind = StepKind::Copy;
     int messages = 0;
   };
   std::vector<Queue> queues_;  // 2 peer + 1 for sends, 2 peer for receives

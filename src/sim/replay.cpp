@@ -27,8 +27,12 @@ struct Node {
   int rank;                  // the real rank (with Rotate not the replayed slot: see slotOf)
   int peer;
   size_t count;
-  int after = -1;     // producer (same rank)
-  int linkPrev = -1;  // previous step on the same peer queue, same direction
+  int after = -1;  // producer (same rank)
+  // Rule 1: the step on the same peer queue (same direction) it waits for, as
+  // QueueOrder::Place::previous: a write beside a fold waits for what the fold waits for
+  // (it ends behind the fold chain it is `after` anyway, so the step after it, which
+  // waits for the write, is not priced as passing the fold).
+  int linkPrev = -1;
   int match = -1;     // receives: the matching send; before matching: the sequence number
   int pending = 0;    // dependencies not yet timed
   int ordinal = -1;   // sends: which message of its rank this is

@@ -203,8 +203,14 @@ TEST(Schedule, TheCheckerRejectsBrokenSchedules) {
        overwritingPeerOneshot, Case{3, 5, 0, true, 1}, "contributes twice"},
       {"one-sided: a stream message read in place", Collective::AllReduce, mixedPeerTwoshot,
        Case{3, 6, 0, false, 1}, "a stream message of"},
+      // Rank 1 late: its writes run last, so its reads are over before its "written".
       {"one-sided writes: partial sums written", Collective::AllReduce, earlyWritePeerPush,
-       Case{3, 7, 0, false, 1}, "want ranks {[0,3)}"},
+       Case{3, 7, 0, false, 1, /*late=*/1}, "want ranks {[0,3)}"},
+      // A write runs beside the fold before it (rule 1's exception) and here waits for
+      // nothing after the first fold, so its "written" goes while this rank still reads.
+      {"one-sided writes: written before the reads are over", Collective::AllReduce,
+       earlyWritePeerPush, Case{3, 7, 0, false, 1},
+       "rank 2 finishes while rank 1 may still read what its step 2 exposed"},
       {"one-sided writes: written said too early", Collective::AllReduce, earlySignalPeerPush,
        Case{3, 7, 0, false, 1, /*late=*/0}, "may still write"},
       {"one-sided writes: read before written", Collective::AllReduce, eagerReaderPeerPush,

@@ -25,6 +25,7 @@ struct Message {
   int window = -1;
   std::vector<int> acks;  // windows of the receiver the sender finished reading before it
   bool acksApplied = false;
+  bool taken = false;  // its step has all of it (or, one-sided, is done with the range)
 };
 
 // An exposed range that `reader` may still read, or write (`written`: its PeerWrite took it).
@@ -35,10 +36,17 @@ struct Window {
   bool written = false;
 };
 
-// Messages on one link in order; those before `head` are received.
+// Messages on one link in order; those before `head` are taken.
 struct Inbox {
   std::vector<Message> messages;
-  size_t head = 0;
+  size_t head = 0;  // the first message not taken
+  // Message k is taken: the head moves past the taken ones (a write beside a fold takes
+  // the message after the fold's before the fold is done with its own).
+  void take(size_t k) {
+    Pieces().swap(messages[k].pieces);
+    messages[k].taken = true;
+    while (head < messages.size() && messages[head].taken) ++head;
+  }
   bool empty() const { return head == messages.size(); }
   Message& front() { return messages[head]; }
   Message& back() { return messages.back(); }
@@ -49,7 +57,11 @@ struct RankRun {
   std::vector<size_t> progress;  // elements handled per step
   std::vector<char> done, queued;
   size_t stepsLeft = 0;
-  std::vector<int> prevInQueue, nextInQueue;     // same peer, same direction; -1 at the ends
+  // Rule 1 (rules::QueueOrder): the step each one waits for to complete, the fold a write
+  // runs beside (writesBehindFold), the next step in its queue, and which of the link's
+  // messages it takes; -1: none.
+  std::vector<int> prevInQueue, besideFold, nextInQueue, messageIndex;
+  std::vector<char> recordTaken;                 // one-sided steps: the Expose message is theirs
   std::vector<int> dependentsBegin, dependents;  // steps whose `after` is i: [begin[i], begin[i+1])
   std::vector<int> recvPeers;                    // sorted
   std::vector<int> recvHead;  // per recvPeers entry, the first receive not done (-1: none)
@@ -96,7 +108,10 @@ class Run {
       s.queued.assign(n, 0);
       s.stepsLeft = n;
       s.prevInQueue.assign(n, -1);
+      s.besideFold.assign(n, -1);
       s.nextInQueue.assign(n, -1);
+      s.messageIndex.assign(n, -1);
+      s.recordTaken.assign(n, 0);
       const Shape shape = shapeOf(r);
       const size_t inputCount = shape.inputCount, outputCount = shape.outputCount;
       s.inputCount = inputCount;
@@ -117,9 +132,12 @@ class Run {
         if (!validate(r, i)) return;
         if (step.after >= 0) ++dependentCount[step.after];
         if (isLocal(step)) continue;
-        const int previous = queues.link(step, i).previous;
-        s.prevInQueue[i] = previous;
-        if (previous >= 0) s.nextInQueue[previous] = i;
+        const rules::QueueOrder::Place place = queues.link(step, i);
+        s.prevInQueue[i] = place.previous;
+        s.besideFold[i] = place.beside;
+        s.messageIndex[i] = place.message;
+        const int before = place.beside >= 0 ? place.beside : place.previous;
+        if (before >= 0) s.nextInQueue[before] = i;
         if (isIncoming(step.kind)) s.recvPeers.push_back(step.peer);
       }
       queues.clear();
@@ -138,7 +156,7 @@ class Run {
       for (int i = 0; i < static_cast<int>(n); ++i) {
         const Step& step = s.schedule.steps[i];
         if (!isIncoming(step.kind)) continue;
-        if (s.prevInQueue[i] < 0) s.recvHead[link(s, step.peer)] = i;
+        if (s.prevInQueue[i] < 0 && s.besideFold[i] < 0) s.recvHead[link(s, step.peer)] = i;
         if (rules::isMessage(step)) s.messageSteps[link(s, step.peer)].push_back(i);
       }
     }
@@ -295,6 +313,34 @@ class Run {
     (!send ? localWork_ : r == late_ ? lateSendWork_ : sendWork_).push_back({r, i});
   }
 
+  // Rule 1: step i may start once the step it waits for is complete (and, where that is a
+  // write beside a fold, the fold too); a write beside a fold once the fold has taken its
+  // record, so that the write's is the next message.
+  static bool mayStart(const RankRun& s, int i) {
+    const int p = s.prevInQueue[i];
+    if (p >= 0 && (!s.done[p] || (s.besideFold[p] >= 0 && !s.done[s.besideFold[p]]))) return false;
+    return s.besideFold[i] < 0 || s.recordTaken[s.besideFold[i]];
+  }
+
+  // A message came on link l of rank r: the step heading its queue may take it, and so may
+  // a write beside that step.
+  void notifyHead(int r, size_t l) {
+    const RankRun& s = ranks_[r];
+    const int head = s.recvHead[l];
+    if (head < 0) return;
+    notify(r, head);
+    if (const int next = s.nextInQueue[head]; next >= 0 && s.besideFold[next] == head)
+      notify(r, next);
+  }
+
+  // One-sided step i of rank r has its Expose message: a write beside it may start.
+  void takeRecord(int r, int i) {
+    RankRun& s = ranks_[r];
+    if (s.recordTaken[i]) return;
+    s.recordTaken[i] = 1;
+    if (const int next = s.nextInQueue[i]; next >= 0 && s.besideFold[next] == i) notify(r, next);
+  }
+
   void progressed(int r, int i, size_t to) {
     RankRun& s = ranks_[r];
     s.progress[i] = to;
@@ -304,8 +350,18 @@ class Run {
     s.done[i] = 1;
     --s.stepsLeft;
     const Step& step = s.schedule.steps[i];
-    if (isIncoming(step.kind)) s.recvHead[link(s, step.peer)] = s.nextInQueue[i];
-    if (s.nextInQueue[i] >= 0) notify(r, s.nextInQueue[i]);
+    if (isIncoming(step.kind)) {
+      int& head = s.recvHead[link(s, step.peer)];
+      if (head == i) {  // (a write beside a fold may be done before the fold)
+        head = s.nextInQueue[i];
+        while (head >= 0 && s.done[head]) head = s.nextInQueue[head];
+      }
+    }
+    const int next = s.nextInQueue[i];
+    if (next < 0) return;
+    notify(r, next);
+    // The step after a write beside this fold waits for the fold too.
+    if (s.besideFold[next] == i && s.nextInQueue[next] >= 0) notify(r, s.nextInQueue[next]);
   }
 
   // Writes `pieces` into step i's destination at element `from`, finalizing if it says so.
@@ -402,7 +458,7 @@ class Run {
     }
     carryAcks(r, step.peer, m);
     peer.inbox[l].messages.push_back(std::move(m));
-    if (peer.recvHead[l] >= 0) notify(step.peer, peer.recvHead[l]);
+    notifyHead(step.peer, l);
     progressed(r, i, step.src.count);
   }
 
@@ -413,8 +469,9 @@ class Run {
     RankRun& s = ranks_[r];
     const Step& step = s.schedule.steps[i];
     auto& queue = s.inbox[link(s, step.peer)];
-    if (queue.empty()) return nullptr;
-    Message& message = queue.front();
+    const size_t index = static_cast<size_t>(s.messageIndex[i]);
+    if (index >= queue.messages.size()) return nullptr;
+    Message& message = queue.messages[index];
     if (!message.exposed || message.total != total) {
       fail(r, i,
            std::string(message.exposed ? "an exposed range" : "a stream message") + " of " +
@@ -422,6 +479,7 @@ class Run {
                " where it " + verb + " " + std::to_string(total) + " in place");
       return nullptr;
     }
+    takeRecord(r, i);
     return &message;
   }
 
@@ -467,8 +525,10 @@ class Run {
     RankRun& s = ranks_[r];
     const int peer = s.schedule.steps[i].peer;
     auto& queue = s.inbox[link(s, peer)];
-    if (queue.front().window >= 0) s.readsToAck[peer].push_back(queue.front().window);
-    Pieces().swap(queue.messages[queue.head++].pieces);
+    const size_t index = static_cast<size_t>(s.messageIndex[i]);
+    if (queue.messages[index].window >= 0)
+      s.readsToAck[peer].push_back(queue.messages[index].window);
+    queue.take(index);
   }
 
   // PeerWrite: writes its source into the owner's exposed range as early as allowed (so
@@ -525,6 +585,7 @@ class Run {
         Message& message = s.inbox[l].front();
         if (!message.exposed || message.total != member.dst.count) break;  // reported later
         applyAcks(r, message);
+        takeRecord(r, static_cast<int>(j));
         read(member.peer, message.range, from, to - from, incoming_);
       }
       other_.swap(pieces_);
@@ -555,7 +616,7 @@ class Run {
     RankRun& s = ranks_[r];
     const Step& step = s.schedule.steps[i];
     if (s.done[i]) return;
-    if (!isLocal(step) && s.prevInQueue[i] >= 0 && !s.done[s.prevInQueue[i]]) return;
+    if (!isLocal(step) && !mayStart(s, i)) return;
     if (step.kind == StepKind::Expose) return advanceExpose(r, i);
     if (step.kind == StepKind::PeerRead || step.kind == StepKind::PeerReduce)
       return advancePeerRead(r, i);
@@ -591,7 +652,7 @@ class Run {
         for (Piece& p : pieces_)
           append(message.pieces, p.length, moved(p.content, -static_cast<int64_t>(from)));
         message.available = to;
-        if (peer.recvHead[l] >= 0) notify(step.peer, peer.recvHead[l]);
+        notifyHead(step.peer, l);
         break;
       }
       case StepKind::Copy:
@@ -637,7 +698,7 @@ class Run {
         } else {
           store(r, i, from, incoming_);
         }
-        if (to == total) Pieces().swap(queue.messages[queue.head++].pieces);
+        if (to == total) queue.take(queue.head);
         break;
       }
     }

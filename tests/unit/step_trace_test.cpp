@@ -154,10 +154,10 @@ TEST(StepTrace, HoldsEveryStepOfTheScheduleInOrder) {
 // Rule 1's exception (rules::writesBehindFold): peer_push's write of a chunk to peer P runs
 // beside the fold reading P's chunk, slice by slice behind the fold chain it is `after`,
 // instead of waiting for that fold to complete. Two ranks in this process on memAlloc
-// buffers, 64 KiB slices, one round of 256 Ki floats a part: the fold takes four passes
-// or more, and the write moves its first slice in the pass after the fold's first, so
-// every such write starts before its fold ends (under rule 1 alone it starts after).
-// Results checked, in and out of place.
+// buffers, 64 KiB slices, one round of 256 Ki floats a part: the fold takes sixteen
+// passes, and the write moves its first slice in the fold's first pass or the next (the
+// ranks progress on this one thread), so every such write starts before its fold ends
+// (under rule 1 alone it starts after). Results checked, in and out of place.
 TEST(StepTrace, AWriteRunsBesideTheFoldAheadOfIt) {
   const fs::path dir =
       fs::temp_directory_path() / ("chorus_trace_push_" + std::to_string(getpid()));

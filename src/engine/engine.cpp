@@ -691,15 +691,16 @@ bool Engine::progressPass(bool checkStrays) {
     for (auto* queue : {&recvQueue_[peer], &sendQueue_[peer]}) {
       while (!queue->empty()) {
         StepRef head = queue->front();
+        const StepProgress& progress = head.op->progress[head.step];
         // (A write that ran behind a fold may have completed before it became the head.)
-        if (!head.op->progress[head.step].complete) moved |= advance(head);
-        if (head.op->progress[head.step].complete) {
+        if (!progress.complete) moved |= advance(head);
+        if (progress.complete) {
           queue->pop_front();
           continue;
         }
         // Rule 1's exception: the write right behind a fold that has taken its record (so
         // the write's record is next on the channel) runs too, behind its `after`.
-        if (queue->size() > 1 && head.op->progress[head.step].recordTaken) {
+        if (queue->size() > 1 && progress.recordTaken) {
           const StepRef next = (*queue)[1];
           if (next.op == head.op && !next.op->progress[next.step].complete &&
               rules::writesBehindFold(next.op->schedule->steps[next.step].kind,

@@ -322,6 +322,12 @@ class Run {
     return s.besideFold[i] < 0 || s.recordTaken[s.besideFold[i]];
   }
 
+  // The write that runs beside fold i (the next step in its queue), or -1.
+  static int writeBeside(const RankRun& s, int i) {
+    const int next = s.nextInQueue[i];
+    return next >= 0 && s.besideFold[next] == i ? next : -1;
+  }
+
   // A message came on link l of rank r: the step heading its queue may take it, and so may
   // a write beside that step.
   void notifyHead(int r, size_t l) {
@@ -329,8 +335,7 @@ class Run {
     const int head = s.recvHead[l];
     if (head < 0) return;
     notify(r, head);
-    if (const int next = s.nextInQueue[head]; next >= 0 && s.besideFold[next] == head)
-      notify(r, next);
+    if (const int write = writeBeside(s, head); write >= 0) notify(r, write);
   }
 
   // One-sided step i of rank r has its Expose message: a write beside it may start.
@@ -338,7 +343,7 @@ class Run {
     RankRun& s = ranks_[r];
     if (s.recordTaken[i]) return;
     s.recordTaken[i] = 1;
-    if (const int next = s.nextInQueue[i]; next >= 0 && s.besideFold[next] == i) notify(r, next);
+    if (const int write = writeBeside(s, i); write >= 0) notify(r, write);
   }
 
   void progressed(int r, int i, size_t to) {
@@ -357,11 +362,10 @@ class Run {
         while (head >= 0 && s.done[head]) head = s.nextInQueue[head];
       }
     }
-    const int next = s.nextInQueue[i];
-    if (next < 0) return;
-    notify(r, next);
+    if (s.nextInQueue[i] >= 0) notify(r, s.nextInQueue[i]);
     // The step after a write beside this fold waits for the fold too.
-    if (s.besideFold[next] == i && s.nextInQueue[next] >= 0) notify(r, s.nextInQueue[next]);
+    if (const int write = writeBeside(s, i); write >= 0 && s.nextInQueue[write] >= 0)
+      notify(r, s.nextInQueue[write]);
   }
 
   // Writes `pieces` into step i's destination at element `from`, finalizing if it says so.

@@ -184,7 +184,7 @@ set_tests_properties(ucx.onesided.kill.np3.victim1.peer_push.errmode_none
 # ucx_rendezvous_test.sh: the whole --quick suite at 2 and 3 ranks on registered buffers
 # (the chunks striped: np 2 over two endpoints to the peer's worker, np 3 over two workers,
 # each a rail, with three endpoints each: a large transfer's 12 chunks run past the 8 in
-# flight; every endpoint must carry a quarter of its even share of the zero-copy bytes), 4 on
+# flight; every endpoint must carry a hundredth of the channel's zero-copy bytes), 4 on
 # memAlloc buffers without UCX's peer failure handling (cma and shared memory), a sample at
 # 6; every channel must have sent some bytes zero-copy. Then a rank killed while the ring's
 # messages go zero-copy. About 60 s.

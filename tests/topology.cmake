@@ -52,7 +52,7 @@ if(TARGET chorus_collectives_test AND TARGET chorus-topo)
     # Keepalive off: the stall's diagnosis names the unreachable side instead; on a ring,
     # rank 1's deadline first: it names rank 3 as cut off through rank 0's report, which
     # says so only once rewritten when rank 0's probes found rank 3's host silent
-    # (Engine::noteSilence). About 20 s.
+    # (Engine::noteSilence). Deadlines 14 s (rank 1) and 16 s (the others). About 26 s.
     add_test(NAME topology.bed.cutoff.2x2.no_keepalive
              COMMAND ${_bed} cutoff 2 ${PROJECT_BINARY_DIR} 0 tcp follower)
     set_tests_properties(topology.bed.cutoff.2x2.no_keepalive PROPERTIES

@@ -49,9 +49,10 @@ set_tests_properties(ucx.keepalive.user_idle_wins
 set_tests_properties(ucx.keepalive.zero_leaves_ucx PROPERTIES ENVIRONMENT CHORUS_KEEPALIVE=0s)
 # Without the progress thread UCX wires the endpoints during the first collective, after
 # start-up: the connections accepted then get keepalive from the engine's peer checks
-# (UcxTransport::checkPeers). 3 ranks, all-reduces for 1.5 s before the check (~2 s).
+# (UcxTransport::checkPeers, whose scans back off: 0, 0.2, 0.6, 1.4, 3.0 s). 3 ranks,
+# 200 all-reduces 20 ms apart (4 s) before the check, past the scan at 3 s (~5 s).
 chorus_ucx_test(ucx.keepalive.accepted_later 60 ${_run} -n 3 --timeout 50
-  $<TARGET_FILE:chorus_ucx_keepalive_test> --idle 4 --interval 1 --probes 4 --settle-ms 1500)
+  $<TARGET_FILE:chorus_ucx_keepalive_test> --idle 4 --interval 1 --probes 4 --settle-ms 4000)
 set_tests_properties(ucx.keepalive.accepted_later
   PROPERTIES ENVIRONMENT "CHORUS_KEEPALIVE=8s;CHORUS_UCX_PROGRESS_THREAD=0")
 

@@ -5,6 +5,7 @@
 // interface, not the wildcard address; the unique id's store on loopback by default).
 #include "../common/process_support.hpp"
 #include "../common/store_support.hpp"
+#include "../unit/time_bounds.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "errors.hpp"
 #include "security/handshake.hpp"
@@ -91,7 +92,7 @@ TEST(Exposure, SilentAndGarbageStrangersDoNotStallTheStore) {
   TcpStoreClient client(server->address(), kSecret, 0, deadlineIn(5s));
   client.set("k", bytes("v"));
   EXPECT_EQ(client.get("k", deadlineIn(5s)).size(), 1u);
-  EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_LT(Clock::now() - start, chorus::test::within(2s));  // tsan reruns it
   EXPECT_TRUE(closedWithin(garbage, 5s));
   // A client that does not know the secret is told so, and the store keeps serving.
   EXPECT_THROW(TcpStoreClient(server->address(), kOtherSecret, 1, deadlineIn(5s)), Error);

@@ -165,7 +165,9 @@ ucx_rails() {
   local r0=$((b0 - a0)) r1=$((b1 - a1))
   echo "bed_test: rail0 carried $((r0 >> 20)) MiB, rail1 $((r1 >> 20)) MiB"
   ((r0 + r1 > 32 << 20)) || fail "only $(((r0 + r1) >> 20)) MiB crossed the NICs"
-  ((4 * r0 >= r0 + r1 && 4 * r1 >= r0 + r1)) || fail "a NIC carried less than a quarter"
+  # Each NIC a hundredth: the rails' shares follow measured rates (timing, not a balance
+  # check); a NIC left out carries nothing.
+  ((100 * r0 >= r0 + r1 && 100 * r1 >= r0 + r1)) || fail "a NIC carried less than a hundredth"
   echo "bed_test: OK: $k nodes x $n ranks over ucx on both NICs, suite $((SECONDS - t0)) s"
 }
 
@@ -215,15 +217,16 @@ cutoff() {
     -e CHORUS_ALGO=allreduce:hier_rd)
   [[ $net == ucx ]] && ((keepalive == 0)) && env+=(-e UCX_TCP_KEEPIDLE=60s)
   if [[ -n $follower ]]; then
-    # Rank 0's probes (from 5 s) find rank 2N-1's host silent after 3 of them, a second
-    # apart: rank 1's deadline comes after that and a second before rank 0's. Seed 95: an
+    # Rank 0's probes (from half its 16 s deadline) find rank 2N-1's host silent after 3 of
+    # them, a second apart (7.1-7.2 s with a 10 s deadline: ~10 s here): rank 1's deadline
+    # (14 s) comes well after that and 2 s before rank 0's. Seed 95: an
     # all-to-all (connecting every pair), two ring all-reduces, the cut at the second (seed
     # 5's all-to-all just before the cut left rank 0's data to rank 3 unacknowledged in 1
     # of 5 runs: resends, found before noteSilence could matter).
     env=(-e CHORUS_ALGO=allreduce:ring)
-    seed=95
+    seed=95 timeout=16s limit_ms=32000
     # shellcheck disable=SC2016  # expanded by each rank's shell
-    wrap=(sh -c '[ "$CHORUS_RANK" = 1 ] && export CHORUS_TIMEOUT=9s; exec "$@"' follower)
+    wrap=(sh -c '[ "$CHORUS_RANK" = 1 ] && export CHORUS_TIMEOUT=14s; exec "$@"' follower)
   fi
   bring_up 2 1gbit "$n ranks per node over $net, node 1 cut off at call 2, keepalive ${keepalive}s"
   "$bed" run -b "$id" -n "$n" -t 120 -e CHORUS_KEEPALIVE=${keepalive}s "${env[@]}" \
@@ -271,7 +274,7 @@ cutoff() {
     # Rank 1, at its own deadline (before rank 0's), names rank 2N-1 through rank 0's report.
     local last=$((world - 1))
     line=$(grep "^\[1\] rank 1: ERROR after" "$log")
-    grep -Eq "no progress for 9\.0+ s" <<<"$line" || fail "rank 1's deadline was not its own 9 s"
+    grep -Eq "no progress for 14\.0+ s" <<<"$line" || fail "rank 1's deadline was not its own 14 s"
     grep -Eq "rank $last cannot be reached: [0-9]+ resends or probes in a row from rank 0 " <<<"$line" ||
       fail "rank 1 does not name rank $last as cut off as seen from rank 0 (rank 0's report)"
   fi

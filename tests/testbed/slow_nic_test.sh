@@ -4,7 +4,7 @@
 # have sent SLOW_AFTER bytes (a byte count, not a time, so a loaded machine does not move
 # the point), rail1 drops to RATE/10 in both directions on both nodes. Passes only if
 #  - every tc change succeeded and the run finished with every element right;
-#  - before the slow-down both NICs carried traffic (rail1 >= MIN_SHARE_BEFORE of bytes);
+#  - before the slow-down both NICs carried traffic (rail1 >= MIN_SHARE_BEFORE% of bytes);
 #  - after it the fast NIC carried at least MIN_FAST_SHARE of the bytes the nodes sent
 #    (the kernel's own NIC counters, not the library's report: ideal 10/11 = 91%, fixed
 #    equal weights 50%; 75% measured on a loaded 2-core machine), and in the library's
@@ -20,7 +20,11 @@ case $transport in
   ucx) transport_env=(-e CHORUS_NET=ucx -e CHORUS_UCX_NET_DEVICES=auto) ;;
   *) echo "slow_nic_test: unknown transport '$transport'"; exit 2 ;;
 esac
-readonly SLOW_AFTER=$((128 << 20)) MIN_SHARE_BEFORE=30 MIN_FAST_SHARE=65 MIN_FAST_WEIGHT=60
+# The floors leave room for a loaded machine (rates are measured, so shares are timing):
+# before, rail1 a tenth (it carries nothing if left out); after, 60% (equal weights give
+# 50%); the polling loop may see the SLOW_AFTER mark late, so only 128 MiB of the ~290
+# that follow it must move after the slow-down.
+readonly SLOW_AFTER=$((128 << 20)) MIN_SHARE_BEFORE=10 MIN_FAST_SHARE=60 MIN_FAST_WEIGHT=55
 log=$(mktemp /tmp/chorus-slow-nic.XXXXXX)
 marks=$(mktemp /tmp/chorus-slow-nic-marks.XXXXXX)
 id=$("$bed" up 2 2 "${mbit}mbit")
@@ -79,7 +83,7 @@ share_after=$((100 * after0 / (after0 + after1)))
 echo "slow_nic_test: before: rail0 $((before0 >> 20)) MiB, rail1 $((before1 >> 20)) MiB" \
   "(rail1 ${share_before}%); after: rail0 $((after0 >> 20)) MiB, rail1 $((after1 >> 20)) MiB" \
   "(rail0 ${share_after}%)"
-((after0 + after1 > 256 << 20)) || fail "only $(((after0 + after1) >> 20)) MiB moved after the slow-down"
+((after0 + after1 > 128 << 20)) || fail "only $(((after0 + after1) >> 20)) MiB moved after the slow-down"
 ((share_before >= MIN_SHARE_BEFORE)) || fail "rail1 carried ${share_before}% before the slow-down"
 ((share_after >= MIN_FAST_SHARE)) ||
   fail "the fast NIC carried ${share_after}% after the slow-down, want >= ${MIN_FAST_SHARE}%"

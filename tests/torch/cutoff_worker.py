@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -35,7 +36,12 @@ def main():
     x = torch.ones(100_000)
     dist.all_reduce(x)
     ok = x[0].item() == size
+    # The cut waits until every rank has its first result: data of that call still on its
+    # way when the NICs go down would fail a rank outside the timed part.
+    store = dist.distributed_c10d._get_default_store()
+    store.set(f"first/{rank}", "1")
     if rank == cut:
+        store.wait([f"first/{r}" for r in range(size)], timedelta(seconds=TIMEOUT_S))
         nics = [n for n in os.listdir("/sys/class/net") if n != "lo"]
         for nic in nics:
             subprocess.run(["ip", "link", "set", nic, "down"], check=True)

@@ -8,7 +8,8 @@
 #      (rank 0's, --save-final) are bit-identical to the reference
 #   3. without --grow-wait: the survivors train on 2 ranks until the replacement is
 #      pending, then grow; the job ends on 3 ranks with the grow in the report (the
-#      weights differ from the reference: some steps ran with a 2-rank global batch)
+#      weights differ from the reference: some steps ran with a 2-rank global batch);
+#      --hold-for-join-at-step 19 holds them at step 19 should the replacement be later
 #   4. late: --grow-wait --grow-wait-s 1, and the replacement asks to join only at step 12,
 #      long after the survivors gave up waiting (--join-after-file <out>/holding-for-join,
 #      which rank 0 writes at the start of step 12, where --hold-for-join-at-step makes the
@@ -30,6 +31,9 @@ export CHORUS_RUN_GRACE=60
 for mode in wait carry-on late; do
   flags=()
   [ $mode = wait ] && flags=(--grow-wait)
+  # carry-on: if the replacement is not pending by step 19 (its start raced 14 short steps),
+  # the survivors wait for it there, so the job still ends on 3 ranks.
+  [ $mode = carry-on ] && flags=(--hold-for-join-at-step 19)
   [ $mode = late ] && flags=(--grow-wait --grow-wait-s 1 --join-after-file "$work/late/holding-for-join"
                              --hold-for-join-at-step 12)
   "$run" -n 3 --timeout 120 --respawn 1 "$train" "${common[@]}" --on-failure grow "${flags[@]}" \

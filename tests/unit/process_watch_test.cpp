@@ -78,7 +78,7 @@ TEST(ProcessWatch, IdentityNamesThisProcessInThisNamespace) {
 
 TEST(ProcessWatch, NamesAGonePeerOnlyAfterTheGrace) {
   Child alive, victim;
-  LocalPeerWatch watch(300ms);
+  LocalPeerWatch watch(1000ms);  // long enough that the check right after the kill is inside
   watch.add(1, alive.pid());
   watch.add(2, ::getpid());  // a rank of this process: never watched
   watch.add(3, victim.pid());
@@ -86,7 +86,7 @@ TEST(ProcessWatch, NamesAGonePeerOnlyAfterTheGrace) {
   const pid_t victimPid = victim.pid();
   victim.kill();
   watch.check();  // gone, but within the grace: the store's word may still come
-  std::this_thread::sleep_for(350ms);
+  std::this_thread::sleep_for(1100ms);
   try {
     watch.check();
     FAIL() << "rank 3 died and the watch said nothing";

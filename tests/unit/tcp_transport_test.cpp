@@ -305,7 +305,7 @@ TEST(TcpTransport, PeerDiesMidStream) {
     EXPECT_EQ(blamed[r], victim) << "rank " << r << ": " << seen[r];
     EXPECT_NE(seen[r].find("rank 2"), std::string::npos) << seen[r];
     auto delay = Clock::duration(caughtAt[r] - diedAt.load());
-    EXPECT_LT(delay, chorus::test::within(2s)) << "rank " << r;
+    EXPECT_LT(delay, chorus::test::within(4s)) << "rank " << r;
   }
 }
 
@@ -347,7 +347,8 @@ void deathWhileBlocked(bool sending) {
   victim.join();
   EXPECT_EQ(blamed, 1) << seen;
   EXPECT_NE(seen.find("rank 1"), std::string::npos) << seen;
-  EXPECT_LT(Clock::duration(caughtAt - diedAt.load()), chorus::test::within(1s));
+  // 3 s: PeerDiesMidStream's bound of the same mechanism took 1.10 s once at load 14-15.
+  EXPECT_LT(Clock::duration(caughtAt - diedAt.load()), chorus::test::within(3s));
 }
 
 TEST(TcpTransport, PeerDiesWhileWeSend) { deathWhileBlocked(true); }
@@ -370,7 +371,7 @@ TEST(TcpTransport, WaitKeepsItsDeadline) {
       return;
     }
     // Nothing arrives for 300 ms: each wait ends at its deadline, not before, and not much
-    // after (150 ms of slack: at load 5-10 on this 2-core machine a 50 ms bound failed once,
+    // after (300 ms of slack: at load 5-10 on this 2-core machine a 50 ms bound failed once,
     // with no change to tcp; a wait that slept a fixed poll period of a second or more, or
     // until data came, still fails it).
     for (auto d : {0ms, 1ms, 50ms}) {
@@ -378,7 +379,7 @@ TEST(TcpTransport, WaitKeepsItsDeadline) {
       t.wait(t.prepareWait(), deadline);
       auto now = Clock::now();
       EXPECT_GE(now, deadline);
-      EXPECT_LT(now - deadline, chorus::test::within(150ms))
+      EXPECT_LT(now - deadline, chorus::test::within(300ms))
           << "wait overshot a " << d.count() << " ms deadline";
     }
     // Data wakes it up early.

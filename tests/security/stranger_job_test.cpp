@@ -73,8 +73,8 @@ int runRank(int rank) {
     // all-reduces: ranks asking the store each for itself could disagree.
     const auto until = deadlineIn(60s);
     auto knocking = [&] {
-      int32_t more = rank == 0 && gate && gate->add("security/knocked", 0) == 0 &&
-                     Clock::now() < until;
+      int32_t more =
+          rank == 0 && gate && gate->add("security/knocked", 0) == 0 && Clock::now() < until;
       comm.allReduce(&more, &more, 1, DataType::Int32, RedOp::Max).wait();
       return more != 0;
     };

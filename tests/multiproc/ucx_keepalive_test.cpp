@@ -13,8 +13,8 @@
 // (CHORUS_KEEPALIVE=0, UCX's own): as many ends off as on (the accepting ones), those on
 // with those values. `--settle-ms M`: before the check, M / 20 all-reduces 20 ms apart
 // (connections accepted after start-up get keepalive from the engine's peer checks, which
-// run while a collective does); a count, not a time, so every rank calls as many. Exit 0 when that
-// holds over both ranks' sockets.
+// run while a collective does); a count, not a time, so every rank calls as many. Exit 0
+// when that holds over both ranks' sockets.
 #include <chorus/chorus.hpp>
 
 #include "../common/socket_census.hpp"

@@ -155,6 +155,16 @@ counters() {  # counters: "rxe0_sent rxe0_rcvd rxe1_sent rxe1_rcvd nic0_tx nic0_
   echo
 }
 
+# driver_teardown PART: the longest teardown of the verbs driver this node's ranks logged
+# in PART ("closing the ib transport took S s", logged when over 2 s), 0 if none. It is the
+# kernel's, and a rank exits only after it: Soft-RoCE took 0-3 s to destroy a rank's QPs
+# after a cut in traced runs here, and once, in CI, the exit came 54 s after the error.
+driver_teardown() {
+  cat "$C/$1.rank$((2 * NODE)).log" "$C/$1.rank$((2 * NODE + 1)).log" |
+    sed -n 's/.*closing the ib transport took \([0-9.]*\) s.*/\1/p' |
+    awk '$1 > m { m = $1 } END { print m + 0 }'
+}
+
 # ib_report LOG...: the striping counters the ranks' ib channels logged as they closed
 # ("ib rank 1 -> 2 path 3 (rxe1:qp3): sent N B, received N B, direct N B, ..."), summed:
 # "rxe0_sent rxe1_sent rxe0_direct rxe1_direct channels_with_direct ..._on_both_rails
@@ -298,11 +308,8 @@ if wanted kill; then
       echo "kill: rank $r exited $rc without naming rank 3"; ok=0
     fi
   done
-  # The exit comes after the verbs driver's teardown (see cutoff below): the limit grows by
-  # the teardown a rank logged ("closing the ib transport took S s", when over 2 s).
-  driver=$(cat "$C/kill.rank$((2 * NODE)).log" "$C/kill.rank$((2 * NODE + 1)).log" |
-    sed -n 's/.*closing the ib transport took \([0-9.]*\) s.*/\1/p' |
-    awk '$1 > m { m = $1 } END { print m + 0 }')
+  # The exit comes after the verbs driver's teardown (driver_teardown): the limit grows by it.
+  driver=$(driver_teardown kill)
   if awk "BEGIN{exit !($took > $DETECT_S + $driver)}"; then
     echo "kill: the survivors took $took s (limit $DETECT_S s + the driver's $driver s)"; ok=0
   fi
@@ -346,14 +353,9 @@ elif wanted cutoff; then
     why=$(bash "$SRC/tests/testbed/cutoff_check.sh" "$r" "$other" $((CUT_S * 1000)) "$line") ||
       { echo "cutoff: $why"; ok=0; }
   done
-  # The exit comes after the verbs driver's teardown, which is the kernel's: Soft-RoCE
-  # took 0-3 s to destroy a rank's QPs after the cut in traced runs here (one destroy up to
-  # 3 s), and once, in CI, the exit came 54 s after the error. A rank logs that teardown
-  # ("closing the ib transport took S s") when it is over 2 s; the exit's limit grows by
-  # it. The error itself must still come within CUT_S (cutoff_check.sh above).
-  driver=$(cat "$C/cutoff.rank$((2 * NODE)).log" "$C/cutoff.rank$((2 * NODE + 1)).log" |
-    sed -n 's/.*closing the ib transport took \([0-9.]*\) s.*/\1/p' |
-    awk '$1 > m { m = $1 } END { print m + 0 }')
+  # The exit's limit grows by the verbs driver's teardown (driver_teardown); the error
+  # itself must still come within CUT_S (cutoff_check.sh above).
+  driver=$(driver_teardown cutoff)
   if awk "BEGIN{exit !($took > $CUT_S + $driver)}"; then
     echo "cutoff: the ranks took $took s after the cut (limit $CUT_S s + the driver's $driver s)"
     ok=0

@@ -10,10 +10,11 @@
 #  - each channel's per-endpoint counters (logged at INFO as it closes: "ucx rank R -> P
 #    path K (epK): sent N B") show both endpoints carrying at least a hundredth of the
 #    bytes it sent (the shares follow measured rates, a matter of timing; see
-#    ucx_onesided_paths_test.sh), and what each rank received on an endpoint is what its
-#    peer sent on it.
+#    ucx_path_shares.awk, which checks them), and what each rank received on an endpoint
+#    is what its peer sent on it.
 run=$1
 coll=$2
+shares=$(dirname "$0")/ucx_path_shares.awk
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
@@ -30,34 +31,8 @@ if [ "$rc" -ne 0 ]; then
   echo "ucx_paths_test.sh: FAIL: chorus-run exited $rc"
   exit 1
 fi
-grep "CHORUS INFO ucx rank" "$out" | awk '
-  {
-    for (i = 1; i <= NF; ++i) {
-      if ($i == "rank") r = $(i + 1)
-      if ($i == "->") p = $(i + 1)
-      if ($i == "path") k = $(i + 1)
-      if ($i == "sent") s = $(i + 1)
-      if ($i == "received") v = $(i + 1)
-    }
-    sent[r " " p " " k] = s; recv[r " " p " " k] = v; total[r " " p] += 0
-  }
-  END {
-    bad = 0; channels = 0
-    for (c in total) {
-      ++channels; split(c, rp, " "); t = 0
-      for (k = 0; k < 2; ++k) t += sent[c " " k]
-      for (k = 0; k < 2; ++k) {
-        key = c " " k
-        if (!(key in sent)) { print "FAIL: no counters for rank " rp[1] " -> " rp[2] " endpoint " k; bad = 1; continue }
-        if (sent[key] * 100 < t) { print "FAIL: rank " rp[1] " -> " rp[2] " sent " sent[key] " of " t " B on endpoint " k; bad = 1 }
-        back = rp[2] " " rp[1] " " k
-        if (recv[back] != sent[key]) { print "FAIL: rank " rp[2] " received " recv[back] " B on endpoint " k " but rank " rp[1] " sent " sent[key]; bad = 1 }
-      }
-      if (((c " 2") in sent)) { print "FAIL: a third endpoint on rank " rp[1] " -> " rp[2]; bad = 1 }
-    }
-    if (channels != 2) { print "FAIL: " channels " channels reported, expected 2"; bad = 1 }
-    exit bad
-  }' || { echo "ucx_paths_test.sh: FAIL ($*)"; exit 1; }
+awk -v fields=sent -v what=sent -v paths=2 -v channels=2 -v received=1 -f "$shares" "$out" ||
+  { echo "ucx_paths_test.sh: FAIL ($*)"; exit 1; }
 echo "ucx_paths_test.sh: both endpoints carried each channel's bytes ($*)"
 }
 

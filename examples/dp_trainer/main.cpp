@@ -321,6 +321,7 @@ int main(int argc, char** argv) {
     std::string policy = every > 0 ? "every " + std::to_string(every) + " steps (--ckpt-every)"
                                    : "none (no --ckpt-every or --mtbf)";
     int64_t measureAt = every <= 0 && mtbf > 0 ? std::min(args.steps - 1, start + 3) : -1;
+    RunReport::YoungDaly youngDaly;
     // Growing back: the members admit newcomers and everyone takes a member's state and the
     // job's settings (the newcomer measured none of them).
     auto admit = [&](int newcomers) {
@@ -506,13 +507,14 @@ int main(int argc, char** argv) {
           char why[400];
           std::snprintf(
               why, sizeof why,
-              "every %lld steps (%.3f s): Young-Daly sqrt(2 x %.4f s pause x %.0f s MTBF%s) "
+              "every %lld steps (%.3f s): Young-Daly sqrt(2 x %.3g s pause x %.4g s MTBF%s) "
               "= %.3f s, at least the %.4f s background write; a blocking save "
               "(%.4f s) would give %.3f s",
               static_cast<long long>(every), interval, cost[0], mtbf,
               args.mtbf > 0 ? "" : " from failures seen", std::sqrt(2 * cost[0] * mtbf), cost[1],
               cost[0] + cost[1], std::sqrt(2 * (cost[0] + cost[1]) * mtbf));
           policy = why;
+          youngDaly = {true, step, mtbf, cost[0], cost[1], cost[2], interval, args.mtbf <= 0};
           if (lead) std::fprintf(stderr, "chorus-train: checkpoint %s\n", why);
         }
       }
@@ -594,6 +596,7 @@ int main(int argc, char** argv) {
       r.pausePerCheckpoint = checkpoints ? sums[3] / checkpoints : 0;
       r.writePerCheckpoint = sums[4];
       r.checkpointPolicy = policy;
+      r.checkpointEvery = every, r.youngDaly = youngDaly;
       r.gemmBackend = trainer::gemm::backend();
       r.peakFlops = peak, r.achievedFlops = r.samplesPerSecond * r.flopsPerSample;
       r.mfu = peak > 0 ? r.achievedFlops / peak : 0;

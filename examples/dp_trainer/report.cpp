@@ -84,7 +84,18 @@ std::string RunReport::json() const {
     << ",\n  \"checkpoints\": {\"count\": " << checkpoints
     << ", \"pause_seconds\": " << pausePerCheckpoint
     << ", \"write_seconds\": " << writePerCheckpoint << ", \"policy\": \"" << checkpointPolicy
-    << "\"},\n  \"gemm_backend\": \"" << gemmBackend << "\",\n  \"peak_gemm_flops\": " << peakFlops
+    << "\", \"every_steps\": " << checkpointEvery << ", \"young_daly\": ";
+  if (youngDaly.computed)
+    o << "{\"after_step\": " << youngDaly.afterStep
+      << ", \"mtbf_seconds\": " << youngDaly.mtbfSeconds
+      << ", \"mtbf_from_failures\": " << (youngDaly.mtbfFromFailures ? "true" : "false")
+      << ", \"pause_seconds\": " << youngDaly.pauseSeconds
+      << ", \"write_seconds\": " << youngDaly.writeSeconds
+      << ", \"step_seconds\": " << youngDaly.stepSeconds
+      << ", \"interval_seconds\": " << youngDaly.intervalSeconds << "}";
+  else
+    o << "null";
+  o << "},\n  \"gemm_backend\": \"" << gemmBackend << "\",\n  \"peak_gemm_flops\": " << peakFlops
     << ",\n  \"achieved_flops\": " << achievedFlops << ",\n  \"mfu\": " << mfu
     << ",\n  \"elapsed_seconds\": " << elapsedSeconds
     << ",\n  \"useful_seconds\": " << usefulSeconds

@@ -86,6 +86,16 @@ struct RunReport {
   int checkpoints = 0;
   double pausePerCheckpoint = 0, writePerCheckpoint = 0;
   std::string checkpointPolicy;
+  int64_t checkpointEvery = 0;  // the interval in steps at the end (0: no checkpoints)
+  // The inputs and result of the Young-Daly interval, when this launch computed one: the
+  // save measured after step `afterStep`, maxima over the ranks.
+  struct YoungDaly {
+    bool computed = false;
+    int64_t afterStep = 0;
+    double mtbfSeconds = 0, pauseSeconds = 0, writeSeconds = 0, stepSeconds = 0;
+    double intervalSeconds = 0;  // max(sqrt(2 x pause x MTBF), write)
+    bool mtbfFromFailures = false;
+  } youngDaly;
   std::string gemmBackend;  // openblas, cublas
   double peakFlops = 0, achievedFlops = 0, mfu = 0;
   double elapsedSeconds = 0, usefulSeconds = 0, effectiveTrainingTime = 0;

@@ -9,6 +9,8 @@ endfunction()
 # chorus-train end to end (label `trainer`): only when the trainer was built (OpenBLAS, zlib).
 if(TARGET chorus-train)
   trainer_script_test(trainer_bit_exact_resume bit_exact_resume.sh 300)
+  # The checkpoint interval: Young-Daly from the measured save, and the saves it gives.
+  trainer_script_test(trainer_young_daly young_daly.sh 300)
 endif()
 
 # The deterministic setting the trainer relies on (CHORUS_DETERMINISTIC, Options).

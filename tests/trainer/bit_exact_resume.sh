@@ -1,7 +1,7 @@
 #!/bin/bash
 # chorus-train survives SIGKILLed ranks and ends with the very same weights.
 #   1. reference: 2 ranks, 24 steps, no failures, no checkpoints; its report checked
-#      against its trace; the same run with 3 bucket all-reduces in flight (and the
+#      against its trace, its figures against their definitions (check_figures.py); the same run with 3 bucket all-reduces in flight (and the
 #      library's polling set by the user, CHORUS_SPIN_US=200, and the training thread
 #      yielding after each GEMM, --gemm-yield on, and without the warm-up all-reduces
 #      before the first step, --no-comm-warmup): same weights
@@ -28,6 +28,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 # trace's backward and wait spans (it drops waits under 20 us: tolerance per bucket).
 python3 "$(dirname "$0")/check_report.py" "$work/ref" \
   "$(dirname "$0")/../../perf/trainer/overlap_trace.py" || fail "report and trace disagree"
+# The headline figures (FLOP per sample, MFU, effective training time) against their
+# definitions, for this MLP (digits: 64 inputs, 10 classes; --hidden 48 --layers 2).
+python3 "$(dirname "$0")/check_figures.py" "$work/ref" 64 48 2 10 || fail "the reference's figures"
 # Several bucket all-reduces in flight at once: the same weights. Also the library's
 # polling as the user sets it (CHORUS_SPIN_US wins over chorus-train's --spin-us 0), and
 # the ranks taking turns at every GEMM (--gemm-yield on; auto, the reference's, is on only
@@ -60,6 +63,7 @@ for mode in blocking async; do
   grep -q "chorus-train: rank 0: step 7: .*rank 1 \(died\|(pid [0-9]*) is gone\)" "$work/$mode.log" || fail "$mode: rank 0 did not name dead rank 1"
   grep -q "chorus-train: rank 1: step 15: .*rank 0 \(died\|(pid [0-9]*) is gone\)" "$work/$mode.log" || fail "$mode: rank 1 did not name dead rank 0"
   grep -q '"restart": 2' "$work/$mode/report.json" || fail "$mode: the report does not count the second failure"
+  python3 "$(dirname "$0")/check_figures.py" "$work/$mode" 64 48 2 10 || fail "$mode: the figures"
   cmp "$work/ref.bin" "$work/$mode.bin" || fail "$mode: weights after two restarts differ from the reference"
 done
 grep -q "restart 1 resumes from .*step-00000004 (step 4)" "$work/blocking.log" || fail "restart 1 did not resume from step 4"

@@ -1,0 +1,52 @@
+"""check_figures.py REPORT_DIR INPUTS HIDDEN LAYERS CLASSES: chorus-train's headline figures
+(report.json) against their definitions, recomputed here for an MLP of LAYERS hidden layers
+of HIDDEN units between INPUTS inputs and CLASSES outputs:
+  - parameters = weights + biases; flops_per_sample = 6 x weights (forward 2, backward 4);
+  - samples_per_second = global_batch / step time, achieved_flops = that x flops_per_sample,
+    mfu = achieved / peak_gemm_flops, in (0, 1);
+  - a step's time holds its compute, exposed communication and checkpoint pause;
+  - useful_seconds = steps x (compute + exposed communication) per step, and
+    effective_training_time = min(1, useful / elapsed).
+Exits 1 with a line per fault."""
+import json
+import math
+import os
+import sys
+
+
+def main():
+    out = sys.argv[1]
+    inputs, hidden, layers, classes = (int(a) for a in sys.argv[2:6])
+    r = json.load(open(os.path.join(out, "report.json")))
+    dims = [inputs] + [hidden] * layers + [classes]
+    weights = sum(a * b for a, b in zip(dims, dims[1:]))
+    faults = []
+
+    def near(name, got, want, tol=1e-4):
+        if not math.isclose(got, want, rel_tol=tol, abs_tol=1e-12):
+            faults.append(f"{name} {got}, its definition gives {want}")
+
+    near("parameters", r["parameters"], weights + sum(dims[1:]))
+    near("flops_per_sample", r["flops_per_sample"], 6 * weights)
+    s = r["step_seconds"]
+    near("samples_per_second", r["samples_per_second"], r["global_batch"] / s["total"])
+    near("achieved_flops", r["achieved_flops"], r["samples_per_second"] * r["flops_per_sample"])
+    near("mfu", r["mfu"], r["achieved_flops"] / r["peak_gemm_flops"])
+    if not 0 < r["mfu"] < 1:
+        faults.append(f"mfu {r['mfu']} outside (0, 1)")
+    parts = s["compute"] + s["exposed_comm"] + s["checkpoint_pause"]
+    if parts > s["total"] * (1 + 1e-4):
+        faults.append(f"a step's parts take {parts} s, more than the step's {s['total']} s")
+    near("useful_seconds", r["useful_seconds"], r["steps"] * (s["compute"] + s["exposed_comm"]))
+    near("effective_training_time", r["effective_training_time"],
+         min(1.0, r["useful_seconds"] / r["elapsed_seconds"]))
+    for f in faults:
+        print("FAIL:", f)
+    if not faults:
+        print(f"ok: {r['flops_per_sample']:.0f} FLOP per sample, MFU {r['mfu']:.4f}, "
+              f"effective training time {r['effective_training_time']:.4f}")
+    return 1 if faults else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

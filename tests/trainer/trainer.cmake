@@ -32,6 +32,13 @@ if(TARGET chorus-train)
   add_test(NAME trainer_grad_check COMMAND trainer_grad_check)
   set_tests_properties(trainer_grad_check PROPERTIES LABELS trainer TIMEOUT 60)
 
+  # The optimizers against PyTorch's, the learning-rate schedule against hand-worked values.
+  add_executable(trainer_optimizer_check ${CMAKE_CURRENT_LIST_DIR}/optimizer_check.cpp
+    ${PROJECT_SOURCE_DIR}/examples/dp_trainer/optimizer.cpp)
+  target_include_directories(trainer_optimizer_check PRIVATE ${PROJECT_SOURCE_DIR})
+  add_test(NAME trainer_optimizer_check COMMAND trainer_optimizer_check)
+  set_tests_properties(trainer_optimizer_check PROPERTIES LABELS trainer TIMEOUT 60)
+
   # The models' sgemm against a double reference (OpenBLAS; cuBLAS with --gpu where the
   # trainer was built with it: skipped, exit 77, without a GPU).
   add_executable(trainer_gemm_check ${CMAKE_CURRENT_LIST_DIR}/gemm_check.cpp

@@ -305,10 +305,14 @@ static void checkPreMulSum(ncclComm_t comm) {
     const ncclDataType_t t = types[ti];
     const size_t es = kSize[t];
     char scalar[8];
-    put(scalar, 0, t, scalars[rank]);
     ncclRedOp_t op;
     const ncclScalarResidence_t residence = ti % 2 ? ncclScalarDevice : ncclScalarHostImmediate;
+    /* HostImmediate takes the value at creation, later changes do not count; Device reads
+       the pointer at each collective, so they do. The wrong value (5) is there at the moment
+       that must not count. */
+    put(scalar, 0, t, residence == ncclScalarDevice ? 5.0 : scalars[rank]);
     CHECK(ncclRedOpCreatePreMulSum(&op, scalar, t, residence, comm));
+    put(scalar, 0, t, residence == ncclScalarDevice ? scalars[rank] : 5.0);
     if ((int)op < ncclNumOps) FAIL("premulsum op %d is a built-in value", (int)op);
     char* send = malloc(n * nranks * es);
     char* recv = malloc(n * nranks * es);
@@ -370,9 +374,26 @@ static void checkErrors(ncclComm_t comm) {
   CHECK(ncclGetVersion(&version));
   if (version != NCCL_VERSION_CODE || version != NCCL_VERSION(2, 26, 0))
     FAIL("ncclGetVersion: %d, header says %d", version, NCCL_VERSION_CODE);
-  if (strcmp(ncclGetErrorString(ncclRemoteError),
-             "remote process exited or there was a network error") != 0)
-    FAIL("ncclGetErrorString(ncclRemoteError): '%s'", ncclGetErrorString(ncclRemoteError));
+  /* NCCL 2.26's texts (src/init.cc), which programs print and match; only the internal
+     error names Chorus as the one to report it to. */
+  static const struct {
+    ncclResult_t code;
+    const char* text;
+  } texts[] = {
+      {ncclSuccess, "no error"},
+      {ncclUnhandledCudaError, "unhandled cuda error (run with NCCL_DEBUG=INFO for details)"},
+      {ncclSystemError, "unhandled system error (run with NCCL_DEBUG=INFO for details)"},
+      {ncclInternalError, "internal error - please report this issue to the Chorus developers"},
+      {ncclInvalidArgument, "invalid argument (run with NCCL_DEBUG=WARN for details)"},
+      {ncclInvalidUsage, "invalid usage (run with NCCL_DEBUG=WARN for details)"},
+      {ncclRemoteError, "remote process exited or there was a network error"},
+      {ncclInProgress, "NCCL operation in progress"},
+      {(ncclResult_t)99, "unknown result code"},
+  };
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; ++i)
+    if (strcmp(ncclGetErrorString(texts[i].code), texts[i].text) != 0)
+      FAIL("ncclGetErrorString(%d): '%s', NCCL's is '%s'", (int)texts[i].code,
+           ncclGetErrorString(texts[i].code), texts[i].text);
 }
 
 /* ---- groups: 64 MiB to and from every peer at once; collectives grouped ------------- */
@@ -511,6 +532,66 @@ static void checkNonBlocking(ncclComm_t comm) {
     printf("non-blocking: %d calls returned ncclInProgress, %d polls\n", inProgress, polls);
 }
 
+/* A fresh unique id from rank 0, sent to every rank as NCCL programs do (here over the
+   world communicator): NCCL_COMM_ID would give the world's. */
+static ncclUniqueId freshId(ncclComm_t world) {
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  if (rank == 0) {
+    char* saved = strdup(getenv("NCCL_COMM_ID"));
+    unsetenv("NCCL_COMM_ID");
+    CHECK(ncclGetUniqueId(&id));
+    setenv("NCCL_COMM_ID", saved, 1);
+    free(saved);
+  }
+  CHECK(ncclBroadcast(&id, &id, sizeof id, ncclUint8, 0, world, NULL));
+  return id;
+}
+
+/* A sum of every rank's (rank + 1) on comm, waited for by polling where non-blocking. */
+static void checkSumOn(ncclComm_t c, const char* what) {
+  int polls = 0;
+  int64_t v = rank + 1;
+  ncclResult_t r = ncclAllReduce(&v, &v, 1, ncclInt64, ncclSum, c, NULL);
+  if (r != ncclSuccess && r != ncclInProgress)
+    FAIL("%s: allreduce %s", what, ncclGetErrorString(r));
+  if (waitAsync(c, &polls) != ncclSuccess) FAIL("%s: allreduce did not succeed", what);
+  if (v != (int64_t)nranks * (nranks + 1) / 2) FAIL("%s: sum %lld", what, (long long)v);
+}
+
+/* ncclCommInitRankConfig with blocking = 0 returns at once (ncclInProgress) and the
+   communicator comes up behind ncclCommGetAsyncError; ncclCommInitRankScalable (blocking,
+   one id) as ncclCommInitRank. Each new communicator numbers the ranks backwards. */
+static void checkInitConfig(ncclComm_t world) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t nb = NULL;
+  int polls = 0, user = -1;
+  ncclResult_t r = ncclCommInitRankConfig(&nb, nranks, freshId(world), nranks - 1 - rank, &config);
+  if (r != ncclInProgress)
+    FAIL("non-blocking ncclCommInitRankConfig returned %s, not ncclInProgress",
+         ncclGetErrorString(r));
+  if (waitAsync(nb, &polls) != ncclSuccess) FAIL("non-blocking init did not succeed");
+  CHECK(ncclCommUserRank(nb, &user));
+  if (user != nranks - 1 - rank)
+    FAIL("ncclCommInitRankConfig: rank %d, asked %d", user, nranks - 1 - rank);
+  checkSumOn(nb, "ncclCommInitRankConfig");
+  r = ncclCommFinalize(nb);
+  if (r != ncclSuccess && r != ncclInProgress) FAIL("finalize: %s", ncclGetErrorString(r));
+  if (waitAsync(nb, &polls) != ncclSuccess) FAIL("finalize did not succeed");
+  CHECK(ncclCommDestroy(nb));
+
+  ncclUniqueId ids[1] = {freshId(world)};
+  ncclComm_t sc = NULL;
+  EXPECT_CODE(ncclCommInitRankScalable(&sc, nranks, rank, 0, ids, NULL), ncclInvalidArgument);
+  CHECK(ncclCommInitRankScalable(&sc, nranks, nranks - 1 - rank, 1, ids, NULL));
+  CHECK(ncclCommUserRank(sc, &user));
+  if (user != nranks - 1 - rank) FAIL("ncclCommInitRankScalable: rank %d", user);
+  checkSumOn(sc, "ncclCommInitRankScalable");
+  CHECK(ncclCommDestroy(sc));
+  if (rank == 0) printf("init with a config: non-blocking and scalable checked\n");
+}
+
 /* ---- ncclMemAlloc and registration ---------------------------------------------------- */
 
 static void checkMemory(ncclComm_t comm) {
@@ -583,6 +664,7 @@ static int runAll(size_t p2pMib) {
   checkGroups(comm, p2pMib);
   checkSplit(comm);
   checkNonBlocking(comm);
+  checkInitConfig(comm);
   checkAbort(comm); /* frees comm */
   if (failures) return 1;
   printf("rank %d: all checks passed\n", rank);

@@ -32,7 +32,7 @@ def bus_factor(coll, np):
     c = coll.lower().replace('-', '').replace('_', '')
     if c == 'allreduce':
         return 2 * (np - 1) / np
-    if c in ('allgather', 'reducescatter'):
+    if c in ('allgather', 'reducescatter', 'alltoall'):
         return (np - 1) / np
     return 1.0
 

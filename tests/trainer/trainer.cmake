@@ -11,6 +11,8 @@ if(TARGET chorus-train)
   trainer_script_test(trainer_bit_exact_resume bit_exact_resume.sh 300)
   # The checkpoint interval: Young-Daly from the measured save, and the saves it gives.
   trainer_script_test(trainer_young_daly young_daly.sh 300)
+  # metrics.csv, the held-out evaluation and both tasks (the MLP and the transformer).
+  trainer_script_test(trainer_eval_metrics eval_metrics.sh 300)
 endif()
 
 # The deterministic setting the trainer relies on (CHORUS_DETERMINISTIC, Options).

@@ -561,8 +561,21 @@ static void checkSumOn(ncclComm_t c, const char* what) {
 
 /* ncclCommInitRankConfig with blocking = 0 returns at once (ncclInProgress) and the
    communicator comes up behind ncclCommGetAsyncError; ncclCommInitRankScalable (blocking,
-   one id) as ncclCommInitRank. Each new communicator numbers the ranks backwards. */
+   one id) as ncclCommInitRank. Each new communicator numbers the ranks backwards. Bad
+   configs and colors first. */
 static void checkInitConfig(ncclComm_t world) {
+  /* Refused before any exchange: blocking other than 0 or 1, a config not set up by
+     NCCL_CONFIG_INITIALIZER (its size), a color below 0 other than NCCL_SPLIT_NOCOLOR. */
+  ncclConfig_t bad = NCCL_CONFIG_INITIALIZER;
+  ncclComm_t none = NULL;
+  bad.blocking = 2;
+  EXPECT_CODE(ncclCommSplit(world, 0, rank, &none, &bad), ncclInvalidArgument);
+  bad.blocking = 1;
+  bad.size = 4;
+  EXPECT_CODE(ncclCommSplit(world, 0, rank, &none, &bad), ncclInvalidArgument);
+  EXPECT_CODE(ncclCommSplit(world, -5, rank, &none, NULL), ncclInvalidArgument);
+  if (none) FAIL("a refused split left a communicator");
+
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclComm_t nb = NULL;

@@ -147,6 +147,50 @@ TEST(Settings, SizesTakeBinaryUnitsAndRangesAreEnforced) {
       << error;
 }
 
+// Every unit spelling the parser knows, each against its value worked out here (sizes are
+// binary, any case; a bare duration is seconds); and the booleans' eight words.
+TEST(Settings, EverySizeDurationAndBooleanSpelling) {
+  const auto size = [](const std::string& text) {
+    return valueOf("CHORUS_STREAM_FROM_BYTES", {{"CHORUS_STREAM_FROM_BYTES", text}}).number;
+  };
+  const int64_t k = 1024;
+  for (const char* unit : {"", "B", "b"}) EXPECT_EQ(size(std::string("9") + unit), 9) << unit;
+  for (const char* unit : {"K", "KB", "KiB", "k", "kib"})
+    EXPECT_EQ(size(std::string("7") + unit), 7 * k) << unit;
+  for (const char* unit : {"M", "MB", "MiB", "m", "mb"})
+    EXPECT_EQ(size(std::string("5") + unit), 5 * k * k) << unit;
+  for (const char* unit : {"G", "GB", "GiB", "g"})
+    EXPECT_EQ(size(std::string("3") + unit), 3 * k * k * k) << unit;
+  for (const char* unit : {"T", "TB", "TiB", "t"})
+    EXPECT_EQ(size(std::string("1") + unit), k * k * k * k) << unit;
+  EXPECT_NE(errorFor({{"CHORUS_STREAM_FROM_BYTES", "2T"}}), "");  // past 1024G
+  EXPECT_NE(errorFor({{"CHORUS_STREAM_FROM_BYTES", "5X"}}), "");
+  EXPECT_NE(errorFor({{"CHORUS_STREAM_FROM_BYTES", "1.5M"}}), "");
+
+  const auto ms = [](const std::string& text) {
+    return valueOf("CHORUS_TIMEOUT", {{"CHORUS_TIMEOUT", text}}).number;
+  };
+  EXPECT_EQ(ms("5min"), 300'000);
+  EXPECT_EQ(ms("5m"), 300'000);
+  EXPECT_EQ(ms("0.5s"), 500);
+  EXPECT_EQ(ms(".25"), 250);
+  EXPECT_EQ(ms("1.5h"), 5'400'000);
+  EXPECT_EQ(ms("720h"), 2'592'000'000);
+  EXPECT_NE(errorFor({{"CHORUS_TIMEOUT", "721h"}}), "");
+  EXPECT_NE(errorFor({{"CHORUS_TIMEOUT", "5 s"}}), "");
+  EXPECT_NE(errorFor({{"CHORUS_TIMEOUT", "5d"}}), "");
+
+  const auto flag = [](const std::string& text) {
+    return valueOf("CHORUS_TUNE_PROBE", {{"CHORUS_TUNE_PROBE", text}}).number;
+  };
+  for (const char* yes : {"1", "true", "yes", "on", "True", "YES", "On"})
+    EXPECT_EQ(flag(yes), 1) << yes;
+  for (const char* no : {"0", "false", "no", "off", "FALSE", "No", "OFF"})
+    EXPECT_EQ(flag(no), 0) << no;
+  EXPECT_NE(errorFor({{"CHORUS_TUNE_PROBE", "2"}}), "");
+  EXPECT_NE(errorFor({{"CHORUS_TUNE_PROBE", "maybe"}}), "");
+}
+
 TEST(Settings, IntegersBooleansEnumsAndLists) {
   EXPECT_EQ(valueOf("CHORUS_TCP_STREAMS", {{"CHORUS_TCP_STREAMS", "16"}}).number, 16);
   EXPECT_EQ(valueOf("CHORUS_IB_GID_INDEX", {}).number, -1);

@@ -1,6 +1,9 @@
 """The chorus package's communicator on NumPy arrays (no torch): every collective against
-the result computed here from every rank's exact integer inputs."""
+the result computed here from every rank's exact integer inputs; and Work.wait(timeout) and
+Work.test() while a peer holds back."""
+import os
 import sys
+import time
 
 import numpy as np
 
@@ -41,6 +44,39 @@ def main():
     x = data(rank, n, np.float64)
     comm.all_reduce(x, x, op="min").wait()  # in place
     check("all_reduce min in place", x, np.min(everyone(np.float64), axis=0))
+    out = np.zeros(n, np.int64)
+    comm.all_reduce(data(rank, n, np.int64), out, op="prod").wait()
+    check("all_reduce prod", out, np.prod(everyone(np.int64), axis=0))
+    out = np.zeros(n, np.float64)
+    comm.all_reduce(data(rank, n, np.float64), out, op="avg").wait()
+    want = np.sum(everyone(np.float64), axis=0) / size  # exact sums, one rounding
+    checks += 1
+    if not np.all(np.abs(out - want) <= 2 * np.spacing(want)):  # 2 ULP, as nccl-tests
+        fails.append(f"all_reduce avg: got {out[:6]}, want {want[:6]}")
+    if size > 1:  # a peer holding back: wait(timeout) and test() say not yet, then done
+        hold = os.path.join(os.path.dirname(os.environ["TORCH_CHORUS_TEST_FILE"]), "numpy-hold")
+        x = data(rank, n, np.int32)
+        if rank == 0:
+            work = comm.all_reduce(x, x)
+            start = time.monotonic()
+            early = work.wait(0.2)
+            took = time.monotonic() - start
+            polled = work.test()
+            open(hold, "w").close()  # the others join only now
+            checks += 1
+            if early or polled or not 0.15 < took < 10:
+                fails.append(f"wait(0.2) gave {early} after {took:.3f} s, test() {polled}, "
+                             "while the peers held back")
+            checks += 1
+            if not work.wait(60):
+                fails.append("wait(60) after the peers joined: False")
+        else:
+            deadline = time.monotonic() + 60
+            while not os.path.exists(hold) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            comm.all_reduce(x, x).wait()
+        check("all_reduce after a wait(timeout)", x, np.sum(everyone(np.int32), axis=0,
+                                                            dtype=np.int32))
     out = np.zeros(n * size, np.int64)
     comm.all_gather(data(rank, n, np.int64), out).wait()
     check("all_gather", out, np.concatenate(everyone(np.int64)))

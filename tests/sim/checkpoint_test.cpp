@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace chorus::sim {
@@ -22,6 +23,11 @@ TEST(SimCheckpoint, WithoutFailuresOnlyCheckpointsCost) {
   EXPECT_NEAR(r.effective, trained / 1000, 1e-9);
   EXPECT_EQ(r.failures, 0);
   EXPECT_EQ(r.lostHours, 0);
+  // Every stall is a checkpoint's (the last one cut off at the wall if it is reached).
+  const double lastStall = std::clamp(1000 - cycles * (tau + c) - tau, 0.0, c);
+  EXPECT_NEAR(r.checkpointHours, cycles * c + lastStall, 1e-9);
+  EXPECT_EQ(r.downHours, 0);
+  EXPECT_EQ(r.restarts, 0);
 }
 
 // tau and R well below the MTBF: the first-order estimate holds to within half a point.
@@ -35,6 +41,33 @@ TEST(SimCheckpoint, FirstOrderEstimateHoldsForRareFailures) {
   const double simulated = simulateJob(job).effective;
   EXPECT_NEAR(simulated, firstOrderEffective(job), 0.005);
   EXPECT_NEAR(firstOrderEffective(job), 1 - 1.0 / 31 - 25.0 / 600, 1e-12);
+  // An asynchronous write of 2 minutes: a failure loses it as well (tau/2 + 2 min + R).
+  job.saveAsyncSeconds = 120;
+  EXPECT_NEAR(firstOrderEffective(job), 1 - 1.0 / 31 - (0.25 + 2.0 / 60 + 1.0 / 6) / 10, 1e-12);
+}
+
+// Restart mode accounts for every wall hour: training kept (effective), training lost,
+// stalled in checkpoints, or down restarting.
+TEST(SimCheckpoint, EveryWallHourIsAccountedFor) {
+  for (double async : {0.0, 120.0}) {
+    JobModel job;
+    job.jobMtbfHours = 5;
+    job.wallHours = 500;
+    job.intervalMinutes = 20;
+    job.saveBlockingSeconds = 45;
+    job.saveAsyncSeconds = async;
+    job.restartMinutes = 12;
+    const JobResult r = simulateJob(job);
+    EXPECT_GT(r.restarts, 50) << async;  // ~100 expected: the identity is exercised
+    EXPECT_NEAR(r.effective * job.wallHours + r.lostHours + r.checkpointHours + r.downHours,
+                job.wallHours, 1e-6)
+        << async;
+    // R per restart, less where a failure during a restart starts it over (P = 1 - e^(-R/M),
+    // 4% here) and the last one cut off at the wall.
+    EXPECT_LE(r.downHours, r.restarts * 0.2 + 1e-9) << async;
+    EXPECT_GT(r.downHours, r.restarts * 0.2 * 0.9) << async;
+    EXPECT_GT(r.lostHours, 0) << async;
+  }
 }
 
 // Young-Daly sqrt(2 C M) lands near the simulated best interval, and costs little.

@@ -153,6 +153,23 @@ TEST(SettingsEndToEnd, InfoListsNonDefaultSettingsAndTyposAtCreation) {
             std::string::npos)
       << run.out;
   EXPECT_EQ(run.out.find("setting CHORUS_TIMEOUT="), std::string::npos) << "a default was listed";
+  // The launcher's per-rank variables (scope Launch: CHORUS_RANK, ...) are not settings the
+  // user chose: not listed.
+  EXPECT_EQ(run.out.find("setting CHORUS_RANK="), std::string::npos) << run.out;
+  EXPECT_EQ(run.out.find("setting CHORUS_WORLD_SIZE="), std::string::npos) << run.out;
+}
+
+// Both names set: the CHORUS_ one wins, a warning when the values differ, INFO when not.
+TEST(SettingsEndToEnd, TheChorusNameWinsOverTheNcclAliasAndSaysSo) {
+  Output run = launch("CHORUS_IB_TC=4 NCCL_IB_TC=5 CHORUS_TUNE_PROBE=0", kPerf);
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("CHORUS WARN CHORUS_IB_TC=4 wins over NCCL_IB_TC=5"), std::string::npos)
+      << run.out;
+  run = launch("CHORUS_DEBUG=INFO CHORUS_IB_TC=4 NCCL_IB_TC=4 CHORUS_TUNE_PROBE=0", kPerf);
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("CHORUS INFO CHORUS_IB_TC=4 wins over NCCL_IB_TC=4"), std::string::npos)
+      << run.out;
+  EXPECT_EQ(run.out.find("CHORUS WARN CHORUS_IB_TC"), std::string::npos) << run.out;
 }
 
 TEST(SettingsEndToEnd, LauncherAndBenchmarkRefuseABadValue) {

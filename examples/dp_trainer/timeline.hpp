@@ -27,7 +27,7 @@ class Timeline {
   struct Event {
     Lane lane;
     std::string name;
-    int64_t startUs, durUs;
+    int64_t startNs, durNs;  // steady_clock
   };
   int rank_;
   size_t max_;

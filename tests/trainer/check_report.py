@@ -57,7 +57,7 @@ def main():
     skew = float(re.search(r"the report's figure\): ([\d.]+) ms", text).group(1))
     tail = float(re.search(r"\(tail\): ([\d.]+) ms", text).group(1))
     after = 1e3 * s["exposed_comm_after_last_backward"]
-    # The trace rounds to microseconds and leaves out waits under 20 us, one per bucket.
+    # overlap_trace.py leaves out waits under 20 us, one per bucket.
     tolerance = 0.01 + 0.021 * len(listed) + 0.02 * wait
     if abs(skew - wait) > tolerance:
         fail(f"waiting for a slower rank's backward {wait:.4f} ms, the trace says {skew:.4f} ms")

@@ -608,6 +608,7 @@ int main(int argc, char** argv) {
       r.grows = grows;
       r.finalLoss = loss, r.heldOut = heldOut, r.heldOutMetric = task->metricName();
       r.algorithm = sync.algorithms();
+      for (const Bucket& b : buckets) r.bucketFloats.push_back(b.end - b.begin);
       r.librarySpin = librarySpin;
       r.commNice = commNice - trainingNice;
       r.gemmYield = gemmYield;

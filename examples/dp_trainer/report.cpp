@@ -77,8 +77,10 @@ std::string RunReport::json() const {
     << ",\n  \"allreduce_envelope_seconds_per_step\": " << envelopeSeconds
     << ",\n  \"allreduce_hidden_fraction_ddp_definition\": " << hiddenFractionDdp
     << ",\n  \"allreduce_start_delay_seconds_per_step\": " << startDelaySeconds
-    << ",\n  \"allreduce_algorithm\": \"" << algorithm << "\",\n  \"library_spin_us\": \""
-    << librarySpin << "\",\n  \"comm_thread_nice_relative\": " << commNice
+    << ",\n  \"allreduce_algorithm\": \"" << algorithm << "\",\n  \"bucket_floats\": [";
+  for (size_t i = 0; i < bucketFloats.size(); ++i) o << (i ? ", " : "") << bucketFloats[i];
+  o << "],\n  \"library_spin_us\": \"" << librarySpin
+    << "\",\n  \"comm_thread_nice_relative\": " << commNice
     << ",\n  \"gemm_yield\": " << (gemmYield ? "true" : "false")
     << ",\n  \"comm_warmup_seconds\": " << commWarmupSeconds
     << ",\n  \"checkpoints\": {\"count\": " << checkpoints

@@ -105,8 +105,9 @@ struct RunReport {
   double finalLoss = 0, heldOut = 0;
   std::string heldOutMetric = "accuracy";
   std::string algorithm;
-  bool gemmYield = false;         // the training thread yields after each GEMM (--gemm-yield)
-  double commWarmupSeconds = -1;  // the buckets' warm-up all-reduces, before the loop (-1: none)
+  std::vector<size_t> bucketFloats;  // each gradient bucket's floats, in all-reduce order
+  bool gemmYield = false;            // the training thread yields after each GEMM (--gemm-yield)
+  double commWarmupSeconds = -1;     // the buckets' warm-up all-reduces, before the loop (-1: none)
   int commNice = 0;         // the communication thread's nice relative to the training thread's
   std::string librarySpin;  // CHORUS_SPIN_US as the communicator was created ("default": unset)
 

@@ -20,7 +20,7 @@ fail() { echo "FAIL: $*"; exit 1; }
   --timeout-s 60 --out "$work/mlp" >"$work/mlp.log" 2>&1 || { cat "$work/mlp.log"; fail "mlp"; }
 python3 "$here/check_metrics.py" "$work/mlp" 30 10 0.01 5 linear 0.2 accuracy 0.5 1 ||
   fail "mlp metrics"
-python3 "$here/check_figures.py" "$work/mlp" 64 48 2 10 || fail "mlp figures"
+python3 "$here/check_figures.py" "$work/mlp" 64 48 2 10 0.004 || fail "mlp figures"
 
 "$run" -n 2 --timeout 120 "$train" --model transformer --dim 32 --heads 2 --context 32 \
   --layers 1 --batch 4 --steps 12 --eval-every 4 --quiet --timeout-s 60 --out "$work/lm" \

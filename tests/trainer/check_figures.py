@@ -18,6 +18,8 @@ import math
 import os
 import sys
 
+from verdict import verdict
+
 
 def main():
     out = sys.argv[1]
@@ -56,13 +58,9 @@ def main():
                           f"{2 * bucket + hidden:.0f} floats")
         if len(sizes) < sum(sizes) // (2 * bucket):
             faults.append(f"{len(sizes)} buckets of {sizes} for {bucket:.0f}-float buckets")
-    for f in faults:
-        print("FAIL:", f)
-    if not faults:
-        print(f"ok: {r['flops_per_sample']:.0f} FLOP per sample, MFU {r['mfu']:.4f}, "
+    return verdict(faults, f"ok: {r['flops_per_sample']:.0f} FLOP per sample, MFU {r['mfu']:.4f}, "
               f"effective training time {r['effective_training_time']:.4f}"
               + (f", buckets {r['bucket_floats']}" if len(sys.argv) > 6 else ""))
-    return 1 if faults else 0
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import math
 import os
 import sys
 
+from verdict import verdict
+
 
 def lr_at(step, lr, warmup, steps, decay, floor):
     if step < warmup:
@@ -60,12 +62,8 @@ def main():
                       f"training loss {report['final_loss']}")
     if not float(rows[-1][2]) < float(rows[0][2]):
         faults.append(f"the loss went from {rows[0][2]} to {rows[-1][2]}")
-    for f in faults:
-        print("FAIL:", f)
-    if not faults:
-        print(f"ok: {steps} steps, lr as scheduled ({decay}), held-out {metric} "
+    return verdict(faults, f"ok: {steps} steps, lr as scheduled ({decay}), held-out {metric} "
               f"{[r[5] for r in rows if r[5]]}, loss {rows[0][2]} -> {rows[-1][2]}")
-    return 1 if faults else 0
 
 
 if __name__ == "__main__":

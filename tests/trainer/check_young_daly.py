@@ -15,6 +15,8 @@ import math
 import os
 import sys
 
+from verdict import verdict
+
 
 def main():
     out, steps = sys.argv[1], int(sys.argv[2])
@@ -54,12 +56,8 @@ def main():
     kept = sorted(d for d in os.listdir(os.path.join(out, "ckpt")) if d.startswith("step-"))
     if not kept or int(kept[-1][5:]) != saves[-1]:
         faults.append(f"newest checkpoint {kept[-1:]} is not step {saves[-1]}")
-    for f in faults:
-        print("FAIL:", f)
-    if not faults:
-        print(f"ok: every {every} steps = Young-Daly {want:.4g} s / {yd['step_seconds']:.4g} s "
+    return verdict(faults, f"ok: every {every} steps = Young-Daly {want:.4g} s / {yd['step_seconds']:.4g} s "
               f"per step (MTBF {mtbf:.4g} s), {len(saves)} saves")
-    return 1 if faults else 0
 
 
 if __name__ == "__main__":

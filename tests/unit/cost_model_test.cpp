@@ -10,7 +10,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
 
 namespace chorus {
 namespace {
@@ -238,6 +242,60 @@ TEST(CostModel, ExplainTableMarksTheBestOfEveryRow) {
   const std::string line =
       explainChoice(Collective::AllReduce, 8, 2, 4, defaultLinkModel(LinkClass::Tcp));
   EXPECT_NE(line.find("(best predicted)"), std::string::npos) << line;
+}
+
+// explainTable's cell format, written out here: one decimal below 10 ms, none above.
+std::string printed(double us) {
+  char text[32];
+  std::snprintf(text, sizeof(text), us < 1e4 ? "%.1f" : "%.0f", us);
+  return text;
+}
+
+// The table's best column is the model's pick: the algorithm whose prediction is smallest,
+// ties to the earlier column (the registry's order, as rankAlgorithms and so the tuner
+// break them), at every row, for every collective; its printed time is that prediction.
+// The row minimum is found here from predictMicros itself, not from the table's marks.
+TEST(CostModel, ExplainTableBestIsTheSmallestPrediction) {
+  const std::vector<size_t> sizes = {8, 4096, 1 << 20, 8 << 20, 64 << 20};
+  const LinkModel shm = defaultLinkModel(LinkClass::Shm);
+  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                       Collective::Broadcast, Collective::Reduce, Collective::AllToAll}) {
+    for (int n : {3, 4, 8}) {
+      const std::string table = explainTable(c, n, shm, sizes);
+      std::vector<const Algorithm*> columns;
+      for (const Algorithm& a : allAlgorithms())
+        if (a.collective == c && !a.oneSided) columns.push_back(&a);
+      ASSERT_FALSE(columns.empty()) << toString(c);
+      std::istringstream lines(table);
+      std::string line;
+      std::getline(lines, line);  // legend
+      std::getline(lines, line);  // column names
+      for (size_t bytes : sizes) {
+        ASSERT_TRUE(std::getline(lines, line)) << table;
+        const size_t count = bytes / 4;
+        size_t best = 0;
+        std::vector<double> predicted;
+        for (size_t i = 0; i < columns.size(); ++i) {
+          predicted.push_back(predictMicros(*columns[i], c, n, count, 4, shm));
+          if (predicted[i] < predicted[best]) best = i;
+        }
+        // The row's cells after the size: a time, '*' on the best one, then its name.
+        std::istringstream cells(line.substr(12));
+        std::vector<std::string> words;
+        for (std::string w; cells >> w;) words.push_back(w);
+        ASSERT_EQ(words.size(), columns.size() + 1) << line;
+        for (size_t i = 0; i < columns.size(); ++i) {
+          const bool starred = words[i].back() == '*';
+          EXPECT_EQ(starred, i == best) << toString(c) << " n=" << n << " " << line;
+          EXPECT_EQ(starred ? words[i].substr(0, words[i].size() - 1) : words[i],
+                    printed(predicted[i]))
+              << columns[i]->name << " " << line;
+        }
+        EXPECT_EQ(words.back(), columns[best]->name) << line;
+        EXPECT_EQ(rankAlgorithms(c, n, count, 4, shm).front().algorithm, columns[best]) << line;
+      }
+    }
+  }
 }
 
 // A message's overhead is CPU time: measured at one share of a core and charged at the call's

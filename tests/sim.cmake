@@ -19,3 +19,11 @@ set_tests_properties(sim_plot PROPERTIES LABELS sim TIMEOUT 120)
 add_test(NAME sim_bed_agreement COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/sim/bed_agreement_test.sh
                                         $<TARGET_FILE:chorus-sim> ${PROJECT_SOURCE_DIR})
 set_tests_properties(sim_bed_agreement PROPERTIES LABELS sim TIMEOUT 120)
+# chorus-sim --timeline: a consistent trace, with the steps the engine runs (4 ranks).
+if(TARGET chorus-run AND TARGET chorus-perf)
+  add_test(NAME sim_timeline_matches_engine
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/sim/timeline_test.sh $<TARGET_FILE:chorus-sim>
+                   $<TARGET_FILE:chorus-run> $<TARGET_FILE:chorus-perf>
+                   ${CMAKE_CURRENT_SOURCE_DIR}/sim/timeline_check.py)
+  set_tests_properties(sim_timeline_matches_engine PROPERTIES LABELS "sim;multiproc" TIMEOUT 300)
+endif()

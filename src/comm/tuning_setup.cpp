@@ -339,6 +339,7 @@ void CommImpl::setUpTuner(int localRanks, int cores, const std::vector<bool>& on
     // loopback ping-pong's fastest rounds give that copy's rate).
     transportFromProbe(link, times, coreShare, tuning.model, inter ? &*inter : nullptr);
     nextSequence_ = 0;  // the probe's sends are not the user's collectives
+    engine_->restartTrace();
     if (rank_ == 0) {
       measureLocalRates(tuning, coreShare);
       sendsAtCopyRate(tuning.model);  // shm: a send is the rank's copy into the FIFO

@@ -84,6 +84,12 @@ Engine::Engine(Transport& transport, EngineConfig config)
 
 Engine::~Engine() = default;
 
+void Engine::restartTrace() {
+  if (!trace_) return;
+  trace_.reset();  // closes the file and frees its name for the new one
+  trace_ = std::make_unique<StepTrace>(config_.tracePrefix, config_.rank);
+}
+
 bool Engine::refuseAfterFailure(OpState& op) {
   if (!failed()) return false;
   op.done = true;

@@ -90,6 +90,10 @@ class Engine {
   bool failed() const { return failure_ != Result::Success; }
   // One progress pass, then Success (idle), InProgress (ops in flight) or the failure.
   Result state();
+  // Starts the CHORUS_TRACE_STEPS file anew, so it holds the user's calls and not the
+  // tuning probe's before them (whose sequence numbers the communicator restarts); between
+  // calls only, none in flight.
+  void restartTrace();
   // Forgets what the YieldPolicy learnt (YieldPolicy::forget); between waits only.
   void resetYieldPolicy() { yieldPolicy_.forget(); }
   std::string failureCause() const { return failureCause_; }

@@ -530,7 +530,10 @@ std::shared_ptr<CommImpl> CommImpl::shrink(std::span<const int> exclude) {
       {}, hostedStore_, claim_, prefix_ + "s" + std::to_string(children_++) + "/", jobSize_};
   for (int r = 0; r < nranks_; ++r)
     if (!out[r]) parent.ranks.push_back(parentRanks_.empty() ? r : parentRanks_[r]);
-  const int rank = static_cast<int>(std::find(parent.ranks.begin(), parent.ranks.end(), rank_) -
+  // parent.ranks holds job ranks: find this process by its job rank, not by rank_ (its
+  // rank here, which differs once this communicator is itself a shrink or a grow).
+  const int self = parentRanks_.empty() ? rank_ : parentRanks_[rank_];
+  const int rank = static_cast<int>(std::find(parent.ranks.begin(), parent.ranks.end(), self) -
                                     parent.ranks.begin());
   logf(LogLevel::Info, "rank %d: shrinking %d ranks to %zu (now rank %d)", rank_, nranks_,
        parent.ranks.size(), rank);

@@ -1,6 +1,9 @@
 // chorus_recovery_test: what a job does after a failure.
 //   chorus-run -n 5 chorus_recovery_test --case shrink      rank 3 dies mid-sequence; the
 //       others get an error naming it, shrink to 4 ranks and finish the sequence there;
+//   chorus-run -n 5 chorus_recovery_test --case shrink_again  the same, then job rank 1 dies
+//       between calls and the 3 others shrink, then job rank 4 dies: a shrunk communicator's
+//       ranks, shrinks and errors number the members its own way (job 4 is rank 3, then 2);
 //   chorus-run -n 3 chorus_recovery_test --case abort       a second thread aborts a call
 //       that cannot finish (rank 2 is busy): the wait returns at once with the reason;
 //   chorus-run -n 3 chorus_recovery_test --case nonblocking the C API on a non-blocking
@@ -9,6 +12,7 @@
 #include <chorus/chorus.h>
 #include <chorus/chorus.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -84,6 +88,96 @@ int shrinkCase() {
   }
   if (smaller.rank() == 0)
     std::printf("survivors finished on %d ranks: calls %d..%d correct\n", smaller.size(), kDeathAt,
+                kCalls - 1);
+  return 0;
+}
+
+// The calls of one communicator of `members` (job ranks), from `call` on: each job rank
+// contributes value(jobRank, call, i); the sums must be the members'. Returns false on a
+// wrong result; throws the call's Error.
+bool runCalls(chorus::Communicator& c, const std::vector<int>& members, int jobRank, int& call,
+              int until, int dieAt = -1) {
+  std::vector<int32_t> in(kCount), out(kCount);
+  for (; call < until; ++call) {
+    if (call == dieAt) std::raise(SIGKILL);
+    for (size_t i = 0; i < kCount; ++i) in[i] = value(jobRank, call, i);
+    c.allReduce(in.data(), out.data(), kCount, DataType::Int32, RedOp::Sum).wait();
+    if (!check(out, members, call, jobRank)) return false;
+  }
+  return true;
+}
+
+// The communicator's rank and size must be this job rank's place among `members`.
+bool numbered(const chorus::Communicator& c, const std::vector<int>& members, int jobRank,
+              const char* what) {
+  const int want =
+      static_cast<int>(std::find(members.begin(), members.end(), jobRank) - members.begin());
+  if (c.size() == static_cast<int>(members.size()) && c.rank() == want) return true;
+  std::printf("job rank %d: FAIL: %s is rank %d of %d, want %d of %zu\n", jobRank, what, c.rank(),
+              c.size(), want, members.size());
+  return false;
+}
+
+int shrinkAgainCase() {
+  chorus::Communicator comm = chorus::Communicator::initFromEnv();
+  const int job = comm.rank();
+  std::vector<int> members = {0, 1, 2, 3, 4};
+  if (comm.size() != 5) {
+    std::printf("FAIL: run on 5 ranks\n");
+    return 1;
+  }
+  int call = 0;
+  try {
+    runCalls(comm, members, job, call, kCalls, job == 3 ? kDeathAt : -1);
+    std::printf("job rank %d: FAIL: no error although job rank 3 died\n", job);
+    return 1;
+  } catch (const chorus::Error& e) {
+    if (std::string(e.what()).find("rank 3") == std::string::npos) {
+      std::printf("job rank %d: FAIL: the error does not name rank 3: %s\n", job, e.what());
+      return 1;
+    }
+  }
+  const int dead[] = {3};
+  chorus::Communicator smaller = comm.shrink(dead);
+  members = {0, 1, 2, 4};
+  if (!numbered(smaller, members, job, "the first shrink") ||
+      !runCalls(smaller, members, job, call, kCalls))
+    return 1;
+  // Job rank 1 (rank 1 here too) dies between calls; the others shrink without it.
+  if (job == 1) std::raise(SIGKILL);
+  const int leaving[] = {1};
+  chorus::Communicator again = smaller.shrink(leaving);
+  members = {0, 2, 4};
+  call = 0;
+  if (!numbered(again, members, job, "the second shrink") ||
+      !runCalls(again, members, job, call, kDeathAt))
+    return 1;
+  // Job rank 4, rank 2 here (3 in `smaller`), dies: the error names it as rank 2.
+  try {
+    runCalls(again, members, job, call, kCalls, job == 4 ? kDeathAt : -1);
+    std::printf("job rank %d: FAIL: no error although job rank 4 died\n", job);
+    return 1;
+  } catch (const chorus::Error& e) {
+    const std::string what = e.what();
+    const std::vector<int> failed = e.failedRanks();
+    if (what.find("rank 2") == std::string::npos || what.find("rank 4") != std::string::npos ||
+        what.find("rank 3") != std::string::npos || failed != std::vector<int>{2}) {
+      std::printf(
+          "job rank %d: FAIL: the error does not name job rank 4 as rank 2 (%zu failed "
+          "ranks, first %d): %s\n",
+          job, failed.size(), failed.empty() ? -1 : failed[0], what.c_str());
+      return 1;
+    }
+    std::printf("job rank %d: call %d failed: %s\n", job, call, what.c_str());
+  }
+  const int dead2[] = {2};
+  chorus::Communicator last = again.shrink(dead2);
+  members = {0, 2};
+  if (!numbered(last, members, job, "the third shrink") ||
+      !runCalls(last, members, job, call, kCalls))
+    return 1;
+  if (last.rank() == 0)
+    std::printf("survivors 0 and 2 finished after three shrinks: calls %d..%d correct\n", kDeathAt,
                 kCalls - 1);
   return 0;
 }
@@ -164,6 +258,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--case") == 0) which = argv[i + 1];
   try {
     if (which == "shrink") return shrinkCase();
+    if (which == "shrink_again") return shrinkAgainCase();
     if (which == "abort") return abortCase();
     if (which == "nonblocking") return nonblockingCase();
   } catch (const std::exception& e) {

@@ -87,6 +87,46 @@ void expectUsable(Report& rep, chorus::Communicator& comm, const std::string& ch
   rep.watchdog.disarm();
 }
 
+// Send and receive buffers back to back in one allocation touch without overlapping:
+// accepted, with right results (the overlap check compares each buffer's own size).
+void expectAdjacentBuffersWork(Report& rep, chorus::Communicator& comm) {
+  const std::string check = "adjacent send and receive buffers";
+  rep.watchdog.arm(check, kCheckLimit);
+  const int n = comm.size(), rank = comm.rank();
+  constexpr size_t c = 3;
+  std::vector<int64_t> buf(c + c * static_cast<size_t>(n));
+  std::string wrong;
+  try {
+    // all-reduce: [send c][recv c]
+    for (size_t i = 0; i < c; ++i) buf[i] = 10 * (rank + 1) + static_cast<int64_t>(i);
+    comm.allReduce(buf.data(), buf.data() + c, c, DataType::Int64, RedOp::Sum).wait();
+    for (size_t i = 0; i < c; ++i)
+      if (buf[c + i] != 5 * n * (n + 1) + n * static_cast<int64_t>(i))
+        wrong = "allReduce element " + std::to_string(i) + " = " + std::to_string(buf[c + i]);
+    // all-gather: [send c][recv n c], and reduce-scatter: [send n c][recv c]
+    for (size_t i = 0; i < c; ++i) buf[i] = 100 * rank + static_cast<int64_t>(i);
+    comm.allGather(buf.data(), buf.data() + c, c, DataType::Int64).wait();
+    for (int k = 0; k < n; ++k)
+      for (size_t i = 0; i < c; ++i)
+        if (buf[c + k * c + i] != 100 * k + static_cast<int64_t>(i))
+          wrong = "allGather block " + std::to_string(k) + " element " + std::to_string(i);
+    for (size_t j = 0; j < c * n; ++j) buf[j] = rank + static_cast<int64_t>(j);
+    comm.reduceScatter(buf.data(), buf.data() + c * n, c, DataType::Int64, RedOp::Sum).wait();
+    for (size_t i = 0; i < c; ++i) {
+      const int64_t j = static_cast<int64_t>(rank * c + i);
+      if (buf[c * n + i] != n * (n - 1) / 2 + n * j)
+        wrong = "reduceScatter element " + std::to_string(i);
+    }
+    if (wrong.empty())
+      rep.pass(check, "all-reduce, all-gather and reduce-scatter accepted and correct");
+    else
+      rep.fail(check, wrong);
+  } catch (const std::exception& e) {
+    rep.fail(check, std::string("refused or failed: ") + e.what());
+  }
+  rep.watchdog.disarm();
+}
+
 void initChecks(Report& rep) {
   chorus::UniqueId id = chorus::getUniqueId();
   chorus::Options opt;
@@ -182,6 +222,16 @@ void collectiveChecks(Report& rep, chorus::Communicator& comm) {
   // overflows.
   expectInvalid(rep, "allReduce recv = send + 1 element", {"overlap"},
                 [&] { return comm.allReduce(s, s + 1, c, i64, RedOp::Sum); });
+  expectInvalid(rep, "allReduce send = recv + 1 element", {"overlap"},
+                [&] { return comm.allReduce(s + 1, s, c, i64, RedOp::Sum); });
+  if (n >= 2) {  // at np 1 these layouts do not overlap: every rank must take one branch
+    // recv + c + 1 is neither rank's in-place slot (recv + rank c) and lies inside recv.
+    expectInvalid(rep, "allGather send = recv + count + 1", {"overlap"},
+                  [&] { return comm.allGather(r + c + 1, r, c, i64); });
+    expectInvalid(rep, "reduceScatter recv = send + count + 1", {"overlap"},
+                  [&] { return comm.reduceScatter(s, s + c + 1, c, i64, RedOp::Sum); });
+  }
+  expectAdjacentBuffersWork(rep, comm);
   expectInvalid(rep, "allReduce count=SIZE_MAX", {"count", "large", "size"},
                 [&] { return comm.allReduce(s, r, SIZE_MAX, i64, RedOp::Sum); });
   expectInvalid(rep, "allGather int64 count=SIZE_MAX/4", {"count", "large", "size"},

@@ -162,6 +162,48 @@ Schedule guardedOneshot(const CollectiveArgs& args) {
   return s;
 }
 
+// Finalizes again what the reduce-scatter finalized: the all-gather's receives divide once
+// more (Avg would be divided twice).
+Schedule refinalizingRingAllReduce(const CollectiveArgs& args) {
+  Schedule s = ringAllReduce(args);
+  for (Step& step : s.steps)
+    if (step.kind == StepKind::Recv) step.finalize = true;
+  return s;
+}
+// A stray extra send to the next rank, which nothing receives.
+Schedule straySendRingAllReduce(const CollectiveArgs& args) {
+  Schedule s = ringAllReduce(args);
+  if (args.nranks > 1)
+    s.steps.push_back({StepKind::Send,
+                       (args.rank + 1) % args.nranks,
+                       {Buffer::Output, 0, 1},
+                       {},
+                       static_cast<int>(s.steps.size()) - 1,
+                       false});
+  return s;
+}
+// Two ranks that each receive before they send: neither ever moves.
+Schedule receiveFirstExchange(const CollectiveArgs& args) {
+  Schedule s;
+  const int peer = 1 - args.rank;
+  s.steps.push_back({StepKind::Recv, peer, {}, {Buffer::Output, 0, args.count}, -1, false});
+  s.steps.push_back({StepKind::Send, peer, {Buffer::Input, 0, args.count}, {}, 0, false});
+  return s;
+}
+// Rank 0 exposes part of its output to the rank opposite in the ring, which has no link
+// with rank 0 (ring neighbours only).
+Schedule unreadExposeRingAllReduce(const CollectiveArgs& args) {
+  Schedule s = ringAllReduce(args);
+  if (args.rank == 0)
+    s.steps.push_back({StepKind::Expose,
+                       args.nranks / 2,
+                       {Buffer::Output, 0, 1},
+                       {},
+                       static_cast<int>(s.steps.size()) - 1,
+                       false});
+  return s;
+}
+
 std::string proveBroken(Collective collective, ScheduleBuilder build, const Case& c) {
   const Algorithm broken{"broken", collective, build, ""};
   return prove(broken, c);
@@ -215,6 +257,14 @@ TEST(Schedule, TheCheckerRejectsBrokenSchedules) {
        Case{3, 7, 0, false, 1, /*late=*/0}, "may still write"},
       {"one-sided writes: read before written", Collective::AllReduce, eagerReaderPeerPush,
        Case{3, 7, 0, false, 1}, "reads what its step 1 exposed while rank 1 may still write it"},
+      {"finalized twice", Collective::AllReduce, refinalizingRingAllReduce, Case{4, 9, 0, false, 1},
+       "an element finalized twice"},
+      {"a send nobody receives", Collective::AllReduce, straySendRingAllReduce,
+       Case{3, 6, 0, false, 1}, "is never received"},
+      {"both ranks receive first", Collective::AllGather, receiveFirstExchange,
+       Case{2, 1, 0, false, 1}, "stuck at step 0"},
+      {"exposed to a rank that never reads", Collective::AllReduce, unreadExposeRingAllReduce,
+       Case{4, 8, 0, false, 1}, "exposes to rank 2, which never reads from it"},
       {"a guard that something later relies on, in place", Collective::AllReduce, guardedOneshot,
        Case{2, 5, 0, true, kElementWise, 0}, "rank"},
   };
@@ -235,6 +285,8 @@ TEST(Schedule, TheCheckerRejectsBadStepsBeforeRunning) {
                            {Buffer::Output, 0, 1}, 5,  false};
   static const Step kOverlap{StepKind::Copy,         -1, {Buffer::Output, 0, 2},
                              {Buffer::Output, 1, 2}, -1, false};
+  static const Step kSizes{StepKind::Copy,         -1, {Buffer::Input, 0, 2},
+                           {Buffer::Output, 0, 1}, -1, false};
   static const Step kGuard{
       StepKind::Copy, -1, {Buffer::Input, 0, 1}, {Buffer::Output, 0, 1}, -1, false, /*guard=*/true};
   struct Bad {
@@ -243,7 +295,8 @@ TEST(Schedule, TheCheckerRejectsBadStepsBeforeRunning) {
   };
   for (Bad bad : {Bad{&kSelf, "bad peer 0"}, Bad{&kOut, "out of bounds"},
                   Bad{&kInput, "writes its input"}, Bad{&kLater, "waits for a later step"},
-                  Bad{&kOverlap, "overlap"}, Bad{&kGuard, "a guard that is not"}}) {
+                  Bad{&kOverlap, "overlap"}, Bad{&kGuard, "a guard that is not"},
+                  Bad{&kSizes, "source and destination differ in size"}}) {
     static const Step* current;
     current = bad.step;
     ScheduleBuilder build = [](const CollectiveArgs& args) {

@@ -190,8 +190,9 @@ int runRank(const Args& a, int rank, int idFd, Shared* sh) {
       return 4;
     }
     bool ok = true;
-    for (const std::string& want :
-         {"rank " + std::to_string(a.victim), std::string("allReduce"), std::string("#")}) {
+    // No call precedes the loop: the call that failed is sequence number `iterations`.
+    const std::string call = "allReduce #" + std::to_string(slot.iterations.load()) + " (";
+    for (const std::string& want : {"rank " + std::to_string(a.victim), call}) {
       if (msg.find(want) == std::string::npos) {
         std::printf("FAIL rank %d: the message does not contain \"%s\"\n", rank, want.c_str());
         ok = false;

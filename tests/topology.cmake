@@ -7,6 +7,16 @@ add_test(NAME topology.unit
                  --gtest_filter=TopologyDetect.*:TopologyFileTest.*:ClusterTopologyTest.*:HostIdentity.*)
 set_tests_properties(topology.unit PROPERTIES LABELS topology TIMEOUT 120)
 
+# chorus-topo's flags end to end (recorded XML, sysfs tree and topology file; --cluster
+# under chorus-run with a topology file). A few seconds.
+if(TARGET chorus-topo AND TARGET chorus-run)
+  add_test(NAME topology.cli
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/multiproc/topo_cli_test.sh
+                   $<TARGET_FILE:chorus-topo> $<TARGET_FILE:chorus-run> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(topology.cli PROPERTIES LABELS "topology;multiproc" TIMEOUT 120
+                       RESOURCE_LOCK chorus_multiproc)
+endif()
+
 if(TARGET chorus_collectives_test AND TARGET chorus-topo)
   set(_bed ${CMAKE_CURRENT_SOURCE_DIR}/testbed/bed_test.sh)
   # name; nodes; ranks per node; NIC rate; suite arguments (the full case list at 4 ranks,

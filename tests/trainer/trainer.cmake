@@ -34,6 +34,17 @@ if(TARGET chorus-train)
   add_test(NAME trainer_grad_check COMMAND trainer_grad_check)
   set_tests_properties(trainer_grad_check PROPERTIES LABELS trainer TIMEOUT 60)
 
+  # The gradient buckets' partition (makeBuckets) against hand-worked ones.
+  add_executable(trainer_bucket_check ${CMAKE_CURRENT_LIST_DIR}/bucket_check.cpp
+    ${PROJECT_SOURCE_DIR}/examples/dp_trainer/grad_sync.cpp
+    ${PROJECT_SOURCE_DIR}/examples/dp_trainer/comm_thread.cpp
+    ${PROJECT_SOURCE_DIR}/examples/dp_trainer/timeline.cpp)
+  target_include_directories(trainer_bucket_check PRIVATE ${PROJECT_SOURCE_DIR}
+                             ${PROJECT_SOURCE_DIR}/examples/dp_trainer)
+  target_link_libraries(trainer_bucket_check PRIVATE chorus Threads::Threads)
+  add_test(NAME trainer_bucket_check COMMAND trainer_bucket_check)
+  set_tests_properties(trainer_bucket_check PROPERTIES LABELS trainer TIMEOUT 60)
+
   # The optimizers against PyTorch's, the learning-rate schedule against hand-worked values.
   add_executable(trainer_optimizer_check ${CMAKE_CURRENT_LIST_DIR}/optimizer_check.cpp
     ${PROJECT_SOURCE_DIR}/examples/dp_trainer/optimizer.cpp)

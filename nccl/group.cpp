@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 
 namespace chorus::nccl {
 namespace {
@@ -160,6 +161,17 @@ NCCL_API(ncclResult_t, ncclGroupEnd, void) {
     return ncclSuccess;
   }
   if (calls.empty()) return ncclSuccess;
+  // Inside a call on each of the group's communicators until the group is done: an abort
+  // from another thread (a watchdog's) waits for this wait to leave before freeing one.
+  std::vector<std::unique_ptr<CallScope>> scopes;
+  for (auto& c : calls) {
+    bool seen = false;
+    for (auto& d : calls) {
+      if (&d == &c) break;
+      seen = seen || d.comm == c.comm;
+    }
+    if (!seen) scopes.push_back(std::make_unique<CallScope>(c.comm));
+  }
   // Chorus's own group: at its end each communicator launches the group's collectives in
   // issue order, then its sends and receives, and one Work covers them all.
   std::vector<InFlight> launched;

@@ -633,6 +633,45 @@ static void* abortLater(void* comm) {
   return (void*)(intptr_t)r;
 }
 
+/* The abort of a communicator whose call waits inside ncclGroupEnd (a watchdog thread's
+   abort of a stuck grouped receive, as PyTorch's): the abort must return only after
+   ncclGroupEnd has left the communicator (it frees it), and ncclGroupEnd must fail. Runs
+   on a split of the world, all ranks: rank 1 receives from rank 0, which never sends. */
+static volatile int groupAbortReturned;
+static void* abortGroupLater(void* comm) {
+  usleep(300 * 1000);
+  ncclResult_t r = ncclCommAbort((ncclComm_t)comm);
+  groupAbortReturned = 1;
+  return (void*)(intptr_t)r;
+}
+
+static void checkAbortInGroup(ncclComm_t comm) {
+  ncclComm_t child = NULL;
+  CHECK(ncclCommSplit(comm, 0, rank, &child, NULL));
+  if (rank == 1) {
+    pthread_t thread;
+    float x = 0;
+    groupAbortReturned = 0;
+    pthread_create(&thread, NULL, abortGroupLater, child);
+    CHECK(ncclGroupStart());
+    CHECK(ncclRecv(&x, 1, ncclFloat32, 0, child, NULL));
+    ncclResult_t r = ncclGroupEnd();
+    const int abortFirst = groupAbortReturned;
+    void* result;
+    pthread_join(thread, &result);
+    if (r == ncclSuccess) FAIL("a grouped receive that nobody sent succeeded after an abort");
+    if (abortFirst)
+      FAIL("ncclCommAbort returned (and freed the communicator) while ncclGroupEnd was "
+           "still waiting on it");
+    if ((ncclResult_t)(intptr_t)result != ncclSuccess) FAIL("ncclCommAbort (group) failed");
+    printf("abort in a group: ncclGroupEnd returned %s before the abort did\n",
+           ncclGetErrorString(r));
+  } else {
+    usleep(rank == 0 ? 2000 * 1000 : 0); /* rank 0 hosts the child's store */
+    CHECK(ncclCommAbort(child));
+  }
+}
+
 static void checkAbort(ncclComm_t comm) {
   if (rank == 1) { /* waits alone in an allreduce; another thread aborts it */
     pthread_t thread;
@@ -678,6 +717,7 @@ static int runAll(size_t p2pMib) {
   checkSplit(comm);
   checkNonBlocking(comm);
   checkInitConfig(comm);
+  checkAbortInGroup(comm);
   checkAbort(comm); /* frees comm */
   if (failures) return 1;
   printf("rank %d: all checks passed\n", rank);

@@ -150,18 +150,17 @@ void unflattenLater(ChorusWork& work, at::Tensor flat, std::vector<at::Tensor> t
 std::byte* bytes(const at::Tensor& t) { return static_cast<std::byte*>(t.data_ptr()); }
 
 // All-to-all with per-peer element counts and offsets: one Chorus all-to-all when every
-// count is the same, else a send and a receive per peer (and a local copy for itself).
+// rank is known to cut equal parts (`equalEverywhere`: no rank gave split sizes), else a
+// send and a receive per peer (and a local copy for itself). Equal counts on this rank
+// alone do not do: a peer with uneven ones sends and receives instead, and the two kinds
+// of call do not match.
 void allToAllV(CommImpl& comm, ChorusWork& work, const at::Tensor& in,
                const std::vector<int64_t>& inCounts, const std::vector<int64_t>& inOffsets,
                const at::Tensor& out, const std::vector<int64_t>& outCounts,
-               const std::vector<int64_t>& outOffsets, DataType type) {
+               const std::vector<int64_t>& outOffsets, DataType type, bool equalEverywhere) {
   const int n = comm.size(), me = comm.rank();
   const size_t es = sizeOf(type);
-  bool uniform = true;
-  for (int p = 0; p < n; ++p)
-    uniform &= inCounts[p] == inCounts[0] && outCounts[p] == inCounts[0] &&
-               inOffsets[p] == p * inCounts[0] && outOffsets[p] == p * inCounts[0];
-  if (uniform) {
+  if (equalEverywhere) {
     work.pieces.push_back(comm.submit({Collective::AllToAll, bytes(in), bytes(out),
                                        static_cast<size_t>(inCounts[0]), type, RedOp::Sum, 0}));
     return;
@@ -495,7 +494,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(at::Tensor& out
   return issue(c10d::OpType::ALLTOALL_BASE, {output}, [&](CommImpl& comm, ChorusWork& work) {
     at::Tensor in = readable(work, input), out = writable(work, output);
     allToAllV(comm, work, in, inCounts, offsetsOf(inCounts), out, outCounts, offsetsOf(outCounts),
-              type);
+              type, inputSplits.empty() && outputSplits.empty());
   });
 }
 
@@ -516,7 +515,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall(Tensors& outputs, Te
   return issue(c10d::OpType::ALLTOALL, outputs, [&](CommImpl& comm, ChorusWork& work) {
     work.keepAlive = {send, flat};
     allToAllV(comm, work, send, inCounts, offsetsOf(inCounts), flat, outCounts,
-              offsetsOf(outCounts), type);
+              offsetsOf(outCounts), type, /*equalEverywhere=*/false);
     unflattenLater(work, flat, outputs);
   });
 }

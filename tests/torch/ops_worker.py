@@ -208,6 +208,28 @@ def main():
             torch.cat([data(j * size + rank, 2 * out_splits[j], torch.int32).view(-1, 2)
                        for j in range(size)]))
     c.equal("all_to_all_single splits vs gloo", out, ref)
+    # Splits even on some ranks only: rank 0 sends and receives 1 row from everyone, rank
+    # r >= 1 sends 2 rows to itself (S[r][j] rows from r to j). Every rank must agree on
+    # how the call runs although rank 0's own splits look like equal parts.
+    S = [[2 if (r == j and r >= 1) else 1 for j in range(size)] for r in range(size)]
+    in_splits, out_splits = S[rank], [S[j][rank] for j in range(size)]
+    x = torch.cat([data(rank * size + j, 2 * in_splits[j], torch.int32).view(-1, 2)
+                   for j in range(size)])
+    out = torch.zeros(sum(out_splits), 2, dtype=torch.int32)
+    ref = torch.zeros_like(out)
+    dist.all_to_all_single(out, x, out_splits, in_splits, group=ch)
+    dist.all_to_all_single(ref, x, out_splits, in_splits, group=gl)
+    c.equal("all_to_all_single splits even on rank 0 only", out,
+            torch.cat([data(j * size + rank, 2 * out_splits[j], torch.int32).view(-1, 2)
+                       for j in range(size)]))
+    c.equal("all_to_all_single splits even on rank 0 only vs gloo", out, ref)
+    # The same with lists: rank 0's tensors all of one size, the others' not.
+    ins = [data(rank * size + j, S[rank][j], torch.int64) for j in range(size)]
+    outs = [torch.zeros(S[j][rank], dtype=torch.int64) for j in range(size)]
+    dist.all_to_all(outs, ins, group=ch)
+    for j in range(size):
+        c.equal(f"all_to_all even on rank 0 only [{j}]", outs[j],
+                data(j * size + rank, S[j][rank], torch.int64))
     ins = [data(rank * size + j, j + 1, torch.int64) for j in range(size)]
     outs = [torch.zeros(rank + 1, dtype=torch.int64) for _ in range(size)]
     dist.all_to_all(outs, ins, group=ch)

@@ -176,7 +176,10 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
 }
 
 NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
-  if (!comm) return setError(nullptr, ncclInvalidArgument, "ncclCommFinalize: comm is null");
+  if (!comm) return ncclSuccess;  // as NCCL: nothing to finalize
+  if (comm->finalized)
+    return setError(comm, ncclInvalidArgument,
+                    "ncclCommFinalize: this communicator was finalized already");
   CallScope scope(comm);
   ncclResult_t state = ncclSuccess;
   ncclResult_t r = guarded(comm, "ncclCommFinalize", [&] {
@@ -222,13 +225,13 @@ void destroy(ncclComm_t comm) {
 }  // namespace
 
 NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
-  if (!comm) return setError(nullptr, ncclInvalidArgument, "ncclCommDestroy: comm is null");
+  if (!comm) return ncclSuccess;  // as NCCL
   destroy(comm);
   return ncclSuccess;
 }
 
 NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
-  if (!comm) return setError(nullptr, ncclInvalidArgument, "ncclCommAbort: comm is null");
+  if (!comm) return ncclSuccess;  // as NCCL
   if (comm->initThread.joinable()) comm->initThread.join();  // creation cannot be cut short
   if (comm->comm) comm->comm.abort();  // thread-safe: a wait elsewhere returns in ~100 ms
   // Another thread may still be inside a call on comm: let it leave before freeing.

@@ -759,6 +759,10 @@ static int runKill(const char* dir) {
 /* ---- ncclCommInitAll: 4 ranks in this process, one thread drives them in groups ----- */
 
 static int runInitAll(void) {
+  /* As NCCL: destroying, aborting or finalizing no communicator is no error. */
+  EXPECT_CODE(ncclCommDestroy(NULL), ncclSuccess);
+  EXPECT_CODE(ncclCommAbort(NULL), ncclSuccess);
+  EXPECT_CODE(ncclCommFinalize(NULL), ncclSuccess);
   enum { kRanks = 4 };
   ncclComm_t comms[kRanks];
   rank = 0;
@@ -801,6 +805,7 @@ static int runInitAll(void) {
       FAIL("initall ring: comm %d received the wrong data", r);
   for (int r = 0; r < kRanks; ++r) {
     CHECK(ncclCommFinalize(comms[r]));
+    EXPECT_CODE(ncclCommFinalize(comms[r]), ncclInvalidArgument); /* as NCCL: once only */
     CHECK(ncclCommDestroy(comms[r]));
     free(send[r]);
     free(recv[r]);

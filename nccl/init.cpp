@@ -231,7 +231,7 @@ NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
 }
 
 NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
-  if (!comm) return ncclSuccess;  // as NCCL
+  if (!comm) return ncclSuccess;                             // as NCCL
   if (comm->initThread.joinable()) comm->initThread.join();  // creation cannot be cut short
   if (comm->comm) comm->comm.abort();  // thread-safe: a wait elsewhere returns in ~100 ms
   // Another thread may still be inside a call on comm: let it leave before freeing.

@@ -298,8 +298,12 @@ class Communicator {
   // while it has not failed.
   std::vector<int> failedRanks() const;
   // A new communicator of the ranks not listed (dead or unwanted), numbered in order:
-  // every remaining rank calls it with the same list. Works after a failure; the store
-  // must still be up (it lives in rank 0's process unless a launcher hosts it).
+  // every remaining rank calls it. Ranks that learnt of different deaths (two ranks dying
+  // at once) may pass different lists: the survivors exclude the union of their lists and
+  // of the members the store saw die; Error(InvalidUsage) if they still disagree (or one
+  // of them is excluded by another), Error(Timeout) naming the members that neither called
+  // shrink nor died. Works after a failure; the store must still be up (it lives in rank
+  // 0's process unless a launcher hosts it).
   Communicator shrink(std::span<const int> excludeRanks);
   // NCCL's ncclCommSplit: every rank of this communicator calls it; the ranks that pass
   // the same color (>= 0) form a new communicator, numbered by key, ties by their rank

@@ -511,35 +511,6 @@ CommImpl::BuiltSchedule CommImpl::scheduleFor(const Algorithm& algorithm, const 
   return schedules_.emplace(key, build()).first->second;
 }
 
-std::shared_ptr<CommImpl> CommImpl::shrink(std::span<const int> exclude) {
-  std::vector<bool> out(nranks_, false);
-  for (int r : exclude) {
-    if (r < 0 || r >= nranks_)
-      throwInvalid("shrink: rank " + std::to_string(r) + " out of range [0, " +
-                   std::to_string(nranks_) + ")");
-    if (out[r]) throwInvalid("shrink: rank " + std::to_string(r) + " listed twice");
-    out[r] = true;
-  }
-  if (out[rank_]) throwInvalid("shrink: this rank (" + std::to_string(rank_) + ") is excluded");
-  if (externalStore_)
-    throw Error(Result::InvalidUsage,
-                "shrink: this communicator was created on the caller's store (createOnStore); "
-                "create a new one on a new store instead");
-  // Every member has shrunk (or grown) this communicator as often: the prefix agrees.
-  Parent parent{
-      {}, hostedStore_, claim_, prefix_ + "s" + std::to_string(children_++) + "/", jobSize_};
-  for (int r = 0; r < nranks_; ++r)
-    if (!out[r]) parent.ranks.push_back(parentRanks_.empty() ? r : parentRanks_[r]);
-  // parent.ranks holds job ranks: find this process by its job rank, not by rank_ (its
-  // rank here, which differs once this communicator is itself a shrink or a grow).
-  const int self = parentRanks_.empty() ? rank_ : parentRanks_[rank_];
-  const int rank = static_cast<int>(std::find(parent.ranks.begin(), parent.ranks.end(), self) -
-                                    parent.ranks.begin());
-  logf(LogLevel::Info, "rank %d: shrinking %d ranks to %zu (now rank %d)", rank_, nranks_,
-       parent.ranks.size(), rank);
-  return create(rank, static_cast<int>(parent.ranks.size()), rendezvous_, false, options_, &parent);
-}
-
 const char* CommImpl::algorithmFor(Collective collective, size_t count, DataType type) {
   if (viaMailbox(Call{collective, nullptr, nullptr, count, type, RedOp::Sum, 0})) return "mailbox";
   if (const Algorithm* forced = algorithms_.forced(collective)) return runnable(*forced).name;

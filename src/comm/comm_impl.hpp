@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 
 namespace chorus::detail {
 
@@ -51,8 +52,9 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   // it with the same store. Such a communicator cannot shrink.
   static std::shared_ptr<CommImpl> createOnStore(int rank, int nranks, std::shared_ptr<Store> store,
                                                  const Options& options);
-  // A communicator of the ranks not in `exclude` (failed or unwanted), numbered in order;
-  // every survivor calls it with the same list. Works on a failed communicator.
+  // A communicator of the ranks not in `exclude` (failed or unwanted), numbered in order.
+  // The survivors agree first (shrink.cpp): the union of their lists and of the members
+  // the store saw die is excluded. Works on a failed communicator.
   std::shared_ptr<CommImpl> shrink(std::span<const int> exclude);
   // Grow (grow.cpp): every member calls grow(n) with the same n; it admits the next n
   // processes that called join() and returns a communicator of the members and them,
@@ -170,6 +172,9 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   int jobSize_ = 0;               // the launch's rank count (store identity = epoch x it + rank)
   std::string prefix_;            // of this communicator's store keys
   int children_ = 0;              // shrinks and grows of this communicator so far
+  // shrink.cpp: the survivors' union of `excluded` (job ranks) and of the members' deaths,
+  // agreed through the store under `prefix`; throws when they cannot agree.
+  std::set<int> agreeOnExcluded(const std::string& prefix, int self, std::set<int> excluded);
   std::shared_ptr<TcpStoreClient> claim_;  // holds this process's rank in the store
   Options options_;
   std::shared_ptr<TcpStoreClient> storeClient_;

@@ -4,6 +4,8 @@
 //   chorus-run -n 5 chorus_recovery_test --case shrink_again  the same, then job rank 1 dies
 //       between calls and the 3 others shrink, then job rank 4 dies: a shrunk communicator's
 //       ranks, shrinks and errors number the members its own way (job 4 is rank 3, then 2);
+//   chorus-run -n 5 chorus_recovery_test --case shrink_union  job ranks 3 and 4 die in one
+//       call; rank 0 excludes only 3, the others what their errors named: both go;
 //   chorus-run -n 3 chorus_recovery_test --case abort       a second thread aborts a call
 //       that cannot finish (rank 2 is busy): the wait returns at once with the reason;
 //   chorus-run -n 3 chorus_recovery_test --case nonblocking the C API on a non-blocking
@@ -182,6 +184,41 @@ int shrinkAgainCase() {
   return 0;
 }
 
+// Two ranks die in one call (job ranks 3 and 4): the survivors learn of the deaths apart,
+// and rank 0 passes only {3} to shrink while ranks 1 and 2 pass what their errors named.
+// The survivors must agree on excluding both: 3 ranks, numbered 0..2, correct sums.
+int shrinkUnionCase() {
+  chorus::Communicator comm = chorus::Communicator::initFromEnv();
+  const int job = comm.rank();
+  std::vector<int> members = {0, 1, 2, 3, 4};
+  if (comm.size() != 5) {
+    std::printf("FAIL: run on 5 ranks\n");
+    return 1;
+  }
+  int call = 0;
+  std::vector<int> named;
+  try {
+    runCalls(comm, members, job, call, kCalls, job >= 3 ? kDeathAt : -1);
+    std::printf("job rank %d: FAIL: no error although job ranks 3 and 4 died\n", job);
+    return 1;
+  } catch (const chorus::Error& e) {
+    named = e.failedRanks();
+  }
+  std::vector<int> exclude = job == 0 ? std::vector<int>{3} : named;
+  std::string list;
+  for (int r : exclude) list += " " + std::to_string(r);
+  std::printf("job rank %d: shrinks excluding%s\n", job, list.c_str());
+  chorus::Communicator smaller = comm.shrink(exclude);
+  members = {0, 1, 2};
+  if (!numbered(smaller, members, job, "the shrink") ||
+      !runCalls(smaller, members, job, call, kCalls))
+    return 1;
+  if (smaller.rank() == 0)
+    std::printf("survivors agreed on excluding job ranks 3 and 4: calls %d..%d correct\n", kDeathAt,
+                kCalls - 1);
+  return 0;
+}
+
 int abortCase() {
   chorus::Communicator comm = chorus::Communicator::initFromEnv();
   const int rank = comm.rank();
@@ -259,6 +296,7 @@ int main(int argc, char** argv) {
   try {
     if (which == "shrink") return shrinkCase();
     if (which == "shrink_again") return shrinkAgainCase();
+    if (which == "shrink_union") return shrinkUnionCase();
     if (which == "abort") return abortCase();
     if (which == "nonblocking") return nonblockingCase();
   } catch (const std::exception& e) {

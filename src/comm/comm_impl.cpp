@@ -282,6 +282,15 @@ std::shared_ptr<CommImpl> CommImpl::create(int rank, int nranks, const Rendezvou
   config.sliceBytes = std::max<size_t>(kMinSliceBytes, settings::integer("CHORUS_SLICE_BYTES"));
   config.streamFromBytes = settings::integer("CHORUS_STREAM_FROM_BYTES");
   config.tracePrefix = settings::text("CHORUS_TRACE_STEPS");
+  if (parent && !config.tracePrefix.empty()) {
+    // A split, shrink or grow numbers its ranks its own way: two processes may both be
+    // its rank 0 beside the world's. Its files carry its key prefix ("comm0/split0/1/" ->
+    // PREFIX.comm0.split0.1.rankR.json), so that none overwrites another's.
+    std::string tag = c->prefix_;
+    std::replace(tag.begin(), tag.end(), '/', '.');
+    if (tag.ends_with('.')) tag.pop_back();
+    config.tracePrefix += "." + tag;
+  }
   TcpStoreClient* client = c->storeClient_.get();
   std::vector<int> parentRanks = parent ? parent->ranks : std::vector<int>{};
   c->parentRanks_ = parentRanks;

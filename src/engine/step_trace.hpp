@@ -3,9 +3,11 @@
 // Chrome-trace JSON (the array form: it opens in Perfetto and chrome://tracing beside the
 // trainer's traces, and stays readable when a run dies before closing it).
 //
-// One file per rank and engine: <prefix>.rank<R>.json (another communicator of the same
-// rank alive in the process meanwhile, a split's: <prefix>.rank<R>.<k>.json; a later one
-// writes the file anew). Tracks (Chrome "threads") of rank R (pid R):
+// One file per rank and engine: <prefix>.rank<R>.json for a communicator created from a
+// unique id or the environment, <prefix>.<its key prefix>.rank<R>.json for a split, shrink
+// or grow (<prefix>.comm0.split0.1.rank0.json: R is its own rank, which another process
+// holds in the world's numbering). Another communicator of the same name alive in the
+// process meanwhile writes <prefix>...rank<R>.<k>.json; a later one writes the file anew. Tracks (Chrome "threads") of rank R (pid R):
 // tid 0 the calls (submitted to done), tid 1.. the local steps (Copy, Reduce; one lane
 // each while they overlap), tid 100 + 2p the steps to peer p (Send, Expose), 101 + 2p
 // those from p (Recv, RecvReduce, PeerRead, PeerReduce). Times are microseconds of the

@@ -296,8 +296,9 @@ static void checkMovement(ncclComm_t comm) {
 /* ---- pre-multiplied sums: each rank its own scalar, on host or "device" residence --- */
 
 static void checkPreMulSum(ncclComm_t comm) {
-  const ncclDataType_t types[] = {ncclInt8,    ncclUint8,   ncclInt32,   ncclInt64,     ncclFloat16,
-                                  ncclBfloat16, ncclFloat32, ncclFloat64, ncclFloat8e4m3};
+  const ncclDataType_t types[] = {ncclInt8,     ncclUint8,   ncclInt32,   ncclUint32,
+                                  ncclInt64,    ncclUint64,  ncclFloat16, ncclBfloat16,
+                                  ncclFloat32,  ncclFloat64, ncclFloat8e4m3, ncclFloat8e5m2};
   const size_t n = 777;
   double scalars[64];
   for (int r = 0; r < nranks; ++r) scalars[r] = (double)(r % 2 + 1);
@@ -324,6 +325,15 @@ static void checkPreMulSum(ncclComm_t comm) {
              get(recv, i, t), reference(i, t, ncclSum, scalars));
         break;
       }
+    const int root = (int)(ti % (size_t)nranks); /* reduce: the root's result only */
+    memset(recv, 0, n * es);
+    CHECK(ncclReduce(send, recv, n, t, op, root, comm, NULL));
+    for (size_t i = 0; rank == root && i < n; ++i)
+      if (get(recv, i, t) != reference(i, t, ncclSum, scalars)) {
+        FAIL("premulsum reduce %s root %d: [%zu] = %g, expected %g", kTypeName[t], root, i,
+             get(recv, i, t), reference(i, t, ncclSum, scalars));
+        break;
+      }
     CHECK(ncclReduceScatter(send, send + rank * n * es, n, t, op, comm, NULL)); /* in place */
     for (size_t i = 0; i < n; ++i)
       if (get(send + rank * n * es, i, t) != reference(rank * n + i, t, ncclSum, scalars)) {
@@ -336,9 +346,19 @@ static void checkPreMulSum(ncclComm_t comm) {
                 ncclInvalidArgument);
     CHECK(ncclRedOpDestroy(op, comm));
     EXPECT_CODE(ncclAllReduce(send, recv, n, t, op, comm, NULL), ncclInvalidArgument);
+    EXPECT_CODE(ncclRedOpDestroy(op, comm), ncclInvalidArgument); /* destroyed already */
     free(send);
     free(recv);
   }
+  /* Built-in ops are not destroyed; a residence that is neither, or no scalar, is refused. */
+  ncclRedOp_t bad;
+  float one = 1;
+  EXPECT_CODE(ncclRedOpDestroy(ncclSum, comm), ncclInvalidArgument);
+  EXPECT_CODE(ncclRedOpDestroy(ncclAvg, comm), ncclInvalidArgument);
+  EXPECT_CODE(ncclRedOpCreatePreMulSum(&bad, &one, ncclFloat32, (ncclScalarResidence_t)2, comm),
+              ncclInvalidArgument);
+  EXPECT_CODE(ncclRedOpCreatePreMulSum(&bad, NULL, ncclFloat32, ncclScalarHostImmediate, comm),
+              ncclInvalidArgument);
   if (rank == 0) printf("premulsum: %zu types checked\n", sizeof types / sizeof types[0]);
 }
 

@@ -4,6 +4,7 @@ gloo lacks the operation (AVG, reduce_scatter, uneven sizes, all_to_all lists)."
 import os
 import sys
 import time
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -77,6 +78,9 @@ def main():
         c.raises(f"all_reduce {name}", lambda: dist.all_reduce(
             data(rank, 4, torch.int32), op=getattr(dist.ReduceOp, name), group=ch), name,
             "not supported")
+    c.raises("all_reduce PREMUL_SUM", lambda: dist.all_reduce(
+        torch.ones(4), op=dist._make_nccl_premul_sum(2.0), group=ch), "PREMUL_SUM",
+        "not supported")
     c.raises("all_reduce bool", lambda: dist.all_reduce(torch.ones(3, dtype=torch.bool), group=ch),
              "no Chorus data type")
     # Non-contiguous (every other column) and large (many slices) tensors.
@@ -313,6 +317,33 @@ def main():
                 reduce_all([data(r, n, torch.int64) for r in evens], "SUM"))
         dist.destroy_process_group(sub)
 
+    if size > 1:
+        # A barrier holds every rank until the last arrives: rank 0 comes 1 s late.
+        dist.all_reduce(torch.zeros(1), group=ch)  # line the ranks up first
+        if rank == 0:
+            time.sleep(1.0)
+        began = time.monotonic()
+        dist.barrier(group=ch)
+        held = time.monotonic() - began
+        if rank != 0:
+            c.true(f"barrier held rank {rank} {held:.2f} s for the late rank 0 (want >= 0.8)",
+                   held >= 0.8)
+        # Work.wait(timeout): rank 1 joins the all-reduce 2 s late; rank 0's wait of 0.5 s
+        # times out (the call goes on), and a wait without a timeout then completes it.
+        x = torch.full((8,), float(rank + 1))
+        if rank == 1:
+            time.sleep(2.0)
+        w = dist.all_reduce(x, group=ch, async_op=True)
+        if rank == 0:
+            began = time.monotonic()
+            c.raises("wait(timeout=0.5 s) on a call a peer joins 2 s late",
+                     lambda: w.wait(timeout=timedelta(seconds=0.5)), "timed out")
+            waited = time.monotonic() - began
+            c.true(f"wait(timeout=0.5 s) returned after {waited:.2f} s (want 0.4-1.5)",
+                   0.4 <= waited <= 1.5)
+        w.wait()
+        c.equal("all_reduce after a timed-out wait", x,
+                torch.full((8,), float(size * (size + 1) // 2)))
     dist.barrier(group=ch)
     code = c.finish(f"ops at {size} ranks")
     dist.destroy_process_group(gl if ch is dist.group.WORLD else ch)

@@ -326,8 +326,8 @@ def main():
         dist.barrier(group=ch)
         held = time.monotonic() - began
         if rank != 0:
-            c.true(f"barrier held rank {rank} {held:.2f} s for the late rank 0 (want >= 0.8)",
-                   held >= 0.8)
+            c.true(f"barrier held rank {rank} {held:.2f} s for the late rank 0 (want >= 0.5)",
+                   held >= 0.5)
         # Work.wait(timeout): rank 1 joins the all-reduce 2 s late; rank 0's wait of 0.5 s
         # times out (the call goes on), and a wait without a timeout then completes it.
         x = torch.full((8,), float(rank + 1))
@@ -339,8 +339,8 @@ def main():
             c.raises("wait(timeout=0.5 s) on a call a peer joins 2 s late",
                      lambda: w.wait(timeout=timedelta(seconds=0.5)), "timed out")
             waited = time.monotonic() - began
-            c.true(f"wait(timeout=0.5 s) returned after {waited:.2f} s (want 0.4-1.5)",
-                   0.4 <= waited <= 1.5)
+            c.true(f"wait(timeout=0.5 s) returned after {waited:.2f} s (want 0.4-1.9)",
+                   0.4 <= waited <= 1.9)
         w.wait()
         c.equal("all_reduce after a timed-out wait", x,
                 torch.full((8,), float(size * (size + 1) // 2)))

@@ -7,11 +7,12 @@
 // unique id or the environment, <prefix>.<its key prefix>.rank<R>.json for a split, shrink
 // or grow (<prefix>.comm0.split0.1.rank0.json: R is its own rank, which another process
 // holds in the world's numbering). Another communicator of the same name alive in the
-// process meanwhile writes <prefix>...rank<R>.<k>.json; a later one writes the file anew. Tracks (Chrome "threads") of rank R (pid R):
-// tid 0 the calls (submitted to done), tid 1.. the local steps (Copy, Reduce; one lane
-// each while they overlap), tid 100 + 2p the steps to peer p (Send, Expose), 101 + 2p
-// those from p (Recv, RecvReduce, PeerRead, PeerReduce). Times are microseconds of the
-// steady clock (CLOCK_MONOTONIC): ranks on one host (the netns test bed's too) share it.
+// process meanwhile writes <prefix>...rank<R>.<k>.json; a later one writes the file anew.
+// Tracks (Chrome "threads") of rank R (pid R): tid 0 the calls (submitted to done), tid
+// 1.. the local steps (Copy, Reduce; one lane each while they overlap), tid 100 + 2p the
+// steps to peer p (Send, Expose), 101 + 2p those from p (Recv, RecvReduce, PeerRead,
+// PeerReduce). Times are microseconds of the steady clock (CLOCK_MONOTONIC): ranks on one
+// host (the netns test bed's too) share it.
 // Each step event's args: seq (the call's sequence number), step (its index in the
 // schedule), peer, bytes, after, algo, and done 0 for a step a failure left unfinished.
 // Small all-reduces through the shm mailbox (no schedule) are not traced.

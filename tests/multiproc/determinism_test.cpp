@@ -3,8 +3,8 @@
 // one rounding drift apart). The other multiprocess tests pick inputs that sum exactly in
 // any order, so they cannot see a rank that folds in another order.
 //   chorus-run -n N chorus_determinism_test
-// Inputs: full-mantissa values of 16 binades in (-1, 1) from a hash of (rank, element). Per algorithm
-// (forced), type (float32, float64, bfloat16), count (1023, 100003) and in/out of place:
+// Inputs: full-mantissa values of 16 binades in (-1, 1) from a hash of (rank, element). Per
+// algorithm (forced), type (float32, float64, bfloat16), count (1023, 100003) and in/out of place:
 // every rank's output, all-gathered as bytes, must equal rank 0's byte for byte. The
 // algorithms documented to fold in rank order (mailbox, oneshot, peer_oneshot) must also
 // equal the left fold ((x0 + x1) + x2) + ... computed here, for float32 and float64.

@@ -102,7 +102,8 @@ const std::vector<Spec> kSpecs = {
      "NCCL_DEBUG_SUBSYS"},
     {"CHORUS_TRACE_STEPS", Path, "",
      "path prefix: each rank writes every call's steps (kind, peer, bytes, start, end) as "
-     "Chrome-trace JSON to `PREFIX.rankR.json` (opens in Perfetto; `src/engine/step_trace.hpp`)"},
+     "Chrome-trace JSON to `PREFIX.rankR.json` (a split, shrink or grow: "
+     "`PREFIX.<its key prefix>.rankR.json`; opens in Perfetto; `src/engine/step_trace.hpp`)"},
     {"CHORUS_COMM_ID", String, "",
      "`host:port`: `getUniqueId` (and `ncclGetUniqueId`) return the same id in every process, "
      "and rank 0 hosts the rendezvous there",

@@ -72,6 +72,7 @@ class CommImpl : public std::enable_shared_from_this<CommImpl> {
   // Every rank lives in this process (initAll): destruction skips the barrier with the
   // others, so that one thread may destroy them one after another.
   void setRanksInThisProcess() { ranksInThisProcess_ = true; }
+  bool ranksInThisProcess() const { return ranksInThisProcess_; }
 
   int rank() const { return rank_; }
   int size() const { return nranks_; }

@@ -86,8 +86,18 @@ std::string memPageKind() { return memory::pageKind(); }
 Result Communicator::asyncError() { return live(impl_).engine().state(); }
 std::string Communicator::lastError() const { return live(impl_).engine().failureCause(); }
 std::vector<int> Communicator::failedRanks() const { return live(impl_).engine().failedRanks(); }
+// A split or shrink of communicators whose ranks all live in this process (initAll) has
+// its ranks here too: destroying one then skips the barrier with its peers, which the
+// same thread destroys one after another.
+static std::shared_ptr<CommImpl> inProcessLike(const CommImpl& parent,
+                                               std::shared_ptr<CommImpl> child) {
+  if (child && parent.ranksInThisProcess()) child->setRanksInThisProcess();
+  return child;
+}
+
 Communicator Communicator::shrink(std::span<const int> excludeRanks) {
-  return Communicator(live(impl_).shrink(excludeRanks));
+  CommImpl& parent = live(impl_);
+  return Communicator(inProcessLike(parent, parent.shrink(excludeRanks)));
 }
 Communicator Communicator::grow(int newcomers) { return Communicator(live(impl_).grow(newcomers)); }
 int Communicator::pendingJoins() { return live(impl_).pendingJoins(); }
@@ -115,7 +125,8 @@ Communicator Communicator::joinFromEnv(const Options& options) {
 }
 
 Communicator Communicator::split(int color, int key) {
-  auto impl = live(impl_).split(color, key);
+  CommImpl& parent = live(impl_);
+  auto impl = inProcessLike(parent, parent.split(color, key));
   return impl ? Communicator(std::move(impl)) : Communicator();
 }
 Work Communicator::barrier() { return live(impl_).barrier(); }

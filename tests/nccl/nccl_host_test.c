@@ -543,6 +543,33 @@ static void checkNonBlocking(ncclComm_t comm) {
       }
     }
   }
+  /* A split of it without a config is non-blocking too (NCCL copies the parent's), and so
+     is a grouped call on it: with rank 1 half a second late, rank 0's calls return
+     ncclInProgress, and complete with the sum. */
+  ncclComm_t child = NULL;
+  r = ncclCommSplit(nb, 0, rank, &child, NULL);
+  if (r != ncclSuccess && r != ncclInProgress)
+    FAIL("split of non-blocking: %s", ncclGetErrorString(r));
+  if (waitAsync(child, &polls) != ncclSuccess) FAIL("split of non-blocking did not succeed");
+  for (int grouped = 0; grouped < 2; ++grouped) {
+    ncclComm_t on = grouped ? nb : child;
+    int64_t v = rank + 1, sum = -1;
+    if (rank == 1) usleep(500 * 1000);
+    if (grouped) CHECK(ncclGroupStart());
+    r = ncclAllReduce(&v, &sum, 1, ncclInt64, ncclSum, on, NULL);
+    if (grouped) {
+      if (r != ncclSuccess)
+        FAIL("a grouped call on a non-blocking comm: %s", ncclGetErrorString(r));
+      r = ncclGroupEnd();
+    }
+    if (rank == 0 && r != ncclInProgress)
+      FAIL("%s on a non-blocking comm returned %s while rank 1 was late, not ncclInProgress",
+           grouped ? "ncclGroupEnd" : "an allreduce on its split", ncclGetErrorString(r));
+    if (waitAsync(on, &polls) != ncclSuccess) FAIL("the late call did not succeed");
+    if (sum != (int64_t)nranks * (nranks + 1) / 2)
+      FAIL("the late call's sum: %lld", (long long)sum);
+  }
+  CHECK(ncclCommDestroy(child));
   r = ncclCommFinalize(nb);
   if (r != ncclSuccess && r != ncclInProgress) FAIL("finalize: %s", ncclGetErrorString(r));
   if (waitAsync(nb, &polls) != ncclSuccess) FAIL("finalize did not succeed");

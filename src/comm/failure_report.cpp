@@ -2,6 +2,7 @@
 // fails leaves "failed/<rank>"; a rank stuck at its deadline leaves "stuck/<rank>" and
 // reads what the peers it waits for are doing.
 #include "comm/comm_impl.hpp"
+#include "comm/rank_list.hpp"
 #include "settings/settings.hpp"
 
 #include <fcntl.h>
@@ -43,12 +44,6 @@ std::string cutOffLine(int peer, int rank, const PeerSilence& silent) {
          " s ago (its host is down or cut off from this rank's)";
 }
 
-std::string joined(const std::vector<int>& ranks) {
-  std::string list;
-  for (int r : ranks) list += (list.empty() ? "" : ",") + std::to_string(r);
-  return list;
-}
-
 // A rank's "stuck/<rank>" report, as reportWaiting writes it: what it waits in, then one
 // line (newline separated) for each awaited peer whose host does not answer it.
 struct WaitReport {
@@ -56,13 +51,6 @@ struct WaitReport {
   std::string state;
   std::vector<std::string> cutOffLines;  // cutOffLines[i] is about cutOff[i]
 };
-
-std::vector<int> rankList(const std::string& list) {
-  std::vector<int> ranks;
-  for (const std::string& item : settings::splitList(list))
-    ranks.push_back(std::atoi(item.c_str()));
-  return ranks;
-}
 
 WaitReport parseWaitReport(const std::string& report) {
   const size_t first = report.find(';');
@@ -102,7 +90,7 @@ void CommImpl::reportFailure(const std::string& cause, const std::vector<int>& f
     }
   }
   // The ranks first (comma separated), so that whoever reads the report finds them.
-  const std::string ranks = joined(failedRanks);
+  const std::string ranks = joinRanks(failedRanks);
   const Deadline by = Clock::now() + kReportBy;
   store_->setBy("failed-ranks/" + std::to_string(rank_), std::as_bytes(std::span(ranks)), by);
   store_->setBy("failed/" + std::to_string(rank_), std::as_bytes(std::span(report)), by);
@@ -146,8 +134,8 @@ void CommImpl::reportWaiting(const std::string& mine, const std::vector<int>& pe
       cutOff.push_back(p);
       lines += "\n" + cutOffLine(p, rank_, *silent);
     }
-    report = joined(peers) + ";" + joined(cutOff) + ";rank " + std::to_string(rank_) + " is in " +
-             mine + lines;
+    report = joinRanks(peers) + ";" + joinRanks(cutOff) + ";rank " + std::to_string(rank_) +
+             " is in " + mine + lines;
   }
   const std::string key = "stuck/" + std::to_string(rank_);
   const Deadline by = Clock::now() + kReportBy;

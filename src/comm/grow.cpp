@@ -27,8 +27,6 @@
 namespace chorus::detail {
 namespace {
 
-std::span<const std::byte> bytes(const std::string& s) { return std::as_bytes(std::span(s)); }
-
 struct Member {
   int identity;
   int launchRank;
@@ -108,16 +106,16 @@ std::shared_ptr<CommImpl> CommImpl::grow(int newcomers) {
                 std::to_string(m.launchRank);
     } catch (const Error& e) {
       plan = "error:rank 0 of the growing communicator failed: " + std::string(e.what());
-      job.set("grow/plan/" + std::to_string(generation), bytes(plan));
+      job.set("grow/plan/" + std::to_string(generation), storeBytes(plan));
       for (int64_t n = first + 1; n <= first + newcomers; ++n)
-        job.set("grow/ticket/" + std::to_string(n), bytes(std::to_string(generation)));
-      store_->set(mine, bytes(std::to_string(generation)));
+        job.set("grow/ticket/" + std::to_string(n), storeBytes(std::to_string(generation)));
+      store_->set(mine, storeBytes(std::to_string(generation)));
       throw;
     }
-    job.set("grow/plan/" + std::to_string(generation), bytes(plan));
+    job.set("grow/plan/" + std::to_string(generation), storeBytes(plan));
     for (int64_t n : arrivals)
-      job.set("grow/ticket/" + std::to_string(n), bytes(std::to_string(generation)));
-    store_->set(mine, bytes(std::to_string(generation)));
+      job.set("grow/ticket/" + std::to_string(n), storeBytes(std::to_string(generation)));
+    store_->set(mine, storeBytes(std::to_string(generation)));
     plan = std::to_string(generation);
   } else {
     plan = storeText(store_->get(mine, deadline));
@@ -164,7 +162,7 @@ std::shared_ptr<CommImpl> CommImpl::join(const Rendezvous& rendezvous, int jobRa
   claim->add(epochKey, epoch - newest);
   const int64_t arrival = claim->add("grow/arrivals", 1);
   const std::string me = std::to_string(identity) + "," + std::to_string(jobRank);
-  claim->set("grow/arrival/" + std::to_string(arrival), bytes(me));
+  claim->set("grow/arrival/" + std::to_string(arrival), storeBytes(me));
   std::string generation;
   try {
     generation = storeText(claim->get("grow/ticket/" + std::to_string(arrival), deadline));

@@ -10,6 +10,7 @@
 //   exclude/<k>            "<job rank>:<excluded job ranks, comma-separated>"
 //   exclude/agreed/<job>   the excluded job ranks that survivor settled on
 #include "comm/comm_impl.hpp"
+#include "comm/rank_list.hpp"
 #include "errors.hpp"
 #include "log.hpp"
 #include "settings/settings.hpp"
@@ -19,24 +20,6 @@
 #include <thread>
 
 namespace chorus::detail {
-namespace {
-
-std::span<const std::byte> keyBytes(const std::string& s) { return std::as_bytes(std::span(s)); }
-
-std::string joinedRanks(const std::set<int>& ranks) {
-  std::string text;
-  for (int r : ranks) text += (text.empty() ? "" : ",") + std::to_string(r);
-  return text;
-}
-
-std::set<int> parsedRanks(const std::string& text) {
-  std::set<int> ranks;
-  for (const std::string& item : settings::splitList(text)) ranks.insert(std::stoi(item));
-  return ranks;
-}
-
-}  // namespace
-
 std::shared_ptr<CommImpl> CommImpl::shrink(std::span<const int> exclude) {
   std::vector<bool> out(nranks_, false);
   for (int r : exclude) {
@@ -66,7 +49,7 @@ std::shared_ptr<CommImpl> CommImpl::shrink(std::span<const int> exclude) {
   const int rank = static_cast<int>(std::find(parent.ranks.begin(), parent.ranks.end(), self) -
                                     parent.ranks.begin());
   logf(LogLevel::Info, "rank %d: shrinking %d ranks to %zu (now rank %d; excluded job ranks %s)",
-       rank_, nranks_, parent.ranks.size(), rank, joinedRanks(excluded).c_str());
+       rank_, nranks_, parent.ranks.size(), rank, joinRanks(excluded).c_str());
   return create(rank, static_cast<int>(parent.ranks.size()), rendezvous_, false, options_, &parent);
 }
 
@@ -77,7 +60,7 @@ std::set<int> CommImpl::agreeOnExcluded(const std::string& prefix, int self,
   std::set<int> members;
   for (int r = 0; r < nranks_; ++r) members.insert(parentRanks_.empty() ? r : parentRanks_[r]);
   store.set(prefix + "exclude/" + std::to_string(store.add(prefix + "exclude/arrived", 1)),
-            keyBytes(std::to_string(self) + ":" + joinedRanks(excluded)));
+            storeBytes(std::to_string(self) + ":" + joinRanks(excluded)));
   // Read proposals and deaths until every member not excluded has proposed.
   std::set<int> proposed;
   int64_t read = 0;
@@ -88,7 +71,7 @@ std::set<int> CommImpl::agreeOnExcluded(const std::string& prefix, int self,
           storeText(store.get(prefix + "exclude/" + std::to_string(read + 1), deadline));
       const size_t colon = text.find(':');
       proposed.insert(std::stoi(text.substr(0, colon)));
-      for (int r : parsedRanks(text.substr(colon + 1))) excluded.insert(r);
+      for (int r : rankList(text.substr(colon + 1))) excluded.insert(r);
     }
     for (int dead : storeClient_->deadRanks())
       if (members.count(dead)) excluded.insert(dead);
@@ -97,27 +80,27 @@ std::set<int> CommImpl::agreeOnExcluded(const std::string& prefix, int self,
       if (!excluded.count(m) && !proposed.count(m)) waiting.insert(m);
     if (waiting.empty()) break;
     if (Clock::now() > deadline)
-      throw Error(Result::Timeout, "shrink: job ranks " + joinedRanks(waiting) +
+      throw Error(Result::Timeout, "shrink: job ranks " + joinRanks(waiting) +
                                        " neither called shrink nor were reported dead within " +
                                        std::to_string(timeout_.count()) + " ms");
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   if (excluded.count(self)) {
-    store.set(prefix + "exclude/agreed/" + std::to_string(self), keyBytes(joinedRanks(excluded)));
+    store.set(prefix + "exclude/agreed/" + std::to_string(self), storeBytes(joinRanks(excluded)));
     throwInvalid("shrink: another survivor excluded this rank (job rank " + std::to_string(self) +
-                 "; excluded: " + joinedRanks(excluded) + ")");
+                 "; excluded: " + joinRanks(excluded) + ")");
   }
   // Deaths seen by some survivors only after others settled could still split them: every
   // survivor checks the others' result (all of them proposed, so all will write one).
-  store.set(prefix + "exclude/agreed/" + std::to_string(self), keyBytes(joinedRanks(excluded)));
+  store.set(prefix + "exclude/agreed/" + std::to_string(self), storeBytes(joinRanks(excluded)));
   for (int m : members) {
     if (excluded.count(m) || m == self) continue;
     const std::string theirs =
         storeText(store.get(prefix + "exclude/agreed/" + std::to_string(m), deadline));
-    if (theirs != joinedRanks(excluded))
+    if (theirs != joinRanks(excluded))
       throwInvalid("shrink: the survivors disagree on whom to exclude: job rank " +
                    std::to_string(m) + " settled on {" + theirs + "}, this one (job rank " +
-                   std::to_string(self) + ") on {" + joinedRanks(excluded) +
+                   std::to_string(self) + ") on {" + joinRanks(excluded) +
                    "}; call shrink again with the union");
   }
   return excluded;

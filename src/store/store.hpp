@@ -46,6 +46,10 @@ class Store {
 inline std::string storeText(const std::vector<std::byte>& value) {
   return std::string(reinterpret_cast<const char*>(value.data()), value.size());
 }
+// Text as a value to store (valid while `text` is).
+inline std::span<const std::byte> storeBytes(const std::string& text) {
+  return std::as_bytes(std::span(text));
+}
 
 // Prefixes every key, so that several communicators share one server.
 class PrefixStore : public Store {

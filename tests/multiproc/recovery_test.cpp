@@ -19,6 +19,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -120,24 +121,38 @@ bool numbered(const chorus::Communicator& c, const std::vector<int>& members, in
   return false;
 }
 
+// The calls from `call` on, `dying` raising SIGKILL at kDeathAt: the survivors' Error, or
+// nothing (with a FAIL line naming `who`) when no call failed.
+std::optional<chorus::Error> callsUntilDeath(chorus::Communicator& c,
+                                             const std::vector<int>& members, int jobRank,
+                                             int& call, bool dying, const char* who) {
+  try {
+    runCalls(c, members, jobRank, call, kCalls, dying ? kDeathAt : -1);
+  } catch (const chorus::Error& e) {
+    return e;
+  }
+  std::printf("job rank %d: FAIL: no error although %s died\n", jobRank, who);
+  return std::nullopt;
+}
+
+// The world of a 5-rank case; false (with a FAIL line) on another size.
+bool fiveRanks(const chorus::Communicator& comm) {
+  if (comm.size() == 5) return true;
+  std::printf("FAIL: run on 5 ranks\n");
+  return false;
+}
+
 int shrinkAgainCase() {
   chorus::Communicator comm = chorus::Communicator::initFromEnv();
   const int job = comm.rank();
   std::vector<int> members = {0, 1, 2, 3, 4};
-  if (comm.size() != 5) {
-    std::printf("FAIL: run on 5 ranks\n");
-    return 1;
-  }
+  if (!fiveRanks(comm)) return 1;
   int call = 0;
-  try {
-    runCalls(comm, members, job, call, kCalls, job == 3 ? kDeathAt : -1);
-    std::printf("job rank %d: FAIL: no error although job rank 3 died\n", job);
+  const auto first = callsUntilDeath(comm, members, job, call, job == 3, "job rank 3");
+  if (!first) return 1;
+  if (std::string(first->what()).find("rank 3") == std::string::npos) {
+    std::printf("job rank %d: FAIL: the error does not name rank 3: %s\n", job, first->what());
     return 1;
-  } catch (const chorus::Error& e) {
-    if (std::string(e.what()).find("rank 3") == std::string::npos) {
-      std::printf("job rank %d: FAIL: the error does not name rank 3: %s\n", job, e.what());
-      return 1;
-    }
   }
   const int dead[] = {3};
   chorus::Communicator smaller = comm.shrink(dead);
@@ -155,23 +170,19 @@ int shrinkAgainCase() {
       !runCalls(again, members, job, call, kDeathAt))
     return 1;
   // Job rank 4, rank 2 here (3 in `smaller`), dies: the error names it as rank 2.
-  try {
-    runCalls(again, members, job, call, kCalls, job == 4 ? kDeathAt : -1);
-    std::printf("job rank %d: FAIL: no error although job rank 4 died\n", job);
+  const auto second = callsUntilDeath(again, members, job, call, job == 4, "job rank 4");
+  if (!second) return 1;
+  const std::string what = second->what();
+  const std::vector<int> failed = second->failedRanks();
+  if (what.find("rank 2") == std::string::npos || what.find("rank 4") != std::string::npos ||
+      what.find("rank 3") != std::string::npos || failed != std::vector<int>{2}) {
+    std::printf(
+        "job rank %d: FAIL: the error does not name job rank 4 as rank 2 (%zu failed "
+        "ranks, first %d): %s\n",
+        job, failed.size(), failed.empty() ? -1 : failed[0], what.c_str());
     return 1;
-  } catch (const chorus::Error& e) {
-    const std::string what = e.what();
-    const std::vector<int> failed = e.failedRanks();
-    if (what.find("rank 2") == std::string::npos || what.find("rank 4") != std::string::npos ||
-        what.find("rank 3") != std::string::npos || failed != std::vector<int>{2}) {
-      std::printf(
-          "job rank %d: FAIL: the error does not name job rank 4 as rank 2 (%zu failed "
-          "ranks, first %d): %s\n",
-          job, failed.size(), failed.empty() ? -1 : failed[0], what.c_str());
-      return 1;
-    }
-    std::printf("job rank %d: call %d failed: %s\n", job, call, what.c_str());
   }
+  std::printf("job rank %d: call %d failed: %s\n", job, call, what.c_str());
   const int dead2[] = {2};
   chorus::Communicator last = again.shrink(dead2);
   members = {0, 2};
@@ -191,20 +202,11 @@ int shrinkUnionCase() {
   chorus::Communicator comm = chorus::Communicator::initFromEnv();
   const int job = comm.rank();
   std::vector<int> members = {0, 1, 2, 3, 4};
-  if (comm.size() != 5) {
-    std::printf("FAIL: run on 5 ranks\n");
-    return 1;
-  }
+  if (!fiveRanks(comm)) return 1;
   int call = 0;
-  std::vector<int> named;
-  try {
-    runCalls(comm, members, job, call, kCalls, job >= 3 ? kDeathAt : -1);
-    std::printf("job rank %d: FAIL: no error although job ranks 3 and 4 died\n", job);
-    return 1;
-  } catch (const chorus::Error& e) {
-    named = e.failedRanks();
-  }
-  std::vector<int> exclude = job == 0 ? std::vector<int>{3} : named;
+  const auto error = callsUntilDeath(comm, members, job, call, job >= 3, "job ranks 3 and 4");
+  if (!error) return 1;
+  std::vector<int> exclude = job == 0 ? std::vector<int>{3} : error->failedRanks();
   std::string list;
   for (int r : exclude) list += " " + std::to_string(r);
   std::printf("job rank %d: shrinks excluding%s\n", job, list.c_str());

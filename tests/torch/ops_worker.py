@@ -199,34 +199,27 @@ def main():
     c.equal("all_to_all_single", out, torch.cat([data(j * size + rank, 4, torch.float32)
                                                  for j in range(size)]))
     c.equal("all_to_all_single vs gloo", out, ref)
+    def splits_case(name, in_splits, out_splits):
+        """all_to_all_single with split sizes (rows of 2 int32), exact and against gloo."""
+        x = torch.cat([data(rank * size + j, 2 * in_splits[j], torch.int32).view(-1, 2)
+                       for j in range(size)])
+        out = torch.zeros(sum(out_splits), 2, dtype=torch.int32)
+        ref = torch.zeros_like(out)
+        dist.all_to_all_single(out, x, out_splits, in_splits, group=ch)
+        dist.all_to_all_single(ref, x, out_splits, in_splits, group=gl)
+        c.equal(name, out, torch.cat([data(j * size + rank, 2 * out_splits[j],
+                                           torch.int32).view(-1, 2) for j in range(size)]))
+        c.equal(f"{name} vs gloo", out, ref)
+
     # rank r sends (r + j) % 3 rows of 2 columns to rank j
-    in_splits = [(rank + j) % 3 for j in range(size)]
-    out_splits = [(j + rank) % 3 for j in range(size)]
-    x = torch.cat([data(rank * size + j, 2 * in_splits[j], torch.int32).view(-1, 2)
-                   for j in range(size)])
-    out = torch.zeros(sum(out_splits), 2, dtype=torch.int32)
-    ref = torch.zeros_like(out)
-    dist.all_to_all_single(out, x, out_splits, in_splits, group=ch)
-    dist.all_to_all_single(ref, x, out_splits, in_splits, group=gl)
-    c.equal("all_to_all_single splits", out,
-            torch.cat([data(j * size + rank, 2 * out_splits[j], torch.int32).view(-1, 2)
-                       for j in range(size)]))
-    c.equal("all_to_all_single splits vs gloo", out, ref)
+    splits_case("all_to_all_single splits", [(rank + j) % 3 for j in range(size)],
+                [(j + rank) % 3 for j in range(size)])
     # Splits even on some ranks only: rank 0 sends and receives 1 row from everyone, rank
     # r >= 1 sends 2 rows to itself (S[r][j] rows from r to j). Every rank must agree on
     # how the call runs although rank 0's own splits look like equal parts.
     S = [[2 if (r == j and r >= 1) else 1 for j in range(size)] for r in range(size)]
-    in_splits, out_splits = S[rank], [S[j][rank] for j in range(size)]
-    x = torch.cat([data(rank * size + j, 2 * in_splits[j], torch.int32).view(-1, 2)
-                   for j in range(size)])
-    out = torch.zeros(sum(out_splits), 2, dtype=torch.int32)
-    ref = torch.zeros_like(out)
-    dist.all_to_all_single(out, x, out_splits, in_splits, group=ch)
-    dist.all_to_all_single(ref, x, out_splits, in_splits, group=gl)
-    c.equal("all_to_all_single splits even on rank 0 only", out,
-            torch.cat([data(j * size + rank, 2 * out_splits[j], torch.int32).view(-1, 2)
-                       for j in range(size)]))
-    c.equal("all_to_all_single splits even on rank 0 only vs gloo", out, ref)
+    splits_case("all_to_all_single splits even on rank 0 only", S[rank],
+                [S[j][rank] for j in range(size)])
     # The same with lists: rank 0's tensors all of one size, the others' not.
     ins = [data(rank * size + j, S[rank][j], torch.int64) for j in range(size)]
     outs = [torch.zeros(S[j][rank], dtype=torch.int64) for j in range(size)]
